@@ -1,0 +1,52 @@
+"""What a run reports while it happens, for shells that show progress (CLI, TUI).
+
+A run calls its ``on_event`` callback with these values, from the thread that runs it,
+in this order: ``RunStarted``; then ``ImplementationLoaded`` or ``ImplementationFailed``;
+then one ``CaseFinished`` per case (in completion order; ``result.position`` tells where
+the case sits in declared order); then ``RunFinished``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cer.model import CaseResult, RunResult, Suite
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: str
+    suite: Suite
+    implementation: str
+    total: int
+
+
+@dataclass(frozen=True)
+class ImplementationLoaded:
+    implementation_id: str
+    source_files: tuple[str, ...]
+    """Files the implementation's import read from outside the standard library and
+    site-packages: what a watcher should watch."""
+
+
+@dataclass(frozen=True)
+class ImplementationFailed:
+    """The implementation could not be imported; every case will be errored."""
+
+    reason: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class CaseFinished:
+    result: CaseResult
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run: RunResult
+
+
+RunEvent = RunStarted | ImplementationLoaded | ImplementationFailed | CaseFinished | RunFinished
