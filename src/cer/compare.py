@@ -1,0 +1,924 @@
+"""Strict comparison of an implementation's observation against a case's ``expect`` table.
+
+A false pass is the worst bug a runner can have, so every rule here leans towards
+reporting a mismatch: types must match exactly (``True`` is not ``1``, ``1`` is not
+``1.0``), floats are never compared approximately, and a value of a type the runner does
+not know is never equal to anything. Everything is a pure function over plain data; no
+method of an unknown object is ever called, and :func:`compare` never raises.
+
+``values_equal`` decides truth; the mismatch list only explains it. Where the two could
+ever disagree, :func:`compare` reports a mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import date, datetime, time, timedelta, timezone
+from types import MappingProxyType
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cer.model import MISSING, Mismatch
+
+RUNNER_OBSERVED_KEYS: frozenset[str] = frozenset(
+    {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"}
+)
+"""Keys the runner fills into an observation when the implementation did not report them."""
+
+REJECTION_KEYS: frozenset[str] = frozenset({"rejects", "error_includes", "error_type"})
+"""An expect table holding any of these asks whether the implementation rejected the input."""
+
+MAX_MISMATCHES_PER_CONTAINER = 20
+"""How many differences one list or table reports before summarising the rest."""
+
+MAX_EXPLAINED_DEPTH = 100
+"""Below this nesting depth differences are still detected, but not itemised."""
+
+_OPERATOR_SUFFIXES: tuple[str, ...] = ("_max", "_min", "_contains")
+_OPERATOR_NAMES: frozenset[str] = frozenset({"error_includes", "has_fields"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# The kinds of plain data, decided by exact type identity (never isinstance, never a hash
+# of the type, so no metaclass or subclass of an unknown object gets a say).
+_KINDS: tuple[tuple[type, str], ...] = (
+    (str, "str"),
+    (int, "int"),
+    (bool, "bool"),
+    (float, "float"),
+    (list, "list"),
+    (dict, "dict"),
+    (type(None), "None"),
+    (bytes, "bytes"),
+    (tuple, "list"),
+    (MappingProxyType, "dict"),
+    (datetime, "datetime"),
+    (date, "date"),
+    (time, "time"),
+)
+_CONTAINER_KINDS: frozenset[str] = frozenset({"list", "dict"})
+
+
+# --------------------------------------------------------------------------- key helpers
+
+
+def is_operator_key(key: str) -> bool:
+    """Whether ``key`` of an expect table is an operator rather than a literal value.
+
+    ``BASE_max``, ``BASE_min`` and ``BASE_contains`` (with a non-empty ``BASE``) and
+    exactly ``error_includes`` and ``has_fields`` are operators.
+    """
+    if type(key) is not str:
+        return False
+    if key in _OPERATOR_NAMES:
+        return True
+    return any(key.endswith(s) and len(key) > len(s) for s in _OPERATOR_SUFFIXES)
+
+
+def binding_key(expect: Mapping[str, Any]) -> str:
+    """The observation key a non-mapping return value of an implementation is bound to.
+
+    It is the only key of ``expect`` that is neither an operator nor runner-observed, when
+    there is exactly one; otherwise ``"output"``.
+    """
+    candidates = [
+        key
+        for key in expect
+        if type(key) is str and not is_operator_key(key) and key not in RUNNER_OBSERVED_KEYS
+    ]
+    return candidates[0] if len(candidates) == 1 else "output"
+
+
+def _operator_base(key: str) -> tuple[str, str]:
+    """Split ``BASE_suffix`` into ``(BASE, suffix)``."""
+    for suffix in _OPERATOR_SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)], suffix
+    return key, ""
+
+
+def _key_path(parent: str, key: Any) -> str:
+    """``parent.key``, or ``parent["odd key"]`` when the key is not an identifier."""
+    if type(key) is str and _IDENTIFIER.match(key):
+        return f"{parent}.{key}" if parent else key
+    return f"{parent}[{_quote_key(key)}]"
+
+
+def _quote_key(key: Any) -> str:
+    if type(key) is not str:
+        return format_value(key, 60)
+    quoted = json.dumps(key, ensure_ascii=False)
+    return quoted if quoted.isprintable() else json.dumps(key)
+
+
+# ------------------------------------------------------------------------------- kinds
+
+
+def _kind(value: Any) -> str | None:
+    """The plain-data kind of ``value``, or None for anything the runner does not know."""
+    cls = type(value)
+    for known, name in _KINDS:
+        if cls is known:
+            return name
+    return None
+
+
+def _type_name(value: Any) -> str:
+    """A name for the type of ``value``, obtained without touching the object itself."""
+    kind = _kind(value)
+    if kind is not None:
+        return kind
+    if value is MISSING:
+        return "missing"
+    try:
+        name = type.__dict__["__qualname__"].__get__(type(value))
+    except Exception:
+        return "object"
+    return name if type(name) is str else "object"
+
+
+def _known_tzinfo(tz: Any) -> bool:
+    """Only tzinfo objects of the standard library are asked for an offset."""
+    return tz is None or type(tz) is timezone or type(tz) is ZoneInfo
+
+
+def _offset(value: datetime | time) -> timedelta | None:
+    return value.utcoffset()
+
+
+# ------------------------------------------------------------------------------ equality
+
+
+def values_equal(expected: Any, observed: Any) -> bool:
+    """Strict equality of two plain values; never raises (an error means not equal).
+
+    Types must match exactly at every level, floats are equal only when ``==`` or both
+    NaN, tables need the same key set, date/time values need the same UTC offset.
+    """
+    try:
+        return _equal(expected, observed)
+    except Exception:
+        return False
+
+
+def _equal(expected: Any, observed: Any) -> bool:
+    """Iterative strict equality; pairs of containers already under comparison are
+    assumed equal, which is sound for shared and even cyclic structures."""
+    stack: list[tuple[Any, Any]] = [(expected, observed)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        a, b = stack.pop()
+        kind = _kind(a)
+        if kind is None or _kind(b) != kind:
+            return False
+        if kind == "list":
+            if len(a) != len(b):
+                return False
+            pair = (id(a), id(b))
+            if pair in seen:
+                continue
+            seen.add(pair)
+            stack.extend(zip(a, b, strict=True))
+        elif kind == "dict":
+            if not (_str_keys(a) and _str_keys(b)) or len(a) != len(b):
+                return False
+            pair = (id(a), id(b))
+            if pair in seen:
+                continue
+            seen.add(pair)
+            for key, value in a.items():
+                if key not in b:
+                    return False
+                stack.append((value, b[key]))
+        elif not _scalar_equal(kind, a, b):
+            return False
+    return True
+
+
+def _str_keys(table: Mapping[Any, Any]) -> bool:
+    return all(type(key) is str for key in table)
+
+
+def _scalar_equal(kind: str, a: Any, b: Any) -> bool:
+    """Equality of two non-container values already known to be of the same kind."""
+    if kind == "None":
+        return True
+    if kind == "float":
+        return bool(a == b or (math.isnan(a) and math.isnan(b)))
+    if kind in ("str", "int", "bool", "bytes", "date"):
+        return bool(a == b)
+    if kind == "datetime":
+        return _datetime_problem(a, b) is None
+    if kind == "time":
+        return _time_problem(a, b) is None
+    return False
+
+
+def _datetime_problem(a: datetime, b: datetime) -> str | None:
+    """Why two datetimes differ, or None when they are equal."""
+    if not (_known_tzinfo(a.tzinfo) and _known_tzinfo(b.tzinfo)):
+        return "a datetime with an unsupported tzinfo cannot be verified"
+    oa, ob = _offset(a), _offset(b)
+    if (oa is None) != (ob is None):
+        which = ("offset-aware", "naive") if ob is None else ("naive", "offset-aware")
+        return f"expected a {which[0]} datetime, observed a {which[1]} one"
+    if a != b:
+        return "the datetimes differ"
+    if oa != ob:
+        return (
+            f"same instant but the UTC offset differs: expected {_fmt_offset(oa)}, "
+            f"observed {_fmt_offset(ob)}"
+        )
+    return None
+
+
+def _time_problem(a: time, b: time) -> str | None:
+    """Why two times of day differ, or None when they are equal."""
+    if not (_known_tzinfo(a.tzinfo) and _known_tzinfo(b.tzinfo)):
+        return "a time with an unsupported tzinfo cannot be verified"
+    oa, ob = _offset(a), _offset(b)
+    if (oa is None) != (ob is None):
+        which = ("offset-aware", "naive") if ob is None else ("naive", "offset-aware")
+        return f"expected a {which[0]} time, observed a {which[1]} one"
+    if (a.hour, a.minute, a.second, a.microsecond) != (b.hour, b.minute, b.second, b.microsecond):
+        return "the times differ"
+    if oa != ob:
+        return f"the UTC offset differs: expected {_fmt_offset(oa)}, observed {_fmt_offset(ob)}"
+    return None
+
+
+def _fmt_offset(offset: timedelta | None) -> str:
+    if offset is None:
+        return "none"
+    return str(timezone(offset)) if abs(offset) < timedelta(hours=24) else str(offset)
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def format_value(value: Any, limit: int = 200) -> str:
+    """A short, bounded, unambiguous rendering of ``value`` for messages.
+
+    Strings and bytes are shown with repr so whitespace is visible; anything long is cut
+    with a marker such as ``… (1234 chars)``. Unknown objects are named by type only.
+    """
+    limit = max(limit, 8)
+    try:
+        return _render(value, limit, 0)
+    except Exception:
+        return f"<{_type_name(value)}>"
+
+
+def _render(value: Any, limit: int, depth: int) -> str:
+    if value is MISSING:
+        return "<missing>"
+    kind = _kind(value)
+    if kind is None:
+        return f"<{_type_name(value)} object>"
+    if kind in ("str", "bytes"):
+        return _render_text(value, limit)
+    if kind == "int":
+        try:
+            text = repr(value)
+        except ValueError:
+            return f"<int of {value.bit_length()} bits>"
+        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} digits)"
+    if kind in ("None", "bool", "float"):
+        return repr(value)
+    if kind in ("datetime", "time"):
+        if _known_tzinfo(value.tzinfo):
+            return str(value.isoformat())
+        naive = value.replace(tzinfo=None).isoformat()
+        return f"{naive}<unsupported tzinfo {_type_name(value.tzinfo)}>"
+    if kind == "date":
+        return str(value.isoformat())
+    if kind == "list":
+        return _render_items(value, limit, depth, "[", "]", "element")
+    return _render_items(value, limit, depth, "{", "}", "key")
+
+
+def _render_text(value: str | bytes, limit: int) -> str:
+    """repr of a prefix of ``value`` whose rendering fits in about ``limit`` characters."""
+    n = min(len(value), limit)
+    text = repr(value[:n])
+    while len(text) > limit + 3 and n > 1:
+        n = max(1, n * limit // len(text) - 1)
+        text = repr(value[:n])
+    if n < len(value):
+        unit = "chars" if type(value) is str else "bytes"
+        text += f"… ({len(value)} {unit})"
+    return text
+
+
+def _render_items(value: Any, limit: int, depth: int, open_: str, close: str, noun: str) -> str:
+    count = len(value)
+    suffix = f" ({count} {noun}{'s' if count != 1 else ''})"
+    if count == 0:
+        return open_ + close
+    if depth >= 20:
+        return f"{open_}…{close}{suffix}"
+    parts: list[str] = []
+    used = len(open_) + len(close)
+    entries: Iterator[tuple[Any, Any]] = (
+        iter(value.items()) if noun == "key" else ((None, item) for item in value)
+    )
+    complete = True
+    for key, item in entries:
+        budget = limit - used
+        if budget < 8:
+            complete = False
+            break
+        if noun == "key":
+            piece = f"{_render(key, budget, depth + 1)}: {_render(item, budget, depth + 1)}"
+        else:
+            piece = _render(item, budget, depth + 1)
+        if len(piece) > budget and parts:
+            complete = False
+            break
+        parts.append(piece)
+        used += len(piece) + 2
+    if complete and len(parts) == count:
+        return open_ + ", ".join(parts) + close
+    return open_ + ", ".join([*parts, "…"]) + close + suffix
+
+
+def _describe(value: Any) -> str:
+    """``int 1``, ``str 'a'``, ``None``: the type name and a bounded rendering."""
+    if value is None:
+        return "None"
+    if value is MISSING:
+        return "nothing"
+    kind = _kind(value)
+    if kind is None:
+        return f"a value of unsupported type {_type_name(value)}"
+    return f"{kind} {format_value(value)}"
+
+
+# ----------------------------------------------------------------------- explaining diffs
+
+
+class _Collector:
+    """Gathers the differences of one container, bounded, with a summary of the rest."""
+
+    def __init__(self, path: str, noun: str) -> None:
+        self.path = path
+        self.noun = noun
+        self.items: list[Mismatch] = []
+        self.hidden = 0
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= MAX_MISMATCHES_PER_CONTAINER
+
+    def add(self, found: Sequence[Mismatch]) -> None:
+        if not found:
+            return
+        room = MAX_MISMATCHES_PER_CONTAINER - len(self.items)
+        if room <= 0 or len(found) > room:
+            self.hidden += 1
+        self.items.extend(found[: max(room, 0)])
+
+    def count(self, differs: bool) -> None:
+        """Past the bound, a difference is only counted."""
+        if differs:
+            self.hidden += 1
+
+    def result(self) -> list[Mismatch]:
+        if self.hidden:
+            plural = "s" if self.hidden != 1 else ""
+            where = self.path or "value"
+            self.items.append(
+                Mismatch(
+                    self.path,
+                    f"{where}: ... and {self.hidden} more differing {self.noun}{plural} "
+                    f"not shown in full (the first {MAX_MISMATCHES_PER_CONTAINER} "
+                    "differences are listed)",
+                )
+            )
+        return self.items
+
+
+def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]:
+    """Explain every difference between two values (bounded); empty when equal."""
+    kind_e, kind_o = _kind(expected), _kind(observed)
+    if kind_e is None:
+        return [
+            Mismatch(
+                path,
+                f"{path}: the expected value has unsupported type {_type_name(expected)} "
+                "and cannot be verified",
+                expected,
+                observed,
+            )
+        ]
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report a value (expected {_describe(expected)})",
+                expected,
+                observed,
+            )
+        ]
+    if kind_o != kind_e:
+        return [
+            Mismatch(
+                path,
+                f"{path}: expected {_describe(expected)}, observed {_describe(observed)}",
+                expected,
+                observed,
+            )
+        ]
+    if depth >= MAX_EXPLAINED_DEPTH and kind_e in _CONTAINER_KINDS:
+        if _equal(expected, observed):
+            return []
+        message = (
+            f"{path}: values differ somewhere below nesting depth {MAX_EXPLAINED_DEPTH} "
+            f"(expected {_describe(expected)}, observed {_describe(observed)})"
+        )
+        return [Mismatch(path, message, expected, observed)]
+    if kind_e == "list":
+        return _diff_list(expected, observed, path, depth)
+    if kind_e == "dict":
+        return _diff_table(expected, observed, path, depth)
+    if kind_e == "str":
+        return _diff_str(expected, observed, path)
+    if _scalar_equal(kind_e, expected, observed):
+        return []
+    detail = ""
+    if kind_e == "datetime":
+        detail = f"; {_datetime_problem(expected, observed)}"
+    elif kind_e == "time":
+        detail = f"; {_time_problem(expected, observed)}"
+    message = f"{path}: expected {_describe(expected)}, observed {_describe(observed)}{detail}"
+    return [Mismatch(path, message, expected, observed)]
+
+
+def _diff_list(
+    expected: Sequence[Any], observed: Sequence[Any], path: str, depth: int
+) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    n_e, n_o = len(expected), len(observed)
+    if n_e != n_o:
+        common = min(n_e, n_o)
+        if n_o > n_e:
+            detail = (
+                f"{n_o - n_e} extra, the first being {path}[{common}] = "
+                f"{format_value(observed[common], 80)}"
+            )
+        else:
+            detail = (
+                f"{n_e - n_o} missing, the first being {path}[{common}] = "
+                f"{format_value(expected[common], 80)}"
+            )
+        out.append(
+            Mismatch(
+                path,
+                f"{path}: expected a list of {n_e} element{'s' if n_e != 1 else ''}, "
+                f"observed {n_o} ({detail})",
+                expected,
+                observed,
+            )
+        )
+    collector = _Collector(path, "element")
+    for index in range(min(n_e, n_o)):
+        e, o = expected[index], observed[index]
+        if collector.full:
+            collector.count(not _equal(e, o))
+        else:
+            collector.add(_diff(e, o, f"{path}[{index}]", depth + 1))
+    return out + collector.result()
+
+
+def _diff_table(
+    expected: Mapping[Any, Any], observed: Mapping[Any, Any], path: str, depth: int
+) -> list[Mismatch]:
+    for side, table in (("expected", expected), ("observed", observed)):
+        bad = [key for key in table if type(key) is not str]
+        if bad:
+            return [
+                Mismatch(
+                    path,
+                    f"{path}: the {side} table has a key of type {_type_name(bad[0])} "
+                    f"({format_value(bad[0], 60)}); only string keys can be verified",
+                    expected,
+                    observed,
+                )
+            ]
+    collector = _Collector(path, "key")
+    for key, e in expected.items():
+        child = _key_path(path, key)
+        if collector.full:
+            collector.count(key not in observed or not _equal(e, observed[key]))
+        elif key not in observed:
+            message = f"{child}: key missing from the observed table (expected {_describe(e)})"
+            collector.add([Mismatch(child, message, e, MISSING)])
+        else:
+            collector.add(_diff(e, observed[key], child, depth + 1))
+    for key, o in observed.items():
+        if key in expected:
+            continue
+        if collector.full:
+            collector.count(True)
+            continue
+        child = _key_path(path, key)
+        message = f"{child}: unexpected key in the observed table (observed {_describe(o)})"
+        collector.add([Mismatch(child, message, MISSING, o)])
+    return collector.result()
+
+
+def _first_difference(a: str, b: str) -> int:
+    """Index of the first differing character, or the shorter length for a prefix."""
+    n = min(len(a), len(b))
+    i, step = 0, 4096
+    while i < n and a[i : i + step] == b[i : i + step]:
+        i += step
+    i = min(i, n)
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _line_at(text: str, start: int) -> str:
+    """The line of ``text`` beginning at ``start``, including its newline if any."""
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start : end + 1]
+
+
+def _excerpt(line: str, column: int, width: int = 100) -> str:
+    """repr of ``line``, or of a window around 1-based ``column`` when the line is long."""
+    if len(line) <= width:
+        return repr(line)
+    start = max(0, column - 1 - width // 3)
+    end = start + width
+    head = f"(from column {start + 1}) …" if start > 0 else ""
+    tail = f"… ({len(line)} chars in the line)" if end < len(line) else ""
+    return f"{head}{line[start:end]!r}{tail}"
+
+
+def _diff_str(expected: str, observed: str, path: str) -> list[Mismatch]:
+    if expected == observed:
+        return []
+    index = _first_difference(expected, observed)
+    line = expected.count("\n", 0, index) + 1
+    line_start = expected.rfind("\n", 0, index) + 1
+    column = index - line_start + 1
+    where = f"line {line}, column {column}"
+    lengths = f"expected {len(expected)} chars, observed {len(observed)} chars"
+    if index < len(expected) and index < len(observed):
+        message = (
+            f"{path}: strings differ at {where}: expected line {line} is "
+            f"{_excerpt(_line_at(expected, line_start), column)}, observed line {line} is "
+            f"{_excerpt(_line_at(observed, line_start), column)}"
+        )
+        if len(expected) != len(observed):
+            message += f" ({lengths})"
+    elif len(observed) < len(expected):
+        rest = expected[index:]
+        if rest == "\n":
+            message = (
+                f"{path}: observed is missing the trailing newline and is otherwise "
+                f"identical ({lengths})"
+            )
+        else:
+            message = (
+                f"{path}: observed ends early at {where} and is otherwise identical "
+                f"({lengths}); expected continues with {format_value(rest, 120)}"
+            )
+    else:
+        rest = observed[index:]
+        if rest == "\n":
+            message = (
+                f"{path}: observed has an extra trailing newline and is otherwise "
+                f"identical ({lengths})"
+            )
+        else:
+            message = (
+                f"{path}: observed continues past the end of expected at {where} and is "
+                f"otherwise identical ({lengths}); it continues with {format_value(rest, 120)}"
+            )
+    return [Mismatch(path, message, expected, observed)]
+
+
+# ------------------------------------------------------------------------------- compare
+
+
+def compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[Mismatch, ...]:
+    """Every way in which ``observation`` fails ``expect``; an empty tuple is a match.
+
+    Each key of ``expect`` is checked in order: a key present in the observation is
+    compared strictly; otherwise an operator key (``*_max``, ``*_min``, ``*_contains``,
+    ``error_includes``, ``has_fields``) is applied; otherwise the key was not reported.
+    Keys of the observation that ``expect`` does not mention are ignored. Never raises.
+    """
+    try:
+        return tuple(_compare(expect, observation))
+    except Exception as exc:
+        return (
+            Mismatch(
+                "",
+                f"the comparison could not be completed ({_type_name(exc)}); "
+                "the case cannot be verified",
+            ),
+        )
+
+
+def _get(observation: Mapping[str, Any], key: str) -> Any:
+    """``observation[key]``, or MISSING when it is absent or holds MISSING."""
+    if key not in observation:
+        return MISSING
+    return observation[key]
+
+
+def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[Mismatch]:
+    if _kind(expect) != "dict" and not isinstance(expect, Mapping):
+        return [Mismatch("", "the expect value is not a table and cannot be verified", expect)]
+    if _kind(observation) != "dict" and not isinstance(observation, Mapping):
+        return [
+            Mismatch(
+                "",
+                f"the observation is not a table ({_describe(observation)}); "
+                "the case cannot be verified",
+                MISSING,
+                observation,
+            )
+        ]
+    out: list[Mismatch] = []
+    for key, expected in expect.items():
+        if type(key) is not str:
+            out.append(
+                Mismatch(
+                    _key_path("", key),
+                    f"expect has a key of type {_type_name(key)}; it cannot be verified",
+                    expected,
+                )
+            )
+            continue
+        path = _key_path("", key)
+        observed = _get(observation, key)
+        if observed is not MISSING:
+            found = _diff(expected, observed, path, 0)
+            if not found and not values_equal(expected, observed):
+                found = [
+                    Mismatch(
+                        path,
+                        f"{path}: expected {_describe(expected)}, observed {_describe(observed)}",
+                        expected,
+                        observed,
+                    )
+                ]
+            out.extend(found)
+        elif is_operator_key(key):
+            out.extend(_apply_operator(key, path, expected, observation))
+        else:
+            out.append(
+                Mismatch(
+                    path,
+                    f"{path}: implementation did not report {key} (expected {_describe(expected)})",
+                    expected,
+                    MISSING,
+                )
+            )
+    return out
+
+
+def _apply_operator(
+    key: str, path: str, value: Any, observation: Mapping[str, Any]
+) -> list[Mismatch]:
+    if key == "error_includes":
+        return _error_includes(path, value, observation)
+    if key == "has_fields":
+        return _has_fields(path, value, observation)
+    base, suffix = _operator_base(key)
+    observed = _get(observation, base)
+    if suffix == "_contains":
+        return _contains(path, base, value, observed)
+    return _bound(path, base, suffix, value, observed)
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
+    if not _is_number(bound) or (type(bound) is float and math.isnan(bound)):
+        return [
+            Mismatch(
+                path,
+                f"{path}: the bound must be a number, but expect gives {_describe(bound)}; "
+                "it cannot be verified",
+                bound,
+                observed,
+            )
+        ]
+    symbol = "<=" if suffix == "_max" else ">="
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report {base} "
+                f"(expected {base} {symbol} {format_value(bound)})",
+                bound,
+                MISSING,
+            )
+        ]
+    if not _is_number(observed):
+        return [
+            Mismatch(
+                path,
+                f"{path}: expected {base} to be a number {symbol} {format_value(bound)}, "
+                f"observed {_describe(observed)}",
+                bound,
+                observed,
+            )
+        ]
+    if type(observed) is float and math.isnan(observed):
+        return [
+            Mismatch(
+                path,
+                f"{path}: observed {base} is nan, which satisfies no bound "
+                f"(expected {symbol} {format_value(bound)})",
+                bound,
+                observed,
+            )
+        ]
+    holds = observed <= bound if suffix == "_max" else observed >= bound
+    if holds:
+        return []
+    return [
+        Mismatch(
+            path,
+            f"{path}: expected {base} {symbol} {format_value(bound)}, observed "
+            f"{format_value(observed)}",
+            bound,
+            observed,
+        )
+    ]
+
+
+def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch]:
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report {base} "
+                f"(expected it to contain {_describe(needle)})",
+                needle,
+                MISSING,
+            )
+        ]
+    kind = _kind(observed)
+    if kind == "str":
+        if type(needle) is not str:
+            return [
+                Mismatch(
+                    path,
+                    f"{path}: {base} is a string, which can only contain a string, but expect "
+                    f"looks for {_describe(needle)}",
+                    needle,
+                    observed,
+                )
+            ]
+        if needle in observed:
+            return []
+        return [
+            Mismatch(
+                path,
+                f"{path}: {base} does not contain {format_value(needle)}; observed "
+                f"{format_value(observed)}",
+                needle,
+                observed,
+            )
+        ]
+    if kind == "list":
+        if any(_equal(needle, item) for item in observed):
+            return []
+        return [
+            Mismatch(
+                path,
+                f"{path}: no element of {base} equals {_describe(needle)}; observed "
+                f"{format_value(observed)}",
+                needle,
+                observed,
+            )
+        ]
+    return [
+        Mismatch(
+            path,
+            f"{path}: {base} must be a string or a list to look for {_describe(needle)} in "
+            f"it, observed {_describe(observed)}",
+            needle,
+            observed,
+        )
+    ]
+
+
+def _error_includes(path: str, needle: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    if type(needle) is not str:
+        return [
+            Mismatch(
+                path,
+                f"{path}: error_includes must be a string, but expect gives "
+                f"{_describe(needle)}; it cannot be verified",
+                needle,
+            )
+        ]
+    error = _get(observation, "error")
+    if error is MISSING or error is None:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not raise (expected an error including "
+                f"{format_value(needle)})",
+                needle,
+                error,
+            )
+        ]
+    if type(error) is not str:
+        return [
+            Mismatch(
+                path,
+                f"{path}: the error must be a string including {format_value(needle)}, "
+                f"observed {_describe(error)}",
+                needle,
+                error,
+            )
+        ]
+    if needle in error:
+        return []
+    return [
+        Mismatch(
+            path,
+            f"{path}: the error does not include {format_value(needle)}; observed error "
+            f"{format_value(error)}",
+            needle,
+            error,
+        )
+    ]
+
+
+def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    if _kind(fields) != "list" or not all(type(field) is str for field in fields):
+        return [
+            Mismatch(
+                path,
+                f"{path}: has_fields must be a list of strings, but expect gives "
+                f"{_describe(fields)}; it cannot be verified",
+                fields,
+            )
+        ]
+    wanted = list(dict.fromkeys(fields))
+    output = _get(observation, "output")
+    kind = _kind(output)
+    if kind == "dict":
+        return _missing_fields(path, wanted, output, "output", "output")
+    if kind == "list":
+        collector = _Collector("output", "element")
+        for index, element in enumerate(output):
+            if collector.full:
+                collector.count(_lacks_fields(wanted, element))
+            else:
+                collector.add(_element_fields(path, wanted, element, f"output[{index}]"))
+        return collector.result()
+    return _missing_fields(path, wanted, observation, "", "the observation")
+
+
+def _lacks_fields(wanted: list[str], element: Any) -> bool:
+    return _kind(element) != "dict" or any(field not in element for field in wanted)
+
+
+def _element_fields(path: str, wanted: list[str], element: Any, where: str) -> list[Mismatch]:
+    if _kind(element) != "dict":
+        return [
+            Mismatch(
+                where,
+                f"{where}: {path} requires each element of output to be a table with fields "
+                f"{format_value(wanted)}, observed {_describe(element)}",
+                wanted,
+                element,
+            )
+        ]
+    return _missing_fields(path, wanted, element, where, where)
+
+
+def _missing_fields(
+    path: str, wanted: list[str], target: Mapping[str, Any], where: str, name: str
+) -> list[Mismatch]:
+    collector = _Collector(where, "field")
+    for field in wanted:
+        if _get(target, field) is not MISSING:
+            continue
+        child = _key_path(where, field)
+        collector.add(
+            [
+                Mismatch(
+                    child,
+                    f"{child}: {path} requires field {field!r}, which {name} lacks",
+                    field,
+                    MISSING,
+                )
+            ]
+        )
+    return collector.result()
