@@ -1,0 +1,73 @@
+"""Length-prefixed frames on raw file descriptors, shared by supervisor and worker.
+
+A frame is a 4-byte big-endian length, one kind byte and the payload. Reading is
+defensive: a length over the limit or a short read is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+_HEADER = struct.Struct(">IB")
+HEADER_SIZE = _HEADER.size
+MAX_FRAME = 256 * 1024 * 1024
+
+KIND_JSON = 1
+"""A control message encoded with :mod:`cer.plaindata`."""
+KIND_RAW = 2
+"""Bytes passed through untouched (a child's result payload)."""
+
+
+class FrameError(Exception):
+    """The byte stream does not hold a well-formed frame."""
+
+
+def pack(kind: int, payload: bytes) -> bytes:
+    return _HEADER.pack(len(payload), kind) + payload
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (pipes may accept partial writes)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_exact(fd: int, size: int) -> bytes:
+    """Read exactly ``size`` bytes; EOFError if the stream ends first."""
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise EOFError("stream ended inside a frame" if chunks else "stream ended")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> tuple[int, bytes]:
+    """Block until one whole frame arrives on ``fd``."""
+    length, kind = _HEADER.unpack(read_exact(fd, HEADER_SIZE))
+    if length > MAX_FRAME:
+        raise FrameError(f"frame of {length} bytes exceeds the limit")
+    return kind, read_exact(fd, length) if length else b""
+
+
+def split_frames(buffer: bytearray) -> list[tuple[int, bytes]]:
+    """Remove and return every complete frame at the start of ``buffer``."""
+    frames = []
+    offset = 0
+    while len(buffer) - offset >= HEADER_SIZE:
+        length, kind = _HEADER.unpack_from(buffer, offset)
+        if length > MAX_FRAME:
+            raise FrameError(f"frame of {length} bytes exceeds the limit")
+        end = offset + HEADER_SIZE + length
+        if len(buffer) < end:
+            break
+        frames.append((kind, bytes(buffer[offset + HEADER_SIZE : end])))
+        offset = end
+    del buffer[:offset]
+    return frames

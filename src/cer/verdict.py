@@ -1,0 +1,235 @@
+"""From what happened in a case to its status: the only place verdicts are made.
+
+The worker reports observations (what the implementation returned or raised, how its
+process ended); the supervisor turns each into an :class:`Outcome` and :func:`judge`
+decides pass, fail or errored against the case's expectation. Nothing the
+implementation printed or sent can name a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cer import plaindata
+from cer.compare import REJECTION_KEYS, binding_key, compare
+from cer.framing import KIND_RAW, FrameError, split_frames
+from cer.model import MISSING, Case, CaseResult, Status
+
+HEALTH_KEYS = frozenset({"crashed", "hung"})
+"""Expect keys about the implementation's health: they make a crash, a hang or an
+exception something to compare rather than an error."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What running one case produced, before any judgement.
+
+    ``kind`` is one of: ``returned`` (``value`` holds the plain data), ``raised`` (an
+    Exception), ``crashed`` (a signal, an exit, a BaseException, a failing thread, a
+    memory limit), ``timed_out``, ``not_plain`` (the return value was not plain data),
+    ``lost`` (the runner could not get a result: malformed channel, worker died),
+    ``import_failed``.
+    """
+
+    kind: str
+    value: Any = MISSING
+    error_type: str | None = None
+    error_message: str | None = None
+    detail: str = ""
+    traceback: str | None = None
+    elapsed_ms: float | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+
+def outcome_from_worker(
+    meta: Mapping[str, Any], raw: bytes, timeout: float, capture_limit: int
+) -> Outcome:
+    """Interpret a worker's ``result`` message and the case's raw result bytes."""
+    stdout = str(meta.get("stdout", ""))
+    stderr = str(meta.get("stderr", ""))
+    dropped = meta.get("dropped", 0)
+    if isinstance(dropped, int) and dropped > 0:
+        note = f"\n[output truncated: {dropped} more bytes past the {capture_limit}-byte limit]"
+        if stderr:
+            stderr += note
+        else:
+            stdout += note
+    anomaly = meta.get("anomaly")
+    if anomaly:
+        stderr += f"\n[the case {anomaly}; the worker was recycled]"
+
+    def out(kind: str, **fields: Any) -> Outcome:
+        return Outcome(kind, stdout=stdout, stderr=stderr, **fields)
+
+    how = meta.get("exit", {})
+    kind = how.get("how") if isinstance(how, Mapping) else None
+    if kind == "timeout":
+        return out(
+            "timed_out",
+            detail=f"timed out after {_seconds(timeout)}",
+            elapsed_ms=timeout * 1000.0
+        )
+    if kind == "too_large":
+        return out("not_plain", detail="the observation exceeded 64 MiB")
+    if kind == "signal":
+        return out("crashed", detail=f"the case's process was killed by {how.get('name')}")
+    if kind == "exited" and how.get("code") != 0:
+        return out(
+            "crashed", detail=f"the case's process exited with status {how.get('code')}"
+        )
+    payload_bytes: bytes | None = raw
+    if kind == "exited":
+        try:
+            frames = split_frames(bytearray(raw))
+        except FrameError as exc:
+            return out("lost", detail=f"the result channel was corrupted: {exc}")
+        total = sum(len(data) + 5 for _, data in frames)
+        if not frames:
+            if raw:
+                return out("lost", detail="the result channel held a partial frame")
+            payload_bytes = None
+        elif len(frames) != 1 or frames[0][0] != KIND_RAW or total != len(raw):
+            return out(
+                "lost",
+                detail="the result channel held unexpected bytes (something other than the "
+                "runner wrote to it)"
+            )
+        else:
+            payload_bytes = frames[0][1]
+    elif kind != "inline":
+        return out("lost", detail=f"the worker reported an unknown ending {how!r}")
+    if not payload_bytes:
+        return out(
+            "crashed",
+            detail="the case's process exited (status 0) without reporting a result"
+        )
+    try:
+        payload = plaindata.loads(payload_bytes)
+        tag = payload["k"]
+    except (ValueError, TypeError, KeyError) as exc:
+        return out("lost", detail=f"the case sent a malformed result: {exc}")
+    elapsed = payload.get("ms")
+    elapsed_ms = float(elapsed) if type(elapsed) in (int, float) else None
+    if tag == "ret":
+        return out("returned", value=payload.get("v"), elapsed_ms=elapsed_ms)
+    if tag == "exc":
+        return out(
+            "raised",
+            error_type=str(payload.get("type")),
+            error_message=str(payload.get("msg")),
+            traceback=str(payload.get("tb")),
+            elapsed_ms=elapsed_ms
+        )
+    if tag == "bad":
+        return out(
+            "not_plain",
+            detail=f"the implementation returned something that is not plain data: "
+            f"{payload.get('path') or '<return value>'}: {payload.get('why')}",
+            elapsed_ms=elapsed_ms
+        )
+    if tag == "base":
+        return out(
+            "crashed",
+            detail=f"the implementation raised {payload.get('type')} "
+            f"(a BaseException, not an Exception): {payload.get('msg')}",
+            traceback=str(payload.get("tb")),
+            elapsed_ms=elapsed_ms
+        )
+    if tag == "mem":
+        return out(
+            "crashed",
+            detail="the implementation ran out of memory (MemoryError)",
+            traceback=str(payload.get("tb")),
+            elapsed_ms=elapsed_ms
+        )
+    if tag == "thread":
+        return out(
+            "crashed",
+            detail="an exception escaped a thread the case started",
+            traceback=str(payload.get("tb")),
+            elapsed_ms=elapsed_ms
+        )
+    return out("lost", detail=f"the case sent an unknown result kind {tag!r}")
+
+
+def _short(text: str | None, limit: int = 500) -> str:
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def judge(case: Case, outcome: Outcome) -> CaseResult:
+    """The status of ``case`` given ``outcome``; see docs/execution-model.md."""
+    expect = case.expect
+    elapsed = None if outcome.elapsed_ms is None else round(outcome.elapsed_ms)
+
+    def result(status: Status, reason: str | None, observation: Any = None,
+               mismatches: tuple[Any, ...] = ()) -> CaseResult:
+        return CaseResult(
+            case_name=case.name,
+            case_class=case.case_class,
+            category=case.category,
+            status=status,
+            reason=reason,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+            traceback=outcome.traceback,
+            elapsed_ms=elapsed,
+            observation=observation,
+            mismatches=mismatches,
+            position=case.position,
+        )
+
+    def compared(observation: dict[str, Any]) -> CaseResult:
+        mismatches = compare(expect, observation)
+        if mismatches:
+            return result(
+                Status.FAIL, "\n".join(m.message for m in mismatches), observation, mismatches
+            )
+        return result(Status.PASS, None, observation)
+
+    if not expect:
+        return result(Status.ERRORED, "could not verify: the case's expect table is empty")
+    health = {"elapsed_ms": outcome.elapsed_ms}
+    if outcome.kind == "returned":
+        value = outcome.value
+        observation = dict(value) if type(value) is dict else {binding_key(expect): value}
+        for key, filler in (
+            ("rejects", False), ("error", None), ("error_type", None),
+            ("crashed", False), ("hung", False), ("elapsed_ms", outcome.elapsed_ms),
+        ):
+            observation.setdefault(key, filler)
+        return compared(observation)
+    if outcome.kind == "raised":
+        if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS):
+            return compared({
+                "rejects": True, "error": outcome.error_message,
+                "error_type": outcome.error_type, "crashed": False, "hung": False, **health,
+            })
+        return result(
+            Status.ERRORED,
+            f"the implementation raised {outcome.error_type}: {_short(outcome.error_message)}",
+        )
+    if outcome.kind == "timed_out" and "hung" in expect:
+        return _with_detail(
+            compared({"hung": True, "crashed": False, **health}), outcome.detail
+        )
+    if outcome.kind == "crashed" and "crashed" in expect:
+        return _with_detail(
+            compared({"crashed": True, "hung": False, **health}), outcome.detail
+        )
+    return result(Status.ERRORED, outcome.detail)
+
+
+def _with_detail(result: CaseResult, detail: str) -> CaseResult:
+    if result.status is Status.PASS:
+        return result
+    from dataclasses import replace
+
+    return replace(result, reason=f"{detail}\n{result.reason}")

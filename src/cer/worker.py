@@ -1,0 +1,580 @@
+"""The worker process: imports the implementation once and runs cases on request.
+
+Started fresh by the supervisor for every run (``python -m cer.worker CTRL_IN CTRL_OUT``),
+so edited code is always re-imported. It talks to the supervisor only through two
+private pipes. With fork isolation each case runs in a forked child that has its own
+process group, an empty stdin, captured stdout and stderr, and a private result pipe;
+the worker itself runs no implementation code after the import, and enforces the
+per-case timeout by killing the child's whole process group. With no isolation the
+case runs in the worker, which the supervisor watches and recycles on any anomaly.
+
+The worker never decides a verdict: it reports what it observed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import inspect
+import os
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from cer import plaindata
+from cer.caseview import CaseView
+from cer.framing import KIND_JSON, KIND_RAW, pack, read_frame, write_all
+
+_NO_FD = -1
+_RESULT_LIMIT = 64 * 1024 * 1024
+
+
+def _describe_signal(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class _Target:
+    """How to call the implementation for one case, decided once at import."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        if inspect.isclass(obj):
+            self.kind = "class"
+        elif callable(getattr(obj, "run_case", None)):
+            self.kind = "run_case"
+        elif callable(obj):
+            self.kind = "callable"
+        else:
+            raise TypeError(
+                f"{type(obj).__name__} object is neither a class, an object with "
+                "run_case(case), nor a callable"
+            )
+        self.signature: inspect.Signature | None = None
+        if self.kind == "callable":
+            self.signature = _signature(obj)
+
+    def invoke(self, view: CaseView) -> Any:
+        """Call the implementation for one case and return what it returned."""
+        if self.kind == "class":
+            instance = self.obj()
+            run_case = getattr(instance, "run_case", None)
+            if callable(run_case):
+                return _await_if_async(run_case, (view,), {})
+            if not callable(instance):
+                raise TypeError(
+                    f"instances of {self.obj.__name__} have neither run_case(case) nor __call__"
+                )
+            return _call_with_input(instance, _signature(instance), view.input)
+        if self.kind == "run_case":
+            return _await_if_async(self.obj.run_case, (view,), {})
+        return _call_with_input(self.obj, self.signature, view.input)
+
+
+def _signature(func: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+def _call_with_input(func: Any, signature: inspect.Signature | None, data: dict[str, Any]) -> Any:
+    if signature is not None:
+        try:
+            signature.bind(**data)
+        except TypeError:
+            pass
+        else:
+            return _await_if_async(func, (), data)
+    return _await_if_async(func, (data,), {})
+
+
+def _await_if_async(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004
+    ):
+        import asyncio
+
+        return asyncio.run(func(*args, **kwargs))
+    return func(*args, **kwargs)
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def _load_model(spec: str) -> Any:
+    """The category model named ``entrypoint:MODULE:ATTR``, imported once."""
+    if spec not in _MODELS:
+        module_name, _, attr = spec.removeprefix("entrypoint:").partition(":")
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            if part:
+                obj = getattr(obj, part)
+        _MODELS[spec] = obj
+    return _MODELS[spec]
+
+
+def _exception_payload(kind: str, exc: BaseException, elapsed_ms: float) -> dict[str, Any]:
+    exc_type = type(exc)
+    try:
+        message = str(exc)
+    except BaseException as inner:
+        message = f"<str() of the exception raised {type(inner).__name__}>"
+    try:
+        formatted = "".join(traceback.format_exception(exc))
+    except BaseException:
+        formatted = f"{exc_type.__qualname__}: {message}\n"
+    return {
+        "k": kind,
+        "type": exc_type.__name__,
+        "qualname": f"{exc_type.__module__}.{exc_type.__qualname__}",
+        "msg": message,
+        "tb": formatted,
+        "ms": elapsed_ms,
+    }
+
+
+def _execute(target: _Target, message: dict[str, Any]) -> bytes:
+    """Run one case in this process and return the payload describing what happened."""
+    thread_failures: list[str] = []
+
+    def on_thread_exception(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread is not None else "?"
+        exc_text = "".join(
+            traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback)
+        )
+        thread_failures.append(f"exception in thread {name}:\n{exc_text}")
+
+    previous_hook = threading.excepthook
+    threading.excepthook = on_thread_exception
+    view = CaseView(
+        name=message["name"],
+        case_class=message["case_class"],
+        category=message["category"],
+        input=message["input"],
+        tags=tuple(message["tags"]),
+    )
+    started = time.perf_counter()
+    payload: dict[str, Any]
+    try:
+        model = message.get("model", "call")
+        if model == "call":
+            value = target.invoke(view)
+        else:
+            value = _load_model(model).execute(
+                lambda data: target.invoke(
+                    CaseView(view.name, view.case_class, view.category, data, view.tags)
+                ),
+                view,
+            )
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        if inspect.iscoroutine(value) or inspect.isgenerator(value):
+            with contextlib.suppress(BaseException):
+                value.close()
+        try:
+            wire = plaindata.to_wire(value)
+        except plaindata.NotPlainData as bad:
+            payload = {"k": "bad", "path": bad.path, "why": bad.problem, "ms": elapsed_ms}
+        else:
+            payload = {"k": "ret", "v": wire, "ms": elapsed_ms}
+    except MemoryError as exc:
+        payload = _exception_payload("mem", exc, (time.perf_counter() - started) * 1000.0)
+    except Exception as exc:
+        payload = _exception_payload("exc", exc, (time.perf_counter() - started) * 1000.0)
+    except BaseException as exc:
+        payload = _exception_payload("base", exc, (time.perf_counter() - started) * 1000.0)
+    finally:
+        threading.excepthook = previous_hook
+    if thread_failures and payload["k"] in ("ret", "bad"):
+        payload = {"k": "thread", "tb": "\n".join(thread_failures), "ms": payload["ms"]}
+    try:
+        return plaindata.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        return plaindata.dumps({"k": "bad", "path": "", "why": f"cannot encode: {exc}", "ms": 0.0})
+
+
+def _flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            if stream is not None:
+                stream.flush()
+
+
+def _parent_death_signal_setter() -> Callable[[], None]:
+    """A function that asks Linux to kill the calling child if the worker dies, so no
+    case outlives its run; resolved once in the worker, called in each child."""
+    if not sys.platform.startswith("linux"):
+        return lambda: None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return lambda: None
+
+    def set_signal() -> None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    return set_signal
+
+
+def _read_available(fd: int, sink: bytearray, limit: int) -> tuple[bool, int]:
+    """Read what ``fd`` has now. Returns (still open, bytes dropped past ``limit``)."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return True, 0
+    except OSError:
+        return False, 0
+    if not chunk:
+        return False, 0
+    room = max(0, limit - len(sink))
+    sink += chunk[:room]
+    return True, len(chunk) - min(room, len(chunk))
+
+
+class Worker:
+    """The worker's state: its channels, the loaded implementation and its settings."""
+
+    def __init__(self, ctrl_in: int, ctrl_out: int) -> None:
+        self.ctrl_in = ctrl_in
+        self.ctrl_out = ctrl_out
+        self.target: _Target | None = None
+        self.isolation = "fork"
+        self.capture_limit = 65536
+        self.max_memory: int | None = None
+        self.timeout = 10.0
+        self.devnull = os.open(os.devnull, os.O_RDONLY)
+        self.capture_fd = _NO_FD
+        self.set_death_signal = _parent_death_signal_setter()
+
+    # --- channel -------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any], raw: bytes | None = None) -> None:
+        data = pack(KIND_JSON, plaindata.dumps(message))
+        if raw is not None:
+            data += pack(KIND_RAW, raw)
+        write_all(self.ctrl_out, data)
+
+    # --- capture of the worker's own stdout/stderr (import time, no isolation) -------
+
+    def _open_capture(self) -> None:
+        if hasattr(os, "memfd_create"):
+            self.capture_fd = os.memfd_create("cer-capture")
+        else:  # pragma: no cover - non-Linux
+            import tempfile
+
+            with tempfile.TemporaryFile() as handle:
+                self.capture_fd = os.dup(handle.fileno())
+        os.dup2(self.devnull, 0)
+        os.dup2(self.capture_fd, 1)
+        os.dup2(self.capture_fd, 2)
+
+    def _reset_capture(self) -> None:
+        _flush_std_streams()
+        os.ftruncate(self.capture_fd, 0)
+        os.lseek(self.capture_fd, 0, os.SEEK_SET)
+        # fds 1 and 2 share the file offset with capture_fd through dup2.
+
+    def _take_capture(self) -> tuple[str, int]:
+        _flush_std_streams()
+        size = os.fstat(self.capture_fd).st_size
+        data = os.pread(self.capture_fd, min(size, self.capture_limit), 0)
+        return data.decode("utf-8", "replace"), max(0, size - self.capture_limit)
+
+    # --- loading ---------------------------------------------------------------------
+
+    def load(self, message: dict[str, Any]) -> None:
+        self.isolation = message["isolation"]
+        self.capture_limit = int(message["capture_limit"])
+        self.max_memory = message.get("max_memory")
+        self.timeout = float(message["timeout"])
+        for path in reversed(message["paths"]):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+        before = set(sys.modules)
+        if self.max_memory and self.isolation != "fork":
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (self.max_memory, self.max_memory))
+        self._open_capture()
+        self._reset_capture()
+        module_name, _, attr = message["impl"].partition(":")
+        try:
+            if not module_name or not attr:
+                raise ValueError(f"--impl must look like MODULE:ATTR, got {message['impl']!r}")
+            obj: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            self.target = _Target(obj)
+        except BaseException as exc:
+            output, _ = self._take_capture()
+            self.send(
+                {
+                    "op": "loaded",
+                    "ok": False,
+                    "reason": f"{type(exc).__name__}: {exc}",
+                    "traceback": "".join(traceback.format_exception(exc)),
+                    "output": output,
+                    "files": _source_files(before),
+                }
+            )
+            return
+        output, _ = self._take_capture()
+        self.send(
+            {
+                "op": "loaded",
+                "ok": True,
+                "kind": self.target.kind,
+                "output": output,
+                "files": _source_files(before),
+            }
+        )
+
+    # --- running cases ---------------------------------------------------------------
+
+    def run_case(self, message: dict[str, Any]) -> None:
+        assert self.target is not None
+        if self.isolation == "fork":
+            self._run_forked(message)
+        else:
+            self._run_inline(message)
+
+    def _run_inline(self, message: dict[str, Any]) -> None:
+        assert self.target is not None
+        self.send({"op": "begin", "seq": message["seq"]})
+        snapshot = _Snapshot.take()
+        self._reset_capture()
+        payload = _execute(self.target, message)
+        output, dropped = self._take_capture()
+        anomaly = snapshot.differences()
+        self.send(
+            {
+                "op": "result",
+                "seq": message["seq"],
+                "exit": {"how": "inline"},
+                "stdout": output,
+                "stderr": "",
+                "dropped": dropped,
+                "anomaly": anomaly,
+            },
+            payload,
+        )
+        if anomaly:
+            os._exit(0)
+
+    def _run_forked(self, message: dict[str, Any]) -> None:
+        assert self.target is not None
+        result_r, result_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        _flush_std_streams()
+        pid = os.fork()
+        if pid == 0:  # the case's own process
+            try:
+                os.setpgid(0, 0)
+                self.set_death_signal()
+                for fd in (result_r, out_r, err_r, self.ctrl_in, self.ctrl_out, self.capture_fd):
+                    os.close(fd)
+                os.dup2(self.devnull, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.close(out_w)
+                os.close(err_w)
+                if self.max_memory:
+                    import resource
+
+                    resource.setrlimit(resource.RLIMIT_AS, (self.max_memory, self.max_memory))
+                payload = _execute(self.target, message)
+                _flush_std_streams()
+                write_all(result_w, pack(KIND_RAW, payload))
+            finally:
+                os._exit(0)
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
+        for fd in (result_w, out_w, err_w):
+            os.close(fd)
+        self._supervise_child(message["seq"], pid, result_r, out_r, err_r)
+
+    def _supervise_child(self, seq: int, pid: int, result_r: int, out_r: int, err_r: int) -> None:
+        deadline = time.monotonic() + self.timeout
+        result = bytearray()
+        out = bytearray()
+        err = bytearray()
+        dropped = {out_r: 0, err_r: 0}
+        sinks = {result_r: result, out_r: out, err_r: err}
+        limit = self.capture_limit
+        limits = {result_r: _RESULT_LIMIT + 16, out_r: limit, err_r: limit}
+        for fd in sinks:
+            os.set_blocking(fd, False)
+        pidfd = _NO_FD
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        for fd in sinks:
+            poller.register(fd, select.POLLIN)
+        if pidfd != _NO_FD:
+            poller.register(pidfd, select.POLLIN)
+        open_fds = set(sinks)
+        status: int | None = None
+        how: dict[str, Any] | None = None
+        while status is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                how = {"how": "timeout"}
+                break
+            wait_ms = remaining * 1000 if pidfd != _NO_FD else min(remaining * 1000, 5)
+            for fd, _event in poller.poll(wait_ms):
+                if fd == pidfd:
+                    continue
+                still_open, lost = _read_available(fd, sinks[fd], limits[fd])
+                if fd in dropped:
+                    dropped[fd] += lost
+                if not still_open:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+            if len(result) > _RESULT_LIMIT:
+                how = {"how": "too_large"}
+                break
+            waited, raw_status = os.waitpid(pid, os.WNOHANG)
+            if waited:
+                status = raw_status
+        # Whatever happened, nothing of the case may outlive it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        if status is None:
+            _, status = os.waitpid(pid, 0)
+        for fd in list(open_fds):
+            while True:
+                still_open, lost = _read_available(fd, sinks[fd], limits[fd])
+                if fd in dropped:
+                    dropped[fd] += lost
+                if not still_open or not _has_data(fd):
+                    break
+        for fd in (*sinks, pidfd):
+            if fd != _NO_FD:
+                os.close(fd)
+        if how is None:
+            if os.WIFSIGNALED(status):
+                number = os.WTERMSIG(status)
+                how = {"how": "signal", "signal": number, "name": _describe_signal(number)}
+            else:
+                how = {"how": "exited", "code": os.WEXITSTATUS(status)}
+        self.send(
+            {
+                "op": "result",
+                "seq": seq,
+                "exit": how,
+                "stdout": out.decode("utf-8", "replace"),
+                "stderr": err.decode("utf-8", "replace"),
+                "dropped": dropped[out_r] + dropped[err_r],
+                "anomaly": None,
+            },
+            bytes(result),
+        )
+
+
+def _has_data(fd: int) -> bool:
+    ready, _, _ = select.select([fd], [], [], 0)
+    return bool(ready)
+
+
+def _source_files(before: set[str]) -> list[str]:
+    """Files of the modules the import added, outside the interpreter's own trees."""
+    excluded = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    files = []
+    for name in set(sys.modules) - before:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            continue
+        real = os.path.realpath(path)
+        if any(real.startswith(prefix + os.sep) for prefix in excluded):
+            continue
+        if "site-packages" in real.split(os.sep):
+            continue
+        files.append(real)
+    return sorted(files)
+
+
+class _Snapshot:
+    """Process state a case must leave alone when it runs inside the worker."""
+
+    def __init__(self) -> None:
+        self.cwd = ""
+        self.environ: dict[str, str] = {}
+        self.path: list[str] = []
+        self.builtins: dict[str, int] = {}
+        self.threads = 0
+        self.streams: tuple[int, ...] = ()
+
+    @classmethod
+    def take(cls) -> _Snapshot:
+        snap = cls()
+        snap.cwd = _safe_cwd()
+        snap.environ = dict(os.environ)
+        snap.path = list(sys.path)
+        snap.builtins = {k: id(v) for k, v in vars(builtins).items()}
+        snap.threads = threading.active_count()
+        snap.streams = (id(sys.stdout), id(sys.stderr), id(sys.stdin))
+        return snap
+
+    def differences(self) -> str | None:
+        """A description of what the case changed, or None."""
+        now = _Snapshot.take()
+        changes = []
+        if now.cwd != self.cwd:
+            changes.append("changed the working directory")
+        if now.environ != self.environ:
+            changes.append("changed environment variables")
+        if now.path != self.path:
+            changes.append("changed sys.path")
+        if now.builtins != self.builtins:
+            changes.append("changed builtins")
+        if now.threads != self.threads:
+            changes.append("left threads running")
+        if now.streams != self.streams:
+            changes.append("replaced sys.stdout, sys.stderr or sys.stdin")
+        return "; ".join(changes) or None
+
+
+def _safe_cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return "<unavailable>"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the supervisor until it says quit or closes the channel."""
+    args = sys.argv[1:] if argv is None else argv
+    worker = Worker(int(args[0]), int(args[1]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            kind, data = read_frame(worker.ctrl_in)
+        except (EOFError, OSError):
+            os._exit(0)
+        if kind != KIND_JSON:
+            os._exit(3)
+        message = plaindata.loads(data)
+        op = message.get("op")
+        if op == "load":
+            worker.load(message)
+        elif op == "case":
+            worker.run_case(message)
+        elif op == "quit":
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
