@@ -1,0 +1,76 @@
+"""``cer-tui``: the command line of the terminal UI; arguments mirror ``cer run``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cer import options
+from cer.tui.app import create_app
+from cer.tui.themes import DEFAULT_THEME, find_themes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cer run`` arguments plus watching and theme."""
+    parser = argparse.ArgumentParser(
+        prog="cer-tui",
+        description="Watch a suite and its implementation; rerun on every change and show "
+        "each case's latest result.",
+    )
+    options.add_run_arguments(parser)
+    ui = parser.add_argument_group("terminal UI")
+    ui.add_argument(
+        "--watch",
+        dest="watch",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also rerun when PATH (a file or folder) changes (repeatable)",
+    )
+    ui.add_argument(
+        "--no-watch",
+        dest="no_watch",
+        action="store_true",
+        help="run once and stay open; r reruns",
+    )
+    ui.add_argument(
+        "--theme",
+        metavar="NAME",
+        default=None,
+        help=f"colour theme: {', '.join(find_themes()) or DEFAULT_THEME} "
+        f"(default {DEFAULT_THEME}; t switches while running)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments, merge ``[tool.cer]``, run the app; 2 on a usage error."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        resolved = options.resolve_run(args)
+    except options.UsageError as error:
+        parser.error(str(error))
+    config = resolved.config
+    theme = args.theme or config.values.get("theme") or DEFAULT_THEME
+    themes = find_themes()
+    if theme not in themes:
+        parser.error(f"unknown theme {theme!r}; choose from {', '.join(themes)}")
+    extra: list[Path] = [*config.paths_value("watch"), *(Path(p) for p in args.watch)]
+    if not resolved.suite.is_file():
+        parser.error(f"no suite at {resolved.suite}")
+    app = create_app(
+        resolved.suite,
+        resolved.options,
+        watch=not args.no_watch,
+        theme=str(theme),
+        extra_watch=extra,
+    )
+    app.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,758 @@
+"""The cer-tui application: watch, rerun in the background, triage at a glance.
+
+The runner and the suite loader are injected through :func:`create_app`, which both the
+command line and the tests use: tests hand in a fake ``run`` that emits events from
+model objects, so they stay fast and deterministic. Loading and running happen in a
+thread worker; watching in an async worker; the event loop only draws.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.binding import BindingType
+from textual.containers import Horizontal
+from textual.notifications import SeverityLevel
+from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+from watchfiles import awatch
+
+from cer import events
+from cer.model import RunResult, Status, Suite
+from cer.runner import RunCancelled, RunOptions, run_suite
+from cer.selection import Selection
+from cer.suite import SuiteError, load_suite
+from cer.tui import messages
+from cer.tui.banner import Banner
+from cer.tui.board import Board, GroupKey, Row
+from cer.tui.case_list import SYMBOLS, CaseList
+from cer.tui.details import DetailStyles, render_details
+from cer.tui.diff_pane import DiffPane
+from cer.tui.group_screen import GroupScreen
+from cer.tui.header_bar import HeaderBar, HeaderState
+from cer.tui.help_screen import HelpScreen
+from cer.tui.keys import APP_KEYS, bindings
+from cer.tui.line_pane import LinePane
+from cer.tui.output_pane import OutputPane
+from cer.tui.summary_bar import SummaryBar, SummaryState
+from cer.tui.text_pane import TextPane
+from cer.tui.themes import DEFAULT_THEME, ThemeFile, find_themes
+from cer.tui.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
+
+APP_CSS = Path(__file__).with_name("app.tcss")
+PANES: tuple[str, ...] = ("reason", "diff", "output", "case")
+
+
+class RunFunction(Protocol):
+    """The shape of :func:`cer.runner.run_suite`, which tests replace with a fake."""
+
+    def __call__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        on_event: Callable[[events.RunEvent], None] | None = ...,
+        cancel: threading.Event | None = ...,
+    ) -> RunResult: ...
+
+
+LoadFunction = Callable[[Path], Suite]
+Launcher = Callable[[Sequence[str]], int]
+
+
+def editor_command(editor: str, path: Path, line: int | None) -> list[str]:
+    """The command that opens ``path`` at ``line`` in ``editor`` (``$EDITOR`` may hold
+    arguments); editors of the VS Code family take ``--goto path:line``."""
+    words = shlex.split(editor) or ["vi"]
+    name = Path(words[0]).name
+    if line is None:
+        return [*words, str(path)]
+    if name in {"code", "codium", "code-insiders", "cursor", "subl", "zed"}:
+        flag = [] if name in {"subl", "zed"} else ["--goto"]
+        return [*words, *flag, f"{path}:{line}"]
+    return [*words, f"+{line}", str(path)]
+
+
+def repro_command(suite_path: Path, options: RunOptions, case_name: str) -> str:
+    """A one-line ``cer run`` that reruns one case with the same options."""
+    words = ["cer", "run", str(suite_path), "--impl", options.impl]
+    for path in options.paths:
+        words += ["--path", path]
+    defaults = RunOptions(impl=options.impl)
+    if options.timeout != defaults.timeout:
+        words += ["--timeout", f"{options.timeout:g}"]
+    if options.isolation != defaults.isolation:
+        words += ["--isolation", options.isolation]
+    if options.max_memory is not None:
+        words += ["--max-memory", str(options.max_memory)]
+    words += ["--case", case_name]
+    return shlex.join(words)
+
+
+def _run_subprocess(command: Sequence[str]) -> int:
+    return subprocess.call(list(command))
+
+
+@dataclass
+class _SuiteCache:
+    """The last suite loaded, and the file state it was loaded from."""
+
+    key: tuple[int, int, int]
+    suite: Suite
+
+
+class CerApp(App[None]):
+    """Watches a suite and its implementation and shows every case's latest result."""
+
+    TITLE = "cer"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = list(bindings(APP_KEYS))
+
+    def __init__(
+        self,
+        suite_path: Path,
+        options: RunOptions,
+        *,
+        run: RunFunction = run_suite,
+        load: LoadFunction = load_suite,
+        watch: bool = True,
+        theme: str = DEFAULT_THEME,
+        extra_watch: Iterable[str | Path] = (),
+        launcher: Launcher = _run_subprocess,
+    ) -> None:
+        self.themes = find_themes()
+        if theme not in self.themes:
+            known = ", ".join(self.themes) or "none found"
+            raise ValueError(f"unknown theme {theme!r} (known: {known})")
+        self.theme_file: ThemeFile = self.themes[theme]
+        super().__init__(css_path=[APP_CSS, self.theme_file.path])
+        self.suite_path = suite_path
+        self.options = options
+        self.base_selection = options.selection
+        self.board = Board()
+        self.suite: Suite | None = None
+        self.watching = watch
+        self.paused = False
+        self.extra_watch = tuple(Path(p) for p in extra_watch)
+        self.sources: tuple[str, ...] = ()
+        self.plan: WatchPlan | None = None
+        self.trigger = "first run"
+        self.implementation_id = ""
+        self.generation = 0
+        self.runs_finished = 0
+        self.runs_started = 0
+        self._run = run
+        self._load = load
+        self._launcher = launcher
+        self._cancel: threading.Event | None = None
+        self._run_selection = self.base_selection
+        self._suite_cache: _SuiteCache | None = None
+        self._pending_changes: set[Path] = set()
+        self._previous_counts: tuple[int, int, int, int] | None = None
+        self._details_token = 0
+        self._detail_styles: DetailStyles | None = None
+        self._notes: tuple[str, ...] = ()
+
+    # -- layout -----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        yield SummaryBar(id="summary")
+        yield Banner(id="banner")
+        with Horizontal(id="main"):
+            yield CaseList(self.board, id="cases")
+            with TabbedContent(id="details", initial="reason"):
+                with TabPane("Reason", id="reason"):
+                    yield TextPane(id="reason-pane")
+                with TabPane("Diff", id="diff"):
+                    yield DiffPane(id="diff-pane")
+                with TabPane("Output", id="output"):
+                    yield OutputPane(id="output-pane")
+                with TabPane("Case", id="case"):
+                    yield TextPane(id="case-pane")
+        yield Input(placeholder="filter: words in the name, a tag or a category", id="filter")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.theme = self.theme_file.base
+        self.case_list.focus()
+        self._refresh_header()
+        self._refresh_summary()
+        if self.watching:
+            self._restart_watch()
+        self.start_run(self.base_selection, "first run")
+
+    def on_unmount(self) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+
+    @property
+    def case_list(self) -> CaseList:
+        return self.query_one("#cases", CaseList)
+
+    @property
+    def banner(self) -> Banner:
+        return self.query_one("#banner", Banner)
+
+    # -- runs -------------------------------------------------------------------------
+
+    def start_run(self, selection: Selection, trigger: str) -> None:
+        """Cancel the run in flight, if any, and start a new one."""
+        if self._cancel is not None:
+            self._cancel.set()
+        self.generation += 1
+        self.runs_started += 1
+        self._cancel = threading.Event()
+        self._run_selection = selection
+        self.trigger = trigger
+        self.board.running = True
+        self._run_in_thread(self.generation, selection, self._cancel)
+        self._refresh_header()
+        self._refresh_summary()
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="run",
+        description="load and run the suite",
+    )
+    def _run_in_thread(
+        self, generation: int, selection: Selection, cancel: threading.Event
+    ) -> None:
+        """Load the suite and run it, reporting only through messages."""
+        post = self.post_message
+        try:
+            suite = self._load_suite()
+        except SuiteError as error:
+            post(messages.SuiteFailed(generation, str(error), error.problems))
+            return
+        post(messages.SuiteLoaded(generation, suite))
+        stream = messages.ResultStream()
+
+        def on_event(event: events.RunEvent) -> None:
+            if cancel.is_set():
+                return
+            if isinstance(event, events.CaseFinished):
+                if stream.add(event.result, event.done, event.total):
+                    post(messages.CasesFinished(generation, stream))
+            elif isinstance(event, events.RunStarted):
+                post(messages.RunStarted(generation, event.total))
+            elif isinstance(event, events.ImplementationLoaded):
+                post(
+                    messages.ImplementationLoaded(
+                        generation, event.implementation_id, event.source_files
+                    )
+                )
+            elif isinstance(event, events.ImplementationFailed):
+                post(messages.ImplementationFailed(generation, event.reason, event.traceback))
+
+        try:
+            run = self._run(
+                suite, replace(self.options, selection=selection), on_event=on_event, cancel=cancel
+            )
+        except RunCancelled:
+            post(messages.RunCancelled(generation))
+            return
+        except Exception as error:
+            post(messages.RunCrashed(generation, str(error), traceback.format_exc()))
+            return
+        if cancel.is_set():
+            post(messages.RunCancelled(generation))
+            return
+        post(messages.RunFinished(generation, run))
+
+    def _load_suite(self) -> Suite:
+        """The suite, reloaded only when its file changed since the last load."""
+        try:
+            stat = self.suite_path.stat()
+        except OSError:
+            return self._load(self.suite_path)
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        cache = self._suite_cache
+        if cache is not None and cache.key == key:
+            return cache.suite
+        suite = self._load(self.suite_path)
+        self._suite_cache = _SuiteCache(key, suite)
+        return suite
+
+    def _is_current(self, message: messages.RunMessage) -> bool:
+        return message.generation == self.generation
+
+    def on_suite_loaded(self, message: messages.SuiteLoaded) -> None:
+        if not self._is_current(message):
+            return
+        suite = message.suite
+        changed = self.suite is None or suite.content_hash != self.suite.content_hash
+        self.suite = suite
+        if changed or not self.board.rows:
+            self.board.set_suite(suite)
+        if self.banner.kind == "suite-error":
+            self.banner.clear()
+        self.case_list.remove_class("-dimmed")
+        self.board.begin_run(self._run_selection)
+        self.case_list.rows_changed(layout=changed)
+        self._refresh_header()
+        self._refresh_summary()
+        self._refresh_details()
+
+    def on_suite_failed(self, message: messages.SuiteFailed) -> None:
+        if not self._is_current(message):
+            return
+        self._suite_cache = None
+        self.board.fail_suite()
+        self.case_list.add_class("-dimmed")
+        self.banner.show_error(
+            "suite-error",
+            "The suite does not load; the last results are kept, dimmed. "
+            "Fix the file and it reruns.",
+            message.message,
+        )
+        self.case_list.rows_changed()
+        self._refresh_summary()
+
+    def on_run_started(self, message: messages.RunStarted) -> None:
+        if self._is_current(message):
+            self.board.total = message.total
+            self._refresh_summary()
+
+    def on_implementation_loaded(self, message: messages.ImplementationLoaded) -> None:
+        if not self._is_current(message):
+            return
+        if self.banner.kind == "import-error":
+            self.banner.clear()
+        self.implementation_id = message.implementation_id
+        sources = tuple(sorted(message.source_files))
+        if sources != self.sources:
+            self.sources = sources
+            if self.watching:
+                self._restart_watch()
+        self._refresh_header()
+
+    def on_implementation_failed(self, message: messages.ImplementationFailed) -> None:
+        if not self._is_current(message):
+            return
+        self.banner.show_error(
+            "import-error",
+            f"The implementation {self.options.impl} does not import: {message.reason}",
+            message.traceback,
+        )
+
+    def on_cases_finished(self, message: messages.CasesFinished) -> None:
+        if not self._is_current(message):
+            return
+        results, done, total = message.stream.drain()
+        if not results:
+            return
+        self.board.record(results, done, total)
+        self.case_list.rows_changed()
+        self._refresh_summary()
+        current = self.case_list.cursor_name
+        if current is not None and any(r.case_name == current for r in results):
+            self._refresh_details()
+
+    def on_run_finished(self, message: messages.RunFinished) -> None:
+        if not self._is_current(message):
+            return
+        self.board.finish_run(message.run)
+        self._notes = message.run.notes
+        self.runs_finished += 1
+        self.case_list.rows_changed()
+        self._refresh_summary()
+        self._refresh_details()
+        self._announce_change()
+
+    def on_run_cancelled(self, message: messages.RunCancelled) -> None:
+        if self._is_current(message):
+            self.board.abandon_run()
+            self._refresh_summary()
+
+    def on_run_crashed(self, message: messages.RunCrashed) -> None:
+        if not self._is_current(message):
+            return
+        self.board.abandon_run()
+        self.banner.show_error(
+            "run-error", f"The runner failed: {message.message}", message.traceback
+        )
+        self._refresh_summary()
+
+    def _announce_change(self) -> None:
+        """A toast when the status counts differ from the previous finished run."""
+        counts = self.board.counts
+        now = counts.as_tuple()
+        previous, self._previous_counts = self._previous_counts, now
+        if previous is None or previous == now:
+            return
+        parts = []
+        if counts.fixed:
+            parts.append(f"+{counts.fixed} fixed")
+        if counts.regressed:
+            parts.append(f"−{counts.regressed} regressed")
+        tally = (
+            (Status.PASS, counts.passed),
+            (Status.FAIL, counts.failed),
+            (Status.ERRORED, counts.errored),
+            (Status.SKIPPED, counts.skipped),
+        )
+        parts.append("  ".join(f"{SYMBOLS[status]} {count}" for status, count in tally))
+        severity: SeverityLevel = (
+            "warning" if counts.regressed or counts.failed or counts.errored else "information"
+        )
+        self.notify("   ".join(parts), title="Run finished", severity=severity, timeout=4)
+
+    # -- watching ---------------------------------------------------------------------
+
+    def _restart_watch(self) -> None:
+        self.plan = WatchPlan.build(self.suite_path, self.sources, self.extra_watch)
+        self._watch_loop(self.plan)
+        self._refresh_header()
+
+    @work(exclusive=True, exit_on_error=False, group="watch", description="watch files")
+    async def _watch_loop(self, plan: WatchPlan) -> None:
+        """Post :class:`messages.FilesChanged` after each debounced burst of changes."""
+        async for changes in awatch(
+            *plan.directories,
+            watch_filter=plan.accepts,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            recursive=False,
+        ):
+            paths = tuple(sorted({Path(path) for _change, path in changes}))
+            if paths:
+                self.post_message(messages.FilesChanged(paths))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == "watch" and event.state is WorkerState.ERROR:
+            self.notify(
+                f"Watching stopped: {worker.error}", title="Watch", severity="error", timeout=8
+            )
+
+    def on_files_changed(self, message: messages.FilesChanged) -> None:
+        if not self.watching:
+            return
+        sources = {Path(p).resolve() for p in self.sources}
+        if any(path.resolve() not in sources for path in message.paths):
+            self._suite_cache = None
+        if self.paused:
+            self._pending_changes.update(message.paths)
+            self._refresh_header()
+            return
+        self.start_run(self.base_selection, self._describe_trigger(message.paths))
+
+    def _describe_trigger(self, paths: Sequence[Path]) -> str:
+        first = paths[0]
+        try:
+            name = str(first.resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            name = str(first)
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        return f"rerun: {name}{more} changed"
+
+    # -- header, summary, details -----------------------------------------------------
+
+    def _refresh_header(self) -> None:
+        target = ""
+        if self.suite is not None:
+            target = " ".join(
+                part for part in (self.suite.target, self.suite.target_version) if part
+            )
+        if not self.watching:
+            watch = "not watching"
+        elif self.paused:
+            waiting = len(self._pending_changes)
+            watch = "watching paused" + (f" ({waiting} changed)" if waiting else "")
+        else:
+            count = self.plan.path_count if self.plan is not None else 0
+            watch = f"watching {count} path{'s' if count != 1 else ''}"
+        self.query_one("#header", HeaderBar).show(
+            HeaderState(target, self.options.impl, watch, self.trigger)
+        )
+
+    def _refresh_summary(self) -> None:
+        board = self.board
+        filters = []
+        if board.filters.failures_only:
+            filters.append("failures only")
+        if board.filters.text.strip():
+            filters.append(f"“{board.filters.text.strip()}”")
+        if board.filters.group is not None:
+            filters.append(board.filters.group.label)
+        elapsed = None
+        if board.last_run is not None:
+            elapsed = max(0, board.last_run.completed_at_ms - board.last_run.started_at_ms)
+        self.query_one("#summary", SummaryBar).show(
+            SummaryState(
+                counts=replace(board.counts),
+                running=board.running,
+                done=board.done,
+                total=board.total or len(board.rows),
+                elapsed_ms=elapsed,
+                shown=len(board.visible()),
+                rows=len(board.rows),
+                filters=", ".join(filters),
+            )
+        )
+
+    def detail_styles(self) -> DetailStyles:
+        """The panes' styles from the current theme (cached until the theme changes)."""
+        if self._detail_styles is None:
+            diff = self.query_one("#diff-pane", DiffPane).diff_styles()
+            output = self.query_one("#output-pane", OutputPane)
+            case_list = self.case_list
+
+            def status(component: str) -> Style:
+                return case_list.get_component_rich_style(component, partial=True)
+
+            self._detail_styles = DetailStyles(
+                diff=diff,
+                heading=output.section_style("heading"),
+                label=output.section_style("label"),
+                path=diff.header,
+                stderr=output.section_style("stderr"),
+                traceback=output.section_style("traceback"),
+                statuses={
+                    Status.PASS: status("case-list--pass"),
+                    Status.FAIL: status("case-list--fail"),
+                    Status.ERRORED: status("case-list--errored"),
+                    Status.SKIPPED: status("case-list--skipped"),
+                    None: status("case-list--pending"),
+                },
+            )
+        return self._detail_styles
+
+    def _refresh_details(self) -> None:
+        row = self.case_list.highlighted_row
+        self._details_token += 1
+        if row is None:
+            self._show_empty_details()
+            return
+        snapshot = Row(row.case, row.result, row.stale, row.baseline)
+        self._render_details(snapshot, self.detail_styles(), self._notes, self._details_token)
+
+    def _show_empty_details(self) -> None:
+        empty = Text("No case selected.")
+        self.query_one("#reason-pane", TextPane).show(empty)
+        self.query_one("#case-pane", TextPane).show(empty)
+        self.query_one("#diff-pane", DiffPane).set_lines([empty])
+        self.query_one("#output-pane", OutputPane).set_lines([empty])
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="details",
+        description="render the selected case",
+    )
+    def _render_details(
+        self, row: Row, styles: DetailStyles, notes: tuple[str, ...], token: int
+    ) -> None:
+        """Diff and format the selected case off the event loop."""
+        details = render_details(row, styles, notes)
+        self.post_message(
+            messages.DetailsRendered(
+                row.name, token, details.reason, details.diff, details.output, details.case
+            )
+        )
+
+    def on_details_rendered(self, message: messages.DetailsRendered) -> None:
+        if message.token != self._details_token:
+            return
+        self.query_one("#reason-pane", TextPane).show(message.reason)
+        self.query_one("#diff-pane", DiffPane).set_lines(message.diff)
+        self.query_one("#output-pane", OutputPane).set_lines(message.output)
+        self.query_one("#case-pane", TextPane).show(message.case)
+
+    @on(CaseList.CaseHighlighted)
+    def _case_highlighted(self, event: CaseList.CaseHighlighted) -> None:
+        self._refresh_details()
+
+    # -- filter input -------------------------------------------------------------------
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._set_filters(text=event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self._close_filter()
+
+    def _close_filter(self) -> None:
+        self.query_one("#filter", Input).remove_class("-shown")
+        self.case_list.focus()
+
+    def _set_filters(
+        self,
+        *,
+        failures_only: bool | None = None,
+        text: str | None = None,
+        group: GroupKey | bool | None = False,
+    ) -> None:
+        self.board.set_filters(failures_only=failures_only, text=text, group=group)
+        self.case_list.rows_changed()
+        self._refresh_summary()
+
+    # -- actions ------------------------------------------------------------------------
+
+    def action_rerun_all(self) -> None:
+        self.start_run(self.base_selection, "rerun: requested")
+
+    def action_rerun_failed(self) -> None:
+        failed = self.board.failed_names()
+        if not failed:
+            self.notify("No failed or errored cases to rerun.", title="Rerun failed")
+            return
+        count = len(failed)
+        self.start_run(
+            replace(self.base_selection, names=failed),
+            f"rerun: {count} failed case{'s' if count != 1 else ''}",
+        )
+
+    def action_toggle_failures(self) -> None:
+        self._set_filters(failures_only=not self.board.filters.failures_only)
+
+    def action_start_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.add_class("-shown")
+        field.focus()
+
+    def action_group_by(self) -> None:
+        def chosen(result: GroupKey | bool | None) -> None:
+            if result is False:
+                return
+            self._set_filters(group=result if isinstance(result, GroupKey) else None)
+
+        self.push_screen(GroupScreen(self.board.groups(), self.board.filters.group), chosen)
+
+    def action_focus_details(self) -> None:
+        tabs = self.query_one("#details", TabbedContent)
+        pane = self.query_one(f"#{tabs.active}-pane")
+        pane.focus()
+
+    def action_cycle_pane(self) -> None:
+        tabs = self.query_one("#details", TabbedContent)
+        current = PANES.index(tabs.active) if tabs.active in PANES else -1
+        tabs.active = PANES[(current + 1) % len(PANES)]
+        if isinstance(self.focused, (LinePane, TextPane)):
+            self.action_focus_details()
+
+    def action_step_back(self) -> None:
+        field = self.query_one("#filter", Input)
+        if field.has_focus:
+            field.value = ""
+            self._close_filter()
+            return
+        if self.focused is not self.case_list:
+            self.case_list.focus()
+            return
+        filters = self.board.filters
+        if filters.text or filters.group is not None:
+            field.value = ""
+            self._set_filters(text="", group=None)
+
+    def action_edit_case(self) -> None:
+        row = self.case_list.highlighted_row
+        if row is None:
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        command = editor_command(editor, self.suite_path, row.case.line)
+        try:
+            with self.suspend():
+                self._launcher(command)
+        except SuspendNotSupported:
+            self.notify("Cannot open an editor from here.", severity="warning")
+        except OSError as error:
+            self.notify(f"Cannot start {command[0]}: {error}", severity="error")
+
+    def action_copy_repro(self) -> None:
+        row = self.case_list.highlighted_row
+        if row is None:
+            return
+        command = repro_command(self.suite_path, self.options, row.name)
+        self.copy_to_clipboard(command)
+        self.notify(command, title="Copied")
+
+    def action_cycle_theme(self) -> None:
+        names = list(self.themes)
+        following = names[(names.index(self.theme_file.name) + 1) % len(names)]
+        self.use_theme(following)
+        self.notify(f"Theme: {following}", timeout=2)
+
+    def use_theme(self, name: str) -> None:
+        """Swap the theme stylesheet in place and restyle everything."""
+        new = self.themes[name]
+        old = self.theme_file
+        if new == old:
+            return
+        self.stylesheet.source.pop((str(old.path), ""), None)
+        self.stylesheet.add_source(
+            new.path.read_text(encoding="utf-8"), read_from=(str(new.path), "")
+        )
+        self.css_path = [APP_CSS, new.path]
+        self.theme_file = new
+        if self.theme != new.base:
+            self.theme = new.base
+        self.refresh_css(animate=False)
+        self._detail_styles = None
+        self.case_list.refresh()
+        self._refresh_details()
+
+    def action_toggle_watch(self) -> None:
+        if not self.watching:
+            self.notify("Started with --no-watch: nothing to pause.", severity="warning")
+            return
+        self.paused = not self.paused
+        pending = tuple(sorted(self._pending_changes))
+        if not self.paused:
+            self._pending_changes.clear()
+        self._refresh_header()
+        if not self.paused and pending:
+            self.start_run(self.base_selection, self._describe_trigger(pending))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keep the app's keys out of the modal screens and the filter field."""
+        if action == "quit":
+            return True
+        if self.screen is not self.screen_stack[0]:
+            return False
+        focused = self.focused
+        return not (isinstance(focused, Input) and action != "step_back")
+
+
+def create_app(
+    suite_path: Path,
+    options: RunOptions,
+    *,
+    run: RunFunction = run_suite,
+    load: LoadFunction = load_suite,
+    watch: bool = True,
+    theme: str = DEFAULT_THEME,
+    extra_watch: Iterable[str | Path] = (),
+    launcher: Launcher = _run_subprocess,
+) -> CerApp:
+    """Build the app for ``suite_path``; the CLI and the tests both come through here."""
+    return CerApp(
+        suite_path,
+        options,
+        run=run,
+        load=load,
+        watch=watch,
+        theme=theme,
+        extra_watch=extra_watch,
+        launcher=launcher,
+    )

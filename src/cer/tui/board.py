@@ -1,0 +1,392 @@
+"""The state behind the case list: one row per case, the filters, the groups.
+
+Kept free of Textual so that it can be tested directly and so that the widgets only
+draw it. Counts are maintained incrementally: with 65,000 cases, recounting on every
+streamed batch of results would cost more than drawing them.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from cer.model import Case, CaseResult, RunResult, Status, Suite
+from cer.selection import Selection
+
+FAILING: frozenset[Status] = frozenset({Status.FAIL, Status.ERRORED})
+"""Statuses that count as a failure for failures-only, rerun-failed and regressions."""
+
+
+class Change(enum.Enum):
+    """How a case's status moved since the previous completed run."""
+
+    FIXED = "fixed"
+    REGRESSED = "regressed"
+
+
+@dataclass(eq=False)
+class Row:
+    """One case and what is known about it right now.
+
+    ``stale`` means the shown result predates the run in flight; ``baseline`` is the
+    status at the end of the previous completed run, against which changes are marked.
+    """
+
+    case: Case
+    result: CaseResult | None = None
+    stale: bool = False
+    baseline: Status | None = None
+
+    @property
+    def name(self) -> str:
+        return self.case.name
+
+    @property
+    def status(self) -> Status | None:
+        return None if self.result is None else self.result.status
+
+    @property
+    def change(self) -> Change | None:
+        status = self.status
+        if status is None or self.baseline is None:
+            return None
+        if status is Status.PASS and self.baseline in FAILING:
+            return Change.FIXED
+        if status in FAILING and self.baseline is Status.PASS:
+            return Change.REGRESSED
+        return None
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """A group of cases the list can be narrowed to; ``tag`` values may be globs."""
+
+    kind: str
+    value: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind.replace('_', ' ')} = {self.value}"
+
+    def contains(self, case: Case) -> bool:
+        if self.kind == "category":
+            return case.category == self.value
+        if self.kind == "case_class":
+            return case.case_class == self.value
+        if self.kind == "severity":
+            return (case.severity or "none") == self.value
+        if self.kind == "tag":
+            return any(fnmatch.fnmatchcase(tag, self.value) for tag in case.tags)
+        return False
+
+
+@dataclass
+class GroupStats:
+    """Counts of one group, for the group-by view."""
+
+    key: GroupKey
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+    pending: int = 0
+
+    def add(self, status: Status | None) -> None:
+        self.total += 1
+        if status is None:
+            self.pending += 1
+        elif status is Status.PASS:
+            self.passed += 1
+        elif status is Status.FAIL:
+            self.failed += 1
+        elif status is Status.ERRORED:
+            self.errored += 1
+        else:
+            self.skipped += 1
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over decided (passed, failed, errored); None when nothing was decided."""
+        decided = self.passed + self.failed + self.errored
+        return None if decided == 0 else self.passed / decided
+
+
+@dataclass(frozen=True)
+class GroupSection:
+    """A titled list of groups: one per category, per case class, per tag prefix..."""
+
+    title: str
+    groups: tuple[GroupStats, ...]
+
+
+@dataclass
+class Counts:
+    """Status counts over every row, including stale ones."""
+
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+    pending: int = 0
+    fixed: int = 0
+    regressed: int = 0
+
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        return (self.passed, self.failed, self.errored, self.skipped)
+
+
+@dataclass
+class Filters:
+    """What narrows the visible rows: failures only, a text query, a group."""
+
+    failures_only: bool = False
+    text: str = ""
+    group: GroupKey | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.failures_only or bool(self.text.strip()) or self.group is not None
+
+
+@dataclass
+class Board:
+    """Rows in declared order, the run in flight, and the visible subset."""
+
+    rows: list[Row] = field(default_factory=list)
+    filters: Filters = field(default_factory=Filters)
+    counts: Counts = field(default_factory=Counts)
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    run_selection: Selection = field(default_factory=Selection)
+    last_run: RunResult | None = None
+    _index: dict[str, int] = field(default_factory=dict)
+    _visible: list[int] | None = None
+    _last_run_completed: bool = True
+
+    # -- suite and runs -------------------------------------------------------------
+
+    def set_suite(self, suite: Suite) -> None:
+        """Rebuild the rows for ``suite``, keeping what is known about same-named cases."""
+        old = {row.name: row for row in self.rows}
+        rows: list[Row] = []
+        for case in suite.cases:
+            previous = old.get(case.name)
+            if previous is None:
+                rows.append(Row(case))
+            else:
+                rows.append(Row(case, previous.result, previous.stale, previous.baseline))
+        self.rows = rows
+        self._index = {row.name: i for i, row in enumerate(rows)}
+        self._recount()
+        self._visible = None
+
+    def begin_run(self, selection: Selection) -> None:
+        """Mark the rows the run will execute as stale; they keep their old result."""
+        self.running = True
+        self.run_selection = selection
+        self.done = 0
+        self.total = 0
+        everything = selection.is_everything
+        for row in self.rows:
+            if self._last_run_completed:
+                row.baseline = row.status
+            if everything or selection.selects(row.case):
+                row.stale = True
+        self._last_run_completed = False
+        self._recount()
+
+    def record(self, results: Iterable[CaseResult], done: int, total: int) -> None:
+        """Take results streamed from the run in flight."""
+        self.done, self.total = done, total
+        failures_only = self.filters.failures_only
+        for result in results:
+            index = self._index.get(result.case_name)
+            if index is None:
+                continue
+            row = self.rows[index]
+            if not self._executed(row.case):
+                continue
+            was_failing = row.status in FAILING
+            self._uncount(row)
+            row.result = result
+            row.stale = False
+            self._count(row)
+            if failures_only and was_failing != (row.status in FAILING):
+                self._visible = None
+
+    def finish_run(self, run: RunResult) -> None:
+        """Take the complete result of a run; it becomes the baseline for the next one."""
+        self.record(run.results, len(run.results), len(run.results))
+        for row in self.rows:
+            row.stale = False
+        self.running = False
+        self.last_run = run
+        self._last_run_completed = True
+        self._visible = None
+
+    def abandon_run(self) -> None:
+        """Forget the run in flight (cancelled or failed); its rows stay stale."""
+        self.running = False
+
+    def fail_suite(self) -> None:
+        """The suite no longer loads: the run that was to start never will."""
+        self.running = False
+        for row in self.rows:
+            row.stale = True
+
+    def _executed(self, case: Case) -> bool:
+        selection = self.run_selection
+        return selection.is_everything or selection.selects(case)
+
+    # -- counting -------------------------------------------------------------------
+
+    def _count(self, row: Row, sign: int = 1) -> None:
+        counts = self.counts
+        status = row.status
+        if status is None:
+            counts.pending += sign
+        elif status is Status.PASS:
+            counts.passed += sign
+        elif status is Status.FAIL:
+            counts.failed += sign
+        elif status is Status.ERRORED:
+            counts.errored += sign
+        else:
+            counts.skipped += sign
+        change = row.change
+        if change is Change.FIXED:
+            counts.fixed += sign
+        elif change is Change.REGRESSED:
+            counts.regressed += sign
+
+    def _uncount(self, row: Row) -> None:
+        self._count(row, -1)
+
+    def _recount(self) -> None:
+        self.counts = Counts()
+        for row in self.rows:
+            self._count(row)
+
+    # -- lookups and filters ----------------------------------------------------------
+
+    def row(self, name: str) -> Row | None:
+        index = self._index.get(name)
+        return None if index is None else self.rows[index]
+
+    def failed_names(self) -> frozenset[str]:
+        return frozenset(row.name for row in self.rows if row.status in FAILING)
+
+    def visible(self) -> list[int]:
+        """Indexes into ``rows`` of the rows the filters let through, in declared order."""
+        if self._visible is None:
+            if self.filters.active:
+                self._visible = [i for i, row in enumerate(self.rows) if self._shows(row)]
+            else:
+                self._visible = list(range(len(self.rows)))
+        return self._visible
+
+    def visible_position(self, name: str) -> int | None:
+        """Where the row called ``name`` sits among the visible rows, if it is visible."""
+        index = self._index.get(name)
+        if index is None:
+            return None
+        visible = self.visible()
+        position = bisect_left(visible, index)
+        if position < len(visible) and visible[position] == index:
+            return position
+        return None
+
+    def set_filters(
+        self,
+        *,
+        failures_only: bool | None = None,
+        text: str | None = None,
+        group: GroupKey | bool | None = False,
+    ) -> None:
+        """Change some filters; ``group=None`` clears the group, ``False`` leaves it."""
+        if failures_only is not None:
+            self.filters.failures_only = failures_only
+        if text is not None:
+            self.filters.text = text
+        if group is None or isinstance(group, GroupKey):
+            self.filters.group = group
+        self._visible = None
+
+    def _shows(self, row: Row) -> bool:
+        filters = self.filters
+        if filters.failures_only and row.status not in FAILING:
+            return False
+        if filters.group is not None and not filters.group.contains(row.case):
+            return False
+        return all(_matches(row.case, term) for term in filters.text.lower().split())
+
+    # -- groups ---------------------------------------------------------------------
+
+    def groups(self) -> tuple[GroupSection, ...]:
+        """Counts per category, case class, severity, tag prefix and plain tag."""
+        by_kind: dict[str, dict[str, GroupStats]] = {
+            "category": {},
+            "case_class": {},
+            "severity": {},
+        }
+        prefixed: dict[str, dict[str, GroupStats]] = {}
+        plain: dict[str, GroupStats] = {}
+
+        def bump(
+            table: dict[str, GroupStats], kind: str, value: str, status: Status | None
+        ) -> None:
+            stats = table.get(value)
+            if stats is None:
+                stats = table[value] = GroupStats(GroupKey(kind, value))
+            stats.add(status)
+
+        for row in self.rows:
+            case, status = row.case, row.status
+            bump(by_kind["category"], "category", case.category, status)
+            bump(by_kind["case_class"], "case_class", case.case_class, status)
+            bump(by_kind["severity"], "severity", case.severity or "none", status)
+            prefixes_seen: set[str] = set()
+            for tag in case.tags:
+                prefix, colon, _ = tag.partition(":")
+                if colon:
+                    table = prefixed.setdefault(prefix, {})
+                    if prefix not in prefixes_seen:
+                        prefixes_seen.add(prefix)
+                        bump(table, "tag", f"{prefix}:*", status)
+                    bump(table, "tag", tag, status)
+                else:
+                    bump(plain, "tag", tag, status)
+
+        sections = [
+            GroupSection("Category", tuple(by_kind["category"].values())),
+            GroupSection("Case class", tuple(by_kind["case_class"].values())),
+            GroupSection("Severity", tuple(by_kind["severity"].values())),
+        ]
+        for prefix in sorted(prefixed):
+            table = prefixed[prefix]
+            everything = table.pop(f"{prefix}:*")
+            sections.append(
+                GroupSection(
+                    f"Tag {prefix}:*",
+                    (everything, *sorted(table.values(), key=lambda g: g.key.value)),
+                )
+            )
+        if plain:
+            sections.append(
+                GroupSection("Tag", tuple(sorted(plain.values(), key=lambda g: g.key.value)))
+            )
+        return tuple(sections)
+
+
+def _matches(case: Case, term: str) -> bool:
+    """Whether a lower-cased filter term occurs in the case's name, category or tags."""
+    if term in case.name.lower() or term in case.category.lower():
+        return True
+    if term in case.case_class.lower():
+        return True
+    return any(term in tag.lower() for tag in case.tags)

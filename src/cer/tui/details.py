@@ -1,0 +1,157 @@
+"""What the detail panes say about a case, rendered as Rich text off the event loop.
+
+Pure Rich, no Textual: the app calls :func:`render_details` from a thread worker and
+hands the finished text to the panes.
+"""
+
+from __future__ import annotations
+
+import pprint
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from cer.model import Case, CaseResult, Status
+from cer.tui.board import Change, Row
+from cer.tui.case_list import SYMBOLS, format_ms
+from cer.tui.diffing import DiffStyles, render_result_diff
+
+
+@dataclass(frozen=True)
+class DetailStyles:
+    """Styles for the panes, resolved from the theme on the event loop."""
+
+    diff: DiffStyles = field(default_factory=DiffStyles)
+    heading: Style = field(default_factory=lambda: Style(bold=True))
+    label: Style = field(default_factory=lambda: Style(dim=True))
+    path: Style = field(default_factory=lambda: Style(bold=True))
+    stderr: Style = field(default_factory=Style)
+    traceback: Style = field(default_factory=lambda: Style(color="red"))
+    statuses: Mapping[Status | None, Style] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Details:
+    """The content of the four panes for one case."""
+
+    reason: Text
+    diff: list[Text]
+    output: list[Text]
+    case: Text
+
+
+def render_details(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -> Details:
+    """Everything the panes show for ``row``."""
+    result = row.result
+    return Details(
+        reason=render_reason(row, styles, notes),
+        diff=(
+            render_result_diff(result, styles.diff)
+            if result is not None
+            else [Text("Not run yet.", styles.diff.note)]
+        ),
+        output=render_output(result, styles),
+        case=render_case(row.case, styles),
+    )
+
+
+def render_reason(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -> Text:
+    """The status, the reason and every mismatch with its path."""
+    result = row.result
+    status = row.status
+    text = Text()
+    status_style = styles.statuses.get(status, Style())
+    word = "not run yet" if status is None else status.value
+    text.append(f"{SYMBOLS[status]} {word}", status_style + styles.heading)
+    if result is not None and result.elapsed_ms is not None:
+        text.append(f"  in {format_ms(result.elapsed_ms)}", styles.label)
+    if row.stale:
+        text.append("  (from the previous run)", styles.label)
+    change = row.change
+    if change is Change.FIXED:
+        text.append(f"  + fixed (was {row.baseline})", styles.label)
+    elif change is Change.REGRESSED:
+        text.append(f"  − regressed (was {row.baseline})", styles.label)
+    text.append("\n")
+    if result is None:
+        return text
+    if result.reason:
+        text.append("\n")
+        text.append(result.reason)
+        text.append("\n")
+    if result.mismatches:
+        text.append("\n")
+        count = len(result.mismatches)
+        text.append(f"{count} mismatch{'es' if count != 1 else ''}:\n", styles.heading)
+        for mismatch in result.mismatches:
+            text.append("  • ")
+            text.append(mismatch.path or "(observation)", styles.path)
+            text.append(": ")
+            text.append(mismatch.message)
+            text.append("\n")
+    if notes:
+        text.append("\n")
+        for note in notes:
+            text.append(f"note: {note}\n", styles.label)
+    return text
+
+
+def render_output(result: CaseResult | None, styles: DetailStyles) -> list[Text]:
+    """Captured stdout, stderr and traceback, as named sections."""
+    if result is None:
+        return [Text("Not run yet.", styles.label)]
+    sections: list[tuple[str, str, Style]] = []
+    if result.stdout:
+        sections.append(("stdout", result.stdout, Style()))
+    if result.stderr:
+        sections.append(("stderr", result.stderr, styles.stderr))
+    if result.traceback:
+        sections.append(("traceback", result.traceback, styles.traceback))
+    if not sections:
+        return [Text("Nothing was captured.", styles.label)]
+    lines: list[Text] = []
+    for number, (title, body, style) in enumerate(sections):
+        if number:
+            lines.append(Text(""))
+        lines.append(Text(f"── {title} ──", styles.heading))
+        lines.extend(Text(line.expandtabs(4), style) for line in body.splitlines())
+    return lines
+
+
+def render_case(case: Case, styles: DetailStyles) -> Text:
+    """The case as declared: description, input, expect, verifies, tags, location."""
+    text = Text()
+    text.append(case.name, styles.heading)
+    text.append(f"  {case.label}", styles.label)
+    if case.line is not None:
+        text.append(f"  line {case.line}", styles.label)
+    text.append("\n")
+    if case.description:
+        text.append(f"\n{case.description}\n")
+    facts = [("class", case.case_class), ("category", case.category)]
+    if case.severity:
+        facts.append(("severity", case.severity))
+    if case.verifies:
+        facts.append(("verifies", ", ".join(case.verifies)))
+    if case.tags:
+        facts.append(("tags", ", ".join(case.tags)))
+    text.append("\n")
+    for label, value in facts:
+        text.append(f"{label:>9}: ", styles.label)
+        text.append(f"{value}\n")
+    for title, table in (("input", case.input), ("expect", case.expect)):
+        text.append(f"\n{title}\n", styles.heading)
+        text.append(_pretty(table))
+        text.append("\n")
+    return text
+
+
+def _pretty(value: Mapping[str, Any]) -> str:
+    if not value:
+        return "  (empty)"
+    return "\n".join(
+        f"  {line}" for line in pprint.pformat(dict(value), width=76, sort_dicts=False).splitlines()
+    )

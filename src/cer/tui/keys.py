@@ -1,0 +1,89 @@
+"""Every key the app answers to, in one table: the bindings, the footer, the help screen
+and the documentation are all made from it, so they cannot drift apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    """A key (or keys, comma-separated in Textual's names), its action and its help."""
+
+    keys: str
+    action: str
+    label: str
+    help: str
+    shown: str
+    footer: bool = True
+    priority: bool = False
+
+
+APP_KEYS: tuple[Key, ...] = (
+    Key("r", "rerun_all", "Rerun", "Rerun every selected case", "r"),
+    Key("R", "rerun_failed", "Failed", "Rerun only the failed and errored cases", "R"),
+    Key("f", "toggle_failures", "Failures", "Show failures only / show every case", "f"),
+    Key("slash", "start_filter", "Filter", "Filter the list by name, tag or category", "/"),
+    Key("g", "group_by", "Group", "Group-by view: counts per category, class, severity, tag", "g"),
+    Key(
+        "enter",
+        "focus_details",
+        "Details",
+        "Move the focus into the detail pane",
+        "enter",
+        footer=False,
+    ),
+    Key(
+        "tab",
+        "cycle_pane",
+        "Pane",
+        "Cycle the detail panes: Reason, Diff, Output, Case",
+        "tab",
+        priority=True,
+    ),
+    Key(
+        "escape",
+        "step_back",
+        "Back",
+        "Back to the list; clear the filter and group",
+        "esc",
+        footer=False,
+    ),
+    Key("e", "edit_case", "Edit", "Open $EDITOR at the case's line in the suite file", "e"),
+    Key("y", "copy_repro", "Repro", "Copy a one-line reproduction (cer run … --case)", "y"),
+    Key("t", "cycle_theme", "Theme", "Switch to the next colour theme", "t"),
+    Key("p", "toggle_watch", "Pause", "Pause or resume watching for changes", "p"),
+    Key("question_mark", "help", "Help", "Show this help", "?"),
+    Key("q", "quit", "Quit", "Quit", "q"),
+)
+
+LIST_KEYS: tuple[Key, ...] = (
+    Key("j,down", "cursor_down", "Down", "Next case", "j ↓", footer=False),
+    Key("k,up", "cursor_up", "Up", "Previous case", "k ↑", footer=False),
+    Key("pagedown", "page_down", "Page down", "Next page of cases", "pgdn", footer=False),
+    Key("pageup", "page_up", "Page up", "Previous page of cases", "pgup", footer=False),
+    Key("home", "first", "First", "First case", "home", footer=False),
+    Key("end,G", "last", "Last", "Last case", "end G", footer=False),
+)
+
+
+def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+    """Textual bindings for a key table."""
+    return [
+        Binding(
+            key.keys,
+            key.action,
+            key.label,
+            show=key.footer,
+            key_display=key.shown,
+            priority=key.priority,
+        )
+        for key in keys
+    ]
+
+
+def help_rows() -> list[tuple[str, str]]:
+    """(keys as shown, what they do) for the help screen and the docs, list keys first."""
+    return [(key.shown, key.help) for key in (*LIST_KEYS, *APP_KEYS)]

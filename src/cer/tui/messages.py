@@ -1,0 +1,132 @@
+"""Messages the background workers post to the app.
+
+Every run carries a ``generation``: a run that was cancelled may still post a message
+or two after its successor has started, and the app drops those by comparing it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.message import Message
+
+from cer.model import CaseResult, RunResult, Suite
+
+
+class ResultStream:
+    """Results of the run in flight, handed from its thread to the app in batches.
+
+    The worker appends under a lock and posts a :class:`CasesFinished` only when none
+    is pending, so a fast run produces a handful of messages rather than one per case.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._results: list[CaseResult] = []
+        self._done = 0
+        self._total = 0
+        self._pending = False
+
+    def add(self, result: CaseResult, done: int, total: int) -> bool:
+        """Queue a result; True when the caller should post a message for it."""
+        with self._lock:
+            self._results.append(result)
+            self._done, self._total = done, total
+            if self._pending:
+                return False
+            self._pending = True
+            return True
+
+    def drain(self) -> tuple[list[CaseResult], int, int]:
+        """Everything queued since the last drain, and the progress so far."""
+        with self._lock:
+            results, self._results = self._results, []
+            self._pending = False
+            return results, self._done, self._total
+
+
+@dataclass
+class RunMessage(Message):
+    """Base of the messages one run posts."""
+
+    generation: int
+
+
+@dataclass
+class SuiteLoaded(RunMessage):
+    suite: Suite
+
+
+@dataclass
+class SuiteFailed(RunMessage):
+    """The suite file does not load; ``problems`` name file, line, column and case."""
+
+    message: str
+    problems: tuple[str, ...] = ()
+
+
+@dataclass
+class RunStarted(RunMessage):
+    total: int
+
+
+@dataclass
+class ImplementationLoaded(RunMessage):
+    implementation_id: str
+    source_files: tuple[str, ...]
+
+
+@dataclass
+class ImplementationFailed(RunMessage):
+    reason: str
+    traceback: str
+
+
+@dataclass
+class CasesFinished(RunMessage):
+    """Some results are waiting in ``stream``."""
+
+    stream: ResultStream
+
+
+@dataclass
+class RunFinished(RunMessage):
+    run: RunResult
+
+
+@dataclass
+class RunCancelled(RunMessage):
+    """The run stopped because a newer one replaced it or the app is closing."""
+
+
+@dataclass
+class RunCrashed(RunMessage):
+    """The runner itself raised: a bug to show, not to hide."""
+
+    message: str
+    traceback: str
+
+
+@dataclass
+class FilesChanged(Message):
+    """The watcher saw relevant changes, after its debounce window."""
+
+    paths: tuple[Path, ...]
+
+
+@dataclass
+class DetailsRendered(Message):
+    """The detail panes' content for one case, built off the event loop."""
+
+    case_name: str
+    token: int
+    reason: RenderableType
+    diff: Sequence[Text]
+    output: Sequence[Text]
+    case: RenderableType
+    extras: dict[str, str] = field(default_factory=dict)

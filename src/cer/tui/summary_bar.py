@@ -1,0 +1,99 @@
+"""The summary bar: counts with symbols, changes since the last run, time, progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.widget import Widget
+
+from cer.tui.board import Counts
+from cer.tui.case_list import format_ms
+
+PROGRESS_WIDTH = 20
+
+
+@dataclass(frozen=True)
+class SummaryState:
+    """What the bar shows; the app builds one after every change."""
+
+    counts: Counts = field(default_factory=Counts)
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    elapsed_ms: int | None = None
+    shown: int = 0
+    rows: int = 0
+    filters: str = ""
+
+
+class SummaryBar(Widget):
+    """One line: ✔ passed ✘ failed ‼ errored ○ skipped, +fixed −regressed, time, progress."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "summary-bar--pass",
+        "summary-bar--fail",
+        "summary-bar--errored",
+        "summary-bar--skipped",
+        "summary-bar--pending",
+        "summary-bar--fixed",
+        "summary-bar--regressed",
+        "summary-bar--progress",
+        "summary-bar--progress-rest",
+        "summary-bar--muted",
+    }
+
+    DEFAULT_CSS = """
+    SummaryBar {
+        height: 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.state = SummaryState()
+
+    def show(self, state: SummaryState) -> None:
+        if state != self.state:
+            self.state = state
+            self.refresh()
+
+    def render(self) -> Text:
+        state = self.state
+        counts = state.counts
+
+        def style(name: str) -> Style:
+            return self.get_component_rich_style(f"summary-bar--{name}", partial=True)
+
+        text = Text(" ")
+        text.append(f"✔ {counts.passed} passed", style("pass"))
+        text.append("  ")
+        text.append(f"✘ {counts.failed} failed", style("fail"))
+        text.append("  ")
+        text.append(f"‼ {counts.errored} errored", style("errored"))
+        text.append("  ")
+        text.append(f"○ {counts.skipped} skipped", style("skipped"))
+        if counts.pending:
+            text.append("  ")
+            text.append(f"· {counts.pending} pending", style("pending"))
+        if counts.fixed or counts.regressed:
+            text.append("   ")
+            text.append(f"+{counts.fixed} fixed", style("fixed"))
+            text.append("  ")
+            text.append(f"−{counts.regressed} regressed", style("regressed"))
+        if state.running:
+            text.append("   ")
+            total = max(state.total, 1)
+            filled = round(PROGRESS_WIDTH * min(state.done, total) / total)
+            text.append("━" * filled, style("progress"))
+            text.append("━" * (PROGRESS_WIDTH - filled), style("progress-rest"))
+            text.append(f" {state.done}/{state.total}", style("muted"))
+        elif state.elapsed_ms is not None:
+            text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
+        if state.filters:
+            text.append(
+                f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted")
+            )
+        return text

@@ -1,0 +1,147 @@
+"""What to watch for a suite and its implementation, and which changes matter.
+
+Directories are watched without recursion: an implementation that lives at a project's
+top level must not make the watcher descend into a virtualenv. Folders the user names
+with ``--watch`` and the suite's ``fixtures/`` are expanded to their subfolders instead.
+Editors save through temporary and swap files; those, and ``__pycache__``, ``.git`` and
+``.cer``, never trigger a run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from watchfiles import Change
+
+IGNORED_DIRS: frozenset[str] = frozenset(
+    {"__pycache__", ".git", ".cer", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+)
+IGNORED_SUFFIXES: tuple[str, ...] = (
+    ".swp",
+    ".swo",
+    ".swx",
+    ".swpx",
+    ".tmp",
+    ".pyc",
+    ".pyo",
+    "~",
+    ".bak",
+    ".orig",
+)
+MAX_EXPANDED_DIRS = 2000
+"""A bound on the subfolders one ``--watch`` folder expands to."""
+
+DEBOUNCE_MS = 50
+STEP_MS = 10
+
+
+def is_ignored(path: str) -> bool:
+    """Whether a changed path is noise: caches, VCS folders, editor swap files."""
+    parts = Path(path).parts
+    if any(part in IGNORED_DIRS for part in parts):
+        return True
+    name = parts[-1] if parts else ""
+    if name.endswith(IGNORED_SUFFIXES):
+        return True
+    if name.startswith(".#") or (name.startswith("#") and name.endswith("#")):
+        return True
+    # vim probes a folder's writability with a file called 4913 (and 5036, ...).
+    return name.isdigit()
+
+
+@dataclass(frozen=True)
+class WatchPlan:
+    """The folders handed to the watcher and the rules that pick relevant changes."""
+
+    suite: Path
+    fixtures: Path
+    sources: frozenset[Path]
+    extra: tuple[Path, ...]
+    directories: tuple[Path, ...]
+
+    @classmethod
+    def build(
+        cls,
+        suite: Path,
+        sources: Iterable[str | Path] = (),
+        extra: Iterable[str | Path] = (),
+    ) -> WatchPlan:
+        suite = suite.resolve()
+        fixtures = suite.parent / "fixtures"
+        source_paths = frozenset(Path(p).resolve() for p in sources)
+        extra_paths = tuple(Path(p).resolve() for p in extra)
+        directories: dict[Path, None] = {suite.parent: None}
+        for source in sorted(source_paths):
+            directories[source.parent] = None
+        for tree in (fixtures, *extra_paths):
+            if tree.is_dir():
+                for folder in _walk(tree):
+                    directories[folder] = None
+            elif tree.exists():
+                directories[tree.parent] = None
+        existing = tuple(d for d in directories if d.is_dir())
+        return cls(suite, fixtures, source_paths, extra_paths, existing)
+
+    @property
+    def path_count(self) -> int:
+        """How many things are watched, as the header tells it: suite, fixtures,
+        implementation files and extra paths."""
+        count = 1 + len(self.sources) + len(self.extra)
+        if self.fixtures.is_dir():
+            count += 1
+        return count
+
+    def is_relevant(self, path: str | Path) -> bool:
+        """Whether a change to ``path`` should rerun the suite."""
+        text = str(path)
+        if is_ignored(text):
+            return False
+        changed = Path(text)
+        if changed == self.suite:
+            return True
+        if changed in self.sources:
+            return True
+        if _is_within(changed, self.fixtures):
+            return True
+        if any(changed == extra or _is_within(changed, extra) for extra in self.extra):
+            return True
+        # A new or renamed module beside the implementation's own files.
+        return changed.suffix == ".py" and any(
+            changed.parent == source.parent for source in self.sources
+        )
+
+    def accepts(self, change: Change, path: str) -> bool:
+        """The watchfiles filter: drop noise before the debounce window closes."""
+        return self.is_relevant(path)
+
+    def describe(self, path: str | Path, base: Path | None = None) -> str:
+        """A short name for a changed path, relative to ``base`` when it is inside it."""
+        changed = Path(path)
+        root = (base or Path.cwd()).resolve()
+        try:
+            return str(changed.relative_to(root))
+        except ValueError:
+            return str(changed)
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+def _walk(tree: Path) -> list[Path]:
+    """``tree`` and its subfolders, minus ignored ones, up to a bound."""
+    found = [tree]
+    for root, dirs, _files in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.startswith("."))
+        for name in dirs:
+            found.append(Path(root) / name)
+            if len(found) >= MAX_EXPANDED_DIRS:
+                return found
+    return found
