@@ -1,0 +1,164 @@
+"""`cer run`: exit codes, output streams, configuration and clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cer.cli import ExitCode, main
+from conftest import EXAMPLES, Module
+
+CALC = EXAMPLES / "calc" / "evals.toml"
+
+SUITE = """
+commonsformat_evals = "0.2"
+target = "demo"
+
+[[cases]]
+name = "doubles"
+category = "functional"
+input = { x = 2 }
+expect = { output = 4 }
+
+[[adversarial]]
+name = "races"
+category = "concurrency"
+input = { x = 1 }
+expect = { output = 2 }
+"""
+
+
+def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cer.cli", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_good_example_exits_zero(tmp_path: Path) -> None:
+    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate"], tmp_path)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert "conformant" in done.stdout
+    assert done.stderr == ""
+
+
+def test_wrong_example_exits_one_and_names_failures(tmp_path: Path) -> None:
+    done = run_cli(["run", str(CALC), "--impl", "calc_sloppy:evaluate"], tmp_path)
+    assert done.returncode == ExitCode.FAILED
+    assert "power-is-right-associative" in done.stdout
+    assert "expected int 512, observed int 64" in done.stdout
+
+
+def test_skipped_cases_make_the_run_incomplete(module: Module, capsys: pytest.CaptureFixture[str]
+                                               ) -> None:
+    module.suite(SUITE)
+    impl = module.impl("def f(x):\n    return x * 2\n")
+    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f", "-q"])
+    out = capsys.readouterr().out
+    assert code == ExitCode.INCOMPLETE
+    assert "category not supported: concurrency" in out
+    assert "incomplete" in out
+
+
+def test_json_format_is_the_full_results_structure(module: Module,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    module.suite(SUITE)
+    impl = module.impl("def f(x):\n    return x * 2\n")
+    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f",
+                 "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.INCOMPLETE
+    assert [r["status"] for r in data["results"]] == ["pass", "skipped"]
+    assert data["summary"]["cases_total"] == 2
+    assert data["run"]["implementation_id"].startswith(f"{impl}:f@")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('commonsformat_evals = "9.9"\n', "9.9"),
+        ("[[cases]\nname = 1\n", "evals.toml:1:8: invalid TOML"),
+        ('commonsformat_evals = "0.2"\n', "no cases"),
+    ],
+)
+def test_bad_suites_exit_two_with_a_clear_message(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "evals.toml").write_text(text)
+    done = run_cli(["run", "evals.toml", "--impl", "x:y"], tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_unknown_version_names_the_supported_ones(tmp_path: Path) -> None:
+    (tmp_path / "evals.toml").write_text('commonsformat_evals = "9.9"\n')
+    done = run_cli(["run", "evals.toml", "--impl", "x:y"], tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert "0.1" in done.stderr and "0.2" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "missing.toml", "--impl", "x:y"],
+        ["run", "--impl", "x:y"],
+        ["run", "evals.toml"],
+        ["run", "evals.toml", "--impl", "no-colon"],
+        ["run", "evals.toml", "--impl", "x:y", "--timeout", "-1"],
+    ],
+)
+def test_usage_errors_exit_two(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "evals.toml").write_text(SUITE)
+    done = run_cli(args, tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_module_is_errored_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "evals.toml").write_text(SUITE.replace("concurrency", "functional"))
+    done = run_cli(["run", "evals.toml", "--impl", "no_such_module:f"], tmp_path)
+    assert done.returncode == ExitCode.FAILED
+    assert "No module named 'no_such_module'" in done.stdout
+    assert "could not be loaded" in done.stdout
+
+
+def test_project_configuration_makes_a_bare_run_work(tmp_path: Path) -> None:
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "evals.toml").write_text(SUITE.replace("concurrency", "functional"))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "doubler.py").write_text("def f(x):\n    return x * 2\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cer]\nsuite = "spec/evals.toml"\nimpl = "doubler:f"\npaths = ["src"]\n'
+        "timeout = 3\n"
+    )
+    (tmp_path / "sub").mkdir()
+    done = run_cli(["run"], tmp_path / "sub")
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+
+
+def test_unknown_configuration_key_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.cer]\nimpll = "x:y"\n')
+    done = run_cli(["run"], tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert "impll" in done.stderr
+
+
+def test_help_teaches(tmp_path: Path) -> None:
+    done = run_cli(["run", "--help"], tmp_path)
+    assert done.returncode == 0
+    for word in ("--impl", "--timeout", "--isolation", "exit codes", "MODULE:ATTR"):
+        assert word in done.stdout
+
+
+def test_output_file_gets_the_report(module: Module, tmp_path: Path) -> None:
+    module.suite(SUITE.replace("concurrency", "functional"))
+    impl = module.impl("def f(x):\n    return x * 2\n")
+    target = tmp_path / "out.json"
+    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f",
+                 "--format", "json", "--output", str(target)])
+    assert code == ExitCode.OK
+    assert json.loads(target.read_text())["summary"]["cases_passed"] == 2

@@ -1,0 +1,111 @@
+"""The wire encoding keeps every TOML type distinct and rejects what is not plain data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cer import plaindata
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(),
+    st.binary(max_size=20),
+    st.datetimes(timezones=st.none() | st.just(dt.UTC)),
+    st.dates(),
+    st.times(),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=4),
+    max_leaves=20,
+)
+
+
+def typed(value: Any) -> Any:
+    """The value with every node's exact type attached, for a strict round-trip check."""
+    if isinstance(value, list):
+        return ("list", [typed(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", {k: typed(v) for k, v in value.items()})
+    return (type(value).__name__, value)
+
+
+@given(VALUES)
+def test_round_trip_keeps_values_and_exact_types(value: Any) -> None:
+    assert typed(plaindata.decode(plaindata.encode(value))) == typed(value)
+
+
+@pytest.mark.parametrize("value", [1, 1.0, True, "1", b"1", None])
+def test_one_one_point_zero_true_and_string_stay_apart(value: Any) -> None:
+    back = plaindata.decode(plaindata.encode({"v": value}))["v"]
+    assert type(back) is type(value)
+    assert back == value
+
+
+def test_nan_and_infinities_survive() -> None:
+    back = plaindata.decode(plaindata.encode([math.nan, math.inf, -math.inf, -0.0]))
+    assert math.isnan(back[0])
+    assert back[1:3] == [math.inf, -math.inf]
+    assert math.copysign(1, back[3]) == -1
+
+
+def test_keys_that_look_like_tags_are_not_tags() -> None:
+    value = {"$bytes": "aGk=", "$$x": 1, "$": [{"$datetime": "x"}]}
+    assert plaindata.decode(plaindata.encode(value)) == value
+
+
+def test_tuples_become_lists() -> None:
+    assert plaindata.decode(plaindata.encode((1, (2,)))) == [1, [2]]
+
+
+class Sub(int):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        (Sub(1), ""),
+        ({"a": [1, {2}]}, "a[1]"),
+        ({1: "x"}, ""),
+        ({"a": {"b c": object()}}, 'a["b c"]'),
+    ],
+)
+def test_not_plain_data_names_the_path(value: Any, path: str) -> None:
+    with pytest.raises(plaindata.NotPlainData) as info:
+        plaindata.to_wire(value)
+    assert info.value.path == path
+
+
+def test_cycles_and_depth_are_refused() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(plaindata.NotPlainData, match="contains itself"):
+        plaindata.to_wire(cycle)
+    deep: list[Any] = []
+    for _ in range(plaindata.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(plaindata.NotPlainData, match="deeper"):
+        plaindata.to_wire(deep)
+
+
+def test_shared_but_acyclic_references_are_fine() -> None:
+    shared = [1]
+    assert plaindata.to_wire([shared, shared]) == [[1], [1]]
+
+
+def test_malformed_bytes_raise_value_error() -> None:
+    with pytest.raises(ValueError):
+        plaindata.decode(b'{"$bytes": 3}')
+    with pytest.raises(ValueError):
+        plaindata.decode(b"not json")
