@@ -1,0 +1,176 @@
+"""Reports of one run for CI and audit: ``cer run --report FORMAT[=PATH]``.
+
+Every format renders the same :class:`ReportContext` (the run, its suite, constraint
+coverage, the flaky cases known from history) to text; the registry :data:`FORMATS`
+names them and their default destinations. Formats never judge: they print what the run
+reported. See docs/reports.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cer import serialize
+from cer.coverage import Coverage
+from cer.model import RunResult, Suite
+
+__all__ = [
+    "FORMATS",
+    "STDOUT",
+    "ReportContext",
+    "ReportFormat",
+    "ReportRequest",
+    "iso_time",
+    "parse_report_spec",
+    "render_report",
+    "results_document",
+    "suite_display_path",
+    "write_report",
+]
+
+STDOUT = "-"
+"""The destination that means standard output."""
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a report is made from."""
+
+    run: RunResult
+    suite: Suite
+    coverage: Coverage | None = None
+    flaky: frozenset[str] | None = None
+    """Cases flaky under this implementation id and suite hash; None without history."""
+
+
+@dataclass(frozen=True)
+class ReportFormat:
+    """One report format: its name, where it goes by default, and how it renders."""
+
+    name: str
+    description: str
+    default_path: str
+    render: Callable[[ReportContext], str]
+    line_oriented: bool = False
+    """Whether it may share stdout with the text report (GitHub annotations may)."""
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """One ``--report FORMAT[=PATH]``; ``path`` is ``-`` for standard output."""
+
+    format: str
+    path: str
+
+    @property
+    def to_stdout(self) -> bool:
+        return self.path == STDOUT
+
+
+def iso_time(ms: int) -> str:
+    """A millisecond timestamp as ISO 8601 in UTC (``2025-01-02T03:04:05.678+00:00``)."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def suite_display_path(suite: Suite) -> str:
+    """The suite's path relative to the working directory when below it, with ``/``.
+
+    CI annotations and JUnit ``file`` attributes need repository-relative paths, and
+    CI runs from the repository root.
+    """
+    path = Path(suite.path)
+    try:
+        relative = path.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return path.as_posix()
+    return relative.as_posix()
+
+
+def results_document(context: ReportContext) -> dict[str, Any]:
+    """The full results structure (``--format json`` and ``--report json``).
+
+    ``serialize.run_to_dict`` plus ``coverage`` (null without a module document) and
+    ``flaky`` (null without history), and a ``flaky`` flag on each result when known.
+    """
+    document = serialize.run_to_dict(context.run)
+    document["coverage"] = None if context.coverage is None else context.coverage.to_dict()
+    if context.flaky is None:
+        document["flaky"] = None
+    else:
+        document["flaky"] = [r.case_name for r in context.run.results
+                             if r.case_name in context.flaky]
+        for item in document["results"]:
+            item["flaky"] = item["case_name"] in context.flaky
+    return document
+
+
+def _render_json(context: ReportContext) -> str:
+    return json.dumps(
+        results_document(context), indent=2, ensure_ascii=False, allow_nan=False
+    ) + "\n"
+
+
+def _formats() -> dict[str, ReportFormat]:
+    from cer.reports import github, junit, manifest, tap
+
+    return {
+        "junit": ReportFormat("junit", "JUnit XML for CI test reports", "cer-junit.xml",
+                              junit.render),
+        "json": ReportFormat("json", "the full results structure", "cer-results.json",
+                             _render_json),
+        "tap": ReportFormat("tap", "TAP version 14", "cer-results.tap", tap.render),
+        "manifest": ReportFormat("manifest", "the evidence manifest (JSON)",
+                                 "cer-manifest.json", manifest.render),
+        "github": ReportFormat("github", "GitHub Actions workflow annotations", STDOUT,
+                               github.render, line_oriented=True),
+    }
+
+
+FORMATS: Mapping[str, ReportFormat] = _formats()
+"""Report formats by name."""
+
+
+def parse_report_spec(text: str) -> ReportRequest:
+    """``FORMAT`` or ``FORMAT=PATH`` (``-`` is stdout); ValueError naming the formats."""
+    name, sep, path = text.partition("=")
+    name = name.strip().lower()
+    if name not in FORMATS:
+        known = ", ".join(FORMATS)
+        raise ValueError(f"unknown report format {name!r} (known: {known})")
+    if sep and not path:
+        raise ValueError(f"--report {name}= needs a path (or - for standard output)")
+    return ReportRequest(name, path if sep else FORMATS[name].default_path)
+
+
+def render_report(name: str, context: ReportContext) -> str:
+    """The report ``name`` as text; KeyError for an unknown format."""
+    return FORMATS[name].render(context)
+
+
+def write_report(text: str, path: str | Path) -> None:
+    """Write a report file whole: to a temporary sibling, then renamed into place, so
+    that a reader never sees half a report. Creates missing parent folders."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        try:
+            mode = target.stat().st_mode & 0o777
+        except OSError:
+            mode = 0o644
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

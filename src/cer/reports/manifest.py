@@ -1,0 +1,84 @@
+"""The evidence manifest: a machine-readable record of what one run showed.
+
+It names the target (the module the suite verifies and the implementation under test,
+with its fingerprint), the suite (path, content hash, format version), the case classes
+present, one assertion per case (``id`` = case name, ``result``), the summary, constraint
+coverage when the module declares constraints, and ``conformance``. It is evidence of
+results and nothing more: it carries no trust, approval or signature claims. The fields
+are documented in docs/reports.md and docs/manifest.schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cer import __version__, serialize
+from cer.model import CASE_CLASSES
+from cer.reports import ReportContext, iso_time, suite_display_path
+
+__all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "manifest_document", "render"]
+
+MANIFEST_FORMAT = "cer-evidence-manifest"
+MANIFEST_VERSION = 1
+
+
+def manifest_document(context: ReportContext) -> dict[str, Any]:
+    """The manifest as JSON-ready data."""
+    run, suite = context.run, context.suite
+    summary = run.summary
+    declared = {case.name: case for case in suite.cases}
+    present = {result.case_class for result in run.results}
+    fingerprint = run.implementation_id.rpartition("@")[2] if "@" in run.implementation_id \
+        else None
+    assertions = []
+    for result in run.results:
+        case = declared.get(result.case_name)
+        assertion: dict[str, Any] = {
+            "id": result.case_name,
+            "result": result.status.value,
+            "case_class": result.case_class,
+            "category": result.category,
+            "reason": result.reason,
+            "verifies": list(case.verifies) if case is not None else [],
+            "line": case.line if case is not None else None,
+        }
+        if context.flaky is not None:
+            assertion["flaky"] = result.case_name in context.flaky
+        assertions.append(assertion)
+    return {
+        "manifest": MANIFEST_FORMAT,
+        "manifest_version": MANIFEST_VERSION,
+        "generator": {"name": "cer", "version": __version__},
+        "target": {
+            "kind": "commonsformat-module",
+            "name": run.target_module,
+            "version": suite.target_version,
+            "implementation": run.implementation or run.implementation_id.split("@")[0],
+            "implementation_id": run.implementation_id,
+            "fingerprint": fingerprint,
+        },
+        "suite": {
+            "path": suite_display_path(suite),
+            "sha256": run.suite_hash or suite.content_hash,
+            "format": "commonsformat_evals",
+            "format_version": run.format_version or suite.format_version,
+        },
+        "run": {
+            "run_id": run.run_id,
+            "started_at": iso_time(run.started_at_ms),
+            "completed_at": iso_time(run.completed_at_ms),
+            "notes": list(run.notes),
+        },
+        "case_classes": [name for name in CASE_CLASSES if name in present],
+        "assertions": assertions,
+        "summary": serialize.summary_to_dict(summary),
+        "coverage": None if context.coverage is None else context.coverage.to_dict(),
+        "conformance": summary.verdict,
+    }
+
+
+def render(context: ReportContext) -> str:
+    """The manifest as indented JSON."""
+    return json.dumps(manifest_document(context), indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
