@@ -1,0 +1,86 @@
+"""The bundled calc module: its reference implementation passes every case, and each
+flawed implementation fails exactly the cases that pin its flaws, as failures."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cer.model import RunResult, Status
+from cer.runner import RunOptions, run_suite
+from cer.suite import load_suite
+
+SUITE = Path(__file__).resolve().parents[1] / "examples" / "calc" / "evals.toml"
+ARRAYS = ("cases", "adversarial", "generator_adversary")
+
+SLOPPY_FAILS = frozenset(
+    {
+        "division-chain-left-to-right",
+        "mixed-precedence-chain",
+        "rejects-power-tower",
+        "exact-division-is-still-float",
+        "exact-division-chain-is-float",
+        "power-is-right-associative",
+        "unary-minus-looser-than-power",
+        "large-exact-division-is-float",
+    }
+)
+STRICT_ERRORS_FAILS = frozenset(
+    {
+        "rejects-blank-expression",
+        "rejects-division-by-zero",
+        "rejects-division-by-computed-zero",
+        "rejects-modulo-by-zero",
+        "tabs-between-tokens",
+        "tabs-and-spaces-around-expression",
+    }
+)
+
+
+def _declared_names() -> list[str]:
+    """Case names straight from the file, in declared order within each array."""
+    with SUITE.open("rb") as fh:
+        data = tomllib.load(fh)
+    return [case["name"] for array in ARRAYS for case in data.get(array, [])]
+
+
+def _run(impl: str) -> RunResult:
+    return run_suite(load_suite(SUITE), RunOptions(impl=impl, timeout=10))
+
+
+@pytest.mark.slow
+def test_reference_passes_every_case() -> None:
+    run = _run("calc_ref:evaluate")
+    declared = _declared_names()
+    not_passing = {
+        r.case_name: (r.status, r.reason) for r in run.results if r.status is not Status.PASS
+    }
+    assert not_passing == {}
+    assert len(run.results) == len(declared) == 70
+    assert {r.case_name for r in run.results} == set(declared)
+    assert run.summary.passed == run.summary.total == len(declared)
+    assert run.summary.verdict == "conformant"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("impl", "expected"),
+    [
+        pytest.param("calc_sloppy:evaluate", SLOPPY_FAILS, id="sloppy"),
+        pytest.param("calc_strict_errors:evaluate", STRICT_ERRORS_FAILS, id="strict-errors"),
+    ],
+)
+def test_flawed_implementation_fails_exactly_its_cases(impl: str, expected: frozenset[str]) -> None:
+    run = _run(impl)
+    failing = {r.case_name for r in run.results if r.status is not Status.PASS}
+    assert failing == expected
+    assert len(run.results) == len(_declared_names())
+    for result in run.results:
+        if result.case_name in expected:
+            assert result.status is Status.FAIL, (result.case_name, result.status, result.reason)
+    assert run.summary.failed == len(expected)
+    assert run.summary.errored == 0
+    assert run.summary.passed == run.summary.total - len(expected)
+    assert run.summary.verdict == "nonconformant"
