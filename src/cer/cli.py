@@ -7,15 +7,37 @@ from __future__ import annotations
 
 import argparse
 import enum
+import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from cer import __version__, console, serialize
+from cer import __version__, console
 from cer.categories import CategoryConfigError
+from cer.check import SuiteUnreadable, check_suite, render_check
+from cer.coverage import Coverage, CoverageError, suite_coverage
+from cer.history import (
+    History,
+    HistoryError,
+    RunDiff,
+    RunRecord,
+    default_history_path,
+)
 from cer.model import RunResult, Suite
-from cer.options import UsageError, add_run_arguments, resolve_run
-from cer.runner import run_suite
+from cer.options import UsageError, add_run_arguments, find_project_config, resolve_run
+from cer.reports import (
+    FORMATS,
+    ReportContext,
+    ReportRequest,
+    iso_time,
+    parse_report_spec,
+    render_report,
+    results_document,
+    write_report,
+)
+from cer.runner import RunOptions, run_suite
 from cer.suite import SuiteError, load_suite
 
 
@@ -48,6 +70,13 @@ examples:
   cer run examples/calc/evals.toml --impl calc_ref:evaluate
   cer run evals.toml --impl mypkg.parser:parse --timeout 2 --case 'tabs-*'
   cer run --format json --output results.json     # suite and impl from [tool.cer]
+  cer run evals.toml --impl calc:evaluate --failed  # rerun what failed last time
+  cer run evals.toml --impl calc:evaluate --report junit --report github
+
+Every run is recorded in .cer/history.sqlite beside the suite (--history PATH moves
+it, --no-history skips it); see `cer history` and `cer diff`. Reports: junit
+(cer-junit.xml), json (cer-results.json), tap (cer-results.tap), manifest
+(cer-manifest.json), github (stdout); FORMAT=PATH writes elsewhere, - is stdout.
 
 exit codes:
   0  every case passed
@@ -87,11 +116,143 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--verbose", "-v", action="store_true",
                      help="list passing cases too, and captured output of failures")
     out.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+    out.add_argument("--report", dest="reports", action="append", default=[],
+                     type=_report_spec, metavar="FORMAT[=PATH]",
+                     help=f"also write a report ({', '.join(FORMATS)}); repeatable; "
+                     "PATH - is standard output")
+    out.add_argument("--coverage", action="store_true",
+                     help="list constraint coverage in detail (from commonsformat.md)")
+    history = run.add_argument_group("history")
+    where = history.add_mutually_exclusive_group()
+    where.add_argument("--history", type=Path, metavar="PATH",
+                       help="the history database (default: .cer/history.sqlite beside "
+                       "the suite)")
+    where.add_argument("--no-history", action="store_true",
+                       help="do not record this run")
+    history.add_argument("--failed", action="store_true",
+                         help="run only the cases that failed or errored in the latest "
+                         "recorded run of this suite")
+
+    hist = commands.add_parser(
+        "history",
+        help="list recorded runs, or one case's status over time",
+        description="List the recorded runs of a suite, newest first (time, "
+        "implementation, counts, verdict, flaky cases), or with --case one case's status "
+        "in each run. A case is flaky when its status changed between runs of the same "
+        "implementation id on the same suite content.",
+    )
+    _add_history_location(hist)
+    hist.add_argument("--case", metavar="NAME", help="show this case's status in each run")
+    hist.add_argument("--limit", "-n", type=_positive_int, default=20, metavar="N",
+                      help="show at most N runs (default 20)")
+    hist.add_argument("--format", choices=("text", "json"), default="text")
+
+    diff = commands.add_parser(
+        "diff",
+        help="compare two recorded runs: regressions, fixes, new and removed cases",
+        description="Compare two recorded runs. RUN is an index from `cer history` "
+        "(1 = newest) or at least five characters of a run id. With no RUN, the two "
+        "newest runs; with one, that run and the newest. Exit 1 when there are "
+        "regressions, else 0.",
+    )
+    diff.add_argument("run_a", nargs="?", metavar="RUN_A", help="the earlier run")
+    diff.add_argument("run_b", nargs="?", metavar="RUN_B", help="the later run")
+    _add_history_location(diff)
+    diff.add_argument("--format", choices=("text", "json"), default="text")
+
+    check = commands.add_parser(
+        "check",
+        help="validate a suite without running it",
+        description="Validate a suite without running it: schema problems, duplicate "
+        "names, unknown categories, empty expect tables, missing fixtures, and verifies "
+        "entries naming no constraint of the module's commonsformat.md. Exit 0 when "
+        "clean, 1 on problems, 2 when the file cannot be read.",
+    )
+    check.add_argument("suite", nargs="?", type=Path,
+                       help="the evals.toml to check (default: [tool.cer] suite)")
     return parser
+
+
+def _report_spec(text: str) -> ReportRequest:
+    try:
+        return parse_report_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _add_history_location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--suite", type=Path, metavar="SUITE",
+                        help="the suite whose runs to use (default: [tool.cer] suite, "
+                        "else ./evals.toml)")
+    parser.add_argument("--history", type=Path, metavar="PATH",
+                        help="the history database (default: .cer/history.sqlite beside "
+                        "the suite)")
 
 
 def _error(message: str) -> None:
     sys.stderr.write(f"cer: error: {message}\n")
+
+
+def _warning(message: str) -> None:
+    sys.stderr.write(f"cer: warning: {message}\n")
+
+
+def _check_reports(args: argparse.Namespace) -> str | None:
+    """Why the requested reports cannot all be written, or None when they can."""
+    requests: list[ReportRequest] = args.reports
+    seen: dict[str, str] = {}
+    for request in requests:
+        if request.to_stdout:
+            continue
+        key = str(Path(request.path).resolve())
+        if key in seen:
+            return f"--report {seen[key]} and --report {request.format} both write {request.path}"
+        seen[key] = request.format
+    exclusive = [r.format for r in requests if r.to_stdout and not FORMATS[r.format].line_oriented]
+    if len(exclusive) > 1:
+        return f"reports {', '.join(exclusive)} cannot all write to standard output"
+    if exclusive and args.format == "json" and args.output is None:
+        return (f"--format json and --report {exclusive[0]} both write to standard output; "
+                "send one of them to a file")
+    return None
+
+
+def _open_history(path: Path) -> History | None:
+    """The history for recording; a warning and None when it cannot be used."""
+    try:
+        return History.open(path)
+    except HistoryError as exc:
+        _warning(f"history: {exc}; this run is not recorded")
+        return None
+
+
+def _rerun_selection(history: History, suite: Suite) -> tuple[frozenset[str] | None, str]:
+    """The names ``--failed`` selects, or None with the reason it selects nothing."""
+    try:
+        latest = history.latest_failed(suite_path=suite.path)
+    except HistoryError as exc:
+        return None, f"--failed: {exc}"
+    if latest is None:
+        return None, (f"--failed: no recorded run of {suite.path} in {history.path}; "
+                      "run without --failed first")
+    if not latest.names:
+        return frozenset(), f"the latest recorded run ({latest.run_id[:8]}) had no failed " \
+            "or errored cases: nothing to rerun"
+    present = {case.name for case in suite.cases}
+    gone = [name for name in latest.names if name not in present]
+    if gone:
+        _warning(f"--failed: no longer in the suite: {', '.join(gone)}")
+    return frozenset(latest.names), ""
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
@@ -110,9 +271,42 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if not suite.cases:
         _error(f"{suite.path}: the suite declares no cases")
         return ExitCode.USAGE
+    problem = _check_reports(args)
+    if problem is not None:
+        _error(problem)
+        return ExitCode.USAGE
+    if args.failed and args.no_history:
+        _error("--failed needs the run history; it cannot be used with --no-history")
+        return ExitCode.USAGE
+    history = None
+    if not args.no_history:
+        history = _open_history(args.history or default_history_path(suite.path))
+    try:
+        return _run_and_report(args, resolved.options, suite, history)
+    finally:
+        if history is not None:
+            history.close()
+
+
+def _run_and_report(
+    args: argparse.Namespace, options: RunOptions, suite: Suite, history: History | None
+) -> ExitCode:
+    """Run (``--failed``: only what failed last time), record, and write every output."""
+    if args.failed:
+        if history is None:
+            _error("--failed needs the run history, which could not be opened")
+            return ExitCode.USAGE
+        names, why = _rerun_selection(history, suite)
+        if names is None:
+            _error(why)
+            return ExitCode.USAGE
+        if not names:
+            sys.stderr.write(f"cer: {why}\n")
+            return ExitCode.OK
+        options = replace(options, selection=replace(options.selection, names=names))
     progress = console.Progress(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
     try:
-        run = run_suite(suite, resolved.options, on_event=progress)
+        run = run_suite(suite, options, on_event=progress)
     except CategoryConfigError as exc:
         _error(f"[tool.cer.categories]: {exc}")
         return ExitCode.USAGE
@@ -121,24 +315,220 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         _error("interrupted; no results were reported")
         return ExitCode.INTERRUPTED
     progress.clear()
+    flaky = _record(history, run, suite)
+    coverage: Coverage | None = None
+    try:
+        coverage = suite_coverage(suite, run)
+    except CoverageError as exc:
+        _warning(f"coverage: {exc}")
+    context = ReportContext(run, suite, coverage, flaky)
+    summary_line = console.render_report(run, suite, colour=False).splitlines()[-1] + "\n"
     if args.format == "json":
-        text = serialize.dumps(run) + "\n"
+        text = json.dumps(results_document(context), indent=2, ensure_ascii=False,
+                          allow_nan=False) + "\n"
     else:
         colour = args.output is None and console.use_colour(sys.stdout)
-        text = console.render_report(run, suite, colour=colour, verbose=args.verbose)
+        text = console.render_report(
+            run, suite, colour=colour, verbose=args.verbose, coverage=coverage,
+            coverage_details=args.coverage, flaky=flaky,
+        )
+    code = exit_code_for(run)
+    stdout_taken = any(
+        r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports
+    )
     if args.output is not None:
         try:
-            args.output.write_text(text, encoding="utf-8")
+            write_report(text, args.output)
         except OSError as exc:
             _error(f"cannot write {args.output}: {exc}")
             sys.stdout.write(text)
             return ExitCode.USAGE
-        if args.format == "json":
-            sys.stdout.write(console.render_report(run, suite, colour=False).splitlines()[-1]
-                             + "\n")
+        if args.format == "json" and not stdout_taken:
+            sys.stdout.write(summary_line)
+    elif stdout_taken:
+        sys.stderr.write(text)  # standard output carries the report
     else:
         sys.stdout.write(text)
-    return exit_code_for(run)
+    for request in args.reports:
+        report = render_report(request.format, context)
+        if request.to_stdout:
+            sys.stdout.write(report)
+            continue
+        try:
+            write_report(report, request.path)
+        except OSError as exc:
+            _error(f"cannot write the {request.format} report {request.path}: {exc}")
+            code = ExitCode.USAGE
+    sys.stdout.flush()
+    return code
+
+
+def _record(history: History | None, run: RunResult, suite: Suite) -> frozenset[str] | None:
+    """Record the run; the flaky cases under its implementation and suite, or None when
+    history is off or failed (which only ever costs a warning)."""
+    if history is None:
+        return None
+    try:
+        history.record(run, suite)
+        return history.flaky_names(run.implementation_id, run.suite_hash)
+    except HistoryError as exc:
+        _warning(f"history: {exc}; this run is not recorded")
+        return None
+
+
+def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The database ``cer history``/``cer diff`` read, and the suite whose runs count."""
+    suite: Path | None = args.suite
+    if suite is None:
+        suite = find_project_config().path_value("suite")
+    if suite is None and args.history is None and Path("evals.toml").is_file():
+        suite = Path("evals.toml")
+    if args.history is not None:
+        return args.history, suite
+    if suite is None:
+        raise UsageError("no suite given: pass --suite PATH or --history PATH, "
+                         "or set suite in [tool.cer]")
+    return default_history_path(suite), suite
+
+
+def _open_for_reading(args: argparse.Namespace) -> tuple[History, Path | None]:
+    path, suite = _history_location(args)
+    return History.open(path, create=False), suite
+
+
+def _record_json(record: RunRecord) -> dict[str, Any]:
+    s = record.summary
+    return {
+        "run_id": record.run_id,
+        "started_at": iso_time(record.started_at_ms),
+        "completed_at": iso_time(record.completed_at_ms),
+        "target_module": record.target_module,
+        "implementation": record.implementation,
+        "implementation_id": record.implementation_id,
+        "suite_path": record.suite_path,
+        "suite_hash": record.suite_hash,
+        "summary": {
+            "cases_total": s.total, "cases_passed": s.passed, "cases_failed": s.failed,
+            "cases_skipped": s.skipped, "cases_errored": s.errored, "verdict": s.verdict,
+        },
+        "flaky": list(record.flaky),
+    }
+
+
+def cmd_history(args: argparse.Namespace) -> ExitCode:
+    try:
+        history, suite = _open_for_reading(args)
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitCode.USAGE
+    except HistoryError as exc:
+        if args.format == "json":
+            _error(str(exc))
+            return ExitCode.USAGE
+        sys.stdout.write(f"no runs recorded ({exc})\n")
+        return ExitCode.OK
+    with history:
+        try:
+            if args.case is not None:
+                entries = history.case_history(args.case, suite_path=suite, limit=args.limit)
+                if args.format == "json":
+                    document: Any = {"case": args.case, "entries": [
+                        {"run_id": e.run_id, "started_at": iso_time(e.started_at_ms),
+                         "implementation_id": e.implementation_id, "suite_hash": e.suite_hash,
+                         "status": e.status, "reason": e.reason, "elapsed_ms": e.elapsed_ms,
+                         "flaky": e.flaky}
+                        for e in entries
+                    ]}
+                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                else:
+                    text = console.render_case_history(args.case, entries, str(history.path))
+            else:
+                records = history.runs(args.limit, suite_path=suite)
+                if args.format == "json":
+                    document = {"history": str(history.path),
+                                "runs": [_record_json(r) for r in records]}
+                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                else:
+                    text = console.render_history(records, str(history.path))
+        except HistoryError as exc:
+            _error(str(exc))
+            return ExitCode.USAGE
+    sys.stdout.write(text)
+    return ExitCode.OK
+
+
+def _diff_json(diff: RunDiff, before: RunRecord, after: RunRecord) -> dict[str, Any]:
+    def changes(items: Sequence[Any]) -> list[dict[str, Any]]:
+        return [{"case_name": c.case_name, "before": c.before, "after": c.after,
+                 "reason": c.reason} for c in items]
+
+    return {
+        "before": _record_json(before),
+        "after": _record_json(after),
+        "regressions": changes(diff.regressions),
+        "fixes": changes(diff.fixes),
+        "changed": changes(diff.changed),
+        "new": changes(diff.new),
+        "removed": changes(diff.removed),
+        "unchanged": diff.unchanged,
+    }
+
+
+def cmd_diff(args: argparse.Namespace) -> ExitCode:
+    try:
+        history, suite = _open_for_reading(args)
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitCode.USAGE
+    except HistoryError as exc:
+        _error(str(exc))
+        return ExitCode.USAGE
+    with history:
+        try:
+            if args.run_a is None:
+                recent = history.runs(2, suite_path=suite)
+                if len(recent) < 2:
+                    _error(f"cer diff needs two recorded runs; {history.path} has "
+                           f"{len(recent)}")
+                    return ExitCode.USAGE
+                after, before = recent
+            else:
+                before = history.run(args.run_a, suite_path=suite)
+                after = (history.run(args.run_b, suite_path=suite) if args.run_b is not None
+                         else history.run("1", suite_path=suite))
+            diff = history.diff(before.run_id, after.run_id)
+        except HistoryError as exc:
+            _error(str(exc))
+            return ExitCode.USAGE
+    if args.format == "json":
+        text = json.dumps(_diff_json(diff, before, after), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = console.render_diff(diff, before, after)
+    sys.stdout.write(text)
+    return ExitCode.FAILED if diff.regressions else ExitCode.OK
+
+
+def cmd_check(args: argparse.Namespace) -> ExitCode:
+    try:
+        config = find_project_config()
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitCode.USAGE
+    suite = args.suite if args.suite is not None else config.path_value("suite")
+    if suite is None:
+        _error("no suite given: pass the path to an evals.toml, or set suite in [tool.cer]")
+        return ExitCode.USAGE
+    categories = config.values.get("categories", {})
+    if not isinstance(categories, dict):
+        _error("[tool.cer.categories] must map category names to model names")
+        return ExitCode.USAGE
+    try:
+        report = check_suite(suite, {str(k): str(v) for k, v in categories.items()})
+    except SuiteUnreadable as exc:
+        _error(str(exc))
+        return ExitCode.USAGE
+    sys.stdout.write(render_check(report))
+    return ExitCode.OK if report.ok else ExitCode.FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,8 +537,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.USAGE
-    if args.command == "run":
-        return int(cmd_run(args))
+    commands = {"run": cmd_run, "history": cmd_history, "diff": cmd_diff, "check": cmd_check}
+    if args.command in commands:
+        return int(commands[args.command](args))
     parser.error(f"unknown command {args.command}")
     return ExitCode.USAGE  # pragma: no cover
 

@@ -34,7 +34,9 @@ def _detail(result: CaseResult) -> str:
     """The body of a failure or error: the reason, each mismatch, the traceback."""
     parts = [result.reason or ""]
     for mismatch in result.mismatches:
-        line = f"{mismatch.path}: {mismatch.message}" if mismatch.path else mismatch.message
+        line = mismatch.message
+        if mismatch.path and not line.startswith(mismatch.path):
+            line = f"{mismatch.path}: {line}"
         if line not in parts[0]:
             parts.append(line)
     if result.traceback:
@@ -90,7 +92,7 @@ def render(context: ReportContext) -> str:
         for result in results:
             attributes = {
                 "name": xml_safe(result.case_name),
-                "classname": xml_safe(f"{target}.{case_class}.{result.category}"),
+                "classname": xml_safe(f"{target}.{case_class}"),
                 "time": _seconds(result.elapsed_ms),
                 "file": xml_safe(file),
             }
