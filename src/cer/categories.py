@@ -38,22 +38,32 @@ class CategoryConfigError(ValueError):
 
 @dataclass(frozen=True)
 class CategoryRegistry:
-    """Category name → model. A model is ``call`` or ``entrypoint:MODULE:ATTR``."""
+    """Category name → model. A model is ``call`` or ``entrypoint:MODULE:ATTR``.
+
+    Installed entry points are consulted only for a category nothing else names, so a
+    suite of built-in categories never pays for scanning the installed packages.
+    """
 
     models: Mapping[str, str] = field(default_factory=lambda: dict(BUILTIN_CATEGORIES))
+    entry_points: bool = True
+    _discovered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def model_for(self, category: str) -> str | None:
         """The model that runs ``category``, or None when it is not supported."""
-        return self.models.get(category)
+        model = self.models.get(category)
+        if model is None and self.entry_points:
+            if not self._discovered:
+                self._discovered.update(_entry_point_models())
+                self._discovered.setdefault("", "")  # scanned, even when nothing was found
+            model = self._discovered.get(category) or None
+        return model
 
 
 def build_registry(
     user_mapping: Mapping[str, str] | None = None, *, entry_points: bool = True
 ) -> CategoryRegistry:
-    """The built-in categories, plus installed entry points, plus the user's mapping."""
+    """The built-in categories, plus the user's mapping, plus installed entry points."""
     models = dict(BUILTIN_CATEGORIES)
-    if entry_points:
-        models.update(_entry_point_models())
     for category, target in (user_mapping or {}).items():
         if target == CALL:
             models[category] = CALL
@@ -65,7 +75,7 @@ def build_registry(
                 f"category {category!r} is mapped to {target!r}, which is neither a "
                 f"built-in model nor a known category (known: {known})"
             )
-    return CategoryRegistry(models)
+    return CategoryRegistry(models, entry_points)
 
 
 def _entry_point_models() -> dict[str, str]:
