@@ -156,9 +156,10 @@ def check_suite(
             coverage = compute_coverage(suite, declared)
             for reference in coverage.unknown:
                 add(ERROR, reference.message, reference.line)
-            for constraint in coverage.needs_a_case:
-                add(WARNING, f'constraint "{constraint}" has no case (needs a case)',
-                    file=doc_name)
+            for item in coverage.constraints:
+                if not item.covered:
+                    add(WARNING, f'constraint "{item.name}" has no case (needs a case)',
+                        item.line, file=doc_name)
     return CheckReport(path, tuple(findings), suite, coverage)
 
 

@@ -104,6 +104,8 @@ class ConstraintCoverage:
     """Every covering case passed in the run; None when no run was given."""
     not_passed: tuple[tuple[str, str], ...] = ()
     """Covering cases that did not pass in the run, with their status."""
+    line: int | None = None
+    """Line of the constraint's bullet in commonsformat.md."""
 
     @property
     def covered(self) -> bool:
@@ -170,6 +172,7 @@ class Coverage:
                 {
                     "name": c.name,
                     "text": c.text,
+                    "line": c.line,
                     "cases": list(c.cases),
                     "covered": c.covered,
                     "verified": c.verified,
@@ -299,7 +302,7 @@ def compute_coverage(
             )
             verified = bool(cases) and not not_passed
         items.append(ConstraintCoverage(constraint.name, constraint.text, cases, verified,
-                                        not_passed))
+                                        not_passed, constraint.line))
     return Coverage(
         source=declared.path,
         constraints=tuple(items),
