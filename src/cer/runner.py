@@ -234,7 +234,11 @@ class _Execution:
             )
 
     def execute(self, pending: deque[_Planned]) -> None:
-        window = 4
+        # Without isolation the case runs in the worker, whose own clock the case could
+        # tamper with; there, one case at a time, timed here from send to result.
+        inline = self.options.isolation == "none"
+        window = 1 if inline else 4
+        sent_at: dict[int, float] = {}
         in_flight: deque[tuple[int, _Planned]] = deque()
         seq = 0
         losses = 0
@@ -284,6 +288,7 @@ class _Execution:
                         "model": item.model,
                         "input": plaindata.to_wire(item.input),
                     })
+                    sent_at[seq] = time.monotonic()
                     in_flight.append((seq, item))
                 message = worker.receive(_POLL)
             except WorkerLost as lost:
@@ -316,12 +321,15 @@ class _Execution:
                 self.kill_worker()
                 begun_at = None
                 continue
-            _, item = in_flight.popleft()
+            done_seq, item = in_flight.popleft()
             begun_at = None
             losses = 0
             outcome = outcome_from_worker(
                 message.body, message.raw, timeout, self.options.capture_limit
             )
+            started_at = sent_at.pop(done_seq, None)
+            if inline and outcome.elapsed_ms is not None and started_at is not None:
+                outcome = replace(outcome, elapsed_ms=(now - started_at) * 1000.0)
             self.record(judge(item.case, outcome))
             if message.body.get("anomaly"):
                 expecting_exit = True

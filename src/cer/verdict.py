@@ -60,12 +60,19 @@ def outcome_from_worker(
     anomaly = meta.get("anomaly")
     if anomaly:
         stderr += f"\n[the case {anomaly}; the worker was recycled]"
+    strays = meta.get("strays")
+    if type(strays) is int and strays > 0:
+        plural = "es" if strays != 1 else ""
+        stderr += f"\n[the case left {strays} process{plural} running; they were killed]"
 
     def out(kind: str, **fields: Any) -> Outcome:
         return Outcome(kind, stdout=stdout, stderr=stderr, **fields)
 
     how = meta.get("exit", {})
     kind = how.get("how") if isinstance(how, Mapping) else None
+    outside = how.get("ms") if isinstance(how, Mapping) else None
+    # Time measured outside the case's process wins over what the case's process says.
+    outside_ms = float(outside) if isinstance(outside, int | float) else None
     if kind == "timeout":
         return out(
             "timed_out",
@@ -113,6 +120,8 @@ def outcome_from_worker(
         return out("lost", detail=f"the case sent a malformed result: {exc}")
     elapsed = payload.get("ms")
     elapsed_ms = float(elapsed) if type(elapsed) in (int, float) else None
+    if outside_ms is not None:
+        elapsed_ms = outside_ms
     if tag == "ret":
         return out("returned", value=payload.get("v"), elapsed_ms=elapsed_ms)
     if tag == "exc":
@@ -202,9 +211,12 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         observation = dict(value) if type(value) is dict else {binding_key(expect): value}
         for key, filler in (
             ("rejects", False), ("error", None), ("error_type", None),
-            ("crashed", False), ("hung", False), ("elapsed_ms", outcome.elapsed_ms),
+            ("crashed", False), ("hung", False),
         ):
             observation.setdefault(key, filler)
+        # The time is the runner's own measurement: an implementation reporting its own
+        # elapsed_ms must not be able to pass a time bound it did not meet.
+        observation["elapsed_ms"] = outcome.elapsed_ms
         return compared(observation)
     if outcome.kind == "raised":
         if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS):

@@ -208,22 +208,135 @@ def _flush_std_streams() -> None:
                 stream.flush()
 
 
-def _parent_death_signal_setter() -> Callable[[], None]:
-    """A function that asks Linux to kill the calling child if the worker dies, so no
-    case outlives its run; resolved once in the worker, called in each child."""
+def _prctl() -> Callable[[int, int], Any] | None:
+    """Linux's prctl(2), or None where it is not available."""
     if not sys.platform.startswith("linux"):
-        return lambda: None
+        return None
     try:
         import ctypes
 
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl: Callable[[int, int], Any] = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+def _parent_death_signal_setter() -> Callable[[], None]:
+    """A function that asks Linux to kill the calling child if the worker dies, so no
+    case outlives its run; resolved once in the worker, called in each child."""
+    prctl = _prctl()
+    if prctl is None:
         return lambda: None
 
     def set_signal() -> None:
         prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
     return set_signal
+
+
+def _become_subreaper() -> None:
+    """Adopt the orphans of every process below this one (PR_SET_CHILD_SUBREAPER), so
+    that a process a case started in a session of its own stays findable and killable."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(36, 1)
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (on Linux; elsewhere none are found)."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found.extend(int(word) for word in handle.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            return _children_by_scan(pid)
+        except (OSError, ValueError):
+            return _children_by_scan(pid)
+    return found
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    """The direct children of ``pid``, found by reading every /proc/PID/stat."""
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            found.append(int(entry))
+    return found
+
+
+def kill_strays() -> int:
+    """Kill and reap every child of this process; returns how many there were.
+
+    Called by the worker after each case: the case's own process has been reaped by
+    then, so any child left is something the case started that outlived it (adopted
+    here because the worker is a subreaper). Their children are adopted in turn and
+    killed in the next round.
+    """
+    me = os.getpid()
+    killed = 0
+    for _ in range(1000):
+        strays = _children(me)
+        if not strays:
+            break
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+        killed += len(strays)
+    return killed
+
+
+def kill_process_tree(root: int) -> None:
+    """SIGKILL ``root`` and every process below it.
+
+    Everything is stopped first (a stopped process cannot fork), walking the tree again
+    until a walk finds nothing new, then killed, so that nothing escapes by forking
+    while the tree is being taken down.
+    """
+    stopped: list[int] = []
+    known: set[int] = set()
+    for _ in range(100):
+        found_new = False
+        stack = [root]
+        visited: set[int] = set()
+        while stack:
+            pid = stack.pop()
+            if pid in visited:
+                continue
+            visited.add(pid)
+            if pid not in known:
+                known.add(pid)
+                stopped.append(pid)
+                found_new = True
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGSTOP)
+            stack.extend(_children(pid))
+        if not found_new:
+            break
+    for pid in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _read_available(fd: int, sink: bytearray, limit: int) -> tuple[bool, int]:
@@ -280,6 +393,11 @@ class Worker:
 
     def _reset_capture(self) -> None:
         _flush_std_streams()
+        # A case may have closed or redirected the standard descriptors: point them
+        # back at the capture before the next one runs.
+        os.dup2(self.devnull, 0)
+        os.dup2(self.capture_fd, 1)
+        os.dup2(self.capture_fd, 2)
         os.ftruncate(self.capture_fd, 0)
         os.lseek(self.capture_fd, 0, os.SEEK_SET)
         # fds 1 and 2 share the file offset with capture_fd through dup2.
@@ -355,7 +473,11 @@ class Worker:
         self._reset_capture()
         payload = _execute(self.target, message)
         output, dropped = self._take_capture()
+        strays = kill_strays()
         anomaly = snapshot.differences()
+        if strays:
+            left = f"left {strays} child process{'es' if strays != 1 else ''} running"
+            anomaly = f"{anomaly}; {left}" if anomaly else left
         self.send(
             {
                 "op": "result",
@@ -377,6 +499,7 @@ class Worker:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         _flush_std_streams()
+        started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the case's own process
             try:
@@ -402,10 +525,13 @@ class Worker:
             os.setpgid(pid, pid)
         for fd in (result_w, out_w, err_w):
             os.close(fd)
-        self._supervise_child(message["seq"], pid, result_r, out_r, err_r)
+        self._supervise_child(message["seq"], pid, started, result_r, out_r, err_r)
 
-    def _supervise_child(self, seq: int, pid: int, result_r: int, out_r: int, err_r: int) -> None:
-        deadline = time.monotonic() + self.timeout
+    def _supervise_child(
+        self, seq: int, pid: int, started: float, result_r: int, out_r: int, err_r: int
+    ) -> None:
+        deadline = started + self.timeout
+        ended: float | None = None
         result = bytearray()
         out = bytearray()
         err = bytearray()
@@ -448,13 +574,16 @@ class Worker:
             waited, raw_status = os.waitpid(pid, os.WNOHANG)
             if waited:
                 status = raw_status
-        # Whatever happened, nothing of the case may outlive it.
+                ended = time.monotonic()
+        # Whatever happened, nothing of the case may outlive it: its process group, and
+        # whatever it started in a session of its own (adopted here, as the subreaper).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
         if status is None:
             _, status = os.waitpid(pid, 0)
+        strays = kill_strays()
         for fd in list(open_fds):
-            while True:
+            for _ in range(64):  # bounded: all writers are gone, only buffers remain
                 still_open, lost = _read_available(fd, sinks[fd], limits[fd])
                 if fd in dropped:
                     dropped[fd] += lost
@@ -469,6 +598,9 @@ class Worker:
                 how = {"how": "signal", "signal": number, "name": _describe_signal(number)}
             else:
                 how = {"how": "exited", "code": os.WEXITSTATUS(status)}
+        if ended is not None:
+            # Measured here, outside the case's process, so the case cannot fake it.
+            how["ms"] = (ended - started) * 1000.0
         self.send(
             {
                 "op": "result",
@@ -478,6 +610,7 @@ class Worker:
                 "stderr": err.decode("utf-8", "replace"),
                 "dropped": dropped[out_r] + dropped[err_r],
                 "anomaly": None,
+                "strays": strays,
             },
             bytes(result),
         )
@@ -506,6 +639,31 @@ def _source_files(before: set[str]) -> list[str]:
     return sorted(files)
 
 
+_GUARDED_MODULES = (
+    "cer", "cer.worker", "cer.plaindata", "cer.framing", "cer.caseview",
+    "json", "json.encoder", "json.decoder", "os", "time", "select", "signal",
+    "traceback", "inspect", "base64", "struct", "contextlib", "importlib",
+)
+"""Modules the worker itself relies on; rebinding a name in one is a change of state."""
+
+
+def _namespaces() -> dict[str, dict[str, int]]:
+    found = {}
+    for name in _GUARDED_MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            found[name] = {key: id(value) for key, value in vars(module).items()}
+    return found
+
+
+def _fd_identity(fd: int) -> tuple[int, int] | None:
+    try:
+        stat = os.fstat(fd)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class _Snapshot:
     """Process state a case must leave alone when it runs inside the worker."""
 
@@ -515,7 +673,9 @@ class _Snapshot:
         self.path: list[str] = []
         self.builtins: dict[str, int] = {}
         self.threads = 0
-        self.streams: tuple[int, ...] = ()
+        self.streams: tuple[object, ...] = ()
+        self.fds: tuple[tuple[int, int] | None, ...] = ()
+        self.namespaces: dict[str, dict[str, int]] = {}
 
     @classmethod
     def take(cls) -> _Snapshot:
@@ -525,7 +685,12 @@ class _Snapshot:
         snap.path = list(sys.path)
         snap.builtins = {k: id(v) for k, v in vars(builtins).items()}
         snap.threads = threading.active_count()
-        snap.streams = (id(sys.stdout), id(sys.stderr), id(sys.stdin))
+        snap.streams = tuple(
+            (id(stream), getattr(stream, "closed", None))
+            for stream in (sys.stdout, sys.stderr, sys.stdin)
+        )
+        snap.fds = tuple(_fd_identity(fd) for fd in (0, 1, 2))
+        snap.namespaces = _namespaces()
         return snap
 
     def differences(self) -> str | None:
@@ -543,7 +708,11 @@ class _Snapshot:
         if now.threads != self.threads:
             changes.append("left threads running")
         if now.streams != self.streams:
-            changes.append("replaced sys.stdout, sys.stderr or sys.stdin")
+            changes.append("replaced or closed sys.stdout, sys.stderr or sys.stdin")
+        if now.fds != self.fds:
+            changes.append("closed or redirected file descriptor 0, 1 or 2")
+        if now.namespaces != self.namespaces:
+            changes.append("changed the runner's modules or the standard modules it uses")
         return "; ".join(changes) or None
 
 
@@ -559,6 +728,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     worker = Worker(int(args[0]), int(args[1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _become_subreaper()
     while True:
         try:
             kind, data = read_frame(worker.ctrl_in)

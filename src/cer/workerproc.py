@@ -23,6 +23,7 @@ from typing import Any
 import cer
 from cer import plaindata
 from cer.framing import KIND_JSON, KIND_RAW, FrameError, pack, split_frames, write_all
+from cer.worker import kill_process_tree
 
 
 class WorkerLost(Exception):
@@ -163,6 +164,10 @@ class WorkerProcess:
         if self.closed:
             return
         self.closed = True
+        # The whole tree first (the worker adopts what its cases leave behind, even in
+        # sessions of their own), then its process group.
+        if self.process.poll() is None:  # still ours: its pid cannot have been reused
+            kill_process_tree(self.process.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
