@@ -21,7 +21,7 @@ from cer.selection import Selection
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
-    {"suite", "impl", "paths", "timeout", "isolation", "max_memory", "capture_limit",
+    {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "paths", "timeout", "isolation", "max_memory", "capture_limit",
      "categories", "watch", "theme"}
 )
 
@@ -122,6 +122,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "are on the import path",
     )
     parser.add_argument(
+        "--impl-cmd", metavar="'COMMAND ARGS'",
+        help="the implementation is a long-lived process speaking the line-delimited JSON "
+        "protocol of docs/protocol.md on stdin/stdout (split like a shell, never run "
+        "through one)",
+    )
+    parser.add_argument(
+        "--impl-cmd-per-case", metavar="'COMMAND ARGS'",
+        help="the implementation is a command run once per case: the case as JSON on "
+        "stdin, the observation as JSON on stdout, exit status 0",
+    )
+    parser.add_argument(
         "--path", dest="paths", action="append", default=[], metavar="DIR",
         help="add DIR to the implementation's import path (repeatable)",
     )
@@ -183,13 +194,41 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         raise UsageError(
             "no suite given: pass the path to an evals.toml, or set suite in [tool.cer]"
         )
-    impl = args.impl or values.get("impl")
-    if not impl:
-        raise UsageError(
-            "no implementation given: pass --impl MODULE:ATTR, or set impl in [tool.cer]"
+    given = [
+        (kind, value)
+        for kind, value in (
+            ("python", getattr(args, "impl", None)),
+            ("command", getattr(args, "impl_cmd", None)),
+            ("command-per-case", getattr(args, "impl_cmd_per_case", None)),
         )
-    if not isinstance(impl, str) or ":" not in impl:
+        if value
+    ]
+    if len(given) > 1:
+        raise UsageError("give one of --impl, --impl-cmd and --impl-cmd-per-case, not several")
+    if not given:
+        for kind, key in (("python", "impl"), ("command", "impl_cmd"),
+                          ("command-per-case", "impl_cmd_per_case")):
+            if values.get(key):
+                given.append((kind, values[key]))
+    if not given:
+        raise UsageError(
+            "no implementation given: pass --impl MODULE:ATTR (or --impl-cmd COMMAND), "
+            "or set impl in [tool.cer]"
+        )
+    kind, impl = given[0]
+    if not isinstance(impl, str):
+        raise UsageError(f"the implementation must be a string, got {impl!r}")
+    if kind == "python" and ":" not in impl:
         raise UsageError(f"--impl must look like MODULE:ATTR (e.g. calc:evaluate), got {impl!r}")
+    if kind != "python":
+        import shlex
+
+        try:
+            words = shlex.split(impl)
+        except ValueError as exc:
+            raise UsageError(f"cannot split the command {impl!r}: {exc}") from exc
+        if not words:
+            raise UsageError("the implementation command is empty")
     timeout = args.timeout if args.timeout is not None else values.get("timeout", DEFAULT_TIMEOUT)
     isolation = args.isolation or values.get("isolation", "fork")
     if isolation not in ISOLATION_MODES:
@@ -218,6 +257,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
     )
     options = RunOptions(
         impl=impl,
+        kind=kind,
         paths=tuple(str(p) for p in paths),
         timeout=float(timeout),
         isolation=isolation,

@@ -37,6 +37,7 @@ from cer.verdict import Outcome, judge, outcome_from_worker
 from cer.workerproc import Message, WorkerLost, WorkerProcess
 
 ISOLATION_MODES = ("fork", "none")
+IMPLEMENTATION_KINDS = ("python", "command", "command-per-case")
 LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""
 WATCHDOG_GRACE = 5.0
@@ -53,7 +54,12 @@ class RunCancelled(Exception):
 @dataclass(frozen=True)
 class RunOptions:
     impl: str
-    """``MODULE:ATTR`` of the implementation under test (ATTR may be dotted)."""
+    """``MODULE:ATTR`` of the implementation under test (ATTR may be dotted), or, for
+    the command kinds, the command line (split like a shell splits words)."""
+    kind: str = "python"
+    """``python`` (import MODULE:ATTR), ``command`` (a long-lived process speaking the
+    line-delimited JSON protocol, docs/protocol.md) or ``command-per-case`` (one process
+    per case: input as JSON on stdin, observation as JSON on stdout)."""
     paths: tuple[str, ...] = ()
     timeout: float = 10.0
     isolation: str = "fork"
@@ -202,6 +208,11 @@ class _Execution:
 
     def run(self, planned: list[_Planned]) -> None:
         if not planned:
+            return
+        if self.options.kind != "python":
+            from cer import commandimpl
+
+            commandimpl.execute(self, planned)
             return
         try:
             loaded, message, failure = self.start_worker()
@@ -412,6 +423,8 @@ def run_suite(
     Raises RunCancelled when ``cancel`` is set before the run completes (the worker is
     killed first), and ValueError for options that make no sense.
     """
+    if options.kind not in IMPLEMENTATION_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(IMPLEMENTATION_KINDS)}")
     if options.isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
     if not options.timeout > 0:
