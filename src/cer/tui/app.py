@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
 from textual import on, work
@@ -162,6 +163,8 @@ class CerApp(App[None]):
         self._pending_changes: set[Path] = set()
         self._previous_counts: tuple[int, int, int, int] | None = None
         self._details_token = 0
+        self.details_shown: tuple[str | None, int] = (None, 0)
+        """The case whose details the panes show, and the request they answered."""
         self._detail_styles: DetailStyles | None = None
         self._notes: tuple[str, ...] = ()
 
@@ -194,6 +197,17 @@ class CerApp(App[None]):
             self._restart_watch()
         self.start_run(self.base_selection, "first run")
 
+    def exit(
+        self,
+        result: None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Cancel the run in flight first, so that quitting never waits for it."""
+        if self._cancel is not None:
+            self._cancel.set()
+        super().exit(result, return_code, message)
+
     def on_unmount(self) -> None:
         if self._cancel is not None:
             self._cancel.set()
@@ -218,6 +232,7 @@ class CerApp(App[None]):
         self._run_selection = selection
         self.trigger = trigger
         self.board.running = True
+        self.board.done = 0
         self._run_in_thread(self.generation, selection, self._cancel)
         self._refresh_header()
         self._refresh_summary()
@@ -289,7 +304,7 @@ class CerApp(App[None]):
         return suite
 
     def _is_current(self, message: messages.RunMessage) -> bool:
-        return message.generation == self.generation
+        return message.generation == self.generation and self.is_running
 
     def on_suite_loaded(self, message: messages.SuiteLoaded) -> None:
         if not self._is_current(message):
@@ -389,11 +404,11 @@ class CerApp(App[None]):
         self._refresh_summary()
 
     def _announce_change(self) -> None:
-        """A toast when the status counts differ from the previous finished run."""
+        """A toast when a run ends with other counts, or other statuses, than the last one."""
         counts = self.board.counts
         now = counts.as_tuple()
         previous, self._previous_counts = self._previous_counts, now
-        if previous is None or previous == now:
+        if previous is None or (previous == now and not (counts.fixed or counts.regressed)):
             return
         parts = []
         if counts.fixed:
@@ -453,11 +468,14 @@ class CerApp(App[None]):
         self.start_run(self.base_selection, self._describe_trigger(message.paths))
 
     def _describe_trigger(self, paths: Sequence[Path]) -> str:
-        first = paths[0]
-        try:
-            name = str(first.resolve().relative_to(Path.cwd().resolve()))
-        except ValueError:
-            name = str(first)
+        first = paths[0].resolve()
+        name = first.name
+        for base in (Path.cwd(), self.suite_path.parent):
+            try:
+                name = str(first.relative_to(base.resolve()))
+                break
+            except ValueError:
+                continue
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         return f"rerun: {name}{more} changed"
 
@@ -533,10 +551,16 @@ class CerApp(App[None]):
             )
         return self._detail_styles
 
+    @property
+    def details_settled(self) -> bool:
+        """Whether the panes show the latest details of the highlighted case."""
+        return self.details_shown == (self.case_list.cursor_name, self._details_token)
+
     def _refresh_details(self) -> None:
         row = self.case_list.highlighted_row
         self._details_token += 1
         if row is None:
+            self.details_shown = (None, self._details_token)
             self._show_empty_details()
             return
         snapshot = Row(row.case, row.result, row.stale, row.baseline)
@@ -570,6 +594,7 @@ class CerApp(App[None]):
     def on_details_rendered(self, message: messages.DetailsRendered) -> None:
         if message.token != self._details_token:
             return
+        self.details_shown = (message.case_name, message.token)
         self.query_one("#reason-pane", TextPane).show(message.reason)
         self.query_one("#diff-pane", DiffPane).set_lines(message.diff)
         self.query_one("#output-pane", OutputPane).set_lines(message.output)

@@ -90,6 +90,7 @@ class CaseList(ScrollView, can_focus=True):
     CaseList {
         height: 1fr;
         overflow-x: hidden;
+        scrollbar-size-vertical: 1;
     }
     """
 
@@ -152,7 +153,7 @@ class CaseList(ScrollView, can_focus=True):
         self._columns = None
 
     def _content_width(self) -> int:
-        columns = self._layout(max(self.size.width, 20))
+        columns = self._layout(max(self.scrollable_content_region.width, 20))
         return (
             4
             + columns.name
@@ -269,7 +270,7 @@ class CaseList(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         position = y + scroll_y
         visible = self.board.visible()
-        width = self.size.width
+        width = self.scrollable_content_region.width
         base = self.rich_style
         if position >= len(visible):
             if position == 0:
@@ -282,7 +283,7 @@ class CaseList(ScrollView, can_focus=True):
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     def _render_row(self, row: Row, is_cursor: bool, base: Style) -> Strip:
-        columns = self._layout(max(self.size.width, 20))
+        columns = self._layout(max(self.scrollable_content_region.width, 20))
         status = row.status
         line_style = base
         if row.stale:

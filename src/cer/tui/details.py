@@ -65,6 +65,7 @@ def render_reason(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -
     text = Text()
     status_style = styles.statuses.get(status, Style())
     word = "not run yet" if status is None else status.value
+    text.append(f"{row.name}\n", styles.heading)
     text.append(f"{SYMBOLS[status]} {word}", status_style + styles.heading)
     if result is not None and result.elapsed_ms is not None:
         text.append(f"  in {format_ms(result.elapsed_ms)}", styles.label)
