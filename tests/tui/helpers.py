@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textual.worker import WorkerState
+
 from cer import events
 from cer.model import Case, CaseResult, Mismatch, RunResult, Status, Suite
 from cer.runner import RunCancelled, RunOptions
 from cer.selection import Selection
 from cer.tui.app import CerApp
-from textual.worker import WorkerState
 
 Outcome = Callable[[Case], CaseResult]
 
@@ -76,8 +77,13 @@ def triage_suite(path: Path = Path("evals.toml")) -> Suite:
         ("rejects-empty", "adversarial", "input-validation", ("hostile",), "critical"),
         ("survives-deep-nesting", "adversarial", "failure-mode", ("hostile",), "error"),
         ("bounded-memory", "adversarial", "resource", (), "error"),
-        ("divides-by-zero", "generator_adversary", "functional", ("upstream-section:Arithmetic",),
-         None),
+        (
+            "divides-by-zero",
+            "generator_adversary",
+            "functional",
+            ("upstream-section:Arithmetic",),
+            None,
+        ),
         ("parses-unicode-minus", "generator_adversary", "functional", (), None),
     ]
     return make_suite(
@@ -136,9 +142,7 @@ def triage_outcome(case: Case) -> CaseResult:
             case,
             Status.FAIL,
             reason="html: line 1 differs at column 12",
-            mismatches=(
-                Mismatch("html", "line 1 differs at column 12", expected, observed),
-            ),
+            mismatches=(Mismatch("html", "line 1 differs at column 12", expected, observed),),
             stdout="rendering 1 block\n",
         )
     if case.name == "keeps-final-newline":

@@ -18,10 +18,10 @@ from cer.tui.app import CerApp, create_app, editor_command, repro_command
 from cer.tui.banner import Banner
 from cer.tui.case_list import CaseList
 from cer.tui.diff_pane import DiffPane
-from cer.tui.output_pane import OutputPane
 from cer.tui.group_screen import GroupScreen
 from cer.tui.help_screen import HelpScreen
 from cer.tui.keys import APP_KEYS, LIST_KEYS
+from cer.tui.output_pane import OutputPane
 
 from .helpers import (
     FakeRunner,
@@ -230,9 +230,7 @@ async def test_selection_persists_across_reruns_and_suite_changes() -> None:
         # Two new cases before it: the cursor follows the name, not the position.
         new_cases = (make_case("new-one", 1), make_case("new-two", 2))
         moved = tuple(replace(c, position=c.position + 2) for c in suite.cases)
-        current["suite"] = replace(
-            make_suite((*new_cases, *moved)), content_hash="changed"
-        )
+        current["suite"] = replace(make_suite((*new_cases, *moved)), content_hash="changed")
         app._suite_cache = None
         await pilot.press("r")
         await settle(app, runs=3)
@@ -333,7 +331,10 @@ def test_editor_and_repro_commands() -> None:
     path = Path("suite/evals.toml")
     assert editor_command("vim", path, 12) == ["vim", "+12", "suite/evals.toml"]
     assert editor_command("code --wait", path, 3) == [
-        "code", "--wait", "--goto", "suite/evals.toml:3",
+        "code",
+        "--wait",
+        "--goto",
+        "suite/evals.toml:3",
     ]
     assert editor_command("nano", path, None) == ["nano", "suite/evals.toml"]
     options = RunOptions(impl="pkg.mod:run", paths=("src",), timeout=2.5, isolation="none")
@@ -362,7 +363,10 @@ async def test_65000_cases_stay_fast(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(CaseList, "render_line", counting)
     app = create_app(
-        Path("evals.toml"), OPTIONS, run=FakeRunner(outcome), load=fixed_loader(suite),
+        Path("evals.toml"),
+        OPTIONS,
+        run=FakeRunner(outcome),
+        load=fixed_loader(suite),
         watch=False,
     )
     started = time.perf_counter()
