@@ -210,9 +210,9 @@ class _Execution:
         if not planned:
             return
         if self.options.kind != "python":
-            from cer import commandimpl
+            from cer.commandimpl import execute as execute_command
 
-            commandimpl.execute(self, planned)
+            execute_command(self, planned)
             return
         try:
             loaded, message, failure = self.start_worker()
