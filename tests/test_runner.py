@@ -521,3 +521,52 @@ def test_anomaly_without_isolation_recycles_the_worker(module: Module) -> None:
     run = module.run(f"{module.impl(source)}:f", isolation="none")
     assert [r.status for r in run.results] == [Status.PASS] * 3
     assert "recycled" in run.results[0].stderr
+
+
+# --- what the runner saw wins over what the implementation claims --------------------
+
+
+@pytest.mark.parametrize(
+    ("expect", "returned"),
+    [
+        ("{ rejects = true }", "{'rejects': True}"),
+        ("{ crashed = true }", "{'crashed': True}"),
+        ("{ hung = true }", "{'hung': True}"),
+        ("{ elapsed_ms_max = 1 }", "(__import__('time').sleep(0.05), {'elapsed_ms': 0})[1]"),
+        ("{ has_fields = ['rejects'] }", "{'x': 1}"),
+    ],
+)
+def test_implementation_cannot_claim_runner_observations(
+    module: Module, expect: str, returned: str
+) -> None:
+    assert one(module, expect, f"def f():\n    return {returned}\n") is Status.FAIL
+
+
+def test_failing_constructor_is_never_a_rejection(module: Module) -> None:
+    source = "class Impl:\n    def __init__(self, required):\n        pass\n"
+    module.suite(single_case_suite("{ rejects = true }"))
+    result = module.run(f"{module.impl(source)}:Impl").results[0]
+    assert result.status is Status.ERRORED
+    assert "could not be set up" in (result.reason or "")
+
+
+def test_expecting_an_error_message_makes_a_raise_comparable(module: Module) -> None:
+    source = "def f():\n    raise ValueError('empty')\n"
+    assert one(module, '{ error = "empty" }', source) is Status.PASS
+
+
+def test_huge_integers_cross_intact(module: Module) -> None:
+    source = "def f():\n    return {'output': 1, 'big': 10 ** 20000 + 1}\n"
+    module.suite(single_case_suite("{ output = 1 }"))
+    result = module.run(f"{module.impl(source)}:f").results[0]
+    assert result.status is Status.PASS
+    assert result.observation is not None
+    assert result.observation["big"] == 10**20000 + 1
+
+
+def test_output_printed_before_a_hang_is_kept(module: Module) -> None:
+    source = "def f():\n    print('got this far')\n    while True:\n        pass\n"
+    module.suite(single_case_suite("{ output = 1 }"))
+    result = module.run(f"{module.impl(source)}:f", timeout=0.5).results[0]
+    assert result.status is Status.ERRORED
+    assert "got this far" in result.stdout

@@ -19,10 +19,11 @@ from cer.runner import ISOLATION_MODES, RunOptions
 from cer.selection import Selection
 
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 86_400.0
 DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
-    {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "paths", "timeout", "isolation", "max_memory", "capture_limit",
-     "categories", "watch", "theme"}
+    {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "paths", "timeout", "isolation",
+     "max_memory", "capture_limit", "categories", "watch", "theme"}
 )
 
 
@@ -47,7 +48,11 @@ class ProjectConfig:
 
     def paths_value(self, key: str) -> tuple[Path, ...]:
         value = self.values.get(key, [])
-        return tuple(self.root / str(item) for item in value)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise UsageError(
+                f"{self.path}: [tool.cer] {key} must be a list of strings, e.g. {key} = [\"src\"]"
+            )
+        return tuple(self.root / item for item in value)
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -104,8 +109,10 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+        )
     return value
 
 
@@ -233,8 +240,12 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
     isolation = args.isolation or values.get("isolation", "fork")
     if isolation not in ISOLATION_MODES:
         raise UsageError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise UsageError("timeout must be a positive number of seconds")
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        raise UsageError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     max_memory = args.max_memory
     if max_memory is None and values.get("max_memory") is not None:
         max_memory = _config_size(values["max_memory"], "max_memory")

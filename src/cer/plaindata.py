@@ -26,7 +26,11 @@ _TAG_BYTES = "$bytes"
 _TAG_DATETIME = "$datetime"
 _TAG_DATE = "$date"
 _TAG_TIME = "$time"
-_TAGS = frozenset({_TAG_BYTES, _TAG_DATETIME, _TAG_DATE, _TAG_TIME})
+_TAG_INT = "$int"
+_TAGS = frozenset({_TAG_BYTES, _TAG_DATETIME, _TAG_DATE, _TAG_TIME, _TAG_INT})
+_BIG_INT_BITS = 12_000
+"""Integers wider than this travel as hexadecimal: decimal conversion of huge integers
+is limited by the interpreter (and quadratic), hexadecimal is neither."""
 
 # Bound once so that an implementation rebinding builtins in its own process cannot
 # change what these checks mean.
@@ -78,6 +82,8 @@ class _Walker:
         if self.nodes > MAX_NODES:
             raise NotPlainData(path, f"more than {MAX_NODES} values")
         if kind in _SCALARS:
+            if kind is _int and value.bit_length() > _BIG_INT_BITS:
+                return {_TAG_INT: hex(value)}
             return value
         if depth >= MAX_DEPTH:
             raise NotPlainData(path, f"nested deeper than {MAX_DEPTH} levels")
@@ -141,6 +147,8 @@ def _from_wire_object(obj: dict[str, Any]) -> Any:
         if key in _TAGS:
             if _type(item) is not _str:
                 raise ValueError(f"malformed {key} value")
+            if key == _TAG_INT:
+                return _int(item, 16)
             if key == _TAG_BYTES:
                 return base64.b64decode(item.encode("ascii"), validate=True)
             if key == _TAG_DATETIME:

@@ -82,13 +82,15 @@ def _now_ms() -> int:
 
 
 def _implementation_id(impl: str, files: Iterable[str]) -> str:
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(name.encode())
+    """``impl@hash``: the hash covers the content of the implementation's source files
+    (not their location), so the same code has the same id in any checkout."""
+    contents = []
+    for name in files:
         try:
-            digest.update(Path(name).read_bytes())
+            contents.append(hashlib.sha256(Path(name).read_bytes()).digest())
         except OSError:
-            digest.update(b"<unreadable>")
+            contents.append(b"<unreadable>")
+    digest = hashlib.sha256(b"".join(sorted(contents)))
     return f"{impl}@{digest.hexdigest()[:10]}"
 
 
@@ -427,8 +429,8 @@ def run_suite(
         raise ValueError(f"kind must be one of {', '.join(IMPLEMENTATION_KINDS)}")
     if options.isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
-    if not options.timeout > 0:
-        raise ValueError("timeout must be a positive number of seconds")
+    if not 0 < options.timeout <= 86_400:
+        raise ValueError("timeout must be a number of seconds above 0 and at most 86400")
     emit = on_event or (lambda event: None)
     registry = build_registry(options.category_models)
     run_id = uuid.uuid4().hex

@@ -147,6 +147,13 @@ def outcome_from_worker(
             traceback=str(payload.get("tb")),
             elapsed_ms=elapsed_ms
         )
+    if tag == "setup":
+        return out(
+            "lost",
+            detail=f"the implementation could not be set up for the case: {payload.get('msg')}",
+            traceback=str(payload.get("tb")),
+            elapsed_ms=elapsed_ms,
+        )
     if tag == "mem":
         return out(
             "crashed",
@@ -209,17 +216,19 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     if outcome.kind == "returned":
         value = outcome.value
         observation = dict(value) if type(value) is dict else {binding_key(expect): value}
-        for key, filler in (
-            ("rejects", False), ("error", None), ("error_type", None),
-            ("crashed", False), ("hung", False),
-        ):
-            observation.setdefault(key, filler)
+        observation.setdefault("error", None)
+        observation.setdefault("error_type", None)
+        # What the runner saw for itself wins over what the implementation claims: it
+        # returned, so it did not raise, crash or hang.
+        observation["rejects"] = False
+        observation["crashed"] = False
+        observation["hung"] = False
         # The time is the runner's own measurement: an implementation reporting its own
         # elapsed_ms must not be able to pass a time bound it did not meet.
         observation["elapsed_ms"] = outcome.elapsed_ms
         return compared(observation)
     if outcome.kind == "raised":
-        if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS):
+        if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
             return compared({
                 "rejects": True, "error": outcome.error_message,
                 "error_type": outcome.error_type, "crashed": False, "hung": False, **health,

@@ -42,6 +42,12 @@ def _describe_signal(number: int) -> str:
         return f"signal {number}"
 
 
+class SetupFailed(Exception):
+    """Preparing to call the implementation failed (instantiating its class, loading a
+    category model): not the implementation's answer to the input, so never a
+    rejection."""
+
+
 class _Target:
     """How to call the implementation for one case, decided once at import."""
 
@@ -65,7 +71,10 @@ class _Target:
     def invoke(self, view: CaseView) -> Any:
         """Call the implementation for one case and return what it returned."""
         if self.kind == "class":
-            instance = self.obj()
+            try:
+                instance = self.obj()
+            except Exception as exc:
+                raise SetupFailed(f"instantiating {self.obj.__name__}() raised") from exc
             run_case = getattr(instance, "run_case", None)
             if callable(run_case):
                 return _await_if_async(run_case, (view,), {})
@@ -122,6 +131,14 @@ def _load_model(spec: str) -> Any:
     return _MODELS[spec]
 
 
+def payload_text(exc: BaseException) -> str:
+    """``str(exc)``, or a note when the exception's own ``__str__`` fails."""
+    try:
+        return str(exc)
+    except BaseException as inner:
+        return f"<str() of the exception raised {type(inner).__name__}>"
+
+
 def _exception_payload(kind: str, exc: BaseException, elapsed_ms: float) -> dict[str, Any]:
     exc_type = type(exc)
     try:
@@ -169,7 +186,11 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
         if model == "call":
             value = target.invoke(view)
         else:
-            value = _load_model(model).execute(
+            try:
+                loaded = _load_model(model)
+            except Exception as exc:
+                raise SetupFailed(f"loading the category model {model!r} raised") from exc
+            value = loaded.execute(
                 lambda data: target.invoke(
                     CaseView(view.name, view.case_class, view.category, data, view.tags)
                 ),
@@ -185,6 +206,11 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
             payload = {"k": "bad", "path": bad.path, "why": bad.problem, "ms": elapsed_ms}
         else:
             payload = {"k": "ret", "v": wire, "ms": elapsed_ms}
+    except SetupFailed as exc:
+        payload = _exception_payload("setup", exc, (time.perf_counter() - started) * 1000.0)
+        cause = exc.__cause__
+        if cause is not None:
+            payload["msg"] = f"{exc} {type(cause).__name__}: {payload_text(cause)}"
     except MemoryError as exc:
         payload = _exception_payload("mem", exc, (time.perf_counter() - started) * 1000.0)
     except Exception as exc:

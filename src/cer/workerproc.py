@@ -55,6 +55,8 @@ class WorkerProcess:
             p for p in (package_root, env.get("PYTHONPATH", "")) if p
         )
         env.pop("PYTHONSTARTUP", None)
+        # Unbuffered, so that what a case printed before it hung or crashed is kept.
+        env["PYTHONUNBUFFERED"] = "1"
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "cer.worker", str(to_worker_r), str(from_worker_w)],
