@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pprint
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
@@ -197,30 +197,19 @@ def _marked(
     visible_whitespace: bool,
 ) -> list[tuple[str, Style]]:
     """A changed line, its differing ranges in the strong style."""
-    if not spans:
-        return _visible(line, base, styles.whitespace, visible_whitespace, all_spaces=True)
-    segments: list[tuple[str, Style]] = []
-    position = 0
-    for start, end in spans:
-        if start > position:
-            segments.extend(
-                _visible(line[position:start], base, styles.whitespace, visible_whitespace, True)
-            )
-        if end > start:
-            segments.extend(
-                _visible(line[start:end], strong, strong, visible_whitespace, all_spaces=True)
-            )
-        position = max(position, end)
-    if position < len(line):
-        segments.extend(
-            _visible(line[position:], base, styles.whitespace, visible_whitespace, True)
-        )
-    return segments
+    strong_at = bytearray(len(line))
+    for start, end in spans or ():
+        strong_at[start:end] = b"\x01" * (end - start)
+
+    def style_at(index: int) -> Style:
+        return strong if index < len(strong_at) and strong_at[index] else base
+
+    return _visible(line, style_at, styles.whitespace, visible_whitespace, all_spaces=True)
 
 
 def _visible(
     text: str,
-    style: Style,
+    style: Style | Callable[[int], Style],
     whitespace: Style,
     enabled: bool,
     all_spaces: bool,
@@ -228,10 +217,12 @@ def _visible(
     """``text`` split into styled runs, with invisible characters replaced by marks.
 
     Line ends, tabs and carriage returns are always marked; spaces are marked on
-    changed lines, and trailing spaces everywhere.
+    changed lines, and trailing spaces everywhere. ``style`` may vary by position.
     """
+    style_at = style if callable(style) else (lambda index: style)
     if not enabled:
-        return [(text.rstrip("\n"), style)]
+        body = text.rstrip("\n")
+        return _runs([(char, style_at(i)) for i, char in enumerate(body)])
     body = text
     ending = ""
     if body.endswith("\r\n"):
@@ -239,15 +230,8 @@ def _visible(
     elif body.endswith(("\n", "\r")):
         body, ending = body[:-1], NEWLINE_MARK if body.endswith("\n") else CARRIAGE_RETURN_MARK
     trailing_from = len(body.rstrip(" "))
-    segments: list[tuple[str, Style]] = []
-    run: list[str] = []
+    cells: list[tuple[str, Style]] = []
     column = 0
-
-    def flush() -> None:
-        if run:
-            segments.append(("".join(run), style))
-            run.clear()
-
     for index, char in enumerate(body):
         mark: str | None = None
         if char == "\t":
@@ -262,16 +246,30 @@ def _visible(
         elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
             mark = f"⟨U+{ord(char):04X}⟩"
         if mark is None:
-            run.append(char)
+            cells.append((char, style_at(index)))
             column += 1
-            continue
-        flush()
-        segments.append((mark, style + whitespace))
-        column += len(mark)
-    flush()
+        else:
+            cells.append((mark, style_at(index) + whitespace))
+            column += len(mark)
     if ending:
-        segments.append((ending, style + whitespace))
-    return segments
+        cells.append((ending, style_at(len(text) - 1) + whitespace))
+    return _runs(cells)
+
+
+def _runs(cells: list[tuple[str, Style]]) -> list[tuple[str, Style]]:
+    """Adjacent cells of one style joined into one run."""
+    runs: list[tuple[str, Style]] = []
+    chunk: list[str] = []
+    current: Style | None = None
+    for text, style in cells:
+        if current is not None and style != current:
+            runs.append(("".join(chunk), current))
+            chunk = []
+        current = style
+        chunk.append(text)
+    if current is not None:
+        runs.append(("".join(chunk), current))
+    return runs
 
 
 def _labelled(label: str, value: Any, style: Style) -> Text:

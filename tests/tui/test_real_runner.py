@@ -1,0 +1,98 @@
+"""End-to-end pilot tests with the real runner on the bundled calc example.
+
+The example is copied to a temporary folder, so that a test can edit the
+implementation on disk the way a user saves a fix.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from cer.model import Status
+from cer.runner import RunOptions
+from cer.selection import Selection
+from cer.tui.app import create_app
+
+from .helpers import screen_text, settle, wait_until
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
+SIZE = (140, 36)
+SLOPPY_DIVIDE = """        if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+            return a // b
+"""
+
+pytestmark = pytest.mark.skipif(
+    not (EXAMPLE / "evals.toml").is_file(), reason="the calc example is not there"
+)
+
+
+@pytest.fixture
+def calc(tmp_path: Path) -> Path:
+    folder = tmp_path / "calc"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _forget_calc_modules() -> None:
+    """The runner imports the example in its own processes; keep this one clean."""
+    for name in [n for n in sys.modules if n.startswith("calc_")]:
+        del sys.modules[name]
+
+
+def division_options(impl: str) -> RunOptions:
+    return RunOptions(impl=impl, selection=Selection(substrings=("division",)), timeout=20)
+
+
+async def test_reference_passes_everything(calc: Path) -> None:
+    app = create_app(calc / "evals.toml", RunOptions(impl="calc_ref:evaluate"), watch=False)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        counts = app.board.counts
+        assert counts.failed == counts.errored == 0
+        assert counts.passed == len(app.board.rows) > 50
+        assert app.board.last_run is not None
+        await wait_until(lambda: "calc_ref:evaluate" in screen_text(app))
+
+
+async def test_saving_a_fix_turns_rows_green(calc: Path) -> None:
+    app = create_app(calc / "evals.toml", division_options("calc_sloppy:evaluate"), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        failing = {row.name for row in app.board.rows if row.status is Status.FAIL}
+        assert "exact-division-is-still-float" in failing
+        # The implementation's own files are watched once the runner reports them.
+        sloppy = (calc / "calc_sloppy.py").resolve()
+        await wait_until(lambda: app.plan is not None and sloppy in app.plan.sources)
+        assert app.case_list.select_name("exact-division-is-still-float")
+        await settle(app)
+        assert "value" in str(app.query_one("#reason-pane").content)
+
+        source = sloppy.read_text()
+        assert SLOPPY_DIVIDE in source
+        sloppy.write_text(source.replace(SLOPPY_DIVIDE, ""))
+        await wait_until(lambda: app.runs_finished >= 2, timeout=30)
+        await settle(app, runs=2)
+        row = app.board.row("exact-division-is-still-float")
+        assert row is not None and row.status is Status.PASS
+        assert app.board.counts.fixed >= 1
+        assert app.case_list.cursor_name == "exact-division-is-still-float"
+        assert "calc_sloppy.py changed" in app.trigger
+        await pilot.press("y")
+        assert app.clipboard.endswith("--case exact-division-is-still-float")
+
+
+async def test_import_failure_of_real_implementation(calc: Path) -> None:
+    broken = calc / "calc_broken.py"
+    broken.write_text("import no_such_module_here\n")
+    app = create_app(calc / "evals.toml", division_options("calc_broken:evaluate"), watch=False)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        assert app.banner.kind == "import-error"
+        assert "no_such_module_here" in app.banner.body
+        selected = [row for row in app.board.rows if "division" in row.name]
+        assert selected and all(row.status is Status.ERRORED for row in selected)
