@@ -1,0 +1,105 @@
+"""Snapshots of the screen with a fake runner and fixed times.
+
+Update them with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after a
+deliberate change, and look at the report before committing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from cer.runner import RunOptions
+from cer.suite import SuiteError
+from cer.tui.app import CerApp, create_app
+
+from .helpers import FakeRunner, fixed_loader, passing, settle, triage_outcome, triage_suite
+
+SIZE = (120, 32)
+OPTIONS = RunOptions(impl="calc:evaluate")
+SnapCompare = Callable[..., bool]
+
+
+def app_for(outcome: Any = triage_outcome, **kwargs: Any) -> CerApp:
+    return create_app(
+        Path("evals.toml"),
+        OPTIONS,
+        run=FakeRunner(outcome),
+        load=kwargs.pop("load", fixed_loader(triage_suite())),
+        watch=False,
+        **kwargs,
+    )
+
+
+def select(name: str, pane: str | None = None) -> Callable[[Pilot[None]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[None]) -> None:
+        app = pilot.app
+        assert isinstance(app, CerApp)
+        await settle(app)
+        assert app.case_list.select_name(name)
+        await settle(app)
+        if pane is not None:
+            from textual.widgets import TabbedContent
+
+            app.query_one("#details", TabbedContent).active = pane
+        await pilot.pause()
+
+    return run_before
+
+
+async def settled(pilot: Pilot[None]) -> None:
+    app = pilot.app
+    assert isinstance(app, CerApp)
+    await settle(app)
+    await pilot.pause()
+
+
+def test_all_passing(snap_compare: SnapCompare) -> None:
+    assert snap_compare(app_for(passing), terminal_size=SIZE, run_before=settled)
+
+
+def test_failures_with_the_diff_pane(snap_compare: SnapCompare) -> None:
+    assert snap_compare(app_for(), terminal_size=SIZE, run_before=select("renders-tabs", "diff"))
+
+
+def test_suite_error_banner(snap_compare: SnapCompare) -> None:
+    calls = {"n": 0}
+    suite = triage_suite()
+
+    def load(path: Path) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return suite
+        raise SuiteError(
+            Path("evals.toml"),
+            ['line 14, column 12: [[cases]] #3 "renders-tabs": expected a value after "="'],
+        )
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        app = pilot.app
+        assert isinstance(app, CerApp)
+        await settle(app)
+        app._suite_cache = None
+        app.action_rerun_all()
+        await pilot.pause()
+        from .helpers import wait_until
+
+        await wait_until(lambda: app.banner.kind == "suite-error")
+        await pilot.pause()
+
+    assert snap_compare(app_for(load=load), terminal_size=SIZE, run_before=run_before)
+
+
+def test_group_by_view(snap_compare: SnapCompare) -> None:
+    assert snap_compare(app_for(), terminal_size=SIZE, run_before=settled, press=["g"])
+
+
+@pytest.mark.parametrize("theme", ["dark", "light", "high-contrast"])
+def test_theme(snap_compare: SnapCompare, theme: str) -> None:
+    assert snap_compare(
+        app_for(theme=theme), terminal_size=SIZE, run_before=select("keeps-final-newline", "diff")
+    )
