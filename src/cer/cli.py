@@ -211,12 +211,15 @@ def _check_reports(args: argparse.Namespace) -> str | None:
     """Why the requested reports cannot all be written, or None when they can."""
     requests: list[ReportRequest] = args.reports
     seen: dict[str, str] = {}
+    if args.output is not None:
+        seen[str(Path(args.output).resolve())] = "--output"
     for request in requests:
         if request.to_stdout:
             continue
         key = str(Path(request.path).resolve())
         if key in seen:
-            return f"--report {seen[key]} and --report {request.format} both write {request.path}"
+            earlier = seen[key] if seen[key] == "--output" else f"--report {seen[key]}"
+            return f"{earlier} and --report {request.format} both write {request.path}"
         seen[key] = request.format
     exclusive = [r.format for r in requests if r.to_stdout and not FORMATS[r.format].line_oriented]
     if len(exclusive) > 1:
@@ -422,7 +425,8 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
         _error(str(exc))
         return ExitCode.USAGE
     except HistoryError as exc:
-        if args.format == "json":
+        path, _ = _history_location(args)
+        if path.exists() or args.format == "json":
             _error(str(exc))
             return ExitCode.USAGE
         sys.stdout.write(f"no runs recorded ({exc})\n")
