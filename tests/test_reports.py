@@ -578,7 +578,7 @@ def test_github_annotations_point_at_the_case_line(
     assert lines[1].startswith(f"::error file={file},line={context.suite.cases[2].line},")
     assert lines[2].startswith("::warning ") and "category not supported" in lines[2]
     assert "not-selected" not in "\n".join(lines)  # deselection is not a problem
-    assert lines[3].startswith("::warning ") and '"doubels"' in lines[3]
+    assert lines[3].startswith("::error ") and '"doubels"' in lines[3]
     assert lines[4].startswith("::notice title=cer::demo")
     assert len(lines) == 5
 

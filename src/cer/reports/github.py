@@ -1,9 +1,9 @@
 """GitHub Actions workflow annotations, pointing at each problem case's line.
 
-``::error file=PATH,line=N,title=...::case: reason`` for every failed or errored case,
-``::warning`` for every case skipped for a reason other than deselection (skipping must
-stay visible) and for each ``verifies`` entry naming no constraint, and one ``::notice``
-with the totals. Values are escaped as GitHub's workflow command rules require: ``%``,
+``::error file=PATH,line=N,title=...::case: reason`` for every failed or errored case and
+for each ``verifies`` entry naming no constraint (a typo is an error), ``::warning`` for
+every case skipped for a reason other than deselection (skipping must stay visible), and
+one ``::notice`` with the totals. Values are escaped as GitHub's workflow command rules require: ``%``,
 CR and LF everywhere, and also ``:`` and ``,`` in properties.
 """
 
@@ -64,7 +64,7 @@ def render(context: ReportContext) -> str:
     if context.coverage is not None:
         for reference in context.coverage.unknown:
             commands.append(_command(
-                "warning", reference.message, file=file, line=reference.line,
+                "error", reference.message, file=file, line=reference.line,
                 title="cer: unknown constraint",
             ))
     summary = run.summary
