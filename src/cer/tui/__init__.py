@@ -1,7 +1,6 @@
-"""The terminal UI: the only part of cer that imports Textual."""
+"""The terminal UI, the only part of cer that imports Textual.
 
-from __future__ import annotations
-
-from cer.tui.app import CerApp, create_app
-
-__all__ = ["CerApp", "create_app"]
+The app is built by :func:`cer.tui.app.create_app`. This package's own ``__init__``
+imports nothing, so that its pure modules (board, diffing, details, formatting,
+watching, themes) load without Textual.
+"""

@@ -38,9 +38,10 @@ from cer.suite import SuiteError, load_suite
 from cer.tui import messages
 from cer.tui.banner import Banner
 from cer.tui.board import Board, GroupKey, Row
-from cer.tui.case_list import SYMBOLS, CaseList
+from cer.tui.case_list import CaseList
 from cer.tui.details import DetailStyles, render_details
 from cer.tui.diff_pane import DiffPane
+from cer.tui.formatting import SYMBOLS
 from cer.tui.group_screen import GroupScreen
 from cer.tui.header_bar import HeaderBar, HeaderState
 from cer.tui.help_screen import HelpScreen

@@ -21,16 +21,8 @@ from textual.strip import Strip
 
 from cer.model import Status
 from cer.tui.board import Board, Change, Row
+from cer.tui.formatting import CHANGE_MARKS, SYMBOLS, format_ms
 from cer.tui.keys import LIST_KEYS, bindings
-
-SYMBOLS: dict[Status | None, str] = {
-    Status.PASS: "✔",
-    Status.FAIL: "✘",
-    Status.ERRORED: "‼",
-    Status.SKIPPED: "○",
-    None: "·",
-}
-"""Status symbols, so that status never depends on colour alone."""
 
 STATUS_COMPONENTS: dict[Status | None, str] = {
     Status.PASS: "case-list--pass",
@@ -39,20 +31,6 @@ STATUS_COMPONENTS: dict[Status | None, str] = {
     Status.SKIPPED: "case-list--skipped",
     None: "case-list--pending",
 }
-
-CHANGE_MARKS: dict[Change | None, str] = {Change.FIXED: "+", Change.REGRESSED: "−", None: " "}
-
-
-def format_ms(elapsed_ms: int | None) -> str:
-    """A case's time as the list shows it: ``12 ms``, ``1.4 s``, ``2m05s``."""
-    if elapsed_ms is None:
-        return ""
-    if elapsed_ms < 1000:
-        return f"{elapsed_ms} ms"
-    if elapsed_ms < 60_000:
-        return f"{elapsed_ms / 1000:.1f} s"
-    minutes, seconds = divmod(elapsed_ms // 1000, 60)
-    return f"{minutes}m{seconds:02d}s"
 
 
 @dataclass(frozen=True)

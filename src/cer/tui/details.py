@@ -16,8 +16,8 @@ from rich.text import Text
 
 from cer.model import Case, CaseResult, Status
 from cer.tui.board import Change, Row
-from cer.tui.case_list import SYMBOLS, format_ms
 from cer.tui.diffing import DiffStyles, render_result_diff
+from cer.tui.formatting import SYMBOLS, format_ms
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ def render_reason(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -
     text.append("\n")
     if result is None:
         return text
-    if result.reason:
+    messages = [mismatch.message for mismatch in result.mismatches]
+    if result.reason and result.reason.strip() not in ("; ".join(messages), "\n".join(messages)):
         text.append("\n")
         text.append(result.reason)
         text.append("\n")
@@ -88,10 +89,14 @@ def render_reason(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -
         count = len(result.mismatches)
         text.append(f"{count} mismatch{'es' if count != 1 else ''}:\n", styles.heading)
         for mismatch in result.mismatches:
+            path = mismatch.path or "(observation)"
+            message = mismatch.message
+            if message.startswith(f"{path}:"):
+                message = message[len(path) + 1 :].lstrip()
             text.append("  • ")
-            text.append(mismatch.path or "(observation)", styles.path)
+            text.append(path, styles.path)
             text.append(": ")
-            text.append(mismatch.message)
+            text.append(message)
             text.append("\n")
     if notes:
         text.append("\n")

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from cer.tui.board import Counts
-from cer.tui.case_list import format_ms
+from cer.tui.formatting import format_ms
 
 PROGRESS_WIDTH = 20
 

@@ -1,0 +1,29 @@
+"""How statuses, changes and times are written everywhere in the UI (pure, no Textual)."""
+
+from __future__ import annotations
+
+from cer.model import Status
+from cer.tui.board import Change
+
+SYMBOLS: dict[Status | None, str] = {
+    Status.PASS: "✔",
+    Status.FAIL: "✘",
+    Status.ERRORED: "‼",
+    Status.SKIPPED: "○",
+    None: "·",
+}
+"""Status symbols, so that status never depends on colour alone."""
+
+CHANGE_MARKS: dict[Change | None, str] = {Change.FIXED: "+", Change.REGRESSED: "−", None: " "}
+
+
+def format_ms(elapsed_ms: int | None) -> str:
+    """A case's time as the list shows it: ``12 ms``, ``1.4 s``, ``2m05s``."""
+    if elapsed_ms is None:
+        return ""
+    if elapsed_ms < 1000:
+        return f"{elapsed_ms} ms"
+    if elapsed_ms < 60_000:
+        return f"{elapsed_ms / 1000:.1f} s"
+    minutes, seconds = divmod(elapsed_ms // 1000, 60)
+    return f"{minutes}m{seconds:02d}s"

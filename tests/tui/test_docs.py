@@ -1,0 +1,15 @@
+"""docs/tui.md lists every key exactly as the app binds it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cer.tui.keys import help_rows
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "tui.md"
+
+
+def test_every_key_is_documented() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    for keys, help_text in help_rows():
+        assert f"| `{keys}` | {help_text} |" in text, keys
