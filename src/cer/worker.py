@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import importlib
 import inspect
 import os
@@ -179,30 +180,38 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
         input=message["input"],
         tags=tuple(message["tags"]),
     )
+    # What reports the result is taken now: rebinding names in the runner's modules or
+    # in builtins while the implementation runs must not change how its result is sent.
+    to_wire, dumps, not_plain = plaindata.to_wire, plaindata.dumps, plaindata.NotPlainData
+    namespace = _BUILTINS
+    saved_builtins = dict(namespace)
     started = time.perf_counter()
     payload: dict[str, Any]
     try:
         model = message.get("model", "call")
-        if model == "call":
-            value = target.invoke(view)
-        else:
-            try:
-                loaded = _load_model(model)
-            except Exception as exc:
-                raise SetupFailed(f"loading the category model {model!r} raised") from exc
-            value = loaded.execute(
-                lambda data: target.invoke(
-                    CaseView(view.name, view.case_class, view.category, data, view.tags)
-                ),
-                view,
-            )
+        try:
+            if model == "call":
+                value = target.invoke(view)
+            else:
+                try:
+                    loaded = _load_model(model)
+                except Exception as exc:
+                    raise SetupFailed(f"loading the category model {model!r} raised") from exc
+                value = loaded.execute(
+                    lambda data: target.invoke(
+                        CaseView(view.name, view.case_class, view.category, data, view.tags)
+                    ),
+                    view,
+                )
+        finally:
+            _restore_builtins(namespace, saved_builtins)
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         if inspect.iscoroutine(value) or inspect.isgenerator(value):
             with contextlib.suppress(BaseException):
                 value.close()
         try:
-            wire = plaindata.to_wire(value)
-        except plaindata.NotPlainData as bad:
+            wire = to_wire(value)
+        except not_plain as bad:
             payload = {"k": "bad", "path": bad.path, "why": bad.problem, "ms": elapsed_ms}
         else:
             payload = {"k": "ret", "v": wire, "ms": elapsed_ms}
@@ -222,9 +231,21 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
     if thread_failures and payload["k"] in ("ret", "bad"):
         payload = {"k": "thread", "tb": "\n".join(thread_failures), "ms": payload["ms"]}
     try:
-        return plaindata.dumps(payload)
+        return dumps(payload)
     except (TypeError, ValueError) as exc:
-        return plaindata.dumps({"k": "bad", "path": "", "why": f"cannot encode: {exc}", "ms": 0.0})
+        return dumps({"k": "bad", "path": "", "why": f"cannot encode: {exc}", "ms": 0.0})
+
+
+_BUILTINS: dict[str, Any] = builtins.__dict__
+
+
+def _restore_builtins(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Undo whatever the implementation added, removed or rebound in builtins."""
+    for key in [key for key in namespace if key not in saved]:
+        del namespace[key]
+    for key, value in saved.items():
+        if key not in namespace or namespace[key] is not value:
+            namespace[key] = value
 
 
 def _flush_std_streams() -> None:
@@ -394,14 +415,18 @@ class Worker:
         self.devnull = os.open(os.devnull, os.O_RDONLY)
         self.capture_fd = _NO_FD
         self.set_death_signal = _parent_death_signal_setter()
+        # Bound once: without isolation a case runs in this process, and rebinding these
+        # module names must not change what the worker tells the supervisor.
+        self._channel = (plaindata.dumps, pack, write_all)
 
     # --- channel -------------------------------------------------------------------
 
     def send(self, message: dict[str, Any], raw: bytes | None = None) -> None:
-        data = pack(KIND_JSON, plaindata.dumps(message))
+        dumps, pack_frame, write = self._channel
+        data = pack_frame(KIND_JSON, dumps(message))
         if raw is not None:
-            data += pack(KIND_RAW, raw)
-        write_all(self.ctrl_out, data)
+            data += pack_frame(KIND_RAW, raw)
+        write(self.ctrl_out, data)
 
     # --- capture of the worker's own stdout/stderr (import time, no isolation) -------
 
@@ -472,6 +497,9 @@ class Worker:
                 }
             )
             return
+        # Every case starts from the same heap: garbage the import left behind (which
+        # a case walking gc.get_objects() could otherwise trip over) is gone first.
+        gc.collect()
         output, _ = self._take_capture()
         self.send(
             {
@@ -690,6 +718,21 @@ def _fd_identity(fd: int) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+def _signal_state() -> tuple[object, ...]:
+    """The handler of every signal that can be caught, and the interval timers."""
+    handlers: list[int | None] = []
+    for number in sorted(signal.valid_signals()):
+        try:
+            handlers.append(id(signal.getsignal(number)))
+        except (OSError, ValueError):
+            handlers.append(None)
+    timers = tuple(
+        signal.getitimer(which)
+        for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+    )
+    return (*handlers, timers)
+
+
 class _Snapshot:
     """Process state a case must leave alone when it runs inside the worker."""
 
@@ -702,6 +745,8 @@ class _Snapshot:
         self.streams: tuple[object, ...] = ()
         self.fds: tuple[tuple[int, int] | None, ...] = ()
         self.namespaces: dict[str, dict[str, int]] = {}
+        self.signals: tuple[object, ...] = ()
+        self.tracing: tuple[object, ...] = ()
 
     @classmethod
     def take(cls) -> _Snapshot:
@@ -717,6 +762,8 @@ class _Snapshot:
         )
         snap.fds = tuple(_fd_identity(fd) for fd in (0, 1, 2))
         snap.namespaces = _namespaces()
+        snap.signals = _signal_state()
+        snap.tracing = (id(sys.gettrace()), id(sys.getprofile()), sys.getrecursionlimit())
         return snap
 
     def differences(self) -> str | None:
@@ -739,6 +786,10 @@ class _Snapshot:
             changes.append("closed or redirected file descriptor 0, 1 or 2")
         if now.namespaces != self.namespaces:
             changes.append("changed the runner's modules or the standard modules it uses")
+        if now.signals != self.signals:
+            changes.append("changed signal handlers or left a timer armed")
+        if now.tracing != self.tracing:
+            changes.append("installed a trace or profile function or changed the recursion limit")
         return "; ".join(changes) or None
 
 
