@@ -3,8 +3,8 @@
 ``::error file=PATH,line=N,title=...::case: reason`` for every failed or errored case and
 for each ``verifies`` entry naming no constraint (a typo is an error), ``::warning`` for
 every case skipped for a reason other than deselection (skipping must stay visible), and
-one ``::notice`` with the totals. Values are escaped as GitHub's workflow command rules require: ``%``,
-CR and LF everywhere, and also ``:`` and ``,`` in properties.
+one ``::notice`` with the totals. Values are escaped as GitHub's workflow command rules
+require: ``%``, CR and LF everywhere, and also ``:`` and ``,`` in properties.
 """
 
 from __future__ import annotations
