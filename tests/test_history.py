@@ -105,6 +105,22 @@ def test_tables_come_from_schema_sql_and_wal_is_on(history: History) -> None:
                        "captured_output", "elapsed_ms"]
 
 
+def test_schema_sql_is_found_installed_or_in_a_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cer
+
+    assert resources.schema_sql_path() == Path(cer.__file__).resolve().parents[2] / "schema.sql"
+    package = tmp_path / "site-packages" / "cer"
+    (package / "data").mkdir(parents=True)
+    (package / "data" / "schema.sql").write_text("-- installed copy\n")
+    monkeypatch.setattr(cer, "__file__", str(package / "__init__.py"))
+    assert resources.schema_sql() == "-- installed copy\n"  # a wheel's cer/data/ wins
+    (package / "data" / "schema.sql").unlink()
+    with pytest.raises(resources.ResourceMissing, match=r"schema\.sql"):
+        resources.schema_sql_path()
+
+
 def test_default_location_is_beside_the_suite() -> None:
     assert default_history_path("/a/b/evals.toml") == Path("/a/b/.cer/history.sqlite")
 
