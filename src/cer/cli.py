@@ -420,17 +420,17 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
 
 def cmd_history(args: argparse.Namespace) -> ExitCode:
     try:
+        path, _ = _history_location(args)
+        if not path.exists():
+            if args.format == "json":
+                sys.stdout.write(json.dumps({"history": str(path), "runs": []}) + "\n")
+            else:
+                sys.stdout.write(f"no runs recorded (no history at {path})\n")
+            return ExitCode.OK
         history, suite = _open_for_reading(args)
-    except UsageError as exc:
+    except (UsageError, HistoryError) as exc:
         _error(str(exc))
         return ExitCode.USAGE
-    except HistoryError as exc:
-        path, _ = _history_location(args)
-        if path.exists() or args.format == "json":
-            _error(str(exc))
-            return ExitCode.USAGE
-        sys.stdout.write(f"no runs recorded ({exc})\n")
-        return ExitCode.OK
     with history:
         try:
             if args.case is not None:

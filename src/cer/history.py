@@ -327,6 +327,7 @@ class History:
         """Check the file is a history cer can use, creating its tables on first use."""
         with self._errors("open"):
             self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL
             version = self._version()
             if version is not None and version > HISTORY_VERSION:
                 raise HistoryError(
@@ -351,7 +352,6 @@ class History:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise
-        self._db.execute("PRAGMA synchronous = NORMAL")
 
     def _version(self) -> int | None:
         row = self._db.execute(
