@@ -25,9 +25,12 @@ SLOPPY_DIVIDE = """        if isinstance(a, int) and isinstance(b, int) and a % 
             return a // b
 """
 
-pytestmark = pytest.mark.skipif(
-    not (EXAMPLE / "evals.toml").is_file(), reason="the calc example is not there"
-)
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not (EXAMPLE / "evals.toml").is_file(), reason="the calc example is not there"
+    ),
+]
 
 
 @pytest.fixture

@@ -1,0 +1,104 @@
+"""The cer-tui command line: the run arguments of cer run, plus watching and theme."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cer.tui import __main__ as cli
+from cer.tui.app import CerApp
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[CerApp]:
+    """Apps that main() would have run, without running them."""
+    apps: list[CerApp] = []
+
+    def run(self: CerApp, *args: Any, **kwargs: Any) -> None:
+        apps.append(self)
+
+    monkeypatch.setattr(CerApp, "run", run)
+    return apps
+
+
+def test_arguments_reach_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[CerApp]
+) -> None:
+    suite = tmp_path / "evals.toml"
+    suite.write_text('commonsformat_evals = "0.2"\n')
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(
+        [
+            str(suite),
+            "--impl",
+            "calc:evaluate",
+            "--timeout",
+            "3",
+            "--case",
+            "add-*",
+            "--watch",
+            "data",
+            "--no-watch",
+            "--theme",
+            "light",
+        ]
+    )
+    assert code == 0
+    (app,) = started
+    assert app.suite_path == suite
+    assert app.options.impl == "calc:evaluate"
+    assert app.options.timeout == 3
+    assert app.base_selection.case_globs == ("add-*",)
+    assert app.watching is False
+    assert app.theme_file.name == "light"
+    assert app.extra_watch == (Path("data"),)
+
+
+def test_tool_cer_configures_a_bare_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[CerApp]
+) -> None:
+    if not (EXAMPLE / "evals.toml").is_file():
+        pytest.skip("the calc example is not there")
+    shutil.copytree(EXAMPLE, tmp_path / "calc")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cer]\nsuite = "calc/evals.toml"\nimpl = "calc_ref:evaluate"\n'
+        'watch = ["calc/fixtures"]\ntheme = "high-contrast"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([]) == 0
+    (app,) = started
+    assert app.suite_path == tmp_path / "calc" / "evals.toml"
+    assert app.options.impl == "calc_ref:evaluate"
+    assert app.theme_file.name == "high-contrast"
+    assert app.extra_watch == (tmp_path / "calc" / "fixtures",)
+    assert app.watching is True
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evals.toml"], "no implementation given"),
+        (["evals.toml", "--impl", "calc:evaluate", "--theme", "neon"], "unknown theme"),
+        (["missing.toml", "--impl", "calc:evaluate"], "no suite at"),
+    ],
+)
+def test_usage_errors_exit_2(
+    argv: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    started: list[CerApp],
+) -> None:
+    (tmp_path / "evals.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not started
