@@ -35,7 +35,10 @@ if hasattr(sys, "set_int_max_str_digits"):
 
 
 def load(path: Path, name: str) -> Any:
-    """Import the module at ``path`` (by path, not by name) and return ``name`` from it."""
+    """Import the module at ``path`` (by path, not by name) and return ``name`` from it.
+
+    The module's folder goes on the import path, so that it can import its siblings."""
+    sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")

@@ -95,6 +95,14 @@ _FLOAT_NAMES: Mapping[str, float] = {
     "Infinity": math.inf, "+Infinity": math.inf, "-Infinity": -math.inf,
 }
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TIME = r"[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
+_ISO_FORMS: Mapping[str, re.Pattern[str]] = {
+    "datetime": re.compile(rf"{_DATE}[Tt ]{_TIME}(?:[Zz]|[+-][0-9]{{2}}:[0-9]{{2}})"),
+    "datetime-local": re.compile(rf"{_DATE}[Tt ]{_TIME}"),
+    "date-local": re.compile(_DATE),
+    "time-local": re.compile(_TIME),
+}
 _RESULT_BODIES = ("observation", "error", "harness_error")
 
 
@@ -288,38 +296,35 @@ def _decode_bool(item: Any, path: str) -> bool:
 
 
 def _decode_datetime(item: Any, path: str) -> _dt.datetime:
-    value = _iso(item, path, _dt.datetime.fromisoformat)
-    if value.tzinfo is None:
-        raise ProtocolError(f'{path}: a datetime needs a UTC offset (or use "datetime-local")')
-    return value
+    return _iso(item, path, "datetime", _dt.datetime.fromisoformat)
 
 
 def _decode_datetime_local(item: Any, path: str) -> _dt.datetime:
-    value = _iso(item, path, _dt.datetime.fromisoformat)
-    if value.tzinfo is not None:
-        raise ProtocolError(f'{path}: a datetime-local has no UTC offset (use "datetime")')
-    return value
+    return _iso(item, path, "datetime-local", _dt.datetime.fromisoformat)
 
 
 def _decode_date(item: Any, path: str) -> _dt.date:
-    return _iso(item, path, _dt.date.fromisoformat)
+    return _iso(item, path, "date-local", _dt.date.fromisoformat)
 
 
 def _decode_time(item: Any, path: str) -> _dt.time:
-    value = _iso(item, path, _dt.time.fromisoformat)
-    if value.tzinfo is not None:
-        raise ProtocolError(f"{path}: a time-local has no UTC offset")
-    return value
+    return _iso(item, path, "time-local", _dt.time.fromisoformat)
 
 
 _T = TypeVar("_T")
 
 
-def _iso(item: Any, path: str, parse: Callable[[str], _T]) -> _T:
-    if type(item) is not str:
-        raise ProtocolError(f"{path}: a date or time must be an RFC 3339 string")
+def _iso(item: Any, path: str, tag: str, parse: Callable[[str], _T]) -> _T:
+    """An RFC 3339 form checked against the tag's own pattern (an offset exactly for
+    ``datetime``), then parsed."""
+    if type(item) is not str or not _ISO_FORMS[tag].fullmatch(item):
+        raise ProtocolError(
+            f"{path}: a {tag} must be RFC 3339 text"
+            + (" with a UTC offset" if tag == "datetime" else " without an offset")
+            + f", got {_snippet(item)}"
+        )
     try:
-        return parse(item)
+        return parse(item.upper() if tag.startswith("datetime") else item)
     except ValueError as exc:
         raise ProtocolError(f"{path}: {exc}") from None
 
