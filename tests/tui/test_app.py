@@ -22,6 +22,7 @@ from cer.tui.group_screen import GroupScreen
 from cer.tui.help_screen import HelpScreen
 from cer.tui.keys import APP_KEYS, LIST_KEYS
 from cer.tui.output_pane import OutputPane
+from cer.tui.text_pane import TextPane
 
 from .helpers import (
     FakeRunner,
@@ -78,7 +79,7 @@ async def test_first_run_fills_the_list() -> None:
         assert "calc ^1.0 · calc:evaluate · not watching · first run" in text
         # The first case is selected and its details are shown.
         assert app.case_list.cursor_name == "adds-integers"
-        assert "adds-integers" in str(app.query_one("#reason-pane").content)
+        assert "adds-integers" in str(app.query_one("#reason-pane", TextPane).content)
 
 
 async def test_details_show_reason_diff_output_and_case() -> None:
@@ -87,7 +88,7 @@ async def test_details_show_reason_diff_output_and_case() -> None:
         await settle(app)
         assert app.case_list.select_name("renders-tabs")
         await settle(app)
-        reason = str(app.query_one("#reason-pane").content)
+        reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "html: line 1 differs at column 12" in reason
         diff = app.query_one("#diff-pane", DiffPane).plain
         assert "→" in diff and "·" in diff and "⏎" in diff
@@ -95,7 +96,7 @@ async def test_details_show_reason_diff_output_and_case() -> None:
         assert app.query_one("#details", TabbedContent).active == "diff"
         await pilot.press("tab", "tab")
         assert app.query_one("#details", TabbedContent).active == "case"
-        case_text = str(app.query_one("#case-pane").content)
+        case_text = str(app.query_one("#case-pane", TextPane).content)
         assert "upstream-section:Tabs" in case_text and "input" in case_text
         await pilot.press("tab")
         assert app.query_one("#details", TabbedContent).active == "reason"

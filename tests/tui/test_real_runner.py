@@ -16,6 +16,7 @@ from cer.model import Status
 from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.tui.app import create_app
+from cer.tui.text_pane import TextPane
 
 from .helpers import screen_text, settle, wait_until
 
@@ -73,7 +74,7 @@ async def test_saving_a_fix_turns_rows_green(calc: Path) -> None:
         await wait_until(lambda: app.plan is not None and sloppy in app.plan.sources)
         assert app.case_list.select_name("exact-division-is-still-float")
         await settle(app)
-        assert "value" in str(app.query_one("#reason-pane").content)
+        assert "value" in str(app.query_one("#reason-pane", TextPane).content)
 
         source = sloppy.read_text()
         assert SLOPPY_DIVIDE in source
