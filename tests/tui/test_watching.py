@@ -48,3 +48,17 @@ def test_plan_watches_suite_fixtures_sources_and_extras(tmp_path: Path) -> None:
     assert not plan.is_relevant((suite.parent / "notes.txt").resolve())
     assert not plan.is_relevant((package / "README.md").resolve())
     assert not plan.is_relevant((package / "__pycache__" / "core.cpython-311.pyc").resolve())
+
+
+def test_before_any_import_python_files_on_the_import_path_count(tmp_path: Path) -> None:
+    suite = tmp_path / "evals.toml"
+    suite.write_text("")
+    src = tmp_path / "src"
+    src.mkdir()
+    plan = WatchPlan.build(suite, [], [], [tmp_path, src])
+    assert src.resolve() in plan.directories
+    assert plan.is_relevant((src / "impl.py").resolve())
+    assert not plan.is_relevant((src / "notes.md").resolve())
+    known = WatchPlan.build(suite, [str(src / "impl.py")], [], [tmp_path, src])
+    assert known.import_dirs == ()
+    assert not known.is_relevant((tmp_path / "other.py").resolve())

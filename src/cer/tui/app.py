@@ -431,7 +431,8 @@ class CerApp(App[None]):
     # -- watching ---------------------------------------------------------------------
 
     def _restart_watch(self) -> None:
-        self.plan = WatchPlan.build(self.suite_path, self.sources, self.extra_watch)
+        import_dirs = (self.suite_path.parent, Path.cwd(), *map(Path, self.options.paths))
+        self.plan = WatchPlan.build(self.suite_path, self.sources, self.extra_watch, import_dirs)
         self._watch_loop(self.plan)
         self._refresh_header()
 

@@ -61,6 +61,9 @@ class WatchPlan:
     sources: frozenset[Path]
     extra: tuple[Path, ...]
     directories: tuple[Path, ...]
+    import_dirs: tuple[Path, ...] = ()
+    """Until the runner has reported the implementation's files (it may never have
+    imported), any ``.py`` file in these folders counts as the implementation."""
 
     @classmethod
     def build(
@@ -68,6 +71,7 @@ class WatchPlan:
         suite: Path,
         sources: Iterable[str | Path] = (),
         extra: Iterable[str | Path] = (),
+        import_dirs: Iterable[str | Path] = (),
     ) -> WatchPlan:
         suite = suite.resolve()
         fixtures = suite.parent / "fixtures"
@@ -76,6 +80,11 @@ class WatchPlan:
         directories: dict[Path, None] = {suite.parent: None}
         for source in sorted(source_paths):
             directories[source.parent] = None
+        fallback: tuple[Path, ...] = ()
+        if not source_paths:
+            fallback = tuple(Path(p).resolve() for p in import_dirs if Path(p).is_dir())
+            for folder in fallback:
+                directories[folder] = None
         for tree in (fixtures, *extra_paths):
             if tree.is_dir():
                 for folder in _walk(tree):
@@ -83,7 +92,7 @@ class WatchPlan:
             elif tree.exists():
                 directories[tree.parent] = None
         existing = tuple(d for d in directories if d.is_dir())
-        return cls(suite, fixtures, source_paths, extra_paths, existing)
+        return cls(suite, fixtures, source_paths, extra_paths, existing, fallback)
 
     @property
     def path_count(self) -> int:
@@ -109,9 +118,11 @@ class WatchPlan:
         if any(changed == extra or _is_within(changed, extra) for extra in self.extra):
             return True
         # A new or renamed module beside the implementation's own files.
-        return changed.suffix == ".py" and any(
-            changed.parent == source.parent for source in self.sources
-        )
+        if changed.suffix != ".py":
+            return False
+        if any(changed.parent == source.parent for source in self.sources):
+            return True
+        return any(_is_within(changed, folder) for folder in self.import_dirs)
 
     def accepts(self, change: Change, path: str) -> bool:
         """The watchfiles filter: drop noise before the debounce window closes."""
