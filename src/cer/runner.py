@@ -141,7 +141,10 @@ class _Execution:
     ) -> None:
         self.suite = suite
         self.options = options
-        self.emit = emit
+        self._emit = emit
+        self.deferred: list[CaseResult] = []
+        """Results decided before running, reported once the implementation is loaded
+        (or failed to load), so events keep their documented order."""
         self.cancel = cancel
         self.results: dict[int, CaseResult] = {}
         self.total = len(suite.cases)
@@ -150,6 +153,16 @@ class _Execution:
         self.worker: WorkerProcess | None = None
 
     # --- bookkeeping -------------------------------------------------------------------
+
+    def emit(self, event: RunEvent) -> None:
+        self._emit(event)
+        if isinstance(event, ImplementationLoaded | ImplementationFailed):
+            self.flush_deferred()
+
+    def flush_deferred(self) -> None:
+        deferred, self.deferred = self.deferred, []
+        for result in deferred:
+            self.record(result)
 
     def record(self, result: CaseResult) -> None:
         if result.position in self.results:
@@ -442,13 +455,15 @@ def run_suite(
         execution.options = options
     emit(RunStarted(run_id, suite, options.impl, len(suite.cases)))
     runnable, decided = plan(suite, options, registry)
-    for result in decided:
-        execution.record(result)
+    execution.deferred = list(decided)
+    if not runnable:
+        execution.flush_deferred()
     try:
         execution.run(runnable)
     except BaseException:
         execution.kill_worker()
         raise
+    execution.flush_deferred()
     execution.stop_worker()
     results = []
     for case in suite.cases:
