@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.strip import Strip
 from textual.widgets import Input, OptionList, TabbedContent
 
-from cer.model import Case, CaseResult, Status
+from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.suite import load_suite
@@ -541,3 +542,25 @@ def test_selection_of_options_is_the_base_for_reruns() -> None:
     base = Selection(categories=("functional",))
     app = create_app(Path("evals.toml"), replace(OPTIONS, selection=base), watch=False)
     assert app.base_selection == base
+
+
+async def test_a_crashing_runner_shows_a_banner_until_a_run_finishes() -> None:
+    runner = FakeRunner(triage_outcome)
+    crash = {"on": True}
+
+    def run(suite: Suite, options: RunOptions, **kwargs: Any) -> RunResult:
+        if crash["on"]:
+            raise RuntimeError("the runner broke")
+        return runner(suite, options, **kwargs)
+
+    app = create_app(
+        Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(triage_suite()), watch=False
+    )
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: app.banner.kind == "run-error")
+        assert "the runner broke" in screen_text(app) or "RuntimeError" in app.banner.body
+        assert not app.board.running
+        crash["on"] = False
+        app.action_rerun_all()
+        await settle(app)
+        assert app.banner.kind is None

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cer.tui import __main__ as cli
+import cer.tui.__main__ as cli
 from cer.tui.app import CerApp
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"

@@ -255,6 +255,9 @@ class CerApp(App[None]):
         except SuiteError as error:
             post(messages.SuiteFailed(generation, str(error), error.problems))
             return
+        except Exception as error:
+            post(messages.RunCrashed(generation, str(error), traceback.format_exc()))
+            return
         post(messages.SuiteLoaded(generation, suite))
         stream = messages.ResultStream()
 
@@ -383,6 +386,8 @@ class CerApp(App[None]):
         if not self._is_current(message):
             return
         self.board.finish_run(message.run)
+        if self.banner.kind == "run-error":
+            self.banner.clear()
         self._notes = message.run.notes
         self.runs_finished += 1
         self.case_list.rows_changed()
