@@ -86,6 +86,7 @@ _POLL = 0.05
 _READ_CHUNK = 1 << 20
 _EVIDENCE_CHARS = 300
 _STDERR_LINES_IN_REASON = 3
+_STDERR_CHARS_IN_REASON = 600
 _INT_CHUNK = 4000
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _FLOAT_TEXT = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -489,7 +490,9 @@ def _stderr_hint(stderr: str) -> str:
     if not lines:
         return ""
     tail = "\n".join(lines[-_STDERR_LINES_IN_REASON:])
-    return f"; its stderr ends with:\n{_clip(tail, 600)}"
+    if len(tail) > _STDERR_CHARS_IN_REASON:  # a tail keeps its end
+        tail = f"…{tail[-_STDERR_CHARS_IN_REASON:]}"
+    return f"; its stderr ends with:\n{tail}"
 
 
 # ------------------------------------------------------------------------------ process
