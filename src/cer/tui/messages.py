@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import RenderableType
@@ -129,4 +129,3 @@ class DetailsRendered(Message):
     diff: Sequence[Text]
     output: Sequence[Text]
     case: RenderableType
-    extras: dict[str, str] = field(default_factory=dict)
