@@ -352,6 +352,7 @@ def test_editor_and_repro_commands() -> None:
     )
 
 
+@pytest.mark.slow
 async def test_65000_cases_stay_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     cases = [
         make_case(f"case-{i:05d}", i, tags=(f"upstream-section:S{i % 40}",))

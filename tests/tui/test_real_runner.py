@@ -28,6 +28,7 @@ SLOPPY_DIVIDE = """        if isinstance(a, int) and isinstance(b, int) and a % 
 
 pytestmark = [
     pytest.mark.anyio,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not (EXAMPLE / "evals.toml").is_file(), reason="the calc example is not there"
     ),
