@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from cer.model import MISSING, CaseResult, Mismatch, Status
 from cer.tui.diffing import DiffStyles, diff_strings, render_mismatch, render_result_diff
 
@@ -38,21 +36,16 @@ def test_empty_strings_are_named() -> None:
 def test_only_changed_hunks_of_large_html_are_rendered() -> None:
     expected = "".join(f"<p>paragraph {i} with some text</p>\n" for i in range(20_000))
     observed = expected.replace("<p>paragraph 10000 ", "<p>paragraph 10000  ")
-    started = time.perf_counter()
     lines = plain(diff_strings(expected, observed, STYLES))
-    elapsed = time.perf_counter() - started
     assert len(lines) < 20
     assert any(line.startswith("- 10001 │") for line in lines)
     assert any(line.startswith("+ 10001 │") and "··with" in line for line in lines)
-    assert elapsed < 5, elapsed
 
 
 def test_long_single_line_uses_prefix_and_suffix() -> None:
     expected = "x" * 50_000 + "a" + "y" * 50_000
     observed = "x" * 50_000 + "b" + "y" * 50_000
-    started = time.perf_counter()
     lines = diff_strings(expected, observed, STYLES)
-    assert time.perf_counter() - started < 2
     removed = lines[-2]
     strong = [span for span in removed.spans if span.style == STYLES.removed_strong]
     assert strong, "the differing character is highlighted"
