@@ -83,6 +83,7 @@ MAX_INT_DIGITS = 100_000
 """Longest integer text accepted in a typed value."""
 
 _POLL = 0.05
+_HASH_LIMIT = 64 * 1024 * 1024
 _READ_CHUNK = 1 << 20
 _EVIDENCE_CHARS = 300
 _STDERR_LINES_IN_REASON = 3
@@ -718,11 +719,23 @@ class _Process:
 
 def _hash_file(digest: Any, path: Path) -> None:
     try:
+        stat = path.stat()
+        if stat.st_size > _HASH_LIMIT:  # a big binary: its size and time stand for it
+            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+            return
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except OSError:
         digest.update(b"<unreadable>")
+
+
+def _on_search_path(program: str) -> bool:
+    folder = os.path.dirname(os.path.abspath(program))
+    return any(
+        os.path.abspath(entry) == folder
+        for entry in os.environ.get("PATH", "").split(os.pathsep) if entry
+    )
 
 
 def command_identity(
@@ -732,7 +745,8 @@ def command_identity(
 
     The id is ``cmd:COMMAND@HASH`` (``cmd-per-case:`` for one process per case); the
     hash covers the command's words, the content of every word that names an existing
-    file (relative to the working directory), the files a harness listed in its
+    file (relative to the working directory; the program only when it is not in a PATH
+    directory; files over 64 MiB by size and time), the files a harness listed in its
     handshake, and ``extra`` (the harness's name and version), so that editing the
     harness or the module it wraps changes the id.
     """
@@ -740,7 +754,10 @@ def command_identity(
     files: list[str] = []
     for word in words:
         digest.update(f"{len(word)}:{word}".encode("utf-8", "surrogateescape"))
-    for name in [*words, *extra_files]:
+    # The program itself counts unless it lives in a PATH directory (an interpreter
+    # such as /usr/bin/node is not the implementation; ./build/impl is).
+    named = words[1:] if words and _on_search_path(words[0]) else words
+    for name in [*named, *extra_files]:
         path = Path(name)
         with contextlib.suppress(OSError, ValueError):
             if path.is_file():
