@@ -983,14 +983,16 @@ class _Harness:
                 consecutive = 0
             else:
                 consecutive += 1
-                last_failure = f"{item.case.name}: {failure}"
+                last_failure = failure
                 self.kill()
         self.stop()
 
     def run_case(self, item: _Planned, pending: deque[_Planned]) -> str | None:
-        """Send one case and settle it; returns a failure description when the harness
-        must be restarted (the case itself is then recorded, or put back in ``pending``
-        when the failure was another case's)."""
+        """Send one case and settle it.
+
+        Returns None, or ``"CASE: what went wrong"`` when the harness must be restarted;
+        the case is then recorded, or put back in ``pending`` when the failure was an
+        earlier case's (answered twice)."""
         from cer.runner import _errored
 
         process = self.process
@@ -1030,7 +1032,9 @@ class _Harness:
                     f"{_line_evidence(held.line)}, then {_line_evidence(line)}",
                 )))
                 pending.appendleft(item)
-                return f"answered {held.item.case.name!r} twice" + _stderr_hint(captured)
+                return f"{held.item.case.name}: the harness answered it twice" + _stderr_hint(
+                    captured
+                )
             try:
                 outcome = outcome_from_result(message, seq)
             except ProtocolError as exc:
@@ -1052,7 +1056,7 @@ class _Harness:
             self.execution.record(judge(item.case, Outcome(
                 "crashed", detail=detail, stderr=captured, elapsed_ms=elapsed_ms
             )))
-            return detail
+            return f"{item.case.name}: {detail}"
         if kind == "timeout":
             self.kill()
             assert process.closed
@@ -1064,7 +1068,7 @@ class _Harness:
             self.execution.record(judge(item.case, Outcome(
                 "timed_out", detail=detail, stderr=captured, elapsed_ms=timeout * 1000.0
             )))
-            return detail
+            return f"{item.case.name}: {detail}"
         return self.violation(
             item, f"the harness printed a line over {MAX_MESSAGE_BYTES} bytes, starting "
             f"{_line_evidence(line)}", stderr(), elapsed_ms,
@@ -1077,7 +1081,7 @@ class _Harness:
         self.execution.record(judge(item.case, Outcome(
             "lost", detail=detail, stderr=stderr, elapsed_ms=elapsed_ms
         )))
-        return detail
+        return f"{item.case.name}: {detail}"
 
     def flush(self) -> None:
         """Record the held case: nothing the harness did since contradicts its answer."""
