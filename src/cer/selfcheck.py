@@ -59,7 +59,8 @@ does.
 Whatever the case expects, :func:`run_case` also checks the runner's invariants and
 raises :class:`InvariantBroken` (so the outer case errors) when a run breaks one: one
 result per declared case, in declared order, with matching classes and categories; a
-summary that adds up; no pass without an observation; the documented event order.
+summary that adds up; no pass without an observation; the documented event order
+(RunStarted first, the implementation's event before any case, RunFinished last).
 """
 
 from __future__ import annotations
@@ -256,6 +257,9 @@ def _check_invariants(suite: Suite, run: RunResult, events: Sequence[RunEvent]) 
         problems.append(f"events are not RunStarted ... RunFinished: {kinds}")
     if [event.done for event in finished] != list(range(1, len(suite.cases) + 1)):
         problems.append("CaseFinished events do not count every case once")
+    loads = [i for i, kind in enumerate(kinds) if kind.startswith("Implementation")]
+    if loads and "CaseFinished" in kinds and kinds.index("CaseFinished") < loads[0]:
+        problems.append(f"a case finished before the implementation event: {kinds}")
     if problems:
         raise InvariantBroken("; ".join(problems))
 

@@ -135,7 +135,7 @@ HOSTILE: dict[str, Hostile] = {
     ),
     "allocate-until-refused": Hostile(
         "hoard = []\nwhile True:\n    hoard.append(bytearray(64 * 1024 * 1024))",
-        ERRORED, "out of memory", options={"max_memory": 512 * 1024**2},
+        ERRORED, "out of memory", timeout=10.0, options={"max_memory": 512 * 1024**2},
     ),
     "stdout-100-mb": Hostile(
         "chunk = 'x' * (1 << 20)\nfor _ in range(100):\n    sys.stdout.write(chunk)\n"
