@@ -53,7 +53,8 @@ def load(path: Path, name: str) -> Any:
 
 def decode(value: dict[str, Any]) -> Any:
     """A typed value from the runner as a Python value."""
-    kind, raw = value["type"], value.get("value")
+    kind: str = value["type"]
+    raw: Any = value.get("value")
     if kind == "string":
         return raw
     if kind == "integer":
