@@ -330,18 +330,19 @@ def _children_by_scan(pid: int) -> list[int]:
     return found
 
 
-def kill_strays() -> int:
-    """Kill and reap every child of this process; returns how many there were.
+def kill_strays(keep: frozenset[int] = frozenset()) -> int:
+    """Kill and reap every child of this process not in ``keep``; returns how many.
 
-    Called by the worker after each case: the case's own process has been reaped by
-    then, so any child left is something the case started that outlived it (adopted
-    here because the worker is a subreaper). Their children are adopted in turn and
-    killed in the next round.
+    Called by the worker after each case, with ``keep`` the children it had before the
+    case (helpers the implementation started when it was imported): the case's own
+    process has been reaped by then, so any other child is something the case started
+    that outlived it (adopted here because the worker is a subreaper). Their children
+    are adopted in turn and killed in the next round.
     """
     me = os.getpid()
     killed = 0
     for _ in range(1000):
-        strays = _children(me)
+        strays = [pid for pid in _children(me) if pid not in keep]
         if not strays:
             break
         for pid in strays:
@@ -524,10 +525,11 @@ class Worker:
         assert self.target is not None
         self.send({"op": "begin", "seq": message["seq"]})
         snapshot = _Snapshot.take()
+        helpers = frozenset(_children(os.getpid()))
         self._reset_capture()
         payload = _execute(self.target, message)
         output, dropped = self._take_capture()
-        strays = kill_strays()
+        strays = kill_strays(helpers)
         anomaly = snapshot.differences()
         if strays:
             left = f"left {strays} child process{'es' if strays != 1 else ''} running"
@@ -553,6 +555,7 @@ class Worker:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         _flush_std_streams()
+        helpers = frozenset(_children(os.getpid()))
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the case's own process
@@ -579,10 +582,11 @@ class Worker:
             os.setpgid(pid, pid)
         for fd in (result_w, out_w, err_w):
             os.close(fd)
-        self._supervise_child(message["seq"], pid, started, result_r, out_r, err_r)
+        self._supervise_child(message["seq"], pid, started, helpers, result_r, out_r, err_r)
 
     def _supervise_child(
-        self, seq: int, pid: int, started: float, result_r: int, out_r: int, err_r: int
+        self, seq: int, pid: int, started: float, helpers: frozenset[int],
+        result_r: int, out_r: int, err_r: int,
     ) -> None:
         deadline = started + self.timeout
         ended: float | None = None
@@ -635,7 +639,7 @@ class Worker:
             os.killpg(pid, signal.SIGKILL)
         if status is None:
             _, status = os.waitpid(pid, 0)
-        strays = kill_strays()
+        strays = kill_strays(helpers)
         for fd in list(open_fds):
             for _ in range(64):  # bounded: all writers are gone, only buffers remain
                 still_open, lost = _read_available(fd, sinks[fd], limits[fd])

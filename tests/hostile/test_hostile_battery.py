@@ -536,3 +536,43 @@ def test_battery_reasons_name_no_false_success(module: Module) -> None:
     check(run, wall, hostile, "fork")
     assert run.summary.passed == 2 and run.summary.errored == 1
 
+
+
+HELPER = '''
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HELPER = subprocess.Popen(["sleep", "60"])
+with open(os.path.join(HERE, "helper.pid"), "w") as handle:
+    handle.write(str(HELPER.pid))
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def f(x, items):
+    return {"output": x * 2, "helper": alive(HELPER.pid)}
+'''
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_helper_started_at_import_serves_every_case_and_ends_with_the_run(
+    module: Module, isolation: str
+) -> None:
+    """Only what a case leaves behind is killed after it, not what the import started;
+    that goes when the run ends."""
+    module.suite(SUITE.format(second="{ output = 4, helper = true }")
+                 .replace("clean = true", "helper = true"))
+    run = module.run(f"{module.impl(HELPER)}:f", timeout=2.0, isolation=isolation)
+    assert [r.status for r in run.results] == [PASS, PASS, PASS], [r.reason for r in run.results]
+    pid = int((module.root / "helper.pid").read_text())
+    deadline = time.monotonic() + 2
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(pid), f"the import's helper {pid} outlived the run"
