@@ -814,6 +814,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             kind, data = read_frame(worker.ctrl_in)
         except (EOFError, OSError):
+            kill_strays()
             os._exit(0)
         if kind != KIND_JSON:
             os._exit(3)
@@ -824,6 +825,7 @@ def main(argv: list[str] | None = None) -> None:
         elif op == "case":
             worker.run_case(message)
         elif op == "quit":
+            kill_strays()  # whatever the implementation started ends with the run
             os._exit(0)
 
 

@@ -543,7 +543,7 @@ import os
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HELPER = subprocess.Popen(["sleep", "60"])
+HELPER = subprocess.Popen(["sleep", "60"], start_new_session=True)
 with open(os.path.join(HERE, "helper.pid"), "w") as handle:
     handle.write(str(HELPER.pid))
 
