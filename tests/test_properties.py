@@ -400,9 +400,6 @@ def test_arbitrary_bytes_never_escape_as_another_exception(data: str | bytes) ->
         parse_suite(data, Path("evals.toml"))
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError,
-                   reason="suite.py lets the TOML parser's RecursionError escape for "
-                          "arrays nested deeper than 400 levels")
 def test_deeply_nested_toml_is_a_suite_error() -> None:
     text = 'commonsformat_evals = "0.2"\nx = ' + "[" * 1000 + "]" * 1000 + "\n"
     with pytest.raises(SuiteError):

@@ -153,7 +153,14 @@ def parse_suite(text: str | bytes, path: Path) -> Suite:
             document = _toml.loads(source)
         except _toml.TOMLDecodeError as exc:
             raise SuiteError(path, (_describe_toml_error(exc, source),)) from None
-        return _build_suite(document, source, path, content_hash)
+        except RecursionError:
+            raise SuiteError(
+                path, ("invalid TOML: values are nested too deeply to read",)
+            ) from None
+        try:
+            return _build_suite(document, source, path, content_hash)
+        except RecursionError:
+            raise SuiteError(path, ("values are nested too deeply to read",)) from None
 
 
 @contextlib.contextmanager
