@@ -8,6 +8,7 @@ and snapshots do not move.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ from cer.selection import Selection
 from cer.tui.app import CerApp
 
 Outcome = Callable[[Case], CaseResult]
+_RUN_IDS = itertools.count(1)
+"""Run ids stay unique across runners, as the real runner's do, so that several apps can
+record into one history."""
 
 
 def make_case(
@@ -36,6 +40,7 @@ def make_case(
     description: str | None = None,
     input: Mapping[str, Any] | None = None,
     expect: Mapping[str, Any] | None = None,
+    verifies: tuple[str, ...] = (),
 ) -> Case:
     return Case(
         name=name,
@@ -48,6 +53,7 @@ def make_case(
         description=description,
         tags=tags,
         severity=severity,
+        verifies=verifies,
         line=1 + 6 * (position - 1),
     )
 
@@ -233,13 +239,15 @@ class FakeRunner:
             results.append(result)
             emit(events.CaseFinished(result, index + 1, len(suite.cases)))
         run = RunResult(
-            run_id=f"run-{number}",
+            run_id=f"run-{next(_RUN_IDS):06d}-{number}",
             target_module=suite.target or "",
             implementation_id=f"{options.impl}@fake",
             started_at_ms=1_700_000_000_000,
             completed_at_ms=1_700_000_001_234,
             results=tuple(results),
             implementation=options.impl,
+            suite_path=str(suite.path),
+            suite_hash=suite.content_hash,
         )
         emit(events.RunFinished(run))
         return run
@@ -266,7 +274,7 @@ async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> Non
 
 def _busy(app: CerApp) -> bool:
     return any(
-        worker.group in ("run", "details")
+        worker.group in ("run", "details", "coverage", "history")
         and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
         for worker in app.workers
     )

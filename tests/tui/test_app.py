@@ -75,7 +75,7 @@ async def test_first_run_fills_the_list() -> None:
         assert (counts.passed, counts.failed, counts.errored, counts.skipped) == (7, 3, 1, 1)
         text = screen_text(app)
         assert "✔ 7 passed" in text and "✘ 3 failed" in text and "‼ 1 errored" in text
-        assert "✘  renders-tabs" in text
+        assert "✘   renders-tabs" in text
         assert "calc ^1.0 · calc:evaluate · not watching · first run" in text
         # The first case is selected and its details are shown.
         assert app.case_list.cursor_name == "adds-integers"
@@ -98,6 +98,8 @@ async def test_details_show_reason_diff_output_and_case() -> None:
         assert app.query_one("#details", TabbedContent).active == "case"
         case_text = str(app.query_one("#case-pane", TextPane).content)
         assert "upstream-section:Tabs" in case_text and "input" in case_text
+        await pilot.press("tab")
+        assert app.query_one("#details", TabbedContent).active == "coverage"
         await pilot.press("tab")
         assert app.query_one("#details", TabbedContent).active == "reason"
         assert app.case_list.select_name("survives-deep-nesting")
@@ -208,8 +210,8 @@ async def test_rerun_all_marks_fixed_and_regressed() -> None:
         assert (counts.fixed, counts.regressed) == (1, 1)
         text = screen_text(app)
         assert "+1 fixed  −1 regressed" in text
-        assert "✘− adds-integers" in text
-        assert "✔+ renders-tabs" in text
+        assert "✘−  adds-integers" in text
+        assert "✔+  renders-tabs" in text
         # The toast reports the change.
         assert any("regressed" in str(n.message) for n in app._notifications)
 

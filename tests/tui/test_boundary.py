@@ -34,6 +34,7 @@ def test_pure_ui_modules_do_not_import_textual() -> None:
     """The state, diff and watch logic of the UI stays testable without Textual."""
     pure = [
         "cer.tui.board",
+        "cer.tui.coverage_view",
         "cer.tui.details",
         "cer.tui.diffing",
         "cer.tui.formatting",

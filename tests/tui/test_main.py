@@ -57,6 +57,22 @@ def test_arguments_reach_the_app(
     assert app.watching is False
     assert app.theme_file.name == "light"
     assert app.extra_watch == (Path("data"),)
+    assert app.history_path == tmp_path / ".cer" / "history.sqlite"
+
+
+def test_history_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[CerApp]
+) -> None:
+    suite = tmp_path / "evals.toml"
+    suite.write_text('commonsformat_evals = "0.2"\n')
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([str(suite), "--impl", "calc:evaluate", "--history", "runs.db"]) == 0
+    assert cli.main([str(suite), "--impl", "calc:evaluate", "--no-history"]) == 0
+    moved, off = started
+    assert moved.history_path == Path("runs.db")
+    assert off.history_path is None
+    # Building the app creates nothing; only a finished run writes the history.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evals.toml"]
 
 
 def test_tool_cer_configures_a_bare_run(
@@ -64,7 +80,7 @@ def test_tool_cer_configures_a_bare_run(
 ) -> None:
     if not (EXAMPLE / "evals.toml").is_file():
         pytest.skip("the calc example is not there")
-    shutil.copytree(EXAMPLE, tmp_path / "calc")
+    shutil.copytree(EXAMPLE, tmp_path / "calc", ignore=shutil.ignore_patterns(".cer"))
     (tmp_path / "pyproject.toml").write_text(
         '[tool.cer]\nsuite = "calc/evals.toml"\nimpl = "calc_ref:evaluate"\n'
         'watch = ["calc/fixtures"]\ntheme = "high-contrast"\n'
@@ -85,6 +101,10 @@ def test_tool_cer_configures_a_bare_run(
         (["evals.toml"], "no implementation given"),
         (["evals.toml", "--impl", "calc:evaluate", "--theme", "neon"], "unknown theme"),
         (["missing.toml", "--impl", "calc:evaluate"], "no suite at"),
+        (
+            ["evals.toml", "--impl", "calc:evaluate", "--history", "h.db", "--no-history"],
+            "not allowed with argument",
+        ),
     ],
 )
 def test_usage_errors_exit_2(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cer.history import History
 from cer.model import Status
 from cer.runner import RunOptions
 from cer.selection import Selection
@@ -38,7 +39,7 @@ pytestmark = [
 @pytest.fixture
 def calc(tmp_path: Path) -> Path:
     folder = tmp_path / "calc"
-    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".cer"))
     return folder
 
 
@@ -101,3 +102,33 @@ async def test_import_failure_of_real_implementation(calc: Path) -> None:
         assert "no_such_module_here" in app.banner.body
         selected = [row for row in app.board.rows if "division" in row.name]
         assert selected and all(row.status is Status.ERRORED for row in selected)
+
+
+async def test_real_runs_are_recorded_with_coverage(calc: Path) -> None:
+    """The real runner end to end: the run lands in the history with the runner's own
+    implementation id and suite hash, and the Coverage pane judges the example's
+    commonsformat.md by it."""
+    history = calc / ".cer" / "history.sqlite"
+    app = create_app(
+        calc / "evals.toml",
+        division_options("calc_sloppy:evaluate"),
+        watch=False,
+        history=history,
+    )
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        await wait_until(lambda: app.runs_recorded == 1)
+        run = app.board.last_run
+        assert run is not None
+        with History.open(history, create=False) as opened:
+            (record,) = opened.runs(None)
+            failed = opened.latest_failed(suite_path=calc / "evals.toml")
+        assert record.run_id == run.run_id
+        assert record.implementation_id == run.implementation_id
+        assert record.suite_hash == app.suite.content_hash  # type: ignore[union-attr]
+        assert failed is not None and "exact-division-is-still-float" in failed.names
+        await wait_until(lambda: app.coverage_view.coverage is not None)
+        coverage = app.coverage_view.coverage
+        assert coverage is not None and coverage.total > 0
+        verdict = {item.name: item.verified for item in coverage.constraints}
+        assert verdict["true-division-float"] is False

@@ -13,11 +13,23 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from cer.model import Case, CaseResult, Status
 from cer.runner import RunOptions
 from cer.suite import SuiteError
 from cer.tui.app import CerApp, create_app
 
-from .helpers import FakeRunner, fixed_loader, passing, settle, triage_outcome, triage_suite
+from .helpers import (
+    FakeRunner,
+    fixed_loader,
+    make_case,
+    make_suite,
+    passing,
+    result_for,
+    settle,
+    triage_outcome,
+    triage_suite,
+    wait_until,
+)
 
 SIZE = (120, 32)
 OPTIONS = RunOptions(impl="calc:evaluate")
@@ -86,8 +98,6 @@ def test_suite_error_banner(snap_compare: SnapCompare) -> None:
         app._suite_cache = None
         app.action_rerun_all()
         await pilot.pause()
-        from .helpers import wait_until
-
         await wait_until(lambda: app.banner.kind == "suite-error")
         await pilot.pause()
 
@@ -103,3 +113,39 @@ def test_theme(snap_compare: SnapCompare, theme: str) -> None:
     assert snap_compare(
         app_for(theme=theme), terminal_size=SIZE, run_before=select("keeps-final-newline", "diff")
     )
+
+
+def test_coverage_pane(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    """The Coverage pane for a case that verifies one broken constraint and one typo."""
+    (tmp_path / "commonsformat.md").write_text(
+        "# calc\n\n<constraints>\n"
+        "- precedence: `**` binds tighter than unary minus, which binds tighter than\n"
+        "  `* / // %`, which bind tighter than `+ -`.\n"
+        "- true-division: `/` always returns a float.\n"
+        "- floor-semantics: `//` rounds toward negative infinity.\n"
+        "- nesting-limit: nesting may reach 256 levels.\n"
+        "</constraints>\n"
+    )
+    cases = (
+        make_case("adds-integers", 1, verifies=("precedence",)),
+        make_case("divides-exactly", 2, verifies=("true-division", "precedance")),
+        make_case("floors-negatives", 3, verifies=("floor-semantics",)),
+        make_case("divides-fractions", 4, verifies=("true-division",)),
+    )
+    suite = make_suite(cases, tmp_path / "evals.toml")
+
+    def outcome(case: Case) -> CaseResult:
+        if case.name == "divides-exactly":
+            return result_for(case, Status.FAIL, reason="value: expected float 3.0, observed 3")
+        return passing(case)
+
+    app = create_app(
+        suite.path, OPTIONS, run=FakeRunner(outcome), load=fixed_loader(suite), watch=False
+    )
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(app)
+        await wait_until(lambda: app.coverage_view.coverage is not None)
+        await select("divides-exactly", "coverage")(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

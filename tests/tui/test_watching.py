@@ -46,6 +46,9 @@ def test_plan_watches_suite_fixtures_sources_and_extras(tmp_path: Path) -> None:
     assert plan.is_relevant((suite.parent / "fixtures" / "nested" / "a.md").resolve())
     assert plan.is_relevant((extra / "deeper" / "x.json").resolve())
     assert not plan.is_relevant((suite.parent / "notes.txt").resolve())
+    # The module's constraints feed the Coverage pane.
+    assert plan.is_relevant((suite.parent / "commonsformat.md").resolve())
+    assert not plan.is_relevant((package / "commonsformat.md").resolve())
     assert not plan.is_relevant((package / "README.md").resolve())
     assert not plan.is_relevant((package / "__pycache__" / "core.cpython-311.pyc").resolve())
 

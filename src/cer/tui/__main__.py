@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cer import options
+from cer.history import default_history_path
 from cer.tui.app import create_app
 from cer.tui.themes import DEFAULT_THEME, find_themes
 
@@ -42,6 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"colour theme: {', '.join(find_themes()) or DEFAULT_THEME} "
         f"(default {DEFAULT_THEME}; t switches while running)",
     )
+    history = parser.add_argument_group("history")
+    where = history.add_mutually_exclusive_group()
+    where.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="record every finished run in this database (default: .cer/history.sqlite "
+        "beside the suite)",
+    )
+    where.add_argument(
+        "--no-history",
+        action="store_true",
+        help="record nothing; no flaky marks, and R before the first run has nothing to use",
+    )
     return parser
 
 
@@ -61,12 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: list[Path] = [*config.paths_value("watch"), *(Path(p) for p in args.watch)]
     if not resolved.suite.is_file():
         parser.error(f"no suite at {resolved.suite}")
+    history = None if args.no_history else args.history or default_history_path(resolved.suite)
     app = create_app(
         resolved.suite,
         resolved.options,
         watch=not args.no_watch,
         theme=str(theme),
         extra_watch=extra,
+        history=history,
     )
     app.run()
     return 0

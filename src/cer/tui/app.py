@@ -20,7 +20,6 @@ from typing import ClassVar, Protocol
 
 from rich.console import RenderableType
 from rich.style import Style
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import BindingType
@@ -31,6 +30,8 @@ from textual.worker import Worker, WorkerState
 from watchfiles import awatch
 
 from cer import events
+from cer.coverage import MODULE_DOC
+from cer.history import History, HistoryError
 from cer.model import RunResult, Status, Suite
 from cer.runner import RunCancelled, RunOptions, run_suite
 from cer.selection import Selection
@@ -39,6 +40,7 @@ from cer.tui import messages
 from cer.tui.banner import Banner
 from cer.tui.board import Board, GroupKey, Row
 from cer.tui.case_list import CaseList
+from cer.tui.coverage_view import CoverageView, compute_view
 from cer.tui.details import DetailStyles, render_details
 from cer.tui.diff_pane import DiffPane
 from cer.tui.formatting import SYMBOLS
@@ -54,7 +56,7 @@ from cer.tui.themes import DEFAULT_THEME, ThemeFile, find_themes
 from cer.tui.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
 
 APP_CSS = Path(__file__).with_name("app.tcss")
-PANES: tuple[str, ...] = ("reason", "diff", "output", "case")
+PANES: tuple[str, ...] = ("reason", "diff", "output", "case", "coverage")
 
 
 class RunFunction(Protocol):
@@ -107,6 +109,17 @@ def _run_subprocess(command: Sequence[str]) -> int:
     return subprocess.call(list(command))
 
 
+@dataclass(frozen=True)
+class _DetailContext:
+    """What the detail worker needs beside the row: run notes, the flaky mark and the
+    coverage of the last run."""
+
+    notes: tuple[str, ...]
+    flaky: bool
+    coverage: CoverageView
+    suite_name: str
+
+
 @dataclass
 class _SuiteCache:
     """The last suite loaded, and the file state it was loaded from."""
@@ -133,6 +146,7 @@ class CerApp(App[None]):
         theme: str = DEFAULT_THEME,
         extra_watch: Iterable[str | Path] = (),
         launcher: Launcher = _run_subprocess,
+        history: Path | None = None,
     ) -> None:
         self.themes = find_themes()
         if theme not in self.themes:
@@ -168,6 +182,15 @@ class CerApp(App[None]):
         """The case whose details the panes show, and the request they answered."""
         self._detail_styles: DetailStyles | None = None
         self._notes: tuple[str, ...] = ()
+        self.history_path = history
+        """Where finished runs are recorded; None records nothing."""
+        self.history_problem: str | None = None
+        """The last history failure, if any; the first one is shown in a toast."""
+        self.runs_recorded = 0
+        self.coverage_view = CoverageView()
+        self._coverage_generation = 0
+        self._coverage_input: tuple[Suite, RunResult] | None = None
+        self._flaky_generation = 0
 
     # -- layout -----------------------------------------------------------------------
 
@@ -186,6 +209,8 @@ class CerApp(App[None]):
                     yield OutputPane(id="output-pane")
                 with TabPane("Case", id="case"):
                     yield TextPane(id="case-pane")
+                with TabPane("Coverage", id="coverage"):
+                    yield TextPane(id="coverage-pane")
         yield Input(placeholder="filter: words in the name, a tag or a category", id="filter")
         yield Footer(compact=True)
 
@@ -292,6 +317,31 @@ class CerApp(App[None]):
             post(messages.RunCancelled(generation))
             return
         post(messages.RunFinished(generation, run))
+        if self.history_path is not None:
+            post(self._record(self.history_path, generation, suite, run))
+
+    @staticmethod
+    def _record(
+        path: Path, generation: int, suite: Suite, run: RunResult
+    ) -> messages.HistoryRecorded:
+        """Write a finished run to the history and read back its flaky cases.
+
+        Runs in the run worker's thread, after the results are on their way to the
+        screen. Any failure becomes a message: the history never costs a run its results.
+        """
+        try:
+            with History.open(path) as history:
+                history.record(run, suite)
+                flaky = history.flaky_names(
+                    run.implementation_id, run.suite_hash or suite.content_hash
+                )
+        except HistoryError as error:
+            return messages.HistoryRecorded(generation, run.run_id, error=str(error))
+        except Exception as error:  # a bug in recording must not end the session
+            return messages.HistoryRecorded(
+                generation, run.run_id, error=f"cannot record the run in {path}: {error!r}"
+            )
+        return messages.HistoryRecorded(generation, run.run_id, flaky=flaky)
 
     def _load_suite(self) -> Suite:
         """The suite, reloaded only when its file changed since the last load."""
@@ -394,6 +444,54 @@ class CerApp(App[None]):
         self._refresh_summary()
         self._refresh_details()
         self._announce_change()
+        if self.suite is not None:
+            # Judge coverage by what the list shows: a rerun of the failed cases keeps
+            # the other cases' earlier results, and so should the constraints.
+            shown = tuple(row.result for row in self.board.rows if row.result is not None)
+            self._coverage_input = (self.suite, replace(message.run, results=shown))
+            self._compute_coverage(message.generation, *self._coverage_input)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="coverage",
+        description="compute constraint coverage",
+    )
+    def _compute_coverage(self, generation: int, suite: Suite, run: RunResult) -> None:
+        """Read commonsformat.md and judge its constraints, off the event loop."""
+        self.post_message(
+            messages.CoverageComputed(generation, compute_view(self.suite_path, suite, run))
+        )
+
+    def on_coverage_computed(self, message: messages.CoverageComputed) -> None:
+        if message.generation < self._coverage_generation:
+            return
+        self._coverage_generation = message.generation
+        self.coverage_view = message.view
+        self._refresh_details()
+
+    def on_history_recorded(self, message: messages.HistoryRecorded) -> None:
+        if message.error is not None:
+            first = self.history_problem is None
+            self.history_problem = message.error
+            if first:
+                self.notify(
+                    f"{message.error}. The run is not recorded; its results are unaffected "
+                    "and cer-tui goes on.",
+                    title="History",
+                    severity="warning",
+                    timeout=10,
+                )
+            return
+        self.runs_recorded += 1
+        if message.generation < self._flaky_generation:
+            return
+        self._flaky_generation = message.generation
+        if self.board.set_flaky(message.flaky):
+            self.case_list.refresh()
+            self._refresh_summary()
+            self._refresh_details()
 
     def on_run_cancelled(self, message: messages.RunCancelled) -> None:
         if self._is_current(message):
@@ -468,6 +566,12 @@ class CerApp(App[None]):
         sources = {Path(p).resolve() for p in self.sources}
         if any(path.resolve() not in sources for path in message.paths):
             self._suite_cache = None
+        doc = (self.suite_path.parent / MODULE_DOC).resolve()
+        if all(path.resolve() == doc for path in message.paths):
+            # Only the constraints changed: judge the last results again, no rerun.
+            if self._coverage_input is not None:
+                self._compute_coverage(self.generation, *self._coverage_input)
+            return
         if self.paused:
             self._pending_changes.update(message.paths)
             self._refresh_header()
@@ -528,6 +632,7 @@ class CerApp(App[None]):
                 shown=len(board.visible()),
                 rows=len(board.rows),
                 filters=", ".join(filters),
+                flaky=board.flaky_count,
             )
         )
 
@@ -566,19 +671,17 @@ class CerApp(App[None]):
     def _refresh_details(self) -> None:
         row = self.case_list.highlighted_row
         self._details_token += 1
-        if row is None:
-            self.details_shown = (None, self._details_token)
-            self._show_empty_details()
-            return
-        snapshot = Row(row.case, row.result, row.stale, row.baseline)
-        self._render_details(snapshot, self.detail_styles(), self._notes, self._details_token)
-
-    def _show_empty_details(self) -> None:
-        empty = Text("No case selected.")
-        self.query_one("#reason-pane", TextPane).show(empty)
-        self.query_one("#case-pane", TextPane).show(empty)
-        self.query_one("#diff-pane", DiffPane).set_lines([empty])
-        self.query_one("#output-pane", OutputPane).set_lines([empty])
+        snapshot = None
+        flaky = False
+        if row is not None:
+            snapshot = Row(row.case, row.result, row.stale, row.baseline)
+            flaky = row.name in self.board.flaky
+        self._render_details(
+            snapshot,
+            self.detail_styles(),
+            _DetailContext(self._notes, flaky, self.coverage_view, self.suite_path.name),
+            self._details_token,
+        )
 
     @work(
         thread=True,
@@ -588,13 +691,26 @@ class CerApp(App[None]):
         description="render the selected case",
     )
     def _render_details(
-        self, row: Row, styles: DetailStyles, notes: tuple[str, ...], token: int
+        self, row: Row | None, styles: DetailStyles, context: _DetailContext, token: int
     ) -> None:
-        """Diff and format the selected case off the event loop."""
-        details = render_details(row, styles, notes)
+        """Diff and format the selected case (and its coverage) off the event loop."""
+        details = render_details(
+            row,
+            styles,
+            context.notes,
+            flaky=context.flaky,
+            coverage=context.coverage,
+            suite_name=context.suite_name,
+        )
         self.post_message(
             messages.DetailsRendered(
-                row.name, token, details.reason, details.diff, details.output, details.case
+                None if row is None else row.name,
+                token,
+                details.reason,
+                details.diff,
+                details.output,
+                details.case,
+                details.coverage,
             )
         )
 
@@ -606,6 +722,7 @@ class CerApp(App[None]):
         self.query_one("#diff-pane", DiffPane).set_lines(message.diff)
         self.query_one("#output-pane", OutputPane).set_lines(message.output)
         self.query_one("#case-pane", TextPane).show(message.case)
+        self.query_one("#coverage-pane", TextPane).show(message.coverage)
 
     @on(CaseList.CaseHighlighted)
     def _case_highlighted(self, event: CaseList.CaseHighlighted) -> None:
@@ -642,6 +759,15 @@ class CerApp(App[None]):
         self.start_run(self.base_selection, "rerun: requested")
 
     def action_rerun_failed(self) -> None:
+        if self.runs_finished == 0 and self.history_path is not None:
+            # Nothing failed in this session yet: take up where the last session stopped.
+            self._recorded_failures(
+                self.history_path, None if self.suite is None else self.suite.content_hash
+            )
+            return
+        self._rerun_session_failures()
+
+    def _rerun_session_failures(self) -> None:
         failed = self.board.failed_names()
         if not failed:
             self.notify("No failed or errored cases to rerun.", title="Rerun failed")
@@ -650,6 +776,63 @@ class CerApp(App[None]):
         self.start_run(
             replace(self.base_selection, names=failed),
             f"rerun: {count} failed case{'s' if count != 1 else ''}",
+        )
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="history",
+        description="read the last recorded failures",
+    )
+    def _recorded_failures(self, path: Path, suite_hash: str | None) -> None:
+        """Ask the history for the failed cases of the latest recorded run of the suite."""
+        post = self.post_message
+        if not path.is_file():
+            post(messages.RecordedFailures(None, problem=f"no run history yet at {path}"))
+            return
+        try:
+            with History.open(path, create=False) as history:
+                latest = history.latest_failed(suite_path=self.suite_path, suite_hash=suite_hash)
+        except HistoryError as error:
+            post(messages.RecordedFailures(None, problem=str(error), error=True))
+            return
+        if latest is None:
+            post(
+                messages.RecordedFailures(
+                    None, problem=f"no run of {self.suite_path.name} is recorded in {path}"
+                )
+            )
+            return
+        post(messages.RecordedFailures(latest.names, run_id=latest.run_id))
+
+    def on_recorded_failures(self, message: messages.RecordedFailures) -> None:
+        if self.runs_finished:
+            # A run of this session finished meanwhile: its results are newer.
+            self._rerun_session_failures()
+            return
+        if message.names is None:
+            self.notify(
+                f"Nothing to rerun: {message.problem}.",
+                title="Rerun failed",
+                severity="warning" if message.error else "information",
+            )
+            return
+        names = message.names
+        if self.suite is not None:
+            present = {case.name for case in self.suite.cases}
+            names = tuple(name for name in names if name in present)
+        short = message.run_id[:8]
+        if not names:
+            self.notify(
+                f"The last recorded run ({short}) has no failed or errored case in this suite.",
+                title="Rerun failed",
+            )
+            return
+        count = len(names)
+        self.start_run(
+            replace(self.base_selection, names=frozenset(names)),
+            f"rerun: {count} failed case{'s' if count != 1 else ''} of recorded run {short}",
         )
 
     def action_toggle_failures(self) -> None:
@@ -776,8 +959,14 @@ def create_app(
     theme: str = DEFAULT_THEME,
     extra_watch: Iterable[str | Path] = (),
     launcher: Launcher = _run_subprocess,
+    history: Path | None = None,
 ) -> CerApp:
-    """Build the app for ``suite_path``; the CLI and the tests both come through here."""
+    """Build the app for ``suite_path``; the CLI and the tests both come through here.
+
+    ``history`` is the database every finished run is recorded in; None (the default,
+    so that tests never write beside a suite by accident) records nothing. The command
+    line passes ``.cer/history.sqlite`` beside the suite unless ``--no-history``.
+    """
     return CerApp(
         suite_path,
         options,
@@ -787,4 +976,5 @@ def create_app(
         theme=theme,
         extra_watch=extra_watch,
         launcher=launcher,
+        history=history,
     )

@@ -164,6 +164,8 @@ class Board:
     total: int = 0
     run_selection: Selection = field(default_factory=Selection)
     last_run: RunResult | None = None
+    flaky: frozenset[str] = frozenset()
+    """Names the history marks flaky for the implementation and suite of the last run."""
     _index: dict[str, int] = field(default_factory=dict)
     _visible: list[int] | None = None
     _last_run_completed: bool = True
@@ -277,6 +279,18 @@ class Board:
     def row(self, name: str) -> Row | None:
         index = self._index.get(name)
         return None if index is None else self.rows[index]
+
+    def set_flaky(self, names: frozenset[str]) -> bool:
+        """Take the history's flaky names; True when they changed."""
+        if names == self.flaky:
+            return False
+        self.flaky = names
+        return True
+
+    @property
+    def flaky_count(self) -> int:
+        """How many of the rows are flaky."""
+        return sum(1 for name in self.flaky if name in self._index)
 
     def failed_names(self) -> frozenset[str]:
         return frozenset(row.name for row in self.rows if row.status in FAILING)

@@ -21,7 +21,7 @@ from textual.strip import Strip
 
 from cer.model import Status
 from cer.tui.board import Board, Change, Row
-from cer.tui.formatting import CHANGE_MARKS, SYMBOLS, format_ms
+from cer.tui.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, format_ms
 from cer.tui.keys import LIST_KEYS, bindings
 
 STATUS_COMPONENTS: dict[Status | None, str] = {
@@ -31,6 +31,10 @@ STATUS_COMPONENTS: dict[Status | None, str] = {
     Status.SKIPPED: "case-list--skipped",
     None: "case-list--pending",
 }
+
+PREFIX_WIDTH = 5
+"""Cells before the name: a space, the status symbol, the change mark, the flaky mark
+and a space."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,8 @@ class Columns:
 
 
 class CaseList(ScrollView, can_focus=True):
-    """Rows of cases in declared order: status, change mark, name, class, category,
-    severity and time."""
+    """Rows of cases in declared order: status, change mark, flaky mark, name, class,
+    category, severity and time."""
 
     BINDINGS: ClassVar[list[BindingType]] = list(bindings(LIST_KEYS))
 
@@ -59,6 +63,7 @@ class CaseList(ScrollView, can_focus=True):
         "case-list--stale",
         "case-list--fixed",
         "case-list--regressed",
+        "case-list--flaky",
         "case-list--column",
         "case-list--cursor",
         "case-list--empty",
@@ -69,6 +74,10 @@ class CaseList(ScrollView, can_focus=True):
         height: 1fr;
         overflow-x: hidden;
         scrollbar-size-vertical: 1;
+    }
+    CaseList > .case-list--flaky {
+        color: $warning;
+        text-style: bold;
     }
     """
 
@@ -133,7 +142,7 @@ class CaseList(ScrollView, can_focus=True):
     def _content_width(self) -> int:
         columns = self._layout(max(self.scrollable_content_region.width, 20))
         return (
-            4
+            PREFIX_WIDTH
             + columns.name
             + columns.case_class
             + columns.category
@@ -147,7 +156,7 @@ class CaseList(ScrollView, can_focus=True):
         name_w, class_w, category_w, severity_w = self._max_widths
         name_w = min(max(name_w, 4), 60) + 2
         wanted = [class_w + 2, category_w + 2, severity_w + 2 if severity_w else 0]
-        fixed = 4 + 8
+        fixed = PREFIX_WIDTH + 8
         room = width - fixed - min(name_w, 24)
         shown: list[int] = []
         for extra in wanted:
@@ -276,9 +285,14 @@ class CaseList(ScrollView, can_focus=True):
         column_style = line_style + self._style("case-list--column")
         case = row.case
         time = format_ms(row.result.elapsed_ms if row.result is not None else None)
+        flaky = case.name in self.board.flaky
         segments = [
             Segment(f" {SYMBOLS[status]}", status_style),
-            Segment(f"{CHANGE_MARKS[change]} ", change_style),
+            Segment(CHANGE_MARKS[change], change_style),
+            Segment(
+                f"{FLAKY_MARK if flaky else ' '} ",
+                line_style + self._style("case-list--flaky") if flaky else line_style,
+            ),
             Segment(_fit(case.name, columns.name), line_style),
         ]
         if columns.case_class:

@@ -7,17 +7,20 @@ hands the finished text to the panes.
 from __future__ import annotations
 
 import pprint
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
 
 from cer.model import Case, CaseResult, Status
 from cer.tui.board import Change, Row
+from cer.tui.coverage_view import CoverageView, render_coverage
 from cer.tui.diffing import DiffStyles, render_result_diff
-from cer.tui.formatting import SYMBOLS, format_ms
+from cer.tui.formatting import FLAKY_MARK, SYMBOLS, format_ms
 
 
 @dataclass(frozen=True)
@@ -35,19 +38,39 @@ class DetailStyles:
 
 @dataclass(frozen=True)
 class Details:
-    """The content of the four panes for one case."""
+    """The content of the five panes for one case."""
 
     reason: Text
     diff: list[Text]
     output: list[Text]
     case: Text
+    coverage: RenderableType
 
 
-def render_details(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -> Details:
-    """Everything the panes show for ``row``."""
+def render_details(
+    row: Row | None,
+    styles: DetailStyles,
+    notes: tuple[str, ...] = (),
+    *,
+    flaky: bool = False,
+    coverage: CoverageView | None = None,
+    suite_name: str = "evals.toml",
+) -> Details:
+    """Everything the panes show for ``row`` (None: no case is selected; the Coverage
+    pane still shows the module's coverage)."""
+    view = coverage if coverage is not None else CoverageView()
+    if row is None:
+        empty = Text("No case selected.")
+        return Details(
+            reason=empty,
+            diff=[empty],
+            output=[empty],
+            case=empty,
+            coverage=render_coverage(view, None, styles, suite_name),
+        )
     result = row.result
     return Details(
-        reason=render_reason(row, styles, notes),
+        reason=render_reason(row, styles, notes, flaky=flaky),
         diff=(
             render_result_diff(result, styles.diff)
             if result is not None
@@ -55,11 +78,15 @@ def render_details(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) 
         ),
         output=render_output(result, styles),
         case=render_case(row.case, styles),
+        coverage=render_coverage(view, row.case, styles, suite_name),
     )
 
 
-def render_reason(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -> Text:
-    """The status, the reason and every mismatch with its path."""
+def render_reason(
+    row: Row, styles: DetailStyles, notes: tuple[str, ...] = (), *, flaky: bool = False
+) -> Text:
+    """The status, the reason and every mismatch with its path; a flaky case says so,
+    because its status here may not be the implementation's fault alone."""
     result = row.result
     status = row.status
     text = Text()
@@ -77,6 +104,13 @@ def render_reason(row: Row, styles: DetailStyles, notes: tuple[str, ...] = ()) -
     elif change is Change.REGRESSED:
         text.append(f"  − regressed (was {row.baseline})", styles.label)
     text.append("\n")
+    if flaky:
+        text.append(f"{FLAKY_MARK} flaky", styles.heading)
+        text.append(
+            ": its status changed between recorded runs of this implementation on this "
+            f"same suite (see cer history --case {shlex.quote(row.name)})\n",
+            styles.label,
+        )
     if result is None:
         return text
     messages = [mismatch.message for mismatch in result.mismatches]

@@ -14,6 +14,10 @@ SYMBOLS: dict[Status | None, str] = {
 }
 """Status symbols, so that status never depends on colour alone."""
 
+FLAKY_MARK = "≈"
+"""Marks a case whose status changed between recorded runs of one implementation on one
+suite (from the history), in the list and in the Reason pane."""
+
 CHANGE_MARKS: dict[Change | None, str] = {Change.FIXED: "+", Change.REGRESSED: "−", None: " "}
 
 

@@ -23,7 +23,13 @@ class Key:
 
 APP_KEYS: tuple[Key, ...] = (
     Key("r", "rerun_all", "Rerun", "Rerun every selected case", "r"),
-    Key("R", "rerun_failed", "Failed", "Rerun only the failed and errored cases", "R"),
+    Key(
+        "R",
+        "rerun_failed",
+        "Failed",
+        "Rerun failed and errored cases (at start: the last recorded run's)",
+        "R",
+    ),
     Key("f", "toggle_failures", "Failures", "Show failures only / show every case", "f"),
     Key("slash", "start_filter", "Filter", "Filter the list by name, tag or category", "/"),
     Key("g", "group_by", "Group", "Group-by view: counts per category, class, severity, tag", "g"),
@@ -39,7 +45,7 @@ APP_KEYS: tuple[Key, ...] = (
         "tab",
         "cycle_pane",
         "Pane",
-        "Cycle the detail panes: Reason, Diff, Output, Case",
+        "Cycle the detail panes: Reason, Diff, Output, Case, Coverage",
         "tab",
         priority=True,
     ),

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.message import Message
 
 from cer.model import CaseResult, RunResult, Suite
+from cer.tui.coverage_view import CoverageView
 
 
 class ResultStream:
@@ -113,6 +114,41 @@ class RunCrashed(RunMessage):
 
 
 @dataclass
+class HistoryRecorded(RunMessage):
+    """A finished run was written to the history, or could not be (``error``).
+
+    ``flaky`` names the cases the history now marks flaky for the run's implementation
+    id and suite hash.
+    """
+
+    run_id: str
+    flaky: frozenset[str] = frozenset()
+    error: str | None = None
+
+
+@dataclass
+class CoverageComputed(RunMessage):
+    """The constraint coverage of the results shown after a run."""
+
+    view: CoverageView
+
+
+@dataclass
+class RecordedFailures(Message):
+    """The history's answer to rerun-failed before this session finished a run.
+
+    ``names`` are the failed and errored cases of the latest recorded run of the suite;
+    None when there is no such run (``problem`` says why, ``error`` when the history
+    itself failed).
+    """
+
+    names: tuple[str, ...] | None
+    run_id: str = ""
+    problem: str | None = None
+    error: bool = False
+
+
+@dataclass
 class FilesChanged(Message):
     """The watcher saw relevant changes, after its debounce window."""
 
@@ -123,9 +159,10 @@ class FilesChanged(Message):
 class DetailsRendered(Message):
     """The detail panes' content for one case, built off the event loop."""
 
-    case_name: str
+    case_name: str | None
     token: int
     reason: RenderableType
     diff: Sequence[Text]
     output: Sequence[Text]
     case: RenderableType
+    coverage: RenderableType

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from cer.tui.board import Counts
-from cer.tui.formatting import format_ms
+from cer.tui.formatting import FLAKY_MARK, format_ms
 
 PROGRESS_WIDTH = 20
 
@@ -27,10 +27,13 @@ class SummaryState:
     shown: int = 0
     rows: int = 0
     filters: str = ""
+    flaky: int = 0
+    """How many cases the history marks flaky."""
 
 
 class SummaryBar(Widget):
-    """One line: ✔ passed ✘ failed ‼ errored ○ skipped, +fixed −regressed, time, progress."""
+    """One line: ✔ passed ✘ failed ‼ errored ○ skipped, ≈ flaky, +fixed −regressed, time,
+    progress."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "summary-bar--pass",
@@ -43,11 +46,15 @@ class SummaryBar(Widget):
         "summary-bar--progress",
         "summary-bar--progress-rest",
         "summary-bar--muted",
+        "summary-bar--flaky",
     }
 
     DEFAULT_CSS = """
     SummaryBar {
         height: 1;
+    }
+    SummaryBar > .summary-bar--flaky {
+        color: $warning;
     }
     """
 
@@ -78,6 +85,9 @@ class SummaryBar(Widget):
         if counts.pending:
             text.append("  ")
             text.append(f"· {counts.pending} pending", style("pending"))
+        if state.flaky:
+            text.append("  ")
+            text.append(f"{FLAKY_MARK} {state.flaky} flaky", style("flaky"))
         if counts.fixed or counts.regressed:
             text.append("   ")
             text.append(f"+{counts.fixed} fixed", style("fixed"))

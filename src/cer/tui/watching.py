@@ -16,6 +16,8 @@ from pathlib import Path
 
 from watchfiles import Change
 
+from cer.coverage import MODULE_DOC
+
 IGNORED_DIRS: frozenset[str] = frozenset(
     {"__pycache__", ".git", ".cer", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 )
@@ -95,6 +97,12 @@ class WatchPlan:
         return cls(suite, fixtures, source_paths, extra_paths, existing, fallback)
 
     @property
+    def module_doc(self) -> Path:
+        """The module's ``commonsformat.md`` beside the suite: its constraints feed the
+        Coverage pane, so a change to it counts too."""
+        return self.suite.parent / MODULE_DOC
+
+    @property
     def path_count(self) -> int:
         """How many things are watched, as the header tells it: suite, fixtures,
         implementation files and extra paths."""
@@ -109,7 +117,7 @@ class WatchPlan:
         if is_ignored(text):
             return False
         changed = Path(text)
-        if changed == self.suite:
+        if changed in (self.suite, self.module_doc):
             return True
         if changed in self.sources:
             return True
