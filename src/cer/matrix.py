@@ -1,0 +1,503 @@
+"""Several implementations side by side: the matrix of statuses and where they disagree.
+
+A matrix is built from one :class:`~cer.model.RunResult` per implementation, all of the
+same suite. Each row is one case of the suite and holds each implementation's result;
+each column is one implementation with its totals. Beside the verdicts, which compare
+every implementation with the suite's expectation, the matrix compares the
+implementations with *each other*: a row whose implementations observed different
+things is a disagreement, whatever the suite expects, because a divergence between
+implementations generated from the same module document is exactly what its author
+needs to see, even when the expectation is missing or wrong.
+
+Observations are compared strictly (:func:`cer.compare.values_equal`: ``1`` is not
+``1.0``), without ``elapsed_ms``: that is the runner's own measurement, different on
+every call, so comparing it would make every row a disagreement. A time bound that one
+implementation meets and another misses still shows, as a difference of status.
+
+Everything here is a frozen value computed from runs; nothing is run, printed or
+imported from a user interface, so ``cer run`` and the terminal UI show the same matrix.
+See docs/matrix.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cer import serialize
+from cer.compare import values_equal
+from cer.model import MISSING, CaseResult, RunResult, Status, Suite, Summary
+
+IGNORED_KEYS: frozenset[str] = frozenset({"elapsed_ms"})
+"""Observation keys left out when implementations are compared with each other."""
+
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+"""What a label may look like: it names a column and suffixes report file names."""
+MAX_LABEL = 32
+_AUTO_LABEL = 24
+_INTERPRETERS = re.compile(
+    r"(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|ruby|perl|php|bash|sh|zsh|dash|"
+    r"java|dotnet|Rscript|lua|luajit|tclsh|guile|racket|sbcl|env|uv|uvx)(\.exe)?\Z"
+)
+
+
+class Agreement(enum.StrEnum):
+    """How the implementations' results for one case relate to each other."""
+
+    AGREE = "agree"
+    """Every implementation that ran the case observed the same thing, with the same
+    status."""
+    DISAGREE = "disagree"
+    """They observed different things, or the same thing with different statuses."""
+    ALL_ERRORED = "all_errored"
+    """Every implementation that ran the case errored without an observation: they
+    agree on the status, but there is nothing to compare."""
+    NOT_COMPARED = "not_compared"
+    """Fewer than two implementations ran the case (the others skipped it)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One implementation: its label and its run."""
+
+    label: str
+    run: RunResult
+    observed: bool = True
+    """False when every case it ran errored with nothing observed (it could not be
+    loaded or started, say): such a column is left out of the agreement comparison, or
+    every row would disagree with it. Its cells still show its errors."""
+
+    @property
+    def implementation_id(self) -> str:
+        return self.run.implementation_id
+
+    @property
+    def summary(self) -> Summary:
+        return self.run.summary
+
+
+@dataclass(frozen=True)
+class Group:
+    """Implementations that observed the same thing for a case, with the same status."""
+
+    labels: tuple[str, ...]
+    status: Status
+    observation: Mapping[str, Any] | None
+    """The observation as compared (without :data:`IGNORED_KEYS`); None when nothing was
+    observed (the case errored)."""
+    reasons: tuple[str | None, ...]
+    """Each implementation's reason, in the order of ``labels``."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One case of the suite across every implementation."""
+
+    case_name: str
+    position: int
+    case_class: str
+    category: str
+    cells: tuple[CaseResult | None, ...]
+    """Each implementation's result, in column order; None when its run has no result
+    for the case."""
+    agreement: Agreement
+    groups: tuple[Group, ...]
+    """The implementations that ran the case, grouped by what they observed; the group of
+    the first column first. Empty when none ran it."""
+    differing_keys: tuple[str, ...]
+    """Observation keys whose values differ between groups, sorted."""
+    expect_empty: bool = False
+    """The suite states no expectation for the case."""
+
+    @property
+    def statuses(self) -> tuple[Status | None, ...]:
+        return tuple(None if cell is None else cell.status for cell in self.cells)
+
+    @property
+    def failing(self) -> bool:
+        """Some implementation failed or errored the case."""
+        return any(s in (Status.FAIL, Status.ERRORED) for s in self.statuses)
+
+    @property
+    def disagrees(self) -> bool:
+        return self.agreement is Agreement.DISAGREE
+
+    @property
+    def all_passed(self) -> bool:
+        return all(s is Status.PASS for s in self.statuses)
+
+    @property
+    def deselected(self) -> bool:
+        """Every implementation skipped it as deselected: the row says nothing."""
+        return all(
+            cell is not None and cell.status is Status.SKIPPED and cell.reason == "deselected"
+            for cell in self.cells
+        )
+
+    @property
+    def rank(self) -> int:
+        """Display order: 0 failing or disagreeing, 1 otherwise not all passed, 2 all
+        passed, 3 deselected everywhere."""
+        if self.failing or self.disagrees:
+            return 0
+        if self.deselected:
+            return 3
+        if not self.all_passed:
+            return 1
+        return 2
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Cases by implementations."""
+
+    columns: tuple[Column, ...]
+    rows: tuple[Row, ...]
+    """Failing and disagreeing cases first, then cases not passed everywhere, then cases
+    passed everywhere, then cases deselected everywhere; declared order within each."""
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(column.label for column in self.columns)
+
+    @property
+    def unobserved(self) -> tuple[str, ...]:
+        """Labels of the columns left out of the comparison (see Column.observed)."""
+        return tuple(column.label for column in self.columns if not column.observed)
+
+    @property
+    def totals(self) -> Mapping[str, Summary]:
+        """Each implementation's counts, by label."""
+        return {column.label: column.summary for column in self.columns}
+
+    @property
+    def declared(self) -> tuple[Row, ...]:
+        """The rows in the suite's declared order."""
+        return tuple(sorted(self.rows, key=lambda row: row.position))
+
+    @property
+    def disagreements(self) -> tuple[Row, ...]:
+        """Cases the implementations observed differently, in declared order."""
+        return tuple(row for row in self.declared if row.agreement is Agreement.DISAGREE)
+
+    @property
+    def all_errored(self) -> tuple[Row, ...]:
+        """Cases every implementation that ran them errored, in declared order."""
+        return tuple(row for row in self.declared if row.agreement is Agreement.ALL_ERRORED)
+
+    def row(self, case_name: str) -> Row:
+        """The row of ``case_name``; KeyError when the suite has no such case."""
+        for row in self.rows:
+            if row.case_name == case_name:
+                return row
+        raise KeyError(case_name)
+
+    def cell(self, case_name: str, label: str) -> CaseResult | None:
+        """One implementation's result for one case; KeyError for an unknown label."""
+        if label not in self.labels:
+            raise KeyError(label)
+        return self.row(case_name).cells[self.labels.index(label)]
+
+
+def comparable(observation: Mapping[str, Any]) -> dict[str, Any]:
+    """An observation as implementations are compared: without :data:`IGNORED_KEYS`."""
+    return {key: value for key, value in observation.items() if key not in IGNORED_KEYS}
+
+
+def _observed_nothing(cell: CaseResult | None) -> bool:
+    return cell is not None and cell.status is Status.ERRORED and cell.observation is None
+
+
+def _ran(cell: CaseResult | None) -> bool:
+    return cell is not None and cell.status is not Status.SKIPPED
+
+
+def _group(
+    columns: Sequence[Column], cells: Sequence[CaseResult | None]
+) -> tuple[Group, ...]:
+    """Cells that ran, grouped by status and strictly equal observations; the cells of
+    unobserved columns are left out."""
+    found: list[tuple[Status, dict[str, Any] | None, list[str], list[str | None]]] = []
+    for column, cell in zip(columns, cells, strict=True):
+        label = column.label
+        if cell is None or cell.status is Status.SKIPPED or not column.observed:
+            continue
+        observed = None if cell.observation is None else comparable(cell.observation)
+        for status, seen, members, reasons in found:
+            same = (seen is None and observed is None) or (
+                seen is not None and observed is not None and values_equal(seen, observed)
+            )
+            if status is cell.status and same:
+                members.append(label)
+                reasons.append(cell.reason)
+                break
+        else:
+            found.append((cell.status, observed, [label], [cell.reason]))
+    return tuple(
+        Group(tuple(members), status, seen, tuple(reasons))
+        for status, seen, members, reasons in found
+    )
+
+
+def _differing_keys(groups: Sequence[Group]) -> tuple[str, ...]:
+    observed = [group.observation for group in groups if group.observation is not None]
+    if len(observed) < 2:
+        return ()
+    keys: set[str] = set()
+    for observation in observed:
+        keys.update(observation)
+    differing = []
+    for key in keys:
+        first = observed[0].get(key, MISSING)
+        for other in observed[1:]:
+            value = other.get(key, MISSING)
+            if (first is MISSING) != (value is MISSING) or (
+                first is not MISSING and not values_equal(first, value)
+            ):
+                differing.append(key)
+                break
+    return tuple(sorted(differing))
+
+
+def _agreement(groups: Sequence[Group]) -> Agreement:
+    if sum(len(group.labels) for group in groups) < 2:
+        return Agreement.NOT_COMPARED
+    if len(groups) > 1:
+        return Agreement.DISAGREE
+    (only,) = groups
+    if only.observation is None and only.status is Status.ERRORED:
+        return Agreement.ALL_ERRORED
+    return Agreement.AGREE
+
+
+def build_matrix(
+    suite: Suite, runs: Sequence[RunResult], labels: Sequence[str] | None = None
+) -> Matrix:
+    """The matrix of ``runs`` (one per implementation) over the cases of ``suite``.
+
+    ``labels`` name the columns (default: :func:`labels_for_runs`). A column whose every
+    case errored with nothing observed is left out of the comparison (Column.observed).
+    Results are matched
+    to cases by name; a run without a result for a case has None in that cell (a run
+    still in progress, say), and results for cases the suite does not declare are not
+    shown. ValueError when there is no run, or the labels do not fit the runs.
+    """
+    if not runs:
+        raise ValueError("a matrix needs at least one run")
+    names = tuple(labels) if labels is not None else labels_for_runs(runs)
+    if len(names) != len(runs):
+        raise ValueError(f"{len(names)} labels for {len(runs)} runs")
+    if len(set(names)) != len(names):
+        raise ValueError(f"labels must be unique: {', '.join(names)}")
+    by_name = [{result.case_name: result for result in run.results} for run in runs]
+    table = [tuple(results.get(case.name) for results in by_name) for case in suite.cases]
+
+    def observed(index: int) -> bool:
+        ran = [cells[index] for cells in table if _ran(cells[index])]
+        return not ran or not all(_observed_nothing(cell) for cell in ran)
+
+    columns = tuple(
+        Column(label, run, observed=observed(index))
+        for index, (label, run) in enumerate(zip(names, runs, strict=True))
+    )
+    rows = []
+    for case, cells in zip(suite.cases, table, strict=True):
+        groups = _group(columns, cells)
+        rows.append(Row(
+            case_name=case.name,
+            position=case.position,
+            case_class=case.case_class,
+            category=case.category,
+            cells=cells,
+            agreement=_agreement(groups),
+            groups=groups,
+            differing_keys=_differing_keys(groups),
+            expect_empty=not case.expect,
+        ))
+    rows.sort(key=lambda row: (row.rank, row.position))
+    return Matrix(columns, tuple(rows))
+
+
+# ---------------------------------------------------------------------------- labels
+
+
+def _sanitise(text: str) -> str:
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._-")
+    return label[:_AUTO_LABEL].rstrip("._-") or "impl"
+
+
+def short_label(kind: str, impl: str) -> str:
+    """A short column label for an implementation: the module of ``MODULE:ATTR``
+    (``calc_ref`` for ``calc_ref:evaluate``), or for a command the name of the script an
+    interpreter runs (``calc_harness`` for ``python3 examples/harnesses/calc_harness.py``)
+    or of the program itself."""
+    if kind == "python":
+        module = impl.partition(":")[0]
+        return _sanitise(module.rsplit(".", 1)[-1] or impl)
+    try:
+        words = shlex.split(impl)
+    except ValueError:
+        words = impl.split()
+    if not words:
+        return "impl"
+    chosen = words[0]
+    if _INTERPRETERS.match(os.path.basename(chosen)):
+        rest = iter(words[1:])
+        for word in rest:
+            if word == "-m":
+                module = next(rest, "")
+                chosen = module.rsplit(".", 1)[-1] or chosen
+                break
+            if word.startswith("-") or "=" in word:
+                continue
+            chosen = word
+            break
+    name = Path(chosen).name
+    stem = Path(chosen).stem if "." in name and not name.startswith(".") else name
+    return _sanitise(stem or name)
+
+
+def unique_labels(
+    candidates: Sequence[str], fixed: Iterable[str | None] | None = None
+) -> tuple[str, ...]:
+    """Labels from ``candidates`` made unique with ``-2``, ``-3``…; an entry of ``fixed``
+    that is not None is kept as it is (an explicit label), and no generated label takes
+    it."""
+    chosen = list(fixed) if fixed is not None else [None] * len(candidates)
+    if len(chosen) != len(candidates):
+        raise ValueError("fixed labels must match the candidates one for one")
+    taken = {label for label in chosen if label is not None}
+    out: list[str] = []
+    for candidate, explicit in zip(candidates, chosen, strict=True):
+        if explicit is not None:
+            out.append(explicit)
+            continue
+        label, number = candidate, 1
+        while label in taken:
+            number += 1
+            label = f"{candidate}-{number}"
+        taken.add(label)
+        out.append(label)
+    return tuple(out)
+
+
+def _kind_of(run: RunResult) -> str:
+    for prefix, kind in (("cmd-per-case:", "command-per-case"), ("cmd:", "command")):
+        if run.implementation_id.startswith(prefix) and not run.implementation_id.startswith(
+            f"{run.implementation}@"
+        ):
+            return kind
+    return "python"
+
+
+def labels_for_runs(runs: Sequence[RunResult]) -> tuple[str, ...]:
+    """Unique short labels for runs, from what each run's implementation was named."""
+    return unique_labels([
+        short_label(_kind_of(run), run.implementation or run.implementation_id)
+        for run in runs
+    ])
+
+
+# ------------------------------------------------------------------------------ JSON
+
+FORMAT = "cer-matrix"
+FORMAT_VERSION = 1
+
+
+def _case_fields(row: Row) -> dict[str, Any]:
+    return {"case_name": row.case_name, "position": row.position,
+            "case_class": row.case_class, "category": row.category}
+
+
+def matrix_to_dict(
+    matrix: Matrix, suite: Suite, run_documents: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The ``cer run --format json`` document of several implementations (docs/matrix.md).
+
+    ``run_documents`` are the runs' own results documents in column order (the shape of
+    a single run's ``--format json``); by default :func:`cer.serialize.run_to_dict`.
+    Cases and agreement lists are in declared order.
+    """
+    if run_documents is None:
+        run_documents = [serialize.run_to_dict(column.run) for column in matrix.columns]
+    if len(run_documents) != len(matrix.columns):
+        raise ValueError("one run document per implementation")
+    declared = matrix.declared
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "suite": {
+            "path": str(suite.path),
+            "hash": suite.content_hash,
+            "format_version": suite.format_version,
+            "target_module": suite.target or suite.directory.name,
+        },
+        "implementations": [
+            {
+                "label": column.label,
+                "compared": column.observed,
+                "implementation": column.run.implementation,
+                "implementation_id": column.implementation_id,
+                "run_id": column.run.run_id,
+                "summary": serialize.summary_to_dict(column.summary),
+            }
+            for column in matrix.columns
+        ],
+        "runs": [dict(document) for document in run_documents],
+        "cases": [
+            {
+                **_case_fields(row),
+                "statuses": {
+                    label: None if status is None else status.value
+                    for label, status in zip(matrix.labels, row.statuses, strict=True)
+                },
+                "agreement": row.agreement.value,
+            }
+            for row in declared
+        ],
+        "disagreements": [
+            {
+                **_case_fields(row),
+                "expect_empty": row.expect_empty,
+                "differing_keys": list(row.differing_keys),
+                "groups": [
+                    {
+                        "labels": list(group.labels),
+                        "status": group.status.value,
+                        "observation": None if group.observation is None
+                        else serialize.value_to_json(dict(group.observation)),
+                        "reasons": list(group.reasons),
+                    }
+                    for group in row.groups
+                ],
+            }
+            for row in matrix.disagreements
+        ],
+        "all_errored": [
+            {
+                **_case_fields(row),
+                "reasons": {
+                    label: reason
+                    for group in row.groups
+                    for label, reason in zip(group.labels, group.reasons, strict=True)
+                },
+            }
+            for row in matrix.all_errored
+        ],
+        "summary": {
+            "implementations": len(matrix.columns),
+            "cases_total": len(matrix.rows),
+            "cases_compared": sum(
+                1 for row in matrix.rows
+                if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
+            ),
+            "disagreements": len(matrix.disagreements),
+            "all_errored": len(matrix.all_errored),
+        },
+    }
