@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.runner import ISOLATION_MODES, RunOptions
 from cer.selection import Selection
@@ -22,9 +24,15 @@ DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86_400.0
 DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
-    {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "paths", "timeout", "isolation",
-     "max_memory", "capture_limit", "categories", "watch", "theme"}
+    {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "impls", "paths", "timeout",
+     "isolation", "max_memory", "capture_limit", "categories", "watch", "theme"}
 )
+_SINGLE_KEYS = (("python", "impl"), ("command", "impl_cmd"),
+                ("command-per-case", "impl_cmd_per_case"))
+_ENTRY_KINDS = {"impl": "python", "cmd": "command", "cmd_per_case": "command-per-case"}
+"""The keys of an ``impls`` table entry that name an implementation, and their kinds."""
+_OPTION_NAMES = {"python": "--impl", "command": "--impl-cmd",
+                 "command-per-case": "--impl-cmd-per-case"}
 
 
 class UsageError(Exception):
@@ -116,6 +124,24 @@ def _positive_float(text: str) -> float:
     return value
 
 
+class _ImplementationAction(argparse.Action):
+    """``--impl``, ``--impl-cmd`` and ``--impl-cmd-per-case``: each use appends
+    ``(kind, value)`` to ``implementations``, so mixed options keep their order. The
+    option's own attribute holds its last value, as a plain store would."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, kind: str,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.kind = kind
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = list(getattr(namespace, "implementations", None) or [])
+        given.append((self.kind, values))
+        namespace.implementations = given
+        setattr(namespace, self.dest, values)
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments shared by ``cer run`` and ``cer-tui``."""
     parser.add_argument(
@@ -123,21 +149,23 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="the evals.toml to run (default: [tool.cer] suite in pyproject.toml)",
     )
     parser.add_argument(
-        "--impl", metavar="MODULE:ATTR",
+        "--impl", metavar="MODULE:ATTR", action=_ImplementationAction, kind="python",
         help="the implementation under test: a function, a class (one instance per case) "
         "or an object with run_case(case); the suite's folder and the working directory "
-        "are on the import path",
+        "are on the import path (repeatable, and mixable with --impl-cmd and "
+        "--impl-cmd-per-case: several implementations run side by side, docs/matrix.md)",
     )
     parser.add_argument(
-        "--impl-cmd", metavar="'COMMAND ARGS'",
+        "--impl-cmd", metavar="'COMMAND ARGS'", action=_ImplementationAction, kind="command",
         help="the implementation is a long-lived process speaking the line-delimited JSON "
         "protocol of docs/protocol.md on stdin/stdout (split like a shell, never run "
-        "through one)",
+        "through one; repeatable)",
     )
     parser.add_argument(
-        "--impl-cmd-per-case", metavar="'COMMAND ARGS'",
+        "--impl-cmd-per-case", metavar="'COMMAND ARGS'", action=_ImplementationAction,
+        kind="command-per-case",
         help="the implementation is a command run once per case: the case as JSON on "
-        "stdin, the observation as JSON on stdout, exit status 0",
+        "stdin, the observation as JSON on stdout, exit status 0 (repeatable)",
     )
     parser.add_argument(
         "--path", dest="paths", action="append", default=[], metavar="DIR",
@@ -176,24 +204,148 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True)
+class Implementation:
+    """One implementation as named on the command line or in ``[tool.cer]``."""
+
+    kind: str
+    """``python``, ``command`` or ``command-per-case`` (see RunOptions.kind)."""
+    impl: str
+    label: str | None = None
+    """An explicit column label (``[tool.cer] impls`` tables only); None for automatic."""
+
+
+@dataclass(frozen=True)
 class ResolvedRun:
-    """Everything needed to start a run, after merging arguments and configuration."""
+    """Everything needed to start a run, after merging arguments and configuration.
+
+    ``options`` is the first implementation's; ``implementations`` has one RunOptions
+    per implementation given (one for a plain run), each with the same settings, and
+    ``labels`` their unique short column labels, in the same order.
+    """
 
     suite: Path
     options: RunOptions
     config: ProjectConfig
+    implementations: tuple[RunOptions, ...] = ()
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.implementations:
+            object.__setattr__(self, "implementations", (self.options,))
+        if not self.labels:
+            object.__setattr__(self, "labels", unique_labels(
+                [short_label(o.kind, o.impl) for o in self.implementations]
+            ))
+        if len(self.labels) != len(self.implementations):
+            raise ValueError("one label per implementation")
+
+    @property
+    def several(self) -> bool:
+        """More than one implementation: ``cer run`` shows a matrix."""
+        return len(self.implementations) > 1
 
 
 def resolve(
     args: argparse.Namespace, config: ProjectConfig | None = None
 ) -> tuple[Path, RunOptions]:
-    """The suite path and run options; see :func:`resolve_run`."""
+    """The suite path and the (first) implementation's run options; see
+    :func:`resolve_run`."""
     resolved = resolve_run(args, config)
     return resolved.suite, resolved.options
 
 
+def _given_on_command_line(args: argparse.Namespace) -> list[Implementation]:
+    """The implementations named by arguments, in the order given.
+
+    Parsed arguments carry ``implementations``; a namespace built by hand may instead set
+    ``impl``, ``impl_cmd`` or ``impl_cmd_per_case`` to a string or a list of strings."""
+    recorded = getattr(args, "implementations", None)
+    if recorded:
+        return [Implementation(kind, value) for kind, value in recorded]
+    given = []
+    for kind, key in _SINGLE_KEYS:
+        value = getattr(args, key, None)
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if item:
+                given.append(Implementation(kind, item))
+    return given
+
+
+def _configured(config: ProjectConfig) -> list[Implementation]:
+    """The implementations ``[tool.cer]`` names: ``impls``, or else the first of
+    ``impl``, ``impl_cmd`` and ``impl_cmd_per_case`` that is set."""
+    values = config.values
+    where = f"{config.path}: [tool.cer]"
+    if "impls" not in values:
+        for kind, key in _SINGLE_KEYS:
+            if values.get(key):
+                return [Implementation(kind, values[key])]
+        return []
+    single = [key for _, key in _SINGLE_KEYS if key in values]
+    if single:
+        raise UsageError(f"{where} sets both impls and {', '.join(single)}; list every "
+                         "implementation in impls")
+    entries = values["impls"]
+    example = 'impls = ["calc:evaluate", { cmd = "node calc.mjs" }]'
+    if not isinstance(entries, list) or not entries:
+        raise UsageError(f"{where} impls must be a non-empty list of implementations, "
+                         f"e.g. {example}")
+    found = []
+    for index, entry in enumerate(entries):
+        here = f"{where} impls[{index}]"
+        if isinstance(entry, str):
+            found.append(Implementation("python", entry))
+            continue
+        if not isinstance(entry, dict):
+            raise UsageError(f"{here} must be a string MODULE:ATTR or a table such as "
+                             f'{{ cmd = "node calc.mjs" }}, got {entry!r}')
+        unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label"})
+        if unknown:
+            raise UsageError(f"{here}: unknown keys {', '.join(unknown)} (known: cmd, "
+                             "cmd_per_case, impl, label)")
+        named = [key for key in _ENTRY_KINDS if key in entry]
+        if len(named) != 1:
+            raise UsageError(f"{here} must have exactly one of impl, cmd and cmd_per_case")
+        value = entry[named[0]]
+        label = entry.get("label")
+        if not isinstance(value, str):
+            raise UsageError(f"{here}: {named[0]} must be a string, got {value!r}")
+        if label is not None and (
+            not isinstance(label, str) or len(label) > MAX_LABEL
+            or not LABEL_PATTERN.match(label)
+        ):
+            raise UsageError(
+                f"{here}: label must be letters, digits, '_', '.' or '-' (starting with a "
+                f"letter or digit, at most {MAX_LABEL} characters), got {label!r}"
+            )
+        found.append(Implementation(_ENTRY_KINDS[named[0]], value, label))
+    labels = [item.label for item in found if item.label is not None]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise UsageError(f"{where} impls: the label {repeated[0]!r} is used twice")
+    return found
+
+
+def _check_implementation(item: Implementation) -> None:
+    impl, kind = item.impl, item.kind
+    if not isinstance(impl, str):
+        raise UsageError(f"the implementation must be a string, got {impl!r}")
+    if kind == "python" and ":" not in impl:
+        raise UsageError(f"--impl must look like MODULE:ATTR (e.g. calc:evaluate), got {impl!r}")
+    if kind != "python":
+        try:
+            words = shlex.split(impl)
+        except ValueError as exc:
+            raise UsageError(f"cannot split the command {impl!r}: {exc}") from exc
+        if not words:
+            raise UsageError(f"the implementation command is empty ({_OPTION_NAMES[kind]})")
+
+
 def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -> ResolvedRun:
-    """Merge parsed arguments with ``[tool.cer]``; UsageError when something is missing."""
+    """Merge parsed arguments with ``[tool.cer]``; UsageError when something is missing.
+
+    Implementations named on the command line replace those of the file, all of them.
+    """
     config = config if config is not None else find_project_config()
     values = config.values
     suite = args.suite if args.suite is not None else config.path_value("suite")
@@ -201,41 +353,14 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         raise UsageError(
             "no suite given: pass the path to an evals.toml, or set suite in [tool.cer]"
         )
-    given = [
-        (kind, value)
-        for kind, value in (
-            ("python", getattr(args, "impl", None)),
-            ("command", getattr(args, "impl_cmd", None)),
-            ("command-per-case", getattr(args, "impl_cmd_per_case", None)),
-        )
-        if value
-    ]
-    if len(given) > 1:
-        raise UsageError("give one of --impl, --impl-cmd and --impl-cmd-per-case, not several")
-    if not given:
-        for kind, key in (("python", "impl"), ("command", "impl_cmd"),
-                          ("command-per-case", "impl_cmd_per_case")):
-            if values.get(key):
-                given.append((kind, values[key]))
+    given = _given_on_command_line(args) or _configured(config)
     if not given:
         raise UsageError(
             "no implementation given: pass --impl MODULE:ATTR (or --impl-cmd COMMAND), "
-            "or set impl in [tool.cer]"
+            "or set impl (or impls) in [tool.cer]"
         )
-    kind, impl = given[0]
-    if not isinstance(impl, str):
-        raise UsageError(f"the implementation must be a string, got {impl!r}")
-    if kind == "python" and ":" not in impl:
-        raise UsageError(f"--impl must look like MODULE:ATTR (e.g. calc:evaluate), got {impl!r}")
-    if kind != "python":
-        import shlex
-
-        try:
-            words = shlex.split(impl)
-        except ValueError as exc:
-            raise UsageError(f"cannot split the command {impl!r}: {exc}") from exc
-        if not words:
-            raise UsageError("the implementation command is empty")
+    for item in given:
+        _check_implementation(item)
     timeout = args.timeout if args.timeout is not None else values.get("timeout", DEFAULT_TIMEOUT)
     isolation = args.isolation or values.get("isolation", "fork")
     if isolation not in ISOLATION_MODES:
@@ -266,18 +391,24 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         tags=tuple(args.tags),
         substrings=tuple(args.substrings),
     )
-    options = RunOptions(
-        impl=impl,
-        kind=kind,
-        paths=tuple(str(p) for p in paths),
-        timeout=float(timeout),
-        isolation=isolation,
-        max_memory=max_memory,
-        capture_limit=capture_limit,
-        selection=selection,
-        category_models=dict(categories),
+    implementations = tuple(
+        RunOptions(
+            impl=item.impl,
+            kind=item.kind,
+            paths=tuple(str(p) for p in paths),
+            timeout=float(timeout),
+            isolation=isolation,
+            max_memory=max_memory,
+            capture_limit=capture_limit,
+            selection=selection,
+            category_models=dict(categories),
+        )
+        for item in given
     )
-    return ResolvedRun(Path(suite), options, config)
+    labels = unique_labels(
+        [short_label(item.kind, item.impl) for item in given], [item.label for item in given]
+    )
+    return ResolvedRun(Path(suite), implementations[0], config, implementations, labels)
 
 
 def _config_size(value: Any, key: str) -> int:
