@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,8 +27,15 @@ from cer.history import (
     RunRecord,
     default_history_path,
 )
-from cer.model import RunResult, Suite
-from cer.options import UsageError, add_run_arguments, find_project_config, resolve_run
+from cer.matrix import build_matrix, matrix_to_dict
+from cer.model import RunResult, Status, Suite
+from cer.options import (
+    ResolvedRun,
+    UsageError,
+    add_run_arguments,
+    find_project_config,
+    resolve_run,
+)
 from cer.reports import (
     FORMATS,
     ReportContext,
@@ -65,6 +74,24 @@ def exit_code_for(run: RunResult) -> ExitCode:
     return ExitCode.OK
 
 
+def exit_code_for_runs(runs: Sequence[RunResult]) -> ExitCode:
+    """The worst over several runs: failed before incomplete before OK."""
+    codes = {exit_code_for(run) for run in runs}
+    for code in (ExitCode.FAILED, ExitCode.INCOMPLETE):
+        if code in codes:
+            return code
+    return ExitCode.OK
+
+
+def labelled_path(path: str | Path, label: str) -> str:
+    """A report path for one of several implementations: the label goes before the
+    suffix (``cer-junit.xml`` → ``cer-junit.calc_ref.xml``), or at the end."""
+    target = Path(path)
+    if target.suffix:
+        return str(target.with_name(f"{target.stem}.{label}{target.suffix}"))
+    return str(target.with_name(f"{target.name}.{label}"))
+
+
 EPILOG = """\
 examples:
   cer run examples/calc/evals.toml --impl calc_ref:evaluate
@@ -72,6 +99,7 @@ examples:
   cer run --format json --output results.json     # suite and impl from [tool.cer]
   cer run evals.toml --impl calc:evaluate --failed  # rerun what failed last time
   cer run evals.toml --impl calc:evaluate --report junit --report github
+  cer run evals.toml --impl calc_ref:evaluate --impl-cmd 'node calc.mjs'  # a matrix
 
 Every run is recorded in .cer/history.sqlite beside the suite (--history PATH moves
 it, --no-history skips it); see `cer history` and `cer diff`. Reports: junit
@@ -88,6 +116,11 @@ The implementation under test is MODULE:ATTR: a function called with the case's 
 (as keyword arguments when its signature accepts them, else as one dict), a class
 instantiated once per case, or an object with run_case(case). See
 docs/execution-model.md for how results are judged.
+
+Several implementations (--impl, --impl-cmd, --impl-cmd-per-case repeated and mixed, or
+[tool.cer] impls) each run every case; the report is a matrix with the cases where they
+observed different things (docs/matrix.md). The exit code is the worst over all runs;
+reports are written once per implementation, the label before the file's suffix.
 """
 
 
@@ -131,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not record this run")
     history.add_argument("--failed", action="store_true",
                          help="run only the cases that failed or errored in the latest "
-                         "recorded run of this suite")
+                         "recorded run of this suite (with several implementations: in "
+                         "the latest run of any of them)")
 
     hist = commands.add_parser(
         "history",
@@ -207,20 +241,30 @@ def _warning(message: str) -> None:
     sys.stderr.write(f"cer: warning: {message}\n")
 
 
-def _check_reports(args: argparse.Namespace) -> str | None:
-    """Why the requested reports cannot all be written, or None when they can."""
+def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str | None:
+    """Why the requested reports cannot all be written, or None when they can.
+
+    ``labels`` (several implementations): each report is written once per label, to
+    :func:`labelled_path`, and never to standard output."""
     requests: list[ReportRequest] = args.reports
+    if labels:
+        for request in requests:
+            if request.to_stdout:
+                return (f"with several implementations each report is written to one file "
+                        f"per implementation; --report {request.format} would write to "
+                        f"standard output: give it a path (--report {request.format}=PATH)")
     seen: dict[str, str] = {}
     if args.output is not None:
         seen[str(Path(args.output).resolve())] = "--output"
     for request in requests:
         if request.to_stdout:
             continue
-        key = str(Path(request.path).resolve())
-        if key in seen:
-            earlier = seen[key] if seen[key] == "--output" else f"--report {seen[key]}"
-            return f"{earlier} and --report {request.format} both write {request.path}"
-        seen[key] = request.format
+        for path in [labelled_path(request.path, label) for label in labels] or [request.path]:
+            key = str(Path(path).resolve())
+            if key in seen:
+                earlier = seen[key] if seen[key] == "--output" else f"--report {seen[key]}"
+                return f"{earlier} and --report {request.format} both write {path}"
+            seen[key] = request.format
     exclusive = [r.format for r in requests if r.to_stdout and not FORMATS[r.format].line_oriented]
     if len(exclusive) > 1:
         return f"reports {', '.join(exclusive)} cannot all write to standard output"
@@ -274,7 +318,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if not suite.cases:
         _error(f"{suite.path}: the suite declares no cases")
         return ExitCode.USAGE
-    problem = _check_reports(args)
+    problem = _check_reports(args, resolved.labels if resolved.several else ())
     if problem is not None:
         _error(problem)
         return ExitCode.USAGE
@@ -285,6 +329,8 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if not args.no_history:
         history = _open_history(args.history or default_history_path(suite.path))
     try:
+        if resolved.several:
+            return _run_matrix(args, resolved, suite, history)
         return _run_and_report(args, resolved.options, suite, history)
     finally:
         if history is not None:
@@ -339,19 +385,8 @@ def _run_and_report(
     stdout_taken = any(
         r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports
     )
-    if args.output is not None:
-        try:
-            write_report(text, args.output)
-        except OSError as exc:
-            _error(f"cannot write {args.output}: {exc}")
-            sys.stdout.write(text)
-            return ExitCode.USAGE
-        if args.format == "json" and not stdout_taken:
-            sys.stdout.write(summary_line)
-    elif stdout_taken:
-        sys.stderr.write(text)  # standard output carries the report
-    else:
-        sys.stdout.write(text)
+    if not _write_main_report(args, text, summary_line, stdout_taken):
+        return ExitCode.USAGE
     for request in args.reports:
         report = render_report(request.format, context)
         if request.to_stdout:
@@ -362,6 +397,159 @@ def _run_and_report(
         except OSError as exc:
             _error(f"cannot write the {request.format} report {request.path}: {exc}")
             code = ExitCode.USAGE
+    sys.stdout.flush()
+    return code
+
+
+def _write_main_report(
+    args: argparse.Namespace, text: str, summary_line: str, stdout_taken: bool
+) -> bool:
+    """Write the report (``--output`` or stdout); False when ``--output`` failed, after
+    the report went to stdout instead."""
+    if args.output is not None:
+        try:
+            write_report(text, args.output)
+        except OSError as exc:
+            _error(f"cannot write {args.output}: {exc}")
+            sys.stdout.write(text)
+            return False
+        if args.format == "json" and not stdout_taken:
+            sys.stdout.write(summary_line)
+    elif stdout_taken:
+        sys.stderr.write(text)  # standard output carries the report
+    else:
+        sys.stdout.write(text)
+    return True
+
+
+def _id_stem(options: RunOptions) -> str:
+    """An implementation id without its hash, as the runner forms it for ``options``
+    (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words)."""
+    if options.kind == "python":
+        return options.impl
+    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
+    try:
+        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
+    except ValueError:
+        return f"{prefix}:{options.impl}"
+
+
+def _rerun_selection_many(
+    history: History, suite: Suite, implementations: Sequence[RunOptions]
+) -> tuple[frozenset[str] | None, str]:
+    """``--failed`` with several implementations: the cases that failed or errored in
+    the newest recorded run of any of them (matched by the implementation as given and
+    the kind of its id), so that each implementation reruns the same cases. None with
+    the reason when one of them has no recorded run."""
+    try:
+        records = history.runs(None, suite_path=suite.path)
+        names: set[str] = set()
+        for options in implementations:
+            stem = _id_stem(options)
+            record = next(
+                (r for r in records if r.implementation == options.impl
+                 and r.implementation_id.rpartition("@")[0] == stem),
+                None,
+            )
+            if record is None:
+                return None, (f"--failed: no recorded run of {options.impl} on {suite.path} "
+                              f"in {history.path}; run without --failed first")
+            names.update(name for name, status, _ in history.statuses(record.run_id)
+                         if status in (Status.FAIL.value, Status.ERRORED.value))
+    except HistoryError as exc:
+        return None, f"--failed: {exc}"
+    if not names:
+        return frozenset(), ("the latest recorded runs of these implementations had no "
+                             "failed or errored cases: nothing to rerun")
+    present = {case.name for case in suite.cases}
+    gone = sorted(name for name in names if name not in present)
+    if gone:
+        _warning(f"--failed: no longer in the suite: {', '.join(gone)}")
+    return frozenset(names), ""
+
+
+def _run_matrix(
+    args: argparse.Namespace, resolved: ResolvedRun, suite: Suite, history: History | None
+) -> ExitCode:
+    """Run every implementation in turn, record each run on its own, and report the
+    matrix (text or JSON) and one report file per implementation."""
+    implementations = list(resolved.implementations)
+    labels = resolved.labels
+    if args.failed:
+        if history is None:
+            _error("--failed needs the run history, which could not be opened")
+            return ExitCode.USAGE
+        names, why = _rerun_selection_many(history, suite, implementations)
+        if names is None:
+            _error(why)
+            return ExitCode.USAGE
+        if not names:
+            sys.stderr.write(f"cer: {why}\n")
+            return ExitCode.OK
+        implementations = [
+            replace(options, selection=replace(options.selection, names=names))
+            for options in implementations
+        ]
+    runs: list[RunResult] = []
+    flaky: list[frozenset[str] | None] = []
+    show_progress = not args.quiet and sys.stderr.isatty()
+    for index, (options, label) in enumerate(zip(implementations, labels, strict=True)):
+        progress = console.Progress(
+            sys.stderr, enabled=show_progress, label=f"{label} ({index + 1}/{len(labels)})"
+        )
+        try:
+            run = run_suite(suite, options, on_event=progress)
+        except CategoryConfigError as exc:
+            _error(f"[tool.cer.categories]: {exc}")
+            return ExitCode.USAGE
+        except KeyboardInterrupt:
+            progress.clear()
+            recorded = ""
+            if runs and history is not None:
+                recorded = (f"; {len(runs)} finished run{'s were' if len(runs) != 1 else ' was'}"
+                            " recorded")
+            _error(f"interrupted; no results were reported{recorded}")
+            return ExitCode.INTERRUPTED
+        progress.clear()
+        flaky.append(_record(history, run, suite))
+        runs.append(run)
+    matrix = build_matrix(suite, runs, labels)
+    coverages: list[Coverage | None] = []
+    for run in runs:
+        try:
+            coverages.append(suite_coverage(suite, run))
+        except CoverageError as exc:
+            if not coverages:
+                _warning(f"coverage: {exc}")
+            coverages.append(None)
+    contexts = [
+        ReportContext(run, suite, coverage, flaky_names)
+        for run, coverage, flaky_names in zip(runs, coverages, flaky, strict=True)
+    ]
+    summary_line = console.render_matrix(matrix, suite).splitlines()[-1] + "\n"
+    if args.format == "json":
+        document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
+        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    else:
+        to_terminal = args.output is None and sys.stdout.isatty()
+        text = console.render_matrix(
+            matrix, suite,
+            colour=args.output is None and console.use_colour(sys.stdout),
+            verbose=args.verbose,
+            width=shutil.get_terminal_size().columns if to_terminal else console.MATRIX_WIDTH,
+            coverages=coverages, flaky=flaky,
+        )
+    code = exit_code_for_runs(runs)
+    if not _write_main_report(args, text, summary_line, stdout_taken=False):
+        return ExitCode.USAGE
+    for request in args.reports:
+        for label, context in zip(labels, contexts, strict=True):
+            path = labelled_path(request.path, label)
+            try:
+                write_report(render_report(request.format, context), path)
+            except OSError as exc:
+                _error(f"cannot write the {request.format} report {path}: {exc}")
+                code = ExitCode.USAGE
     sys.stdout.flush()
     return code
 

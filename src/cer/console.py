@@ -13,12 +13,14 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TextIO
+from typing import Any, TextIO
 
+from cer.compare import format_value
 from cer.coverage import Coverage, describe_unknown
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.history import CaseChange, CaseEntry, RunDiff, RunRecord
-from cer.model import CASE_CLASS_TO_ARRAY, RunResult, Status, Suite
+from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
+from cer.model import CASE_CLASS_TO_ARRAY, MISSING, RunResult, Status, Suite
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -36,9 +38,11 @@ def use_colour(stream: TextIO) -> bool:
 class Progress:
     """A single self-rewriting line of counts on a terminal; silent elsewhere."""
 
-    def __init__(self, stream: TextIO, enabled: bool) -> None:
+    def __init__(self, stream: TextIO, enabled: bool, label: str = "") -> None:
         self.stream = stream
         self.enabled = enabled
+        self.label = label
+        """Names the implementation when several run one after another."""
         self.counts: Counter[Status] = Counter()
         self.total = 0
         self.last_draw = 0.0
@@ -60,7 +64,10 @@ class Progress:
     def draw(self, done: int) -> None:
         parts = " ".join(f"{SYMBOLS[s]}{self.counts[s]}" for s in Status if self.counts[s])
         elapsed = time.monotonic() - self.started
-        self.stream.write(f"\r\x1b[2Krunning {done}/{self.total}  {parts}  {elapsed:.1f}s")
+        prefix = f"{self.label}: " if self.label else ""
+        self.stream.write(
+            f"\r\x1b[2K{prefix}running {done}/{self.total}  {parts}  {elapsed:.1f}s"
+        )
         self.stream.flush()
 
     def clear(self) -> None:
@@ -269,3 +276,215 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
 
 def write(text: str, stream: TextIO | None = None) -> None:
     (stream or sys.stdout).write(text)
+
+
+# ------------------------------------------------------------------------ the matrix
+
+MATRIX_WIDTH = 120
+"""The width the matrix is laid out for when it does not go to a terminal."""
+_MIN_NAME = 16
+
+
+def _cell_text(status: Status | None, words: bool) -> str:
+    if status is None:
+        return "–"
+    return f"{SYMBOLS[status]} {LABELS[status]}" if words else SYMBOLS[status]
+
+
+def _marker(row: Row, words: bool) -> str:
+    if row.agreement is Agreement.DISAGREE:
+        return "≠ differ" if words else "≠"
+    if row.agreement is Agreement.ALL_ERRORED:
+        return "‼ all errored" if words else "‼"
+    return ""
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _describe_value(value: Any) -> str:
+    """``float 2.0``, ``int 2``, ``None``: the type matters when implementations differ."""
+    if value is MISSING:
+        return "<missing>"
+    if value is None:
+        return "None"
+    return f"{type(value).__name__} {format_value(value, 80)}"
+
+
+def _group_line(group: Group, keys: Sequence[str], width: int) -> str:
+    if group.observation is None:
+        reason = " ".join((group.reasons[0] or "").splitlines()[:1])
+        what = f"nothing observed: {reason}" if reason else "nothing observed"
+    elif keys:
+        what = ", ".join(
+            f"{key}: {_describe_value(group.observation.get(key, MISSING))}" for key in keys
+        )
+    else:
+        what = f"the same observation (apart from {', '.join(sorted(IGNORED_KEYS))})"
+    status = f"{SYMBOLS[group.status]} {LABELS[group.status]:<5}"
+    return _clip(f"      {', '.join(group.labels)}  {status}  {what}", width)
+
+
+def _where(suite: Suite, name: str) -> str:
+    try:
+        case = suite.case(name)
+    except KeyError:
+        return ""
+    line = f":{case.line}" if case.line else ""
+    return f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
+
+
+def _verdict_counts(row: Row) -> str:
+    counts = Counter(status for status in row.statuses if status is not None)
+    parts = [f"{counts[s]} {word}" for s, word in (
+        (Status.PASS, "pass"), (Status.FAIL, "fail"), (Status.ERRORED, "errored"),
+        (Status.SKIPPED, "skipped"),
+    ) if counts[s]]
+    return ", ".join(parts)
+
+
+def render_matrix(
+    matrix: Matrix,
+    suite: Suite,
+    *,
+    colour: bool = False,
+    verbose: bool = False,
+    width: int = MATRIX_WIDTH,
+    coverages: Sequence[Coverage | None] = (),
+    flaky: Sequence[frozenset[str] | None] = (),
+) -> str:
+    """The text report of several implementations: the matrix, the legend, the
+    agreement section, and a last line of totals.
+
+    Rows show cases that some implementation did not pass or that the implementations
+    observed differently (every case with ``verbose``; cases deselected everywhere
+    never). A cell is a status symbol and word (the word is dropped when the matrix
+    would not fit in ``width``). ``coverages`` and ``flaky`` are per column, in column
+    order, when known.
+    """
+
+    def paint(status: Status | None, text: str) -> str:
+        if not colour or status is None:
+            return text
+        return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m"
+
+    labels = matrix.labels
+    shown = [row for row in matrix.rows if row.rank < 2 or (verbose and row.rank == 2)]
+    names = [row.case_name for row in shown]
+    lines: list[str] = []
+    for column in matrix.columns:
+        for note in column.run.notes:
+            lines.append(f"note: {column.label}: {note}")
+
+    def layout(words: bool) -> tuple[int, list[int], int]:
+        cells = [max(len(label), 7 if words else 1) for label in labels]
+        marker = max([len(_marker(row, words)) for row in shown] or [0])
+        name = max([len(n) for n in names] + [len("case"), len("errored")])
+        return name, cells, marker
+
+    words = True
+    name_w, cell_ws, marker_w = layout(words)
+    fixed = sum(w + 2 for w in cell_ws) + (marker_w + 2 if marker_w else 0)
+    if min(name_w, 48) + fixed > width:
+        words = False
+        name_w, cell_ws, marker_w = layout(words)
+        fixed = sum(w + 2 for w in cell_ws) + (marker_w + 2 if marker_w else 0)
+    name_w = max(_MIN_NAME, min(name_w, 48, width - fixed))
+
+    def table_line(first: str, cells: Sequence[tuple[Status | None, str]], last: str) -> str:
+        parts = [_clip(first, name_w).ljust(name_w)]
+        for (status, text), cell_w in zip(cells, cell_ws, strict=True):
+            parts.append(paint(status, text) + " " * (cell_w - len(text)))
+        parts.append(last)
+        return "  ".join(parts).rstrip()
+
+    lines.append(table_line("case", [(None, label) for label in labels],
+                            "agreement" if marker_w else ""))
+    for row in shown:
+        lines.append(table_line(
+            row.case_name,
+            [(status, _cell_text(status, words)) for status in row.statuses],
+            _marker(row, words),
+        ))
+    hidden = sum(1 for row in matrix.rows if row.rank == 2) if not verbose else 0
+    if hidden:
+        lines.append(f"… {hidden} more case{'s' if hidden != 1 else ''} passed by every "
+                     "implementation, observed alike (-v lists them)")
+    deselected = sum(1 for row in matrix.rows if row.rank == 3)
+    if deselected:
+        lines.append(f"{SYMBOLS[Status.SKIPPED]} {deselected} case"
+                     f"{'s' if deselected != 1 else ''} deselected")
+    summaries = [column.summary for column in matrix.columns]
+    for word, status in (("passed", Status.PASS), ("failed", Status.FAIL),
+                         ("errored", Status.ERRORED), ("skipped", Status.SKIPPED)):
+        counts = [getattr(summary, word) for summary in summaries]
+        lines.append(table_line(
+            word, [(status if count else None, str(count)) for count in counts], ""
+        ))
+    lines.append("")
+    lines.append("implementations:")
+    label_w = max(len(label) for label in labels)
+    for index, column in enumerate(matrix.columns):
+        text = f"  {column.label.ljust(label_w)}  {column.implementation_id} — " \
+               f"{column.summary.verdict}"
+        coverage = coverages[index] if index < len(coverages) else None
+        if coverage is not None and coverage.evaluated:
+            text += f", {coverage.verified} of {coverage.total} constraints verified"
+        lines.append(text)
+        names_flaky = flaky[index] if index < len(flaky) else None
+        marked = sorted(n for n in names_flaky or () if n in {
+            r.case_name for r in column.run.results})
+        if marked:
+            lines.append(f"  {' ' * label_w}  flaky ({len(marked)}): {', '.join(marked)}")
+    first = next((c for c in coverages if c is not None), None)
+    if first is not None:
+        for reference in first.unknown:
+            lines.append(f"error: {describe_unknown(reference, suite.path.name)}")
+    lines.append("")
+    disagreements = matrix.disagreements
+    compared = sum(1 for row in matrix.rows
+                   if row.agreement in (Agreement.AGREE, Agreement.DISAGREE))
+    if disagreements:
+        lines.append(f"agreement: {len(disagreements)} of {compared} cases compared were "
+                     "observed differently")
+    else:
+        lines.append(f"agreement: every implementation observed the same in all {compared} "
+                     "cases compared")
+    for label in matrix.unobserved:
+        lines.append(f"{label} observed nothing (every case it ran errored); it is left "
+                     "out of the comparison")
+    for row in disagreements:
+        extra = []
+        if row.expect_empty:
+            extra.append("the suite expects nothing here")
+        elif not any(group.status is Status.PASS for group in row.groups):
+            extra.append("no implementation passes")
+        tail = f"  ({'; '.join(extra)})" if extra else ""
+        lines.append(f"≠ {row.case_name}  ({row.category}){_where(suite, row.case_name)}"
+                     f"  {_verdict_counts(row)}{tail}")
+        keys = row.differing_keys
+        for group in row.groups:
+            lines.append(_group_line(group, keys, max(width, 60)))
+    errored = matrix.all_errored
+    if errored:
+        lines.append(f"all errored ({len(errored)}): every implementation errored, so "
+                     "there is nothing to compare")
+        for row in errored:
+            reasons = []
+            for group in row.groups:
+                for label, reason in zip(group.labels, group.reasons, strict=True):
+                    reasons.append(f"{label}: {' '.join((reason or '').splitlines()[:1])}")
+            lines.append(_clip(f"  {SYMBOLS[Status.ERRORED]} {row.case_name}  "
+                               f"{'; '.join(reasons)}", max(width, 60)))
+    verdicts = Counter(summary.verdict for summary in summaries)
+    verdict_text = ", ".join(f"{verdicts[v]} {v}" for v in
+                             ("conformant", "nonconformant", "incomplete") if verdicts[v])
+    target = matrix.columns[0].run.target_module
+    if suite.target_version:
+        target += f" {suite.target_version}"
+    total = len(suite.cases)
+    lines.append(f"{target} · {len(labels)} implementations")
+    lines.append(f"{len(labels)} implementations × {total} cases: {verdict_text} · "
+                 f"{len(disagreements)} disagreement{'s' if len(disagreements) != 1 else ''}")
+    return "\n".join(lines) + "\n"
