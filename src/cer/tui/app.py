@@ -188,7 +188,8 @@ class CerApp(App[None]):
         """The last history failure, if any; the first one is shown in a toast."""
         self.runs_recorded = 0
         self.coverage_view = CoverageView()
-        self._coverage_generation = 0
+        self._coverage_token = 0
+        """Counts coverage requests; only the answer to the latest one is shown."""
         self._coverage_input: tuple[Suite, RunResult] | None = None
         self._flaky_generation = 0
 
@@ -449,7 +450,7 @@ class CerApp(App[None]):
             # the other cases' earlier results, and so should the constraints.
             shown = tuple(row.result for row in self.board.rows if row.result is not None)
             self._coverage_input = (self.suite, replace(message.run, results=shown))
-            self._compute_coverage(message.generation, *self._coverage_input)
+            self._request_coverage()
 
     @work(
         thread=True,
@@ -458,16 +459,22 @@ class CerApp(App[None]):
         group="coverage",
         description="compute constraint coverage",
     )
-    def _compute_coverage(self, generation: int, suite: Suite, run: RunResult) -> None:
+    def _compute_coverage(self, token: int, suite: Suite, run: RunResult) -> None:
         """Read commonsformat.md and judge its constraints, off the event loop."""
         self.post_message(
-            messages.CoverageComputed(generation, compute_view(self.suite_path, suite, run))
+            messages.CoverageComputed(token, compute_view(self.suite_path, suite, run))
         )
 
-    def on_coverage_computed(self, message: messages.CoverageComputed) -> None:
-        if message.generation < self._coverage_generation:
+    def _request_coverage(self) -> None:
+        """Judge the last results again (after a run, or when the constraints changed)."""
+        if self._coverage_input is None:
             return
-        self._coverage_generation = message.generation
+        self._coverage_token += 1
+        self._compute_coverage(self._coverage_token, *self._coverage_input)
+
+    def on_coverage_computed(self, message: messages.CoverageComputed) -> None:
+        if message.generation != self._coverage_token:
+            return
         self.coverage_view = message.view
         self._refresh_details()
 
@@ -569,8 +576,7 @@ class CerApp(App[None]):
         doc = (self.suite_path.parent / MODULE_DOC).resolve()
         if all(path.resolve() == doc for path in message.paths):
             # Only the constraints changed: judge the last results again, no rerun.
-            if self._coverage_input is not None:
-                self._compute_coverage(self.generation, *self._coverage_input)
+            self._request_coverage()
             return
         if self.paused:
             self._pending_changes.update(message.paths)

@@ -128,7 +128,8 @@ class HistoryRecorded(RunMessage):
 
 @dataclass
 class CoverageComputed(RunMessage):
-    """The constraint coverage of the results shown after a run."""
+    """The constraint coverage of the results shown after a run; ``generation`` here
+    counts coverage requests, so that a late answer to an older one is dropped."""
 
     view: CoverageView
 
