@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -20,7 +20,7 @@ from cer.coverage import Coverage, describe_unknown
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.history import CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
-from cer.model import CASE_CLASS_TO_ARRAY, MISSING, RunResult, Status, Suite
+from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -326,10 +326,9 @@ def _group_line(group: Group, keys: Sequence[str], width: int) -> str:
     return _clip(f"      {', '.join(group.labels)}  {status}  {what}", width)
 
 
-def _where(suite: Suite, name: str) -> str:
-    try:
-        case = suite.case(name)
-    except KeyError:
+def _where(suite: Suite, cases: Mapping[str, Case], name: str) -> str:
+    case = cases.get(name)
+    if case is None:
         return ""
     line = f":{case.line}" if case.line else ""
     return f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
@@ -370,6 +369,7 @@ def render_matrix(
         return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m"
 
     labels = matrix.labels
+    cases = {case.name: case for case in suite.cases}
     shown = [row for row in matrix.rows if row.rank < 2 or (verbose and row.rank == 2)]
     names = [row.case_name for row in shown]
     lines: list[str] = []
@@ -433,8 +433,8 @@ def render_matrix(
             text += f", {coverage.verified} of {coverage.total} constraints verified"
         lines.append(text)
         names_flaky = flaky[index] if index < len(flaky) else None
-        marked = sorted(n for n in names_flaky or () if n in {
-            r.case_name for r in column.run.results})
+        ran = {r.case_name for r in column.run.results} if names_flaky else set()
+        marked = sorted(n for n in names_flaky or () if n in ran)
         if marked:
             lines.append(f"  {' ' * label_w}  flaky ({len(marked)}): {', '.join(marked)}")
     first = next((c for c in coverages if c is not None), None)
@@ -461,7 +461,8 @@ def render_matrix(
         elif not any(group.status is Status.PASS for group in row.groups):
             extra.append("no implementation passes")
         tail = f"  ({'; '.join(extra)})" if extra else ""
-        lines.append(f"≠ {row.case_name}  ({row.category}){_where(suite, row.case_name)}"
+        where = _where(suite, cases, row.case_name)
+        lines.append(f"≠ {row.case_name}  ({row.category}){where}"
                      f"  {_verdict_counts(row)}{tail}")
         keys = row.differing_keys
         for group in row.groups:

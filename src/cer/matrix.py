@@ -27,6 +27,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -176,27 +177,28 @@ class Matrix:
         """Each implementation's counts, by label."""
         return {column.label: column.summary for column in self.columns}
 
-    @property
+    @cached_property
     def declared(self) -> tuple[Row, ...]:
         """The rows in the suite's declared order."""
         return tuple(sorted(self.rows, key=lambda row: row.position))
 
-    @property
+    @cached_property
     def disagreements(self) -> tuple[Row, ...]:
         """Cases the implementations observed differently, in declared order."""
         return tuple(row for row in self.declared if row.agreement is Agreement.DISAGREE)
 
-    @property
+    @cached_property
     def all_errored(self) -> tuple[Row, ...]:
         """Cases every implementation that ran them errored, in declared order."""
         return tuple(row for row in self.declared if row.agreement is Agreement.ALL_ERRORED)
 
+    @cached_property
+    def _by_name(self) -> Mapping[str, Row]:
+        return {row.case_name: row for row in self.rows}
+
     def row(self, case_name: str) -> Row:
         """The row of ``case_name``; KeyError when the suite has no such case."""
-        for row in self.rows:
-            if row.case_name == case_name:
-                return row
-        raise KeyError(case_name)
+        return self._by_name[case_name]
 
     def cell(self, case_name: str, label: str) -> CaseResult | None:
         """One implementation's result for one case; KeyError for an unknown label."""
