@@ -3,6 +3,7 @@ the Coverage pane, with a fake runner and histories in temporary folders."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 
@@ -341,3 +342,31 @@ async def test_editing_the_module_document_updates_coverage_without_a_rerun(
         await settle(app)
         assert "2 of 4 constraints covered, 1 verified" in pane(app, "coverage")
         assert app.runs_started == 1
+
+
+async def test_recording_into_a_watched_folder_does_not_trigger_a_run(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (tmp_path / "evals.toml").write_text("")
+    history = data / "history.sqlite"
+    suite = triage_suite(tmp_path / "evals.toml")
+    app = create_app(
+        suite.path,
+        OPTIONS,
+        run=FakeRunner(triage_outcome),
+        load=fixed_loader(suite),
+        watch=True,
+        extra_watch=[data],
+        history=history,
+    )
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: app.plan is not None and data.resolve() in app.plan.extra)
+        await settle(app)
+        await wait_until(lambda: app.runs_recorded == 1)
+        # Something else in the watched folder still counts: the watcher is live.
+        (data / "input.json").write_text("{}")
+        await wait_until(lambda: app.runs_started == 2)
+        await settle(app, runs=2)
+        await wait_until(lambda: app.runs_recorded == 2)
+        await asyncio.sleep(0.3)
+        assert app.runs_started == 2

@@ -570,19 +570,33 @@ class CerApp(App[None]):
     def on_files_changed(self, message: messages.FilesChanged) -> None:
         if not self.watching:
             return
+        paths = tuple(path for path in message.paths if not self._is_history_file(path))
+        if not paths:
+            return  # recording a run must never trigger the next one
         sources = {Path(p).resolve() for p in self.sources}
-        if any(path.resolve() not in sources for path in message.paths):
+        if any(path.resolve() not in sources for path in paths):
             self._suite_cache = None
         doc = (self.suite_path.parent / MODULE_DOC).resolve()
-        if all(path.resolve() == doc for path in message.paths):
+        if all(path.resolve() == doc for path in paths):
             # Only the constraints changed: judge the last results again, no rerun.
             self._request_coverage()
             return
         if self.paused:
-            self._pending_changes.update(message.paths)
+            self._pending_changes.update(paths)
             self._refresh_header()
             return
-        self.start_run(self.base_selection, self._describe_trigger(message.paths))
+        self.start_run(self.base_selection, self._describe_trigger(paths))
+
+    def _is_history_file(self, path: Path) -> bool:
+        """Whether ``path`` is the history database or one of SQLite's files beside it
+        (a ``--history`` inside a watched folder would otherwise rerun forever)."""
+        if self.history_path is None:
+            return False
+        database = self.history_path.resolve()
+        return path.resolve() in {
+            database,
+            *(database.with_name(database.name + end) for end in ("-wal", "-shm", "-journal")),
+        }
 
     def _describe_trigger(self, paths: Sequence[Path]) -> str:
         first = paths[0].resolve()
