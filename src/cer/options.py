@@ -3,6 +3,10 @@
 ``cer run`` and ``cer-tui`` accept the same arguments; both call
 :func:`add_run_arguments` and :func:`resolve`, so a project configured once behaves the
 same headless and in the terminal UI. Command-line values win over the file.
+
+Several implementations may be named (repeated ``--impl``/``--impl-cmd``/
+``--impl-cmd-per-case``, or ``impls``); :class:`ResolvedRun` then holds one RunOptions
+per implementation with its column label, and ``options`` stays the first one.
 """
 
 from __future__ import annotations
