@@ -263,3 +263,14 @@ def test_coverage_line_and_details(project: Module, capsys: pytest.CaptureFixtur
                     "--coverage")
     assert "  needs a case: never-negative" in out
     assert "  verified: doubles" in out
+
+
+def test_failed_follows_its_own_implementation_after_a_matrix_run(
+    project: Module, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad, good = project.impl(BAD_ON_THREE), project.impl(GOOD)
+    code, _, _ = cer(capsys, "run", "evals.toml", "--impl", f"{bad}:f", "--impl", f"{good}:f")
+    assert code == 1
+    code, document = run_json(capsys, bad, "--failed")
+    assert code == 1
+    assert [r["status"] for r in document["results"]] == ["skipped", "fail", "skipped"]

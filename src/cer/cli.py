@@ -283,8 +283,15 @@ def _open_history(path: Path) -> History | None:
         return None
 
 
-def _rerun_selection(history: History, suite: Suite) -> tuple[frozenset[str] | None, str]:
-    """The names ``--failed`` selects, or None with the reason it selects nothing."""
+def _rerun_selection(
+    history: History, suite: Suite, options: RunOptions
+) -> tuple[frozenset[str] | None, str]:
+    """The names ``--failed`` selects: what failed in this implementation's newest
+    recorded run, or, when it has none, in the suite's newest run of any implementation
+    (so that a matrix run's last column never decides for another implementation)."""
+    names, why = _rerun_selection_many(history, suite, [options])
+    if names is not None:
+        return names, why
     try:
         latest = history.latest_failed(suite_path=suite.path)
     except HistoryError as exc:
@@ -293,12 +300,8 @@ def _rerun_selection(history: History, suite: Suite) -> tuple[frozenset[str] | N
         return None, (f"--failed: no recorded run of {suite.path} in {history.path}; "
                       "run without --failed first")
     if not latest.names:
-        return frozenset(), f"the latest recorded run ({latest.run_id[:8]}) had no failed " \
-            "or errored cases: nothing to rerun"
-    present = {case.name for case in suite.cases}
-    gone = [name for name in latest.names if name not in present]
-    if gone:
-        _warning(f"--failed: no longer in the suite: {', '.join(gone)}")
+        return frozenset(), (f"the latest recorded run ({latest.run_id[:8]}) had no failed "
+                             "or errored cases: nothing to rerun")
     return frozenset(latest.names), ""
 
 
@@ -345,7 +348,7 @@ def _run_and_report(
         if history is None:
             _error("--failed needs the run history, which could not be opened")
             return ExitCode.USAGE
-        names, why = _rerun_selection(history, suite)
+        names, why = _rerun_selection(history, suite, options)
         if names is None:
             _error(why)
             return ExitCode.USAGE
