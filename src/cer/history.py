@@ -52,6 +52,9 @@ DEFAULT_NAME = "history.sqlite"
 HISTORY_VERSION = 1
 """Version of cer's extension tables; a newer database is refused, never rewritten."""
 
+KEEP_RUNS = 200
+"""Runs kept per suite; recording one more forgets the oldest."""
+
 BUSY_TIMEOUT = 30.0
 """Seconds a writer waits for another writer's transaction before giving up."""
 
@@ -285,8 +288,11 @@ class History:
     problem (corrupt file, unreadable, locked for longer than the busy timeout).
     """
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+    def __init__(
+        self, path: Path, connection: sqlite3.Connection, timeout: float = BUSY_TIMEOUT
+    ) -> None:
         self.path = path
+        self.timeout = timeout
         self._db = connection
         self._lock = threading.RLock()
 
@@ -312,7 +318,7 @@ class History:
             )
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open {path}: {exc}") from exc
-        history = cls(path, connection)
+        history = cls(path, connection, timeout)
         try:
             history._prepare()
         except HistoryError:
@@ -336,9 +342,7 @@ class History:
                 )
             if version == HISTORY_VERSION:
                 return
-            mode = self._db.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() != "wal":
-                self._db.execute("PRAGMA journal_mode = WAL")
+            self._switch_to_wal()
             # One script, one transaction: the tables of schema.sql, cer's own, and the
             # version mark appear together or not at all.
             script = (
@@ -352,6 +356,22 @@ class History:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise
+
+    def _switch_to_wal(self) -> None:
+        """Put the database in WAL mode. Two processes creating the same file at once
+        can make SQLite answer 'locked' at once, without waiting on its busy timeout,
+        so the switch is retried until the timeout has passed."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                mode = self._db.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _version(self) -> int | None:
         row = self._db.execute(
@@ -470,6 +490,24 @@ class History:
             (run.run_id, summary.total, summary.passed, summary.failed, summary.skipped,
              summary.errored),
         )
+        if suite_path:
+            self._prune(suite_key(suite_path))
+
+    def _prune(self, key: str) -> None:
+        """Forget the runs of a suite beyond the newest :data:`KEEP_RUNS`, so that a
+        watch loop saving every few seconds cannot grow the file without bound."""
+        stale = [
+            row[0]
+            for row in self._db.execute(
+                "SELECT run_id FROM cer_runs WHERE suite_key = ? ORDER BY seq DESC"
+                " LIMIT -1 OFFSET ?",
+                (key, KEEP_RUNS),
+            )
+        ]
+        for table in ("cer_case_details", "eval_case_results", "eval_run_summary",
+                      "cer_runs", "eval_runs"):
+            self._db.executemany(f"DELETE FROM {table} WHERE run_id = ?",
+                                 [(run_id,) for run_id in stale])
 
     # --- runs -------------------------------------------------------------------------
 
