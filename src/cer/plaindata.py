@@ -168,8 +168,23 @@ def dumps(message: Any) -> bytes:
 
 def loads(data: bytes) -> Any:
     """Parse bytes made by :func:`dumps`, rebuilding tagged values; raises ValueError
-    (or a subclass) on anything malformed."""
-    return json.loads(data, object_hook=_from_wire_object)
+    (or a subclass) on anything malformed, nested too deeply included.
+
+    Every tag and every escaped key starts with ``$``, which :func:`dumps` writes as is
+    (never as an escape), right after a quote; bytes without ``"$`` therefore hold no
+    tag and are parsed without calling back into Python for every table. Bytes that
+    spell the quote or the ``$`` as an escape can only come from something other than
+    :func:`dumps`, and their tables stay tables.
+    """
+    try:
+        if b'"$' not in data:
+            return _json_loads(data)
+        return _json_loads(data, object_hook=_from_wire_object)
+    except RecursionError:
+        raise ValueError("the data is nested too deeply to read") from None
+
+
+_json_loads = json.loads
 
 
 def encode(value: Any) -> bytes:
