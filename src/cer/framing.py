@@ -9,14 +9,20 @@ from __future__ import annotations
 import os
 import struct
 
-_HEADER = struct.Struct(">IB")
-HEADER_SIZE = _HEADER.size
+HEADER = struct.Struct(">IB")
+"""A frame's header: the payload's length and its kind."""
+_HEADER = HEADER
+HEADER_SIZE = HEADER.size
 MAX_FRAME = 256 * 1024 * 1024
 
 KIND_JSON = 1
 """A control message encoded with :mod:`cer.plaindata`."""
 KIND_RAW = 2
 """Bytes passed through untouched (a child's result payload)."""
+KIND_CASE = 3
+"""One case to run: from the supervisor, an 8-byte sequence number and the encoded
+case; from the worker to a case's process, that process's token and the encoded case.
+The worker never decodes a case it hands to a process of its own."""
 
 
 class FrameError(Exception):

@@ -1,16 +1,21 @@
 """The supervisor: runs a suite against an implementation and reports the truth.
 
-The supervisor never imports the implementation. It plans every case (deselected,
-unsupported category, missing fixture, nothing to verify), hands the runnable ones to a
-worker process in declared order, enforces deadlines from outside, turns each reported
-observation into a verdict, and returns exactly one result per declared case, in
-declared order. See docs/execution-model.md.
+The supervisor never imports the implementation. It plans every case (outside the
+shard, deselected, unsupported category, missing fixture, nothing to verify), hands
+the runnable ones to one or more worker processes in declared order, enforces deadlines
+from outside, turns each reported observation into a verdict, and returns exactly one
+result per declared case, in declared order. See docs/execution-model.md.
+
+With several workers (``jobs``) one thread still does all of this: it waits on every
+worker's channel at once, so results, verdicts and events are made in one place, one
+at a time, exactly as with a single worker.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import select
 import threading
 import time
 import uuid
@@ -34,7 +39,23 @@ from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
 from cer.suite import resolve_fixtures
 from cer.verdict import Outcome, judge, outcome_from_worker
-from cer.workerproc import Message, WorkerLost, WorkerProcess
+from cer.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
+
+__all__ = [
+    "IMPLEMENTATION_KINDS",
+    "ISOLATION_MODES",
+    "OTHER_SHARD",
+    "RunCancelled",
+    "RunOptions",
+    "WarmWorkers",
+    "in_shard",
+    "parse_jobs",
+    "parse_shard",
+    "plan",
+    "resolve_jobs",
+    "run_suite",
+    "search_paths",
+]
 
 ISOLATION_MODES = ("fork", "none")
 IMPLEMENTATION_KINDS = ("python", "command", "command-per-case")
@@ -43,8 +64,15 @@ LOAD_TIMEOUT_MIN = 30.0
 WATCHDOG_GRACE = 5.0
 """How long past a case's timeout the supervisor waits for the worker's own report."""
 RESTART_BUDGET = 3
-"""Consecutive worker losses, with no case finished between them, before giving up."""
+"""Consecutive losses of one worker, with no case finished between them, before that
+worker is given up."""
+START_ATTEMPTS = 3
+"""How often a case is handed to a new process when its process never started it."""
+OTHER_SHARD = "in another shard"
+"""The reason of every case a sharded run leaves to the other shards."""
 _POLL = 0.05
+_WINDOW = 4
+"""Cases sent ahead to one worker, so that it never waits for the supervisor."""
 
 
 class RunCancelled(Exception):
@@ -68,6 +96,68 @@ class RunOptions:
     selection: Selection = field(default_factory=Selection)
     category_models: Mapping[str, str] = field(default_factory=dict)
     """Extra category → built-in model mappings (``[tool.cer.categories]``)."""
+    jobs: int = 1
+    """How many workers run cases at the same time (python implementations); ``0``
+    means one per available CPU (``-j auto``, see :func:`resolve_jobs`). Each worker
+    imports the implementation itself; results do not depend on it."""
+    shard: tuple[int, int] | None = None
+    """``(I, N)``: run only the I-th of N slices of the suite (see :func:`in_shard`);
+    the other cases are reported skipped with the reason :data:`OTHER_SHARD`."""
+
+
+def parse_jobs(text: str) -> int:
+    """``-j`` as given on a command line: ``auto`` (returned as 0) or a count of at
+    least 1; ValueError otherwise."""
+    word = text.strip().lower()
+    if word == "auto":
+        return 0
+    try:
+        jobs = int(word)
+    except ValueError:
+        raise ValueError(f"-j must be a number of workers or auto, not {text!r}") from None
+    if jobs < 1:
+        raise ValueError(f"-j must be at least 1 (or auto), not {text!r}")
+    return jobs
+
+
+def resolve_jobs(jobs: int) -> int:
+    """The number of workers ``jobs`` asks for: itself, or for ``0`` the CPUs this
+    process may run on."""
+    if jobs > 0:
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``--shard I/N`` as given on a command line, e.g. ``"2/4"`` → ``(2, 4)``; both
+    whole numbers with ``1 <= I <= N``; ValueError otherwise."""
+    index_text, slash, count_text = text.strip().partition("/")
+    try:
+        if not slash:
+            raise ValueError
+        index, count = int(index_text), int(count_text)
+    except ValueError:
+        raise ValueError(f"--shard must look like I/N (such as 2/4), not {text!r}") from None
+    if not 1 <= index <= count:
+        raise ValueError(f"--shard I/N needs 1 <= I <= N, not {text!r}")
+    return index, count
+
+
+def in_shard(position: int, shard: tuple[int, int] | None) -> bool:
+    """Whether the case at declared ``position`` (1-based) belongs to ``shard``.
+
+    Shard I of N holds the positions I, I + N, I + 2N, …: every case belongs to
+    exactly one shard, the slices differ in size by at most one case, and neighbouring
+    cases (often alike in cost) are spread over all shards. The rule looks at nothing
+    but the position, so every machine of a CI matrix computes the same slices.
+    """
+    if shard is None:
+        return True
+    index, count = shard
+    return (position - 1) % count == index - 1
 
 
 @dataclass(frozen=True)
@@ -75,6 +165,12 @@ class _Planned:
     case: Case
     input: dict[str, Any]
     model: str
+
+
+def _times_matter(case: Case) -> bool:
+    """Whether the case's verdict depends on its measured time (``elapsed_ms``, or an
+    operator on it such as ``elapsed_ms_max``)."""
+    return any(type(key) is str and key.startswith("elapsed_ms") for key in case.expect)
 
 
 def _now_ms() -> int:
@@ -129,8 +225,36 @@ def search_paths(suite: Suite, options: RunOptions) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+@dataclass
+class _Flight:
+    """A case sent to a worker and not answered yet."""
+
+    seq: int
+    item: _Planned
+    sent_at: float
+
+
+class _Lane:
+    """One worker process and the cases it holds; restarted when it is lost."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.worker: WorkerProcess | None = None
+        self.loading = False
+        """A load request was sent and not answered yet."""
+        self.load_deadline = 0.0
+        self.retired = False
+        self.in_flight: deque[_Flight] = deque()
+        self.losses = 0
+        """Losses of this lane's worker since a case of it last finished."""
+        self.begun_at: float | None = None
+        """When the worker said the first case in flight began (no isolation only)."""
+        self.last_heard = 0.0
+        self.expecting_exit = False
+
+
 class _Execution:
-    """One run's state while its cases are in the worker's hands."""
+    """One run's state while its cases are in the workers' hands."""
 
     def __init__(
         self,
@@ -138,6 +262,7 @@ class _Execution:
         options: RunOptions,
         emit: Callable[[RunEvent], None],
         cancel: threading.Event | None,
+        warm: WarmWorkers | None = None,
     ) -> None:
         self.suite = suite
         self.options = options
@@ -146,17 +271,27 @@ class _Execution:
         """Results decided before running, reported once the implementation is loaded
         (or failed to load), so events keep their documented order."""
         self.cancel = cancel
+        self.warm = warm
         self.results: dict[int, CaseResult] = {}
         self.total = len(suite.cases)
         self.notes: list[str] = []
         self.implementation_id = options.impl
-        self.worker: WorkerProcess | None = None
+        self.lanes: list[_Lane] = []
+        self.pending: deque[_Planned] = deque()
+        self.announced = False
+        """Whether ImplementationLoaded or ImplementationFailed was emitted."""
+        self.finished = False
+        """Set when the implementation failed to load: every remaining case is decided."""
+        self._seq = 0
+        self._attempts: dict[int, int] = {}
+        self._window = _WINDOW
 
     # --- bookkeeping -------------------------------------------------------------------
 
     def emit(self, event: RunEvent) -> None:
         self._emit(event)
         if isinstance(event, ImplementationLoaded | ImplementationFailed):
+            self.announced = True
             self.flush_deferred()
 
     def flush_deferred(self) -> None:
@@ -174,14 +309,24 @@ class _Execution:
         if self.cancel is not None and self.cancel.is_set():
             raise RunCancelled()
 
+    def note_once(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
     # --- worker lifecycle --------------------------------------------------------------
 
-    def start_worker(self) -> tuple[bool, Message | None, str]:
-        """Start a worker and load the implementation.
-
-        Returns (loaded, the 'loaded' message, a failure description)."""
-        worker = WorkerProcess()
-        self.worker = worker
+    def start_lane(self, lane: _Lane) -> None:
+        """Start the lane's worker (a warm one when there is one) and ask it to load
+        the implementation; the answer arrives in :meth:`execute`'s loop."""
+        worker = self.warm.take() if self.warm is not None else None
+        if worker is None:
+            worker = WorkerProcess()
+        lane.worker = worker
+        lane.loading = True
+        lane.begun_at = None
+        lane.expecting_exit = False
+        lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
+        lane.last_heard = time.monotonic()
         worker.send(
             {
                 "op": "load",
@@ -193,31 +338,32 @@ class _Execution:
                 "timeout": self.options.timeout,
             }
         )
-        limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
-        deadline = time.monotonic() + limit
-        while True:
-            self.check_cancel()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                worker.kill()
-                return False, None, f"importing the implementation timed out after {limit:g} s"
-            message = worker.receive(min(_POLL, remaining))
-            if message is None:
-                continue
-            if message.body.get("op") != "loaded":
-                worker.kill()
-                return False, None, "the worker answered the load request with something else"
-            return bool(message.body.get("ok")), message, ""
+
+    def kill_lane(self, lane: _Lane) -> None:
+        if lane.worker is not None:
+            lane.worker.kill()
+            lane.worker = None
+        lane.loading = False
+        lane.begun_at = None
 
     def stop_worker(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+        """End every worker: ask them all to quit first, then make sure they are gone."""
+        for lane in self.lanes:
+            if lane.worker is not None:
+                lane.worker.ask_to_quit()
+        for lane in self.lanes:
+            if lane.worker is not None:
+                lane.worker.close()
+                lane.worker = None
 
     def kill_worker(self) -> None:
-        if self.worker is not None:
-            self.worker.kill()
-            self.worker = None
+        for lane in self.lanes:
+            self.kill_lane(lane)
+
+    def requeue(self, lane: _Lane) -> None:
+        """Put the lane's unanswered cases back at the front of the queue, in order."""
+        self.pending.extendleft(reversed([flight.item for flight in lane.in_flight]))
+        lane.in_flight.clear()
 
     # --- running -----------------------------------------------------------------------
 
@@ -229,25 +375,197 @@ class _Execution:
 
             execute_command(self, planned)
             return
-        try:
-            loaded, message, failure = self.start_worker()
-        except WorkerLost as lost:
-            loaded, message, failure = False, None, lost.description
-        if not loaded:
-            self.fail_import(planned, message, failure)
+        self.pending = deque(planned)
+        count = min(resolve_jobs(self.options.jobs), len(planned))
+        self.lanes = [_Lane(index) for index in range(count)]
+        # With several workers, fewer cases wait in each one, so that none of them is
+        # left holding a backlog while another has run out of work.
+        self._window = _WINDOW if count == 1 else 2
+        self.execute()
+
+    def execute(self) -> None:
+        """Keep every lane busy until each case has a result."""
+        pending, lanes = self.pending, self.lanes
+        while not self.finished and (pending or any(lane.in_flight for lane in lanes)):
+            self.check_cancel()
+            for lane in lanes:
+                if lane.worker is None and not lane.retired:
+                    self.revive(lane)
+                if self.finished:
+                    return
+            if all(lane.retired for lane in lanes):
+                self.give_up()
+                return
+            for lane in lanes:
+                if lane.worker is not None and not lane.loading:
+                    self.fill(lane)
+            self.wait(lanes)
+            now = time.monotonic()
+            for lane in lanes:
+                if lane.worker is not None:
+                    self.check_deadlines(lane, now)
+
+    def revive(self, lane: _Lane) -> None:
+        """Start a worker for a lane that has none, unless it used up its budget or
+        there is nothing left for it to do."""
+        if lane.losses > RESTART_BUDGET:
+            lane.retired = True
             return
-        assert message is not None
-        files = tuple(str(f) for f in message.body.get("files", ()))
-        self.implementation_id = _implementation_id(self.options.impl, files)
-        self.emit(ImplementationLoaded(self.implementation_id, files))
-        self.execute(deque(planned))
+        if not self.pending and not lane.in_flight:
+            return
+        try:
+            self.start_lane(lane)
+        except WorkerLost as lost:
+            self.load_failed(lane, None, lost.description)
+
+    def give_up(self) -> None:
+        """Every lane lost its worker too often: the remaining cases are not run."""
+        losses = max(lane.losses for lane in self.lanes)
+        for lane in self.lanes:
+            self.requeue(lane)
+        while self.pending:
+            item = self.pending.popleft()
+            self.record(_errored(
+                item.case,
+                "not run: the worker process was lost "
+                f"{losses} times in a row without finishing a case",
+            ))
+
+    def fill(self, lane: _Lane) -> None:
+        """Send the lane's worker cases from the shared queue, up to the window.
+
+        Without isolation, a case whose verdict depends on its time travels alone, so
+        that the time from sending it to its result is its own.
+        """
+        worker, pending, in_flight = lane.worker, self.pending, lane.in_flight
+        assert worker is not None
+        inline = self.options.isolation == "none"
+        window = self._window
+        while pending and len(in_flight) < window and not lane.expecting_exit:
+            item = pending[0]
+            if inline and in_flight and (
+                _times_matter(item.case) or _times_matter(in_flight[-1].item.case)
+            ):
+                break
+            pending.popleft()
+            self._seq += 1
+            try:
+                worker.send_case(self._seq, self.encode(item))
+            except WorkerLost as lost:
+                pending.appendleft(item)
+                self.lost(lane, lost.description)
+                return
+            in_flight.append(_Flight(self._seq, item, time.monotonic()))
+
+    @staticmethod
+    def encode(item: _Planned) -> bytes:
+        case = item.case
+        return plaindata.dumps({
+            "name": case.name,
+            "case_class": case.case_class,
+            "category": case.category,
+            "tags": list(case.tags),
+            "model": item.model,
+            "input": plaindata.to_wire(item.input),
+        })
+
+    def wait(self, lanes: list[_Lane]) -> None:
+        """Wait for any worker to speak (or a short while), then handle every complete
+        message, lane by lane."""
+        channels = {lane.worker.fileno(): lane for lane in lanes if lane.worker is not None}
+        if not channels:
+            return
+        ready, _, _ = select.select(list(channels), [], [], _POLL)
+        for fd in ready:
+            lane = channels[fd]
+            worker = lane.worker
+            if worker is None:
+                continue
+            try:
+                worker.read_available()
+            except WorkerLost as lost:
+                self.drain(lane)
+                if lane.worker is worker:
+                    self.lost(lane, lost.description)
+                continue
+            self.drain(lane)
+
+    def drain(self, lane: _Lane) -> None:
+        """Handle the messages of the lane's worker that have arrived whole."""
+        now = time.monotonic()
+        while lane.worker is not None:
+            worker = lane.worker
+            try:
+                message = worker.next_message()
+            except WorkerLost as lost:
+                self.lost(lane, lost.description)
+                return
+            if message is None:
+                return
+            lane.last_heard = now
+            if lane.loading:
+                self.loaded(lane, message)
+            else:
+                self.answer(lane, message, now)
+            if self.finished:
+                return
+
+    def loaded(self, lane: _Lane, message: Message) -> None:
+        """The lane's worker answered the load request."""
+        body = message.body
+        if body.get("op") != "loaded":
+            self.load_failed(lane, None, "the worker answered the load request with something else")
+            return
+        if not body.get("ok"):
+            self.load_failed(lane, message, "")
+            return
+        lane.loading = False
+        files = tuple(str(f) for f in body.get("files", ()))
+        identity = _implementation_id(self.options.impl, files)
+        if not self.announced:
+            self.implementation_id = identity
+            self.emit(ImplementationLoaded(identity, files))
+        elif identity != self.implementation_id:
+            self.note_once(
+                "the implementation's source changed during the run: a worker started "
+                f"later imported {identity}, so results may mix both versions"
+            )
+
+    def load_failed(self, lane: _Lane, message: Message | None, failure: str) -> None:
+        """The lane's worker could not load the implementation.
+
+        Before any worker loaded it, that decides the run: every case is errored (as
+        with a single worker). Later, while other workers still run, only this lane
+        stops; when none is left, the remaining cases are errored.
+        """
+        self.kill_lane(lane)
+        others = [other for other in self.lanes
+                  if other is not lane and not other.retired and other.worker is not None]
+        if self.announced and others:
+            lane.retired = True
+            self.requeue(lane)
+            body = message.body if message is not None else {}
+            reason = str(body.get("reason") or failure or "it could not be loaded")
+            self.note_once(f"a worker could not load the implementation again: {reason}")
+            return
+        items: list[_Planned] = []
+        for each in self.lanes:
+            items.extend(flight.item for flight in each.in_flight)
+            each.in_flight.clear()
+            if each is not lane:
+                self.kill_lane(each)
+        items.extend(self.pending)
+        self.pending.clear()
+        items.sort(key=lambda item: item.case.position)
+        self.finished = True
+        self.fail_import(items, message, failure)
 
     def fail_import(self, planned: list[_Planned], message: Message | None, failure: str) -> None:
         body = message.body if message is not None else {}
         reason = str(body.get("reason") or failure or "the implementation could not be loaded")
         trace = str(body.get("traceback") or "") or None
         output = str(body.get("output") or "")
-        if message is not None:
+        if message is not None and not self.announced:
             files = tuple(str(f) for f in body.get("files", ()))
             self.implementation_id = _implementation_id(self.options.impl, files)
         self.kill_worker()
@@ -259,122 +577,93 @@ class _Execution:
                 _errored(item.case, note, traceback=trace, stdout=output)
             )
 
-    def execute(self, pending: deque[_Planned]) -> None:
-        # Without isolation the case runs in the worker, whose own clock the case could
-        # tamper with; there, one case at a time, timed here from send to result.
-        inline = self.options.isolation == "none"
-        window = 1 if inline else 4
-        sent_at: dict[int, float] = {}
-        in_flight: deque[tuple[int, _Planned]] = deque()
-        seq = 0
-        losses = 0
-        begun_at: float | None = None
-        last_heard = time.monotonic()
-        timeout = self.options.timeout
-        expecting_exit = False
-        while pending or in_flight:
-            self.check_cancel()
-            worker = self.worker
-            if worker is None:
-                if losses > RESTART_BUDGET:
-                    for _, item in in_flight:
-                        pending.appendleft(item)
-                    for item in pending:
-                        self.record(_errored(
-                            item.case,
-                            "not run: the worker process was lost "
-                            f"{losses} times in a row without finishing a case",
-                        ))
-                    return
-                pending.extendleft(reversed([item for _, item in in_flight]))
-                in_flight.clear()
-                try:
-                    loaded, message, failure = self.start_worker()
-                except WorkerLost as lost:
-                    loaded, message, failure = False, None, lost.description
-                if not loaded:
-                    self.fail_import(list(pending), message, failure)
-                    return
-                worker = self.worker
-                assert worker is not None
-                begun_at = None
-                last_heard = time.monotonic()
-                expecting_exit = False
-            try:
-                while pending and len(in_flight) < window and not expecting_exit:
-                    item = pending.popleft()
-                    seq += 1
-                    worker.send({
-                        "op": "case",
-                        "seq": seq,
-                        "name": item.case.name,
-                        "case_class": item.case.case_class,
-                        "category": item.case.category,
-                        "tags": list(item.case.tags),
-                        "model": item.model,
-                        "input": plaindata.to_wire(item.input),
-                    })
-                    sent_at[seq] = time.monotonic()
-                    in_flight.append((seq, item))
-                message = worker.receive(_POLL)
-            except WorkerLost as lost:
-                self.handle_loss(in_flight, lost.description, begun_at, expecting_exit)
-                if not expecting_exit:
-                    losses += 1
-                self.kill_worker()
-                begun_at = None
-                continue
-            now = time.monotonic()
-            if message is None:
-                overdue = (
-                    begun_at is not None and now - begun_at > timeout
-                ) or now - last_heard > timeout + WATCHDOG_GRACE
-                if overdue and in_flight:
-                    self.handle_timeout(in_flight, begun_at is not None)
-                    self.kill_worker()
-                    losses = 0
-                    begun_at = None
-                continue
-            last_heard = now
-            op = message.body.get("op")
-            if op == "begin":
-                begun_at = now
-                continue
-            if op != "result" or not in_flight or message.body.get("seq") != in_flight[0][0]:
-                self.handle_loss(in_flight, f"the worker sent an unexpected message {op!r}",
-                                 begun_at, False)
-                losses += 1
-                self.kill_worker()
-                begun_at = None
-                continue
-            done_seq, item = in_flight.popleft()
-            begun_at = None
-            losses = 0
-            outcome = outcome_from_worker(
-                message.body, message.raw, timeout, self.options.capture_limit
-            )
-            started_at = sent_at.pop(done_seq, None)
-            if inline and outcome.elapsed_ms is not None and started_at is not None:
-                outcome = replace(outcome, elapsed_ms=(now - started_at) * 1000.0)
-            self.record(judge(item.case, outcome))
-            if message.body.get("anomaly"):
-                expecting_exit = True
-                pending.extendleft(reversed([queued for _, queued in in_flight]))
-                in_flight.clear()
-
-    def handle_loss(
-        self,
-        in_flight: deque[tuple[int, _Planned]],
-        description: str,
-        begun_at: float | None,
-        expected: bool,
-    ) -> None:
-        """The worker vanished: the case it was running is errored (or crashed)."""
-        if expected or not in_flight:
+    def answer(self, lane: _Lane, message: Message, now: float) -> None:
+        """A message from a worker that runs cases."""
+        body = message.body
+        op = body.get("op")
+        if op == "begin":
+            lane.begun_at = now
             return
-        _, item = in_flight.popleft()
-        worker = self.worker
-        if self.options.isolation == "none" and begun_at is not None:
+        in_flight = lane.in_flight
+        if op != "result" or not in_flight or body.get("seq") != in_flight[0].seq:
+            self.lost(lane, f"the worker sent an unexpected message {op!r}", expected=False)
+            return
+        flight = in_flight.popleft()
+        lane.begun_at = None
+        how = body.get("exit")
+        if isinstance(how, dict) and how.get("how") == "unstarted":
+            self.restart_case(flight.item)
+            return
+        lane.losses = 0
+        timeout = self.options.timeout
+        outcome = outcome_from_worker(body, message.raw, timeout, self.options.capture_limit)
+        if (
+            self.options.isolation == "none"
+            and outcome.elapsed_ms is not None
+            and _times_matter(flight.item.case)
+        ):
+            # Without isolation the case could tamper with the worker's clock; a case
+            # whose verdict depends on its time travelled alone and is timed here.
+            outcome = replace(outcome, elapsed_ms=(now - flight.sent_at) * 1000.0)
+        self.record(judge(flight.item.case, outcome))
+        if body.get("anomaly"):
+            lane.expecting_exit = True
+            self.requeue(lane)
+
+    def restart_case(self, item: _Planned) -> None:
+        """The case's process ended before it started the case (something disturbed
+        it): nothing of the implementation ran, so the case is sent again."""
+        attempts = self._attempts.get(item.case.position, 0) + 1
+        self._attempts[item.case.position] = attempts
+        if attempts >= START_ATTEMPTS:
+            self.record(_errored(
+                item.case,
+                f"the runner could not start this case: its process was disturbed "
+                f"before it began, {attempts} times",
+            ))
+            return
+        self.pending.appendleft(item)
+
+    def lost(self, lane: _Lane, description: str, *, expected: bool | None = None) -> None:
+        """The lane's worker vanished or broke its channel."""
+        if lane.loading:
+            self.load_failed(lane, None, description)
+            return
+        expecting = lane.expecting_exit if expected is None else expected
+        self.handle_loss(lane, description, expecting)
+        if not expecting:
+            lane.losses += 1
+        self.kill_lane(lane)
+        self.requeue(lane)
+
+    def check_deadlines(self, lane: _Lane, now: float) -> None:
+        """The load timeout, the case timeout without isolation, and the watchdog."""
+        if lane.loading:
+            if now > lane.load_deadline:
+                limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
+                self.load_failed(
+                    lane, None, f"importing the implementation timed out after {limit:g} s"
+                )
+            return
+        if not lane.in_flight:
+            return
+        timeout = self.options.timeout
+        overdue = (
+            lane.begun_at is not None and now - lane.begun_at > timeout
+        ) or now - lane.last_heard > timeout + WATCHDOG_GRACE
+        if overdue:
+            self.handle_timeout(lane, lane.begun_at is not None)
+            self.kill_lane(lane)
+            lane.losses = 0
+            self.requeue(lane)
+
+    def handle_loss(self, lane: _Lane, description: str, expected: bool) -> None:
+        """The worker vanished: the case it was running is errored (or crashed)."""
+        if expected or not lane.in_flight:
+            return
+        item = lane.in_flight.popleft().item
+        worker = lane.worker
+        if self.options.isolation == "none" and lane.begun_at is not None:
             outcome = Outcome("crashed", detail=f"the case ended the worker process: "
                               f"{description.split(': ', 1)[-1]}")
             self.record(judge(item.case, outcome))
@@ -383,8 +672,8 @@ class _Execution:
         self.record(_errored(item.case, f"the runner lost this case: {description}",
                              stderr=tail))
 
-    def handle_timeout(self, in_flight: deque[tuple[int, _Planned]], precise: bool) -> None:
-        _, item = in_flight.popleft()
+    def handle_timeout(self, lane: _Lane, precise: bool) -> None:
+        item = lane.in_flight.popleft().item
         timeout = self.options.timeout
         if precise:
             outcome = Outcome("timed_out", detail=f"timed out after {timeout:g} s",
@@ -404,8 +693,13 @@ def plan(
     runnable: list[_Planned] = []
     decided: list[CaseResult] = []
     selection = options.selection
+    shard = options.shard
+    everything = selection.is_everything
     for case in suite.cases:
-        if not selection.selects(case):
+        if shard is not None and not in_shard(case.position, shard):
+            decided.append(_skipped(case, OTHER_SHARD))
+            continue
+        if not everything and not selection.selects(case):
             decided.append(_skipped(case, "deselected"))
             continue
         model = registry.model_for(case.category)
@@ -426,33 +720,59 @@ def plan(
     return runnable, decided
 
 
-def run_suite(
-    suite: Suite,
-    options: RunOptions,
-    *,
-    on_event: Callable[[RunEvent], None] | None = None,
-    cancel: threading.Event | None = None,
-) -> RunResult:
-    """Run every case of ``suite`` and return one result per case in declared order.
-
-    Raises RunCancelled when ``cancel`` is set before the run completes (the worker is
-    killed first), and ValueError for options that make no sense.
-    """
+def _check_options(options: RunOptions) -> None:
     if options.kind not in IMPLEMENTATION_KINDS:
         raise ValueError(f"kind must be one of {', '.join(IMPLEMENTATION_KINDS)}")
     if options.isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
     if not 0 < options.timeout <= 86_400:
         raise ValueError("timeout must be a number of seconds above 0 and at most 86400")
+    if type(options.jobs) is not int or options.jobs < 0:
+        raise ValueError("jobs must be a whole number of workers, or 0 for one per CPU")
+    if options.shard is not None:
+        index, count = options.shard
+        if not (type(index) is int and type(count) is int and 1 <= index <= count):
+            raise ValueError("shard must be (I, N) with 1 <= I <= N")
+
+
+def _shard_note(shard: tuple[int, int], total: int) -> str:
+    index, count = shard
+    mine = len(range(index, total + 1, count))
+    return (
+        f"shard {index}/{count}: ran the {mine} of {total} cases at positions {index}, "
+        f"{index}+{count}, …; the others are skipped ({OTHER_SHARD})"
+    )
+
+
+def run_suite(
+    suite: Suite,
+    options: RunOptions,
+    *,
+    on_event: Callable[[RunEvent], None] | None = None,
+    cancel: threading.Event | None = None,
+    warm: WarmWorkers | None = None,
+) -> RunResult:
+    """Run every case of ``suite`` and return one result per case in declared order.
+
+    ``on_event`` is called from the calling thread only, one event at a time, whatever
+    ``options.jobs`` is. ``warm`` supplies workers started ahead of time; it is
+    refilled when the run ends, for the next one.
+
+    Raises RunCancelled when ``cancel`` is set before the run completes (the workers
+    are killed first), and ValueError for options that make no sense.
+    """
+    _check_options(options)
     emit = on_event or (lambda event: None)
     registry = build_registry(options.category_models)
     run_id = uuid.uuid4().hex
     started = _now_ms()
-    execution = _Execution(suite, options, emit, cancel)
+    execution = _Execution(suite, options, emit, cancel, warm)
     if options.isolation == "fork" and not hasattr(os, "fork"):
         execution.notes.append("fork is not available here: cases ran without isolation")
         options = replace(options, isolation="none")
         execution.options = options
+    if options.shard is not None:
+        execution.notes.append(_shard_note(options.shard, len(suite.cases)))
     emit(RunStarted(run_id, suite, options.impl, len(suite.cases)))
     runnable, decided = plan(suite, options, registry)
     execution.deferred = list(decided)
@@ -462,9 +782,13 @@ def run_suite(
         execution.run(runnable)
     except BaseException:
         execution.kill_worker()
+        if warm is not None:
+            warm.fill()
         raise
     execution.flush_deferred()
     execution.stop_worker()
+    if warm is not None:
+        warm.fill()
     results = []
     for case in suite.cases:
         found = execution.results.get(case.position)

@@ -12,9 +12,11 @@ import contextlib
 import os
 import select
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +24,18 @@ from typing import Any
 
 import cer
 from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, FrameError, pack, split_frames, write_all
+from cer.framing import (
+    KIND_CASE,
+    KIND_JSON,
+    KIND_RAW,
+    FrameError,
+    pack,
+    split_frames,
+    write_all,
+)
 from cer.worker import kill_process_tree
+
+_SEQ = struct.Struct(">Q")
 
 
 class WorkerLost(Exception):
@@ -43,7 +55,11 @@ class Message:
 
 
 class WorkerProcess:
-    """One running worker. Not thread-safe: one supervisor thread owns it."""
+    """One running worker. Not thread-safe: one supervisor thread owns it.
+
+    The process starts at once and waits for its ``load`` message; until the first
+    message is sent it has imported nothing but ``cer.worker`` (see :attr:`fresh`).
+    """
 
     def __init__(self, cwd: str | None = None) -> None:
         to_worker_r, to_worker_w = os.pipe()
@@ -75,19 +91,49 @@ class WorkerProcess:
         self._from_worker = from_worker_r
         self._buffer = bytearray()
         self._pending: list[tuple[int, bytes]] = []
+        self._next = 0
         self.closed = False
+        self.used = False
+        """Whether anything was ever sent to this worker."""
+        self.started_in = os.getcwd() if cwd is None else cwd
+        self.started_with = dict(os.environ)
 
-    def send(self, message: dict[str, Any]) -> None:
+    @property
+    def fresh(self) -> bool:
+        """Whether this worker was never sent anything and is still running, in the
+        working directory and environment this process has now: exactly what a worker
+        started now would be."""
+        return (
+            not self.used
+            and not self.closed
+            and self.process.poll() is None
+            and self.started_in == os.getcwd()
+            and self.started_with == os.environ
+        )
+
+    def fileno(self) -> int:
+        """The descriptor to wait on for messages (see :meth:`read_available`)."""
+        return self._from_worker
+
+    def _write(self, data: bytes) -> None:
+        self.used = True
         try:
-            write_all(self._to_worker, pack(KIND_JSON, plaindata.dumps(message)))
+            write_all(self._to_worker, data)
         except OSError as exc:
             raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._write(pack(KIND_JSON, plaindata.dumps(message)))
+
+    def send_case(self, seq: int, body: bytes) -> None:
+        """Send one case: ``body`` is the encoded case message (see cer.framing)."""
+        self._write(pack(KIND_CASE, _SEQ.pack(seq) + body))
 
     def receive(self, timeout: float) -> Message | None:
         """The next message, or None when ``timeout`` seconds pass without one."""
         deadline = time.monotonic() + timeout
         while True:
-            message = self._take_message()
+            message = self.next_message()
             if message is not None:
                 return message
             remaining = deadline - time.monotonic()
@@ -96,24 +142,36 @@ class WorkerProcess:
             ready, _, _ = select.select([self._from_worker], [], [], remaining)
             if not ready:
                 return None
-            try:
-                chunk = os.read(self._from_worker, 1 << 20)
-            except OSError as exc:
-                raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
-            if not chunk:
-                raise WorkerLost(self._death_description("the worker process ended"))
-            self._buffer += chunk
-            try:
-                self._pending.extend(split_frames(self._buffer))
-            except FrameError as exc:
-                raise WorkerLost(f"the worker's channel was corrupted: {exc}") from exc
+            self.read_available()
 
-    def _take_message(self) -> Message | None:
-        if not self._pending:
+    def read_available(self) -> None:
+        """Read what the channel holds now (call when :meth:`fileno` is readable);
+        WorkerLost when the worker has gone or its channel is corrupted."""
+        try:
+            chunk = os.read(self._from_worker, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
+        if not chunk:
+            raise WorkerLost(self._death_description("the worker process ended"))
+        self._buffer += chunk
+        try:
+            self._pending.extend(split_frames(self._buffer))
+        except FrameError as exc:
+            raise WorkerLost(f"the worker's channel was corrupted: {exc}") from exc
+
+    def next_message(self) -> Message | None:
+        """The next complete message already read, or None."""
+        pending, start = self._pending, self._next
+        if start >= len(pending):
+            if start:
+                pending.clear()
+                self._next = 0
             return None
-        kind, data = self._pending[0]
+        kind, data = pending[start]
         if kind != KIND_JSON:
-            self._pending.pop(0)
+            self._next += 1
             raise WorkerLost("the worker's channel was corrupted: unexpected raw frame")
         try:
             body = plaindata.loads(data)
@@ -122,14 +180,14 @@ class WorkerProcess:
         if not isinstance(body, dict):
             raise WorkerLost("the worker's channel was corrupted: message is not a table")
         if body.get("op") == "result":
-            if len(self._pending) < 2:
+            if len(pending) < start + 2:
                 return None  # its raw frame has not arrived yet
-            raw_kind, raw = self._pending[1]
+            raw_kind, raw = pending[start + 1]
             if raw_kind != KIND_RAW:
                 raise WorkerLost("the worker's channel was corrupted: result without payload")
-            del self._pending[:2]
+            self._next += 2
             return Message(body, raw)
-        self._pending.pop(0)
+        self._next += 1
         return Message(body)
 
     def _death_description(self, what: str) -> str:
@@ -179,12 +237,64 @@ class WorkerProcess:
                 os.close(fd)
         self._stderr.close()
 
+    def ask_to_quit(self) -> None:
+        """Tell the worker to quit, without waiting (see :meth:`close`)."""
+        if not self.closed:
+            with contextlib.suppress(WorkerLost):
+                self.send({"op": "quit"})
+
     def close(self) -> None:
         """Ask the worker to quit, then make sure it is gone."""
         if self.closed:
             return
-        with contextlib.suppress(WorkerLost):
-            self.send({"op": "quit"})
+        self.ask_to_quit()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=1)
         self.kill()
+
+
+class WarmWorkers:
+    """Worker processes started ahead of the next run, for a shell that runs again and
+    again (the TUI): a run takes a waiting worker instead of starting an interpreter,
+    so only the implementation's import remains between a save and the first result.
+
+    Every worker handed out is :attr:`WorkerProcess.fresh`: a process that has imported
+    nothing but ``cer.worker``, was never sent anything, and runs in this process's
+    current working directory and environment. A worker is never reused: a run takes
+    it, and :meth:`fill` starts a replacement. Thread-safe; :meth:`close` ends them all.
+    """
+
+    def __init__(self, count: int = 1) -> None:
+        self.count = max(0, count)
+        self._lock = threading.Lock()
+        self._ready: list[WorkerProcess] = []
+        self._closed = False
+
+    def fill(self) -> None:
+        """Start workers until ``count`` fresh ones wait (a few ms each: the new
+        interpreters start in the background)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._drop_stale()
+            while len(self._ready) < self.count:
+                self._ready.append(WorkerProcess())
+
+    def take(self) -> WorkerProcess | None:
+        """A fresh waiting worker, or None when none is ready."""
+        with self._lock:
+            self._drop_stale()
+            return self._ready.pop(0) if self._ready else None
+
+    def close(self) -> None:
+        """Kill every waiting worker; later calls to :meth:`fill` start none."""
+        with self._lock:
+            self._closed = True
+            ready, self._ready = self._ready, []
+        for worker in ready:
+            worker.kill()
+
+    def _drop_stale(self) -> None:
+        for worker in [w for w in self._ready if not w.fresh]:
+            self._ready.remove(worker)
+            worker.kill()
