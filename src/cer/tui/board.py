@@ -13,11 +13,23 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from cer.matrix import Agreement
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
 
 FAILING: frozenset[Status] = frozenset({Status.FAIL, Status.ERRORED})
 """Statuses that count as a failure for failures-only, rerun-failed and regressions."""
+
+_WORST_FIRST: tuple[Status | None, ...] = (
+    Status.ERRORED,
+    Status.FAIL,
+    None,
+    Status.SKIPPED,
+    Status.PASS,
+)
+"""How several implementations' statuses of one case fold into one for the group-by
+view: the worst wins, so that a group's pass rate counts the cases every implementation
+passed."""
 
 
 class Change(enum.Enum):
@@ -166,6 +178,14 @@ class Board:
     last_run: RunResult | None = None
     flaky: frozenset[str] = frozenset()
     """Names the history marks flaky for the implementation and suite of the last run."""
+    peers: tuple[Board, ...] = ()
+    """With several implementations, this board holds the first one's results and owns
+    the filters; ``peers`` hold the others', one board each, their rows parallel to these
+    (the app gives every board the same suite). Failures-only, rerun-failed and the
+    group-by view then look at every implementation."""
+    agreements: dict[str, Agreement] = field(default_factory=dict)
+    """How the implementations' observations of each case compare, from the last matrix
+    built (several implementations only)."""
     _index: dict[str, int] = field(default_factory=dict)
     _visible: list[int] | None = None
     _last_run_completed: bool = True
@@ -280,6 +300,38 @@ class Board:
         index = self._index.get(name)
         return None if index is None else self.rows[index]
 
+    def index_of(self, name: str) -> int | None:
+        """Where the case called ``name`` sits in ``rows`` (and in every peer's)."""
+        return self._index.get(name)
+
+    def lanes_at(self, index: int) -> tuple[Row, ...]:
+        """Every implementation's row at ``index``: this board's, then each peer's."""
+        return (self.rows[index], *(peer.rows[index] for peer in self.peers))
+
+    def status_at(self, index: int) -> Status | None:
+        """The status of the case at ``index``, folded over every implementation (the
+        worst wins); this board's own status when it has no peers."""
+        row = self.rows[index]
+        if not self.peers:
+            return row.status
+        statuses = {lane.status for lane in self.lanes_at(index)}
+        return next(status for status in _WORST_FIRST if status in statuses)
+
+    def failing_at(self, index: int) -> bool:
+        """Whether some implementation failed or errored the case at ``index``."""
+        if self.rows[index].status in FAILING:
+            return True
+        return any(peer.rows[index].status in FAILING for peer in self.peers)
+
+    def refilter(self) -> None:
+        """Recompute the visible rows on the next look (a peer's results changed)."""
+        if self.filters.failures_only:
+            self._visible = None
+
+    def set_agreements(self, agreements: dict[str, Agreement]) -> None:
+        """Take the agreement of each case from a newly built matrix."""
+        self.agreements = agreements
+
     def set_flaky(self, names: frozenset[str]) -> bool:
         """Take the history's flaky names; True when they changed."""
         if names == self.flaky:
@@ -293,13 +345,16 @@ class Board:
         return sum(1 for name in self.flaky if name in self._index)
 
     def failed_names(self) -> frozenset[str]:
-        return frozenset(row.name for row in self.rows if row.status in FAILING)
+        """Cases some implementation failed or errored."""
+        if not self.peers:
+            return frozenset(row.name for row in self.rows if row.status in FAILING)
+        return frozenset(row.name for index, row in enumerate(self.rows) if self.failing_at(index))
 
     def visible(self) -> list[int]:
         """Indexes into ``rows`` of the rows the filters let through, in declared order."""
         if self._visible is None:
             if self.filters.active:
-                self._visible = [i for i, row in enumerate(self.rows) if self._shows(row)]
+                self._visible = [i for i, row in enumerate(self.rows) if self._shows(i, row)]
             else:
                 self._visible = list(range(len(self.rows)))
         return self._visible
@@ -331,9 +386,9 @@ class Board:
             self.filters.group = group
         self._visible = None
 
-    def _shows(self, row: Row) -> bool:
+    def _shows(self, index: int, row: Row) -> bool:
         filters = self.filters
-        if filters.failures_only and row.status not in FAILING:
+        if filters.failures_only and not self.failing_at(index):
             return False
         if filters.group is not None and not filters.group.contains(row.case):
             return False
@@ -359,8 +414,8 @@ class Board:
                 stats = table[value] = GroupStats(GroupKey(kind, value))
             stats.add(status)
 
-        for row in self.rows:
-            case, status = row.case, row.status
+        for index, row in enumerate(self.rows):
+            case, status = row.case, self.status_at(index)
             bump(by_kind["category"], "category", case.category, status)
             bump(by_kind["case_class"], "case_class", case.case_class, status)
             bump(by_kind["severity"], "severity", case.severity or "none", status)

@@ -40,7 +40,7 @@ class DetailStyles:
 class Details:
     """The content of the five panes for one case."""
 
-    reason: Text
+    reason: RenderableType
     diff: list[Text]
     output: list[Text]
     case: Text

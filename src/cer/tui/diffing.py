@@ -70,40 +70,73 @@ def render_result_diff(result: CaseResult, styles: DiffStyles) -> list[Text]:
     return lines
 
 
-def render_mismatch(mismatch: Mismatch, styles: DiffStyles) -> list[Text]:
+@dataclass(frozen=True)
+class Sides:
+    """What the two sides of a diff are called: the suite's expectation against the
+    observation, or one implementation's observation against another's."""
+
+    before: str = "expected"
+    after: str = "observed"
+    typed: bool = False
+    """Name each scalar's type (``float 2.0`` against ``int 2``): between
+    implementations the type is often the whole difference."""
+
+
+EXPECTED_OBSERVED = Sides()
+
+
+def render_mismatch(
+    mismatch: Mismatch, styles: DiffStyles, sides: Sides = EXPECTED_OBSERVED
+) -> list[Text]:
     """One mismatch: a heading with its path, then the difference."""
     heading = Text.assemble((f"▸ {mismatch.path or '(observation)'}", styles.header))
     lines = [heading]
     lines.extend(Text(f"  {line}", styles.note) for line in mismatch.message.splitlines())
-    expected, observed = mismatch.expected, mismatch.observed
+    lines.extend(render_values(mismatch.expected, mismatch.observed, styles, sides))
+    return lines
+
+
+def render_values(
+    expected: Any, observed: Any, styles: DiffStyles, sides: Sides = EXPECTED_OBSERVED
+) -> list[Text]:
+    """The difference between two values: a line diff for strings and containers, the
+    two values labelled for anything else."""
+    lines: list[Text] = []
     if expected is MISSING or observed is MISSING:
-        lines.append(_labelled("expected", expected, styles.removed))
-        lines.append(_labelled("observed", observed, styles.added))
+        lines.append(_labelled(sides.before, expected, styles.removed, sides.typed))
+        lines.append(_labelled(sides.after, observed, styles.added, sides.typed))
         return lines
     if isinstance(expected, str) and isinstance(observed, str):
-        lines.extend(diff_strings(expected, observed, styles))
+        lines.extend(diff_strings(expected, observed, styles, sides))
         return lines
     if _is_container(expected) or _is_container(observed):
         before = pprint.pformat(expected, width=72, sort_dicts=False).splitlines()
         after = pprint.pformat(observed, width=72, sort_dicts=False).splitlines()
-        lines.extend(diff_lines(before, after, styles, visible_whitespace=False))
+        lines.extend(diff_lines(before, after, styles, visible_whitespace=False, sides=sides))
         return lines
-    lines.append(_labelled("expected", expected, styles.removed))
-    lines.append(_labelled("observed", observed, styles.added))
+    lines.append(_labelled(sides.before, expected, styles.removed, sides.typed))
+    lines.append(_labelled(sides.after, observed, styles.added, sides.typed))
     return lines
 
 
-def diff_strings(expected: str, observed: str, styles: DiffStyles) -> list[Text]:
+def diff_strings(
+    expected: str, observed: str, styles: DiffStyles, sides: Sides = EXPECTED_OBSERVED
+) -> list[Text]:
     """A line diff of two strings that keeps every line end and whitespace visible."""
     lines: list[Text] = []
     if expected == "":
-        lines.append(Text("  (expected the empty string)", styles.note))
+        lines.append(Text(f"  ({_said(sides.before)} the empty string)", styles.note))
     if observed == "":
-        lines.append(Text("  (observed the empty string)", styles.note))
+        lines.append(Text(f"  ({_said(sides.after)} the empty string)", styles.note))
     before = expected.splitlines(keepends=True)
     after = observed.splitlines(keepends=True)
-    lines.extend(diff_lines(before, after, styles, visible_whitespace=True))
+    lines.extend(diff_lines(before, after, styles, visible_whitespace=True, sides=sides))
     return lines
+
+
+def _said(side: str) -> str:
+    """``expected``/``observed`` as they are, an implementation's label as ``X observed``."""
+    return side if side in ("expected", "observed") else f"{side} observed"
 
 
 def diff_lines(
@@ -112,12 +145,15 @@ def diff_lines(
     styles: DiffStyles,
     *,
     visible_whitespace: bool,
+    sides: Sides = EXPECTED_OBSERVED,
 ) -> list[Text]:
     """Unified-style hunks of ``before`` (expected) against ``after`` (observed)."""
     matcher = SequenceMatcher(None, before, after, autojunk=False)
     width = len(str(max(len(before), len(after), 1)))
     lines: list[Text] = [
-        Text.assemble(("- expected", styles.removed), "   ", ("+ observed", styles.added))
+        Text.assemble(
+            (f"- {sides.before}", styles.removed), "   ", (f"+ {sides.after}", styles.added)
+        )
     ]
 
     def emit(sign: str, number: int, segments: list[tuple[str, Style]], style: Style) -> None:
@@ -135,7 +171,8 @@ def diff_lines(
         first, last = group[0], group[-1]
         lines.append(
             Text(
-                f"@@ expected {first[1] + 1}-{last[2]}, observed {first[3] + 1}-{last[4]} @@",
+                f"@@ {sides.before} {first[1] + 1}-{last[2]}, "
+                f"{sides.after} {first[3] + 1}-{last[4]} @@",
                 styles.hunk,
             )
         )
@@ -272,9 +309,21 @@ def _runs(cells: list[tuple[str, Style]]) -> list[tuple[str, Style]]:
     return runs
 
 
-def _labelled(label: str, value: Any, style: Style) -> Text:
+def _labelled(label: str, value: Any, style: Style, typed: bool = False) -> Text:
     shown = "<missing>" if value is MISSING else format_value(value, limit=2000)
+    if typed:
+        shown = describe_value(value, limit=2000)
     return Text.assemble((f"  {label}: ", style), shown)
+
+
+def describe_value(value: Any, limit: int = 80) -> str:
+    """``float 2.0``, ``int 2``, ``None``, ``<missing>``: a value with its type, for
+    comparing implementations whose observations may differ by type alone."""
+    if value is MISSING:
+        return "<missing>"
+    if value is None:
+        return "None"
+    return f"{type(value).__name__} {format_value(value, limit)}"
 
 
 def _is_container(value: Any) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cer.model import Status
 from cer.tui.board import Change
 
@@ -31,3 +33,24 @@ def format_ms(elapsed_ms: int | None) -> str:
         return f"{elapsed_ms / 1000:.1f} s"
     minutes, seconds = divmod(elapsed_ms // 1000, 60)
     return f"{minutes}m{seconds:02d}s"
+
+
+def column_labels(labels: Sequence[str]) -> tuple[str, ...]:
+    """Labels as narrow column heads: a prefix every label shares up to a separator
+    (``calc_`` of ``calc_ref`` and ``calc_sloppy``) is left out, so that four
+    implementations fit beside a case's name; unchanged when that would leave one empty
+    or the labels alike."""
+    if len(labels) < 2:
+        return tuple(labels)
+    first, last = min(labels), max(labels)
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    common = first[:size]
+    cut = max(common.rfind(mark) for mark in "_-.") + 1
+    if cut <= 0:
+        return tuple(labels)
+    heads = tuple(label[cut:] for label in labels)
+    if not all(heads) or len(set(heads)) != len(heads):
+        return tuple(labels)
+    return heads

@@ -65,6 +65,21 @@ APP_KEYS: tuple[Key, ...] = (
     Key("q", "quit", "Quit", "Quit", "q"),
 )
 
+MATRIX_KEYS: tuple[Key, ...] = (
+    Key(
+        "m",
+        "matrix",
+        "Matrix",
+        "Matrix view: cases by implementations, disagreements first (several implementations)",
+        "m",
+    ),
+)
+"""Keys that only mean something with several implementations: the app hides them from
+the footer and the help with one implementation, whose screen stays as it was."""
+
+MATRIX_AFTER = "group_by"
+"""The matrix key sits after this action in the footer and the help."""
+
 LIST_KEYS: tuple[Key, ...] = (
     Key("j,down", "cursor_down", "Down", "Next case", "j ↓", footer=False),
     Key("k,up", "cursor_up", "Up", "Previous case", "k ↑", footer=False),
@@ -90,6 +105,19 @@ def bindings(keys: tuple[Key, ...]) -> list[Binding]:
     ]
 
 
-def help_rows() -> list[tuple[str, str]]:
-    """(keys as shown, what they do) for the help screen and the docs, list keys first."""
-    return [(key.shown, key.help) for key in (*LIST_KEYS, *APP_KEYS)]
+def app_keys(several: bool = True) -> tuple[Key, ...]:
+    """The app's keys in footer order; with ``several`` the matrix keys too."""
+    if not several:
+        return APP_KEYS
+    keys: list[Key] = []
+    for key in APP_KEYS:
+        keys.append(key)
+        if key.action == MATRIX_AFTER:
+            keys.extend(MATRIX_KEYS)
+    return tuple(keys)
+
+
+def help_rows(several: bool = False) -> list[tuple[str, str]]:
+    """(keys as shown, what they do) for the help screen and the docs, list keys first;
+    with ``several`` the keys of several implementations too."""
+    return [(key.shown, key.help) for key in (*LIST_KEYS, *app_keys(several))]

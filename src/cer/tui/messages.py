@@ -1,7 +1,9 @@
 """Messages the background workers post to the app.
 
 Every run carries a ``generation``: a run that was cancelled may still post a message
-or two after its successor has started, and the app drops those by comparing it.
+or two after its successor has started, and the app drops those by comparing it. With
+several implementations one generation runs each of them in turn, and the messages of
+one implementation's run carry its place (``implementation``, 0 for the first).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.message import Message
 
+from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, Suite
 from cer.tui.coverage_view import CoverageView
 
@@ -74,18 +77,21 @@ class SuiteFailed(RunMessage):
 @dataclass
 class RunStarted(RunMessage):
     total: int
+    implementation: int = 0
 
 
 @dataclass
 class ImplementationLoaded(RunMessage):
     implementation_id: str
     source_files: tuple[str, ...]
+    implementation: int = 0
 
 
 @dataclass
 class ImplementationFailed(RunMessage):
     reason: str
     traceback: str
+    implementation: int = 0
 
 
 @dataclass
@@ -93,11 +99,21 @@ class CasesFinished(RunMessage):
     """Some results are waiting in ``stream``."""
 
     stream: ResultStream
+    implementation: int = 0
 
 
 @dataclass
 class RunFinished(RunMessage):
     run: RunResult
+    implementation: int = 0
+
+
+@dataclass
+class RunsFinished(RunMessage):
+    """Every implementation has had its turn (several implementations only);
+    ``completed`` counts the runs that finished rather than crashed."""
+
+    completed: int
 
 
 @dataclass
@@ -111,6 +127,7 @@ class RunCrashed(RunMessage):
 
     message: str
     traceback: str
+    implementation: int = 0
 
 
 @dataclass
@@ -124,6 +141,7 @@ class HistoryRecorded(RunMessage):
     run_id: str
     flaky: frozenset[str] = frozenset()
     error: str | None = None
+    implementation: int = 0
 
 
 @dataclass
@@ -132,6 +150,22 @@ class CoverageComputed(RunMessage):
     counts coverage requests, so that a late answer to an older one is dropped."""
 
     view: CoverageView
+
+
+@dataclass
+class CoveragesComputed(RunMessage):
+    """Each implementation's constraint coverage (several implementations), in column
+    order; ``generation`` counts coverage requests, as for :class:`CoverageComputed`."""
+
+    views: tuple[CoverageView, ...]
+
+
+@dataclass
+class MatrixComputed(RunMessage):
+    """The matrix of what the list shows (several implementations); ``generation``
+    counts matrix requests, so that a late answer to an older one is dropped."""
+
+    matrix: Matrix
 
 
 @dataclass

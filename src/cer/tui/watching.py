@@ -74,7 +74,14 @@ class WatchPlan:
         sources: Iterable[str | Path] = (),
         extra: Iterable[str | Path] = (),
         import_dirs: Iterable[str | Path] = (),
+        fallback: bool | None = None,
     ) -> WatchPlan:
+        """The plan for ``suite``, the implementations' ``sources`` and ``extra`` paths.
+
+        ``import_dirs`` stand in for the implementation's files when ``fallback`` is
+        true; by default (None) when no source file is known at all. With several
+        implementations the app says whether one of them has not reported its files.
+        """
         suite = suite.resolve()
         fixtures = suite.parent / "fixtures"
         source_paths = frozenset(Path(p).resolve() for p in sources)
@@ -82,10 +89,12 @@ class WatchPlan:
         directories: dict[Path, None] = {suite.parent: None}
         for source in sorted(source_paths):
             directories[source.parent] = None
-        fallback: tuple[Path, ...] = ()
-        if not source_paths:
-            fallback = tuple(Path(p).resolve() for p in import_dirs if Path(p).is_dir())
-            for folder in fallback:
+        if fallback is None:
+            fallback = not source_paths
+        folders: tuple[Path, ...] = ()
+        if fallback:
+            folders = tuple(Path(p).resolve() for p in import_dirs if Path(p).is_dir())
+            for folder in folders:
                 directories[folder] = None
         for tree in (fixtures, *extra_paths):
             if tree.is_dir():
@@ -94,7 +103,7 @@ class WatchPlan:
             elif tree.exists():
                 directories[tree.parent] = None
         existing = tuple(d for d in directories if d.is_dir())
-        return cls(suite, fixtures, source_paths, extra_paths, existing, fallback)
+        return cls(suite, fixtures, source_paths, extra_paths, existing, folders)
 
     @property
     def module_doc(self) -> Path:
