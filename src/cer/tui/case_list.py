@@ -3,10 +3,15 @@
 One widget per case (or a DataTable) takes seconds and a hundred megabytes at 65,000
 cases; here a frame costs the same for 60 rows or 65,000. The cursor follows a case
 *name*, so reruns, filters and reloaded suites keep the same case selected.
+
+With several implementations each row has one status cell per implementation, under a
+header line that names them, and a ``≠`` where they observed different things; the
+header line is drawn by the list itself, so that it always lines up with the cells.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,9 +24,10 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from cer.matrix import Agreement
 from cer.model import Status
 from cer.tui.board import Board, Change, Row
-from cer.tui.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, format_ms
+from cer.tui.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, column_labels, format_ms
 from cer.tui.keys import LIST_KEYS, bindings
 
 STATUS_COMPONENTS: dict[Status | None, str] = {
@@ -36,6 +42,16 @@ PREFIX_WIDTH = 5
 """Cells before the name: a space, the status symbol, the change mark, the flaky mark
 and a space."""
 
+LANE_MIN = 3
+LANE_MAX = 12
+"""Bounds of an implementation's cell width (its label's length, plus a space): wide
+enough for the status, change and flaky marks, narrow enough for four of them."""
+NAME_ROOM = 24
+"""Cells the name keeps before the implementations' cells give up their labels' width."""
+AGREEMENT_WIDTH = 2
+"""The ``≠`` mark of a row whose implementations disagree, and a space."""
+AGREEMENT_MARKS: dict[Agreement | None, str] = {Agreement.DISAGREE: "≠"}
+
 
 @dataclass(frozen=True)
 class Columns:
@@ -46,11 +62,14 @@ class Columns:
     category: int
     severity: int
     time: int = 8
+    lanes: tuple[int, ...] = ()
+    """With several implementations, the width of each one's cell."""
 
 
 class CaseList(ScrollView, can_focus=True):
     """Rows of cases in declared order: status, change mark, flaky mark, name, class,
-    category, severity and time."""
+    category, severity and time; with several implementations (``labels``), one status
+    cell per implementation and an agreement mark instead of one status and the time."""
 
     BINDINGS: ClassVar[list[BindingType]] = list(bindings(LIST_KEYS))
 
@@ -67,6 +86,8 @@ class CaseList(ScrollView, can_focus=True):
         "case-list--column",
         "case-list--cursor",
         "case-list--empty",
+        "case-list--header",
+        "case-list--disagree",
     }
 
     DEFAULT_CSS = """
@@ -76,6 +97,13 @@ class CaseList(ScrollView, can_focus=True):
         scrollbar-size-vertical: 1;
     }
     CaseList > .case-list--flaky {
+        color: $warning;
+        text-style: bold;
+    }
+    CaseList > .case-list--header {
+        text-style: bold underline;
+    }
+    CaseList > .case-list--disagree {
         color: $warning;
         text-style: bold;
     }
@@ -96,12 +124,20 @@ class CaseList(ScrollView, can_focus=True):
         self,
         board: Board,
         *,
+        labels: Sequence[str] = (),
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.board = board
+        self.labels = tuple(labels) if len(labels) > 1 else ()
+        """The implementations' labels when there are several (the board's peers hold
+        their rows); empty for one implementation."""
+        self.header = 1 if self.labels else 0
+        """Lines above the rows: the labels' header with several implementations."""
+        self.heads = column_labels(self.labels)
+        """The labels as the header shows them (without a prefix they all share)."""
         self.cursor = 0
         self.cursor_name: str | None = None
         self._max_widths = (4, 10, 8, 8)
@@ -115,7 +151,7 @@ class CaseList(ScrollView, can_focus=True):
         if layout:
             self._measure()
         visible = self.board.visible()
-        self.virtual_size = Size(self._content_width(), len(visible))
+        self.virtual_size = Size(self._content_width(), len(visible) + self.header)
         position = (
             None if self.cursor_name is None else self.board.visible_position(self.cursor_name)
         )
@@ -139,10 +175,17 @@ class CaseList(ScrollView, can_focus=True):
             )
         self._columns = None
 
+    @staticmethod
+    def _prefix_width(columns: Columns) -> int:
+        """Cells before the name."""
+        if not columns.lanes:
+            return PREFIX_WIDTH
+        return 1 + sum(columns.lanes) + AGREEMENT_WIDTH
+
     def _content_width(self) -> int:
         columns = self._layout(max(self.scrollable_content_region.width, 20))
         return (
-            PREFIX_WIDTH
+            self._prefix_width(columns)
             + columns.name
             + columns.case_class
             + columns.category
@@ -156,7 +199,14 @@ class CaseList(ScrollView, can_focus=True):
         name_w, class_w, category_w, severity_w = self._max_widths
         name_w = min(max(name_w, 4), 60) + 2
         wanted = [class_w + 2, category_w + 2, severity_w + 2 if severity_w else 0]
+        lanes: tuple[int, ...] = ()
         fixed = PREFIX_WIDTH + 8
+        if self.labels:
+            lanes = tuple(max(LANE_MIN, min(len(head), LANE_MAX)) + 1 for head in self.heads)
+            if width - (1 + sum(lanes) + AGREEMENT_WIDTH) < NAME_ROOM:
+                # Too narrow for the labels: symbols only, the header cut to fit.
+                lanes = tuple(LANE_MIN + 1 for _ in self.heads)
+            fixed = 1 + sum(lanes) + AGREEMENT_WIDTH
         room = width - fixed - min(name_w, 24)
         shown: list[int] = []
         for extra in wanted:
@@ -166,7 +216,7 @@ class CaseList(ScrollView, can_focus=True):
             else:
                 shown.append(0)
         name_w = max(8, min(name_w, width - fixed - sum(shown)))
-        columns = Columns(name_w, shown[0], shown[1], shown[2])
+        columns = Columns(name_w, shown[0], shown[1], shown[2], 0 if lanes else 8, lanes)
         self._columns = (width, columns)
         return columns
 
@@ -187,7 +237,7 @@ class CaseList(ScrollView, can_focus=True):
         previous = self.cursor
         self.cursor = max(0, min(position, count - 1))
         self.scroll_to_region(
-            Region(0, self.cursor, 1, 1), animate=False, immediate=True, force=True
+            Region(0, self.cursor, 1, 1 + self.header), animate=False, immediate=True, force=True
         )
         if previous != self.cursor:
             self.refresh_line(previous)
@@ -204,8 +254,8 @@ class CaseList(ScrollView, can_focus=True):
 
     def refresh_line(self, position: int) -> None:
         """Redraw one visible row by its position in the list."""
-        y = position - int(self.scroll_offset.y)
-        if 0 <= y < self.size.height:
+        y = position - int(self.scroll_offset.y) + self.header
+        if self.header <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
 
     def _announce(self) -> None:
@@ -222,10 +272,10 @@ class CaseList(ScrollView, can_focus=True):
         self.move_to(self.cursor - 1)
 
     def action_page_down(self) -> None:
-        self.move_to(self.cursor + max(1, self.size.height - 1))
+        self.move_to(self.cursor + max(1, self.size.height - 1 - self.header))
 
     def action_page_up(self) -> None:
-        self.move_to(self.cursor - max(1, self.size.height - 1))
+        self.move_to(self.cursor - max(1, self.size.height - 1 - self.header))
 
     def action_first(self) -> None:
         self.move_to(0)
@@ -237,7 +287,9 @@ class CaseList(ScrollView, can_focus=True):
         self.rows_changed()
 
     def on_click(self, event: events.Click) -> None:
-        self.move_to(int(self.scroll_offset.y) + event.y)
+        if event.y < self.header:
+            return
+        self.move_to(int(self.scroll_offset.y) + event.y - self.header)
 
     # -- drawing ----------------------------------------------------------------------
 
@@ -255,19 +307,94 @@ class CaseList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        position = y + scroll_y
-        visible = self.board.visible()
         width = self.scrollable_content_region.width
         base = self.rich_style
+        if y < self.header:
+            return self._render_header(base).crop_extend(scroll_x, scroll_x + width, base)
+        position = y - self.header + scroll_y
+        visible = self.board.visible()
         if position >= len(visible):
             if position == 0:
                 message = "No cases match the filters." if self.board.rows else "No cases yet."
                 empty = Strip([Segment(f" {message}", base + self._style("case-list--empty"))])
                 return empty.adjust_cell_length(width, base)
             return Strip.blank(width, base)
-        row = self.board.rows[visible[position]]
-        strip = self._render_row(row, position == self.cursor, base)
+        index = visible[position]
+        if self.labels:
+            strip = self._render_lanes(index, position == self.cursor, base)
+        else:
+            strip = self._render_row(self.board.rows[index], position == self.cursor, base)
         return strip.crop_extend(scroll_x, scroll_x + width, base)
+
+    def _render_header(self, base: Style) -> Strip:
+        """The labels over their cells, and the names of the other columns."""
+        columns = self._layout(max(self.scrollable_content_region.width, 20))
+        style = base + self._style("case-list--header")
+        plain = base + self._style("case-list--column")
+        segments = [Segment(" ", plain)]
+        for label, lane_width in zip(self.heads, columns.lanes, strict=True):
+            segments.append(Segment(_fit(label, lane_width), style))
+        segments.append(Segment(" " * AGREEMENT_WIDTH, plain))
+        segments.append(Segment(_fit("case", columns.name), style))
+        for title, column_width in (
+            ("class", columns.case_class),
+            ("category", columns.category),
+            ("severity", columns.severity),
+        ):
+            if column_width:
+                segments.append(Segment(_fit(title, column_width), style))
+        return Strip(segments)
+
+    def _render_lanes(self, index: int, is_cursor: bool, base: Style) -> Strip:
+        """One case of several implementations: a cell each, then the agreement mark."""
+        columns = self._layout(max(self.scrollable_content_region.width, 20))
+        board = self.board
+        lanes = board.lanes_at(index)
+        case = lanes[0].case
+        stale_style = base + self._style("case-list--stale")
+        any_stale = any(lane.stale for lane in lanes)
+        line_style = stale_style if any_stale else base
+        segments = [Segment(" ", base)]
+        for lane, lane_width, lane_board in zip(
+            lanes, columns.lanes, (board, *board.peers), strict=True
+        ):
+            cell_style = stale_style if lane.stale else base
+            status_style = cell_style + self._style(STATUS_COMPONENTS[lane.status])
+            change = None if lane.stale else lane.change
+            change_style = status_style
+            if change is Change.FIXED:
+                change_style = cell_style + self._style("case-list--fixed")
+            elif change is Change.REGRESSED:
+                change_style = cell_style + self._style("case-list--regressed")
+            flaky = case.name in lane_board.flaky
+            segments.append(Segment(SYMBOLS[lane.status], status_style))
+            segments.append(Segment(CHANGE_MARKS[change], change_style))
+            segments.append(
+                Segment(
+                    FLAKY_MARK if flaky else " ",
+                    cell_style + self._style("case-list--flaky") if flaky else cell_style,
+                )
+            )
+            segments.append(Segment(" " * (lane_width - 3), cell_style))
+        mark = AGREEMENT_MARKS.get(board.agreements.get(case.name), " ")
+        segments.append(
+            Segment(
+                mark.ljust(AGREEMENT_WIDTH),
+                line_style + self._style("case-list--disagree") if mark != " " else line_style,
+            )
+        )
+        column_style = line_style + self._style("case-list--column")
+        segments.append(Segment(_fit(case.name, columns.name), line_style))
+        if columns.case_class:
+            segments.append(Segment(_fit(case.case_class, columns.case_class), column_style))
+        if columns.category:
+            segments.append(Segment(_fit(case.category, columns.category), column_style))
+        if columns.severity:
+            segments.append(Segment(_fit(case.severity or "", columns.severity), column_style))
+        if is_cursor:
+            cursor = self._style("case-list--cursor")
+            segments = [Segment(text, (style or Style()) + cursor) for text, style, _ in segments]
+        return Strip(segments)
 
     def _render_row(self, row: Row, is_cursor: bool, base: Style) -> Strip:
         columns = self._layout(max(self.scrollable_content_region.width, 20))

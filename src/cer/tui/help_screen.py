@@ -21,11 +21,16 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss", "Close", key_display="esc"),
     ]
 
+    def __init__(self, several: bool = False) -> None:
+        super().__init__()
+        self.several = several
+        """List the keys of several implementations too."""
+
     def compose(self) -> ComposeResult:
         table = Table.grid(padding=(0, 2))
         table.add_column(justify="right", style="bold")
         table.add_column()
-        for keys, help_text in help_rows():
+        for keys, help_text in help_rows(self.several):
             table.add_row(keys, help_text)
         with Vertical(id="help-box"):
             yield Static("Keys", id="help-title")

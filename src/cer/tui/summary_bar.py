@@ -1,7 +1,11 @@
-"""The summary bar: counts with symbols, changes since the last run, time, progress."""
+"""The summary bar: counts with symbols, changes since the last run, time, progress.
+
+With several implementations it shows each one's totals instead, by label.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -13,6 +17,16 @@ from cer.tui.board import Counts
 from cer.tui.formatting import FLAKY_MARK, format_ms
 
 PROGRESS_WIDTH = 20
+LANE_PROGRESS_WIDTH = 10
+
+
+@dataclass(frozen=True)
+class LaneSummary:
+    """One implementation's totals, for the bar of several implementations."""
+
+    label: str
+    counts: Counts = field(default_factory=Counts)
+    flaky: int = 0
 
 
 @dataclass(frozen=True)
@@ -29,6 +43,13 @@ class SummaryState:
     filters: str = ""
     flaky: int = 0
     """How many cases the history marks flaky."""
+    lanes: tuple[LaneSummary, ...] = ()
+    """Each implementation's totals when there are several; the bar then shows these
+    instead of ``counts``, and ``done``/``total`` are the running implementation's."""
+    running_label: str = ""
+    """The implementation running now, and its place (``calc_sloppy 2/3``)."""
+    disagreements: int | None = None
+    """Cases the implementations observed differently, once a matrix is built."""
 
 
 class SummaryBar(Widget):
@@ -74,6 +95,8 @@ class SummaryBar(Widget):
         def style(name: str) -> Style:
             return self.get_component_rich_style(f"summary-bar--{name}", partial=True)
 
+        if state.lanes:
+            return self._render_lanes(state, style)
         text = Text(" ")
         text.append(f"✔ {counts.passed} passed", style("pass"))
         text.append("  ")
@@ -100,6 +123,50 @@ class SummaryBar(Widget):
             text.append("━" * filled, style("progress"))
             text.append("━" * (PROGRESS_WIDTH - filled), style("progress-rest"))
             text.append(f" {state.done}/{state.total}", style("muted"))
+        elif state.elapsed_ms is not None:
+            text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
+        if state.filters:
+            text.append(
+                f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted")
+            )
+        return text
+
+    def _render_lanes(self, state: SummaryState, style: Callable[[str], Style]) -> Text:
+        """``calc_ref ✔ 70  │  calc_sloppy ✔ 62 ✘ 8  │  ≠ 8 differ``, then progress or time.
+
+        Zero counts other than passed are left out, so that four implementations fit on
+        one line."""
+        text = Text(" ")
+        for number, lane in enumerate(state.lanes):
+            if number:
+                text.append("  │  ", style("muted"))
+            counts = lane.counts
+            text.append(f"{lane.label} ")
+            text.append(f"✔ {counts.passed}", style("pass"))
+            for count, mark, name in (
+                (counts.failed, "✘", "fail"),
+                (counts.errored, "‼", "errored"),
+                (counts.skipped, "○", "skipped"),
+                (counts.pending, "·", "pending"),
+            ):
+                if count:
+                    text.append(f" {mark} {count}", style(name))
+            if lane.flaky:
+                text.append(f" {FLAKY_MARK} {lane.flaky}", style("flaky"))
+            if counts.fixed:
+                text.append(f" +{counts.fixed}", style("fixed"))
+            if counts.regressed:
+                text.append(f" −{counts.regressed}", style("regressed"))
+        if state.disagreements is not None:
+            text.append("  │  ", style("muted"))
+            text.append(f"≠ {state.disagreements} differ", style("flaky"))
+        if state.running:
+            text.append("   ")
+            total = max(state.total, 1)
+            filled = round(LANE_PROGRESS_WIDTH * min(state.done, total) / total)
+            text.append("━" * filled, style("progress"))
+            text.append("━" * (LANE_PROGRESS_WIDTH - filled), style("progress-rest"))
+            text.append(f" {state.running_label} {state.done}/{state.total}", style("muted"))
         elif state.elapsed_ms is not None:
             text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
         if state.filters:

@@ -1,0 +1,303 @@
+"""The Matrix view (``m``): cases by implementations, disagreements first.
+
+A modal screen over the main one, like the group-by view: a title, the labels' header,
+a Line API table that draws only the lines on screen (a matrix has as many rows as the
+suite has cases), and per-implementation totals with a legend. ``enter`` closes it on
+the highlighted case, which the main list then selects so that the detail panes show
+each implementation's observation side by side.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Mapping
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.geometry import Region, Size
+from textual.screen import ModalScreen
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
+from cer.matrix import Matrix
+from cer.model import Status
+from cer.tui.matrix_layout import Entry, MatrixLayout
+
+STATUS_COMPONENTS: dict[Status | None, str] = {
+    Status.PASS: "matrix-table--pass",
+    Status.FAIL: "matrix-table--fail",
+    Status.ERRORED: "matrix-table--errored",
+    Status.SKIPPED: "matrix-table--skipped",
+    None: "matrix-table--pending",
+}
+
+
+class MatrixTable(ScrollView, can_focus=True):
+    """The matrix's lines under a fixed header line; the cursor moves over cases only."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j,down", "cursor_down", "Down", show=False),
+        Binding("k,up", "cursor_up", "Up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end,G", "last", "Last", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "matrix-table--pass",
+        "matrix-table--fail",
+        "matrix-table--errored",
+        "matrix-table--skipped",
+        "matrix-table--pending",
+        "matrix-table--heading",
+        "matrix-table--muted",
+        "matrix-table--mark",
+        "matrix-table--cursor",
+    }
+
+    DEFAULT_CSS = """
+    MatrixTable {
+        height: 1fr;
+        overflow-x: hidden;
+        scrollbar-size-vertical: 1;
+    }
+    MatrixTable > .matrix-table--pass { color: $success; }
+    MatrixTable > .matrix-table--fail { color: $error; text-style: bold; }
+    MatrixTable > .matrix-table--errored { color: $accent; text-style: bold; }
+    MatrixTable > .matrix-table--skipped { color: $text-muted; }
+    MatrixTable > .matrix-table--pending { color: $text-muted; }
+    MatrixTable > .matrix-table--heading { text-style: bold; }
+    MatrixTable > .matrix-table--muted { color: $text-muted; }
+    MatrixTable > .matrix-table--mark { color: $warning; text-style: bold; }
+    MatrixTable > .matrix-table--cursor { background: $boost; }
+    MatrixTable:focus > .matrix-table--cursor { background: $accent 30%; }
+    """
+
+    def __init__(
+        self,
+        matrix: Matrix,
+        *,
+        statuses: Mapping[Status | None, Style] | None = None,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.matrix = matrix
+        self.statuses = statuses
+        """The case list's status styles, so that the theme colours both alike; the
+        table's own component styles when None."""
+        self.layout_: MatrixLayout | None = None
+        self.entries: list[Entry] = []
+        self.case_lines: list[int] = []
+        """Which entries are cases: the cursor moves over these."""
+        self.cursor = 0
+        self._lines: dict[int, Strip] = {}
+
+    # -- content ------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.show(self.matrix)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.layout_ = None
+        self._lines.clear()
+        if self.is_mounted:
+            self.show(self.matrix, keep=self.cursor_name)
+
+    def _style(self, component: str) -> Style:
+        return self.get_component_rich_style(component, partial=True)
+
+    def make_layout(self, matrix: Matrix) -> MatrixLayout:
+        """The layout with the theme's styles."""
+        statuses = self.statuses
+        if statuses is None:
+            statuses = {status: self._style(name) for status, name in STATUS_COMPONENTS.items()}
+        return MatrixLayout(
+            matrix,
+            styles=statuses,
+            heading=self._style("matrix-table--heading"),
+            muted=self._style("matrix-table--muted"),
+            mark=self._style("matrix-table--mark"),
+        )
+
+    def show(self, matrix: Matrix, keep: str | None = None) -> None:
+        """Show ``matrix``; the cursor stays on the case called ``keep`` when it can."""
+        self.matrix = matrix
+        self.layout_ = self.make_layout(matrix)
+        self.entries = self.layout_.entries()
+        self.case_lines = [i for i, entry in enumerate(self.entries) if entry.row is not None]
+        self._lines.clear()
+        width = max((len(self.layout_.line(entry)) for entry in self.entries[:200]), default=20)
+        self.virtual_size = Size(width, len(self.entries) + 1)
+        position = 0
+        if keep is not None:
+            position = next(
+                (n for n, line in enumerate(self.case_lines) if self.entries[line].text == keep),
+                0,
+            )
+        self.move_to(position)
+        self.refresh()
+
+    @property
+    def cursor_name(self) -> str | None:
+        """The highlighted case, if any."""
+        if not self.case_lines:
+            return None
+        return self.entries[self.case_lines[self.cursor]].text
+
+    @property
+    def plain(self) -> str:
+        """The header and every line as plain text, as a user would copy them."""
+        if self.layout_ is None:
+            return ""
+        lines = [self.layout_.header().plain]
+        lines.extend(self.layout_.line(entry).plain for entry in self.entries)
+        return "\n".join(line.rstrip() for line in lines)
+
+    # -- cursor -------------------------------------------------------------------------
+
+    def move_to(self, position: int) -> None:
+        if not self.case_lines:
+            return
+        previous = self.cursor
+        self.cursor = max(0, min(position, len(self.case_lines) - 1))
+        line = self.case_lines[self.cursor]
+        # The header takes the first line; a section's title stays in sight at the top.
+        top = line - 1 if line and self.entries[line - 1].row is None else line
+        self.scroll_to_region(
+            Region(0, top, 1, line - top + 2), animate=False, immediate=True, force=True
+        )
+        for old in (previous, self.cursor):
+            if old < len(self.case_lines):
+                self._lines.pop(self.case_lines[old], None)
+        self.refresh()
+
+    def action_cursor_down(self) -> None:
+        self.move_to(self.cursor + 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_to(self.cursor - 1)
+
+    def action_page_down(self) -> None:
+        self.move_to(self._case_near(self.case_lines[self.cursor] + self._page()))
+
+    def action_page_up(self) -> None:
+        self.move_to(self._case_near(self.case_lines[self.cursor] - self._page()))
+
+    def action_first(self) -> None:
+        self.move_to(0)
+
+    def action_last(self) -> None:
+        self.move_to(len(self.case_lines) - 1)
+
+    def _page(self) -> int:
+        return max(1, self.size.height - 2)
+
+    def _case_near(self, line: int) -> int:
+        """The position of the case at or before entry ``line`` (the first at worst)."""
+        return max(0, bisect_right(self.case_lines, line) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y < 1:
+            return
+        line = int(self.scroll_offset.y) + event.y - 1
+        if line < len(self.entries) and self.entries[line].row is not None:
+            self.move_to(self.case_lines.index(line))
+
+    # -- drawing ------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if self.layout_ is None:
+            return Strip.blank(width, base)
+        if y == 0:
+            return self._strip(self.layout_.header(), base).crop_extend(
+                scroll_x, scroll_x + width, base
+            )
+        line = y - 1 + scroll_y
+        if line >= len(self.entries):
+            return Strip.blank(width, base)
+        strip = self._lines.get(line)
+        if strip is None:
+            text = self.layout_.line(self.entries[line])
+            if self.case_lines and line == self.case_lines[self.cursor]:
+                text.pad_right(max(0, width - len(text)))
+                text.stylize(self._style("matrix-table--cursor"))
+            strip = self._strip(text, base)
+            self._lines[line] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
+
+    def _strip(self, text: Text, base: Style) -> Strip:
+        segments = [
+            segment for segment in text.render(self.app.console, end="") if segment.text != "\n"
+        ]
+        return Strip(Segment.apply_style(segments, base))
+
+
+class MatrixScreen(ModalScreen[str | None]):
+    """Dismisses with the chosen case's name, or None when left with ``esc``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,m,q", "leave", "Close", key_display="esc"),
+        Binding("enter", "choose", "Show the case"),
+    ]
+
+    def __init__(
+        self,
+        matrix: Matrix,
+        suite_name: str,
+        current: str | None = None,
+        statuses: Mapping[Status | None, Style] | None = None,
+    ) -> None:
+        super().__init__()
+        self.matrix = matrix
+        self.suite_name = suite_name
+        self.current = current
+        """The case to highlight first (the one selected in the list)."""
+        self.statuses = statuses
+
+    def compose(self) -> ComposeResult:
+        # The box and its title take the group-by view's ids, so that every theme
+        # draws both views alike.
+        with Vertical(id="group-box", classes="matrix-box"):
+            yield Static("", id="group-title")
+            yield MatrixTable(self.matrix, statuses=self.statuses, id="matrix-table")
+            yield Static("", id="matrix-totals")
+
+    @property
+    def table(self) -> MatrixTable:
+        return self.query_one(MatrixTable)
+
+    def on_mount(self) -> None:
+        table = self.table
+        table.focus()
+        self._fill(self.matrix, self.current)
+
+    def update(self, matrix: Matrix) -> None:
+        """Show a newer matrix (a run finished while the view was open)."""
+        self._fill(matrix, self.table.cursor_name)
+
+    def _fill(self, matrix: Matrix, keep: str | None) -> None:
+        self.matrix = matrix
+        table = self.table
+        table.show(matrix, keep=keep)
+        layout = table.make_layout(matrix)
+        self.query_one("#group-title", Static).update(Text(layout.title(self.suite_name)))
+        totals = Text("\n").join(layout.totals())
+        self.query_one("#matrix-totals", Static).update(totals)
+
+    def action_leave(self) -> None:
+        self.dismiss(None)
+
+    def action_choose(self) -> None:
+        self.dismiss(self.table.cursor_name)
