@@ -84,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         theme=str(theme),
         extra_watch=extra,
         history=history,
+        implementations=resolved.implementations,
+        labels=resolved.labels,
     )
     app.run()
     return 0

@@ -4,6 +4,12 @@ The runner and the suite loader are injected through :func:`create_app`, which b
 command line and the tests use: tests hand in a fake ``run`` that emits events from
 model objects, so they stay fast and deterministic. Loading and running happen in a
 thread worker; watching in an async worker; the event loop only draws.
+
+With several implementations the same worker runs each of them in turn, every run
+recorded on its own; each implementation's results live in a board of their own (the
+first one's board owns the filters, the others are its peers), the list shows a cell
+per implementation, and a matrix built after each run feeds the Matrix view and the
+agreement marks. With one implementation the screen is the one it always was.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from watchfiles import awatch
 from cer import events
 from cer.coverage import MODULE_DOC
 from cer.history import History, HistoryError
-from cer.model import RunResult, Status, Suite
+from cer.matrix import Matrix, build_matrix, short_label, unique_labels
+from cer.model import Case, RunResult, Status, Suite
 from cer.runner import RunCancelled, RunOptions, run_suite
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
@@ -47,16 +54,24 @@ from cer.tui.formatting import SYMBOLS
 from cer.tui.group_screen import GroupScreen
 from cer.tui.header_bar import HeaderBar, HeaderState
 from cer.tui.help_screen import HelpScreen
-from cer.tui.keys import APP_KEYS, bindings
+from cer.tui.keys import app_keys, bindings
 from cer.tui.line_pane import LinePane
+from cer.tui.matrix_view import MatrixScreen
 from cer.tui.output_pane import OutputPane
-from cer.tui.summary_bar import SummaryBar, SummaryState
+from cer.tui.side_by_side import Lane, render_details_many
+from cer.tui.summary_bar import LaneSummary, SummaryBar, SummaryState
 from cer.tui.text_pane import TextPane
 from cer.tui.themes import DEFAULT_THEME, ThemeFile, find_themes
 from cer.tui.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 PANES: tuple[str, ...] = ("reason", "diff", "output", "case", "coverage")
+IMPL_OPTIONS: dict[str, str] = {
+    "python": "--impl",
+    "command": "--impl-cmd",
+    "command-per-case": "--impl-cmd-per-case",
+}
+"""The ``cer run`` option that names an implementation of each kind."""
 
 
 class RunFunction(Protocol):
@@ -91,7 +106,19 @@ def editor_command(editor: str, path: Path, line: int | None) -> list[str]:
 
 def repro_command(suite_path: Path, options: RunOptions, case_name: str) -> str:
     """A one-line ``cer run`` that reruns one case with the same options."""
-    words = ["cer", "run", str(suite_path), "--impl", options.impl]
+    return repro_command_many(suite_path, (options,), case_name)
+
+
+def repro_command_many(
+    suite_path: Path, implementations: Sequence[RunOptions], case_name: str
+) -> str:
+    """A one-line ``cer run`` that reruns one case against every implementation, each
+    named by the option of its kind; the other settings are shared, so the first
+    implementation's are used."""
+    options = implementations[0]
+    words = ["cer", "run", str(suite_path)]
+    for each in implementations:
+        words += [IMPL_OPTIONS.get(each.kind, "--impl"), each.impl]
     for path in options.paths:
         words += ["--path", path]
     defaults = RunOptions(impl=options.impl)
@@ -107,6 +134,19 @@ def repro_command(suite_path: Path, options: RunOptions, case_name: str) -> str:
 
 def _run_subprocess(command: Sequence[str]) -> int:
     return subprocess.call(list(command))
+
+
+def id_stem(options: RunOptions) -> str:
+    """An implementation id without its hash, as the runner forms it for ``options``
+    (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words), to find an
+    implementation's own runs in the history."""
+    if options.kind == "python":
+        return options.impl
+    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
+    try:
+        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
+    except ValueError:
+        return f"{prefix}:{options.impl}"
 
 
 @dataclass(frozen=True)
@@ -129,11 +169,12 @@ class _SuiteCache:
 
 
 class CerApp(App[None]):
-    """Watches a suite and its implementation and shows every case's latest result."""
+    """Watches a suite and its implementations and shows every case's latest result."""
 
     TITLE = "cer"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS: ClassVar[list[BindingType]] = list(bindings(APP_KEYS))
+    BINDINGS: ClassVar[list[BindingType]] = list(bindings(app_keys(several=True)))
+    """Every key; those of several implementations are hidden (check_action) with one."""
 
     def __init__(
         self,
@@ -147,7 +188,15 @@ class CerApp(App[None]):
         extra_watch: Iterable[str | Path] = (),
         launcher: Launcher = _run_subprocess,
         history: Path | None = None,
+        implementations: Sequence[RunOptions] = (),
+        labels: Sequence[str] = (),
     ) -> None:
+        chosen = tuple(implementations) or (options,)
+        if chosen[0] != options:
+            raise ValueError("options must be the first of the implementations")
+        names = tuple(labels) or unique_labels([short_label(o.kind, o.impl) for o in chosen])
+        if len(names) != len(chosen):
+            raise ValueError(f"{len(names)} labels for {len(chosen)} implementations")
         self.themes = find_themes()
         if theme not in self.themes:
             known = ", ".join(self.themes) or "none found"
@@ -156,8 +205,17 @@ class CerApp(App[None]):
         super().__init__(css_path=[APP_CSS, self.theme_file.path])
         self.suite_path = suite_path
         self.options = options
+        """The first implementation's options (the only one's, usually)."""
+        self.implementations: tuple[RunOptions, ...] = chosen
+        self.labels: tuple[str, ...] = names
+        """Each implementation's short label, as ``cer run`` heads its matrix columns."""
+        self.several = len(chosen) > 1
         self.base_selection = options.selection
         self.board = Board()
+        """The first implementation's results; it owns the filters."""
+        self.boards: tuple[Board, ...] = (self.board, *(Board() for _ in chosen[1:]))
+        """One board per implementation, in column order; the first is ``board``."""
+        self.board.peers = self.boards[1:]
         self.suite: Suite | None = None
         self.watching = watch
         self.paused = False
@@ -192,6 +250,23 @@ class CerApp(App[None]):
         """Counts coverage requests; only the answer to the latest one is shown."""
         self._coverage_input: tuple[Suite, RunResult] | None = None
         self._flaky_generation = 0
+        count = len(chosen)
+        self.implementation_ids: list[str] = [""] * count
+        self.sources_by: list[tuple[str, ...] | None] = [None] * count
+        """Each implementation's source files as the runner reported them; None until
+        it has loaded once."""
+        self._fallback: bool | None = None
+        self.running_index = 0
+        """The implementation whose run is in flight (or ran last)."""
+        self.notes_by: list[tuple[str, ...]] = [()] * count
+        self.coverage_views: tuple[CoverageView, ...] = (CoverageView(),) * count
+        self._coverage_inputs: list[tuple[Suite, RunResult] | None] = [None] * count
+        self.matrix: Matrix | None = None
+        """The matrix of what the list shows, rebuilt after each implementation's run."""
+        self._matrix_token = 0
+        self._import_failures: dict[int, tuple[str, str]] = {}
+        self._crashes: dict[int, tuple[str, str]] = {}
+        self._previous_lanes: tuple[tuple[int, int, int, int], ...] | None = None
 
     # -- layout -----------------------------------------------------------------------
 
@@ -200,7 +275,7 @@ class CerApp(App[None]):
         yield SummaryBar(id="summary")
         yield Banner(id="banner")
         with Horizontal(id="main"):
-            yield CaseList(self.board, id="cases")
+            yield CaseList(self.board, labels=self.labels if self.several else (), id="cases")
             with TabbedContent(id="details", initial="reason"):
                 with TabPane("Reason", id="reason"):
                     yield TextPane(id="reason-pane")
@@ -258,8 +333,10 @@ class CerApp(App[None]):
         self._cancel = threading.Event()
         self._run_selection = selection
         self.trigger = trigger
-        self.board.running = True
-        self.board.done = 0
+        for board in self.boards:
+            board.running = True
+            board.done = 0
+        self.running_index = 0
         self._run_in_thread(self.generation, selection, self._cancel)
         self._refresh_header()
         self._refresh_summary()
@@ -274,7 +351,8 @@ class CerApp(App[None]):
     def _run_in_thread(
         self, generation: int, selection: Selection, cancel: threading.Event
     ) -> None:
-        """Load the suite and run it, reporting only through messages."""
+        """Load the suite and run every implementation on it in turn, reporting only
+        through messages."""
         post = self.post_message
         try:
             suite = self._load_suite()
@@ -285,6 +363,31 @@ class CerApp(App[None]):
             post(messages.RunCrashed(generation, str(error), traceback.format_exc()))
             return
         post(messages.SuiteLoaded(generation, suite))
+        completed = 0
+        for index, options in enumerate(self.implementations):
+            if index and cancel.is_set():
+                post(messages.RunCancelled(generation))
+                return
+            outcome = self._run_one(
+                generation, index, replace(options, selection=selection), suite, cancel
+            )
+            if outcome is None:
+                return
+            completed += outcome
+        if self.several:
+            post(messages.RunsFinished(generation, completed))
+
+    def _run_one(
+        self,
+        generation: int,
+        index: int,
+        options: RunOptions,
+        suite: Suite,
+        cancel: threading.Event,
+    ) -> int | None:
+        """Run one implementation and record its run; 1 when it finished, 0 when the
+        runner crashed (the next implementation still runs), None when cancelled."""
+        post = self.post_message
         stream = messages.ResultStream()
 
         def on_event(event: events.RunEvent) -> None:
@@ -292,38 +395,39 @@ class CerApp(App[None]):
                 return
             if isinstance(event, events.CaseFinished):
                 if stream.add(event.result, event.done, event.total):
-                    post(messages.CasesFinished(generation, stream))
+                    post(messages.CasesFinished(generation, stream, index))
             elif isinstance(event, events.RunStarted):
-                post(messages.RunStarted(generation, event.total))
+                post(messages.RunStarted(generation, event.total, index))
             elif isinstance(event, events.ImplementationLoaded):
                 post(
                     messages.ImplementationLoaded(
-                        generation, event.implementation_id, event.source_files
+                        generation, event.implementation_id, event.source_files, index
                     )
                 )
             elif isinstance(event, events.ImplementationFailed):
-                post(messages.ImplementationFailed(generation, event.reason, event.traceback))
+                post(
+                    messages.ImplementationFailed(generation, event.reason, event.traceback, index)
+                )
 
         try:
-            run = self._run(
-                suite, replace(self.options, selection=selection), on_event=on_event, cancel=cancel
-            )
+            run = self._run(suite, options, on_event=on_event, cancel=cancel)
         except RunCancelled:
             post(messages.RunCancelled(generation))
-            return
+            return None
         except Exception as error:
-            post(messages.RunCrashed(generation, str(error), traceback.format_exc()))
-            return
+            post(messages.RunCrashed(generation, str(error), traceback.format_exc(), index))
+            return 0
         if cancel.is_set():
             post(messages.RunCancelled(generation))
-            return
-        post(messages.RunFinished(generation, run))
+            return None
+        post(messages.RunFinished(generation, run, index))
         if self.history_path is not None:
-            post(self._record(self.history_path, generation, suite, run))
+            post(self._record(self.history_path, generation, suite, run, index))
+        return 1
 
     @staticmethod
     def _record(
-        path: Path, generation: int, suite: Suite, run: RunResult
+        path: Path, generation: int, suite: Suite, run: RunResult, index: int = 0
     ) -> messages.HistoryRecorded:
         """Write a finished run to the history and read back its flaky cases.
 
@@ -337,12 +441,17 @@ class CerApp(App[None]):
                     run.implementation_id, run.suite_hash or suite.content_hash
                 )
         except HistoryError as error:
-            return messages.HistoryRecorded(generation, run.run_id, error=str(error))
+            return messages.HistoryRecorded(
+                generation, run.run_id, error=str(error), implementation=index
+            )
         except Exception as error:  # a bug in recording must not end the session
             return messages.HistoryRecorded(
-                generation, run.run_id, error=f"cannot record the run in {path}: {error!r}"
+                generation,
+                run.run_id,
+                error=f"cannot record the run in {path}: {error!r}",
+                implementation=index,
             )
-        return messages.HistoryRecorded(generation, run.run_id, flaky=flaky)
+        return messages.HistoryRecorded(generation, run.run_id, flaky=flaky, implementation=index)
 
     def _load_suite(self) -> Suite:
         """The suite, reloaded only when its file changed since the last load."""
@@ -368,11 +477,13 @@ class CerApp(App[None]):
         changed = self.suite is None or suite.content_hash != self.suite.content_hash
         self.suite = suite
         if changed or not self.board.rows:
-            self.board.set_suite(suite)
+            for board in self.boards:
+                board.set_suite(suite)
         if self.banner.kind == "suite-error":
             self.banner.clear()
         self.case_list.remove_class("-dimmed")
-        self.board.begin_run(self._run_selection)
+        for board in self.boards:
+            board.begin_run(self._run_selection)
         self.case_list.rows_changed(layout=changed)
         self._refresh_header()
         self._refresh_summary()
@@ -382,7 +493,8 @@ class CerApp(App[None]):
         if not self._is_current(message):
             return
         self._suite_cache = None
-        self.board.fail_suite()
+        for board in self.boards:
+            board.fail_suite()
         self.case_list.add_class("-dimmed")
         self.banner.show_error(
             "suite-error",
@@ -395,24 +507,55 @@ class CerApp(App[None]):
 
     def on_run_started(self, message: messages.RunStarted) -> None:
         if self._is_current(message):
-            self.board.total = message.total
+            self.running_index = message.implementation
+            self.boards[message.implementation].total = message.total
             self._refresh_summary()
 
     def on_implementation_loaded(self, message: messages.ImplementationLoaded) -> None:
         if not self._is_current(message):
             return
-        if self.banner.kind == "import-error":
+        index = message.implementation
+        if self.several:
+            self._import_failures.pop(index, None)
+            self._show_import_failures()
+        elif self.banner.kind == "import-error":
             self.banner.clear()
-        self.implementation_id = message.implementation_id
-        sources = tuple(sorted(message.source_files))
-        if sources != self.sources:
+        if index == 0:
+            self.implementation_id = message.implementation_id
+        self.implementation_ids[index] = message.implementation_id
+        self.sources_by[index] = tuple(sorted(message.source_files))
+        sources = self._all_sources()
+        fallback = self._needs_fallback()
+        if sources != self.sources or fallback != self._fallback:
             self.sources = sources
             if self.watching:
                 self._restart_watch()
         self._refresh_header()
 
+    def _all_sources(self) -> tuple[str, ...]:
+        """Every implementation's reported source files, sorted, without repeats."""
+        if not self.several:
+            return self.sources_by[0] or ()
+        return tuple(sorted({path for files in self.sources_by if files for path in files}))
+
+    def _needs_fallback(self) -> bool | None:
+        """Whether to watch the import folders' ``.py`` files for an implementation not
+        loaded yet: with several, when a Python one has not reported its files (command
+        implementations are watched through the files they report and ``--watch``);
+        None with one, which keeps the watch plan's own rule."""
+        if not self.several:
+            return None
+        return any(
+            files is None and options.kind == "python"
+            for files, options in zip(self.sources_by, self.implementations, strict=True)
+        )
+
     def on_implementation_failed(self, message: messages.ImplementationFailed) -> None:
         if not self._is_current(message):
+            return
+        if self.several:
+            self._import_failures[message.implementation] = (message.reason, message.traceback)
+            self._show_import_failures()
             return
         self.banner.show_error(
             "import-error",
@@ -420,13 +563,36 @@ class CerApp(App[None]):
             message.traceback,
         )
 
+    def _show_import_failures(self) -> None:
+        """The banner for the implementations that did not load, or none."""
+        failures = sorted(self._import_failures.items())
+        if not failures:
+            if self.banner.kind == "import-error":
+                self.banner.clear()
+            return
+        if len(failures) == 1:
+            ((index, (reason, _trace)),) = failures
+            title = (
+                f"The implementation {self.labels[index]} ({self.implementations[index].impl}) "
+                f"does not load: {reason}"
+            )
+        else:
+            names = ", ".join(self.labels[index] for index, _ in failures)
+            title = f"{len(failures)} implementations do not load: {names}"
+        body = "\n".join(
+            f"── {self.labels[index]} ──\n{trace or reason}" for index, (reason, trace) in failures
+        )
+        self.banner.show_error("import-error", title, body)
+
     def on_cases_finished(self, message: messages.CasesFinished) -> None:
         if not self._is_current(message):
             return
         results, done, total = message.stream.drain()
         if not results:
             return
-        self.board.record(results, done, total)
+        self.boards[message.implementation].record(results, done, total)
+        if self.several:
+            self.board.refilter()
         self.case_list.rows_changed()
         self._refresh_summary()
         current = self.case_list.cursor_name
@@ -435,6 +601,9 @@ class CerApp(App[None]):
 
     def on_run_finished(self, message: messages.RunFinished) -> None:
         if not self._is_current(message):
+            return
+        if self.several:
+            self._lane_finished(message.implementation, message.run)
             return
         self.board.finish_run(message.run)
         if self.banner.kind == "run-error":
@@ -452,6 +621,104 @@ class CerApp(App[None]):
             self._coverage_input = (self.suite, replace(message.run, results=shown))
             self._request_coverage()
 
+    def _lane_finished(self, index: int, run: RunResult) -> None:
+        """One of several implementations finished its run: show it, and judge coverage
+        and the matrix again by what the list shows."""
+        self.boards[index].finish_run(run)
+        self.board.refilter()
+        self.notes_by[index] = run.notes
+        crashed = self._crashes.pop(index, None) is not None
+        if crashed and not self._crashes and self.banner.kind == "run-error":
+            self.banner.clear()
+        self.case_list.rows_changed()
+        self._refresh_summary()
+        self._refresh_details()
+        if self.suite is not None:
+            shown = tuple(row.result for row in self.boards[index].rows if row.result is not None)
+            self._coverage_inputs[index] = (self.suite, replace(run, results=shown))
+            self._request_coverage()
+            self._request_matrix()
+
+    def on_runs_finished(self, message: messages.RunsFinished) -> None:
+        """Every implementation has had its turn: the cycle counts as one finished run."""
+        if not self._is_current(message):
+            return
+        if message.completed:
+            self.runs_finished += 1
+        self._refresh_summary()
+        self._announce_lanes()
+
+    def _request_matrix(self) -> None:
+        """Build the matrix again from what the list shows, off the event loop."""
+        suite = self.suite
+        if suite is None:
+            return
+        runs = []
+        for index, board in enumerate(self.boards):
+            shown = tuple(row.result for row in board.rows if row.result is not None)
+            base = board.last_run
+            if base is None:
+                impl = self.implementations[index].impl
+                base = RunResult(
+                    run_id="",
+                    target_module=suite.target or "",
+                    implementation_id=self.implementation_ids[index] or impl,
+                    started_at_ms=0,
+                    completed_at_ms=0,
+                    results=(),
+                    implementation=impl,
+                )
+            runs.append(replace(base, results=shown))
+        self._matrix_token += 1
+        self._compute_matrix(self._matrix_token, suite, tuple(runs))
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="matrix",
+        description="build the matrix",
+    )
+    def _compute_matrix(self, token: int, suite: Suite, runs: tuple[RunResult, ...]) -> None:
+        """Compare the implementations case by case (cer.matrix), off the event loop."""
+        self.post_message(messages.MatrixComputed(token, build_matrix(suite, runs, self.labels)))
+
+    def on_matrix_computed(self, message: messages.MatrixComputed) -> None:
+        if message.generation != self._matrix_token:
+            return
+        matrix = message.matrix
+        self.matrix = matrix
+        self.board.set_agreements({row.case_name: row.agreement for row in matrix.rows})
+        self.case_list.refresh()
+        self._refresh_summary()
+        self._refresh_details()
+        if isinstance(self.screen, MatrixScreen):
+            self.screen.update(matrix)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="coverage",
+        description="compute constraint coverage",
+    )
+    def _compute_coverages(
+        self, token: int, inputs: tuple[tuple[Suite, RunResult] | None, ...]
+    ) -> None:
+        """Each implementation's coverage, off the event loop (several implementations)."""
+        views = tuple(
+            CoverageView() if given is None else compute_view(self.suite_path, *given)
+            for given in inputs
+        )
+        self.post_message(messages.CoveragesComputed(token, views))
+
+    def on_coverages_computed(self, message: messages.CoveragesComputed) -> None:
+        if message.generation != self._coverage_token:
+            return
+        self.coverage_views = message.views
+        self.coverage_view = message.views[0]
+        self._refresh_details()
+
     @work(
         thread=True,
         exclusive=True,
@@ -467,6 +734,11 @@ class CerApp(App[None]):
 
     def _request_coverage(self) -> None:
         """Judge the last results again (after a run, or when the constraints changed)."""
+        if self.several:
+            if any(given is not None for given in self._coverage_inputs):
+                self._coverage_token += 1
+                self._compute_coverages(self._coverage_token, tuple(self._coverage_inputs))
+            return
         if self._coverage_input is None:
             return
         self._coverage_token += 1
@@ -495,18 +767,32 @@ class CerApp(App[None]):
         if message.generation < self._flaky_generation:
             return
         self._flaky_generation = message.generation
-        if self.board.set_flaky(message.flaky):
+        if self.boards[message.implementation].set_flaky(message.flaky):
             self.case_list.refresh()
             self._refresh_summary()
             self._refresh_details()
 
     def on_run_cancelled(self, message: messages.RunCancelled) -> None:
         if self._is_current(message):
-            self.board.abandon_run()
+            for board in self.boards:
+                board.abandon_run()
             self._refresh_summary()
 
     def on_run_crashed(self, message: messages.RunCrashed) -> None:
         if not self._is_current(message):
+            return
+        if self.several:
+            # The next implementation still runs; the banner names the one that crashed.
+            index = message.implementation
+            self.boards[index].abandon_run()
+            self._crashes[index] = (message.message, message.traceback)
+            label = self.labels[index]
+            self.banner.show_error(
+                "run-error",
+                f"The runner failed on {label}: {message.message}",
+                message.traceback,
+            )
+            self._refresh_summary()
             return
         self.board.abandon_run()
         self.banner.show_error(
@@ -538,11 +824,43 @@ class CerApp(App[None]):
         )
         self.notify("   ".join(parts), title="Run finished", severity=severity, timeout=4)
 
+    def _announce_lanes(self) -> None:
+        """A toast when the runs of several implementations end with other counts, or
+        with cases fixed or regressed, than the last time: each one's counts by label."""
+        now = tuple(board.counts.as_tuple() for board in self.boards)
+        previous, self._previous_lanes = self._previous_lanes, now
+        fixed = sum(board.counts.fixed for board in self.boards)
+        regressed = sum(board.counts.regressed for board in self.boards)
+        if previous is None or (previous == now and not (fixed or regressed)):
+            return
+        parts = []
+        if fixed:
+            parts.append(f"+{fixed} fixed")
+        if regressed:
+            parts.append(f"−{regressed} regressed")
+        for label, board in zip(self.labels, self.boards, strict=True):
+            counts = board.counts
+            tally = [f"{SYMBOLS[Status.PASS]} {counts.passed}"]
+            for status, count in (
+                (Status.FAIL, counts.failed),
+                (Status.ERRORED, counts.errored),
+                (Status.SKIPPED, counts.skipped),
+            ):
+                if count:
+                    tally.append(f"{SYMBOLS[status]} {count}")
+            parts.append(f"{label} {' '.join(tally)}")
+        failing = any(board.counts.failed or board.counts.errored for board in self.boards)
+        severity: SeverityLevel = "warning" if regressed or failing else "information"
+        self.notify("   ".join(parts), title="Runs finished", severity=severity, timeout=4)
+
     # -- watching ---------------------------------------------------------------------
 
     def _restart_watch(self) -> None:
         import_dirs = (self.suite_path.parent, Path.cwd(), *map(Path, self.options.paths))
-        self.plan = WatchPlan.build(self.suite_path, self.sources, self.extra_watch, import_dirs)
+        self._fallback = self._needs_fallback()
+        self.plan = WatchPlan.build(
+            self.suite_path, self.sources, self.extra_watch, import_dirs, self._fallback
+        )
         self._watch_loop(self.plan)
         self._refresh_header()
 
@@ -626,8 +944,11 @@ class CerApp(App[None]):
         else:
             count = self.plan.path_count if self.plan is not None else 0
             watch = f"watching {count} path{'s' if count != 1 else ''}"
+        implementation = self.options.impl
+        if self.several:
+            implementation = f"{len(self.labels)} implementations: {', '.join(self.labels)}"
         self.query_one("#header", HeaderBar).show(
-            HeaderState(target, self.options.impl, watch, self.trigger)
+            HeaderState(target, implementation, watch, self.trigger)
         )
 
     def _refresh_summary(self) -> None:
@@ -639,6 +960,9 @@ class CerApp(App[None]):
             filters.append(f"“{board.filters.text.strip()}”")
         if board.filters.group is not None:
             filters.append(board.filters.group.label)
+        if self.several:
+            self._refresh_lanes_summary(", ".join(filters))
+            return
         elapsed = None
         if board.last_run is not None:
             elapsed = max(0, board.last_run.completed_at_ms - board.last_run.started_at_ms)
@@ -653,6 +977,38 @@ class CerApp(App[None]):
                 rows=len(board.rows),
                 filters=", ".join(filters),
                 flaky=board.flaky_count,
+            )
+        )
+
+    def _refresh_lanes_summary(self, filters: str) -> None:
+        """The summary bar of several implementations: each one's totals by label."""
+        board = self.board
+        finished = [lane.last_run for lane in self.boards if lane.last_run is not None]
+        elapsed = None
+        if finished:
+            elapsed = max(
+                0,
+                max(run.completed_at_ms for run in finished)
+                - min(run.started_at_ms for run in finished),
+            )
+        index = self.running_index
+        running = self.boards[index]
+        self.query_one("#summary", SummaryBar).show(
+            SummaryState(
+                counts=replace(board.counts),
+                running=any(lane.running for lane in self.boards),
+                done=running.done,
+                total=running.total or len(running.rows),
+                elapsed_ms=elapsed,
+                shown=len(board.visible()),
+                rows=len(board.rows),
+                filters=filters,
+                lanes=tuple(
+                    LaneSummary(label, replace(lane.counts), lane.flaky_count)
+                    for label, lane in zip(self.labels, self.boards, strict=True)
+                ),
+                running_label=f"{self.labels[index]} {index + 1}/{len(self.labels)}",
+                disagreements=None if self.matrix is None else len(self.matrix.disagreements),
             )
         )
 
@@ -691,6 +1047,9 @@ class CerApp(App[None]):
     def _refresh_details(self) -> None:
         row = self.case_list.highlighted_row
         self._details_token += 1
+        if self.several:
+            self._refresh_details_many(row)
+            return
         snapshot = None
         flaky = False
         if row is not None:
@@ -725,6 +1084,74 @@ class CerApp(App[None]):
         self.post_message(
             messages.DetailsRendered(
                 None if row is None else row.name,
+                token,
+                details.reason,
+                details.diff,
+                details.output,
+                details.case,
+                details.coverage,
+            )
+        )
+
+    def _refresh_details_many(self, row: Row | None) -> None:
+        """Snapshot every implementation's row of the highlighted case for the worker."""
+        lanes: tuple[Lane, ...] = ()
+        case = None
+        index = None if row is None else self.board.index_of(row.name)
+        if row is not None and index is not None:
+            case = row.case
+            lanes = tuple(
+                Lane(
+                    label,
+                    Row(lane.case, lane.result, lane.stale, lane.baseline),
+                    flaky=lane.name in board.flaky,
+                    notes=notes,
+                )
+                for label, lane, board, notes in zip(
+                    self.labels,
+                    self.board.lanes_at(index),
+                    self.boards,
+                    self.notes_by,
+                    strict=True,
+                )
+            )
+        self._render_details_many(
+            case,
+            lanes,
+            tuple(zip(self.labels, self.coverage_views, strict=True)),
+            () if self.matrix is None else self.matrix.unobserved,
+            self.detail_styles(),
+            self._details_token,
+        )
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="details",
+        description="render the selected case",
+    )
+    def _render_details_many(
+        self,
+        case: Case | None,
+        lanes: tuple[Lane, ...],
+        coverages: tuple[tuple[str, CoverageView], ...],
+        unobserved: tuple[str, ...],
+        styles: DetailStyles,
+        token: int,
+    ) -> None:
+        """Compare and format the selected case across implementations off the loop."""
+        details = render_details_many(
+            case,
+            lanes,
+            styles,
+            coverages=coverages,
+            unobserved=unobserved,
+            suite_name=self.suite_path.name,
+        )
+        self.post_message(
+            messages.DetailsRendered(
+                None if case is None else case.name,
                 token,
                 details.reason,
                 details.diff,
@@ -781,6 +1208,9 @@ class CerApp(App[None]):
     def action_rerun_failed(self) -> None:
         if self.runs_finished == 0 and self.history_path is not None:
             # Nothing failed in this session yet: take up where the last session stopped.
+            if self.several:
+                self._recorded_failures_many(self.history_path)
+                return
             self._recorded_failures(
                 self.history_path, None if self.suite is None else self.suite.content_hash
             )
@@ -826,6 +1256,54 @@ class CerApp(App[None]):
             return
         post(messages.RecordedFailures(latest.names, run_id=latest.run_id))
 
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="history",
+        description="read the last recorded failures",
+    )
+    def _recorded_failures_many(self, path: Path) -> None:
+        """The cases that failed or errored in the newest recorded run of *each*
+        implementation (as ``cer run --failed`` takes them), so that every implementation
+        reruns the same cases and the matrix stays complete."""
+        post = self.post_message
+        if not path.is_file():
+            post(messages.RecordedFailures(None, problem=f"no run history yet at {path}"))
+            return
+        names: set[str] = set()
+        run_ids: list[str] = []
+        try:
+            with History.open(path, create=False) as history:
+                records = history.runs(None, suite_path=self.suite_path)
+                for label, options in zip(self.labels, self.implementations, strict=True):
+                    stem = id_stem(options)
+                    record = next(
+                        (
+                            r
+                            for r in records
+                            if r.implementation == options.impl
+                            and r.implementation_id.rpartition("@")[0] == stem
+                        ),
+                        None,
+                    )
+                    if record is None:
+                        problem = (
+                            f"no run of {label} on {self.suite_path.name} is recorded in {path}"
+                        )
+                        post(messages.RecordedFailures(None, problem=problem))
+                        return
+                    run_ids.append(record.short_id)
+                    names.update(
+                        name
+                        for name, status, _ in history.statuses(record.run_id)
+                        if status in (Status.FAIL.value, Status.ERRORED.value)
+                    )
+        except HistoryError as error:
+            post(messages.RecordedFailures(None, problem=str(error), error=True))
+            return
+        post(messages.RecordedFailures(tuple(sorted(names)), run_id=", ".join(run_ids)))
+
     def on_recorded_failures(self, message: messages.RecordedFailures) -> None:
         if self.runs_finished:
             # A run of this session finished meanwhile: its results are newer.
@@ -843,16 +1321,21 @@ class CerApp(App[None]):
             present = {case.name for case in self.suite.cases}
             names = tuple(name for name in names if name in present)
         short = message.run_id[:8]
+        if self.several:
+            short = message.run_id
         if not names:
+            which = f"recorded run{'s' if self.several else ''} ({short}) "
+            which += "have" if self.several else "has"
             self.notify(
-                f"The last recorded run ({short}) has no failed or errored case in this suite.",
+                f"The last {which} no failed or errored case in this suite.",
                 title="Rerun failed",
             )
             return
         count = len(names)
         self.start_run(
             replace(self.base_selection, names=frozenset(names)),
-            f"rerun: {count} failed case{'s' if count != 1 else ''} of recorded run {short}",
+            f"rerun: {count} failed case{'s' if count != 1 else ''} of recorded "
+            f"run{'s' if self.several else ''} {short}",
         )
 
     def action_toggle_failures(self) -> None:
@@ -915,7 +1398,7 @@ class CerApp(App[None]):
         row = self.case_list.highlighted_row
         if row is None:
             return
-        command = repro_command(self.suite_path, self.options, row.name)
+        command = repro_command_many(self.suite_path, self.implementations, row.name)
         self.copy_to_clipboard(command)
         self.notify(command, title="Copied")
 
@@ -957,12 +1440,44 @@ class CerApp(App[None]):
             self.start_run(self.base_selection, self._describe_trigger(pending))
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.several))
+
+    def action_matrix(self) -> None:
+        """Open the Matrix view; choosing a case there selects it in the list."""
+        if not self.several:
+            return
+        matrix = self.matrix
+        if matrix is None:
+            self.notify(
+                "The matrix is built when the first implementation's run finishes.",
+                title="Matrix",
+            )
+            return
+
+        def chosen(name: str | None) -> None:
+            if name is not None:
+                self.show_case(name)
+
+        self.push_screen(
+            MatrixScreen(matrix, self.suite_path.name, statuses=self.detail_styles().statuses),
+            chosen,
+        )
+
+    def show_case(self, name: str) -> bool:
+        """Select the case called ``name`` in the list, clearing the filters that hide it."""
+        if self.case_list.select_name(name):
+            return True
+        self.query_one("#filter", Input).value = ""
+        self._set_filters(failures_only=False, text="", group=None)
+        return self.case_list.select_name(name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keep the app's keys out of the modal screens and the filter field."""
+        """Keep the app's keys out of the modal screens and the filter field, and the
+        keys of several implementations away from one."""
         if action == "quit":
             return True
+        if action == "matrix" and not self.several:
+            return False
         if self.screen is not self.screen_stack[0]:
             return False
         focused = self.focused
@@ -980,12 +1495,18 @@ def create_app(
     extra_watch: Iterable[str | Path] = (),
     launcher: Launcher = _run_subprocess,
     history: Path | None = None,
+    implementations: Sequence[RunOptions] = (),
+    labels: Sequence[str] = (),
 ) -> CerApp:
     """Build the app for ``suite_path``; the CLI and the tests both come through here.
 
     ``history`` is the database every finished run is recorded in; None (the default,
     so that tests never write beside a suite by accident) records nothing. The command
     line passes ``.cer/history.sqlite`` beside the suite unless ``--no-history``.
+
+    ``implementations`` lists every implementation to run, ``options`` first (as
+    :class:`cer.options.ResolvedRun` does); empty means ``options`` alone. ``labels``
+    name them (default: as ``cer run`` labels its matrix columns).
     """
     return CerApp(
         suite_path,
@@ -997,4 +1518,6 @@ def create_app(
         extra_watch=extra_watch,
         launcher=launcher,
         history=history,
+        implementations=implementations,
+        labels=labels,
     )
