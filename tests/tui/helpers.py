@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,7 @@ def result_for(
     stdout: str = "",
     stderr: str = "",
     traceback: str | None = None,
+    observation: Mapping[str, Any] | None = None,
 ) -> CaseResult:
     return CaseResult(
         case_name=case.name,
@@ -133,7 +134,7 @@ def result_for(
         stderr=stderr,
         traceback=traceback,
         elapsed_ms=3 + (case.position * 7) % 40,
-        observation={},
+        observation={} if observation is None else observation,
         mismatches=mismatches,
         position=case.position,
     )
@@ -231,7 +232,11 @@ class FakeRunner:
                     self.cancelled += 1
                     raise RunCancelled()
             if self.import_failure is not None:
-                result = result_for(case, Status.ERRORED, reason=self.import_failure[0])
+                # As the real runner does: nothing was observed.
+                result = replace(
+                    result_for(case, Status.ERRORED, reason=self.import_failure[0]),
+                    observation=None,
+                )
             elif selection.is_everything or selection.selects(case):
                 result = self.outcome(case)
             else:
@@ -251,6 +256,27 @@ class FakeRunner:
         )
         emit(events.RunFinished(run))
         return run
+
+
+@dataclass
+class Implementations:
+    """A ``run_suite`` stand-in for several implementations: each ``--impl`` value has a
+    fake runner of its own, so that each can observe, fail, block or crash on its own.
+    ``order`` lists the implementations in the order they were run."""
+
+    runners: Mapping[str, FakeRunner]
+    order: list[str] = field(default_factory=list)
+
+    def __call__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        on_event: Callable[[events.RunEvent], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> RunResult:
+        self.order.append(options.impl)
+        return self.runners[options.impl](suite, options, on_event=on_event, cancel=cancel)
 
 
 def fixed_loader(suite: Suite) -> Callable[[Path], Suite]:
@@ -274,7 +300,7 @@ async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> Non
 
 def _busy(app: CerApp) -> bool:
     return any(
-        worker.group in ("run", "details", "coverage", "history")
+        worker.group in ("run", "details", "coverage", "history", "matrix")
         and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
         for worker in app.workers
     )

@@ -142,8 +142,7 @@ class MatrixLayout:
         for status, width in zip(row.statuses, self.cell_widths, strict=True):
             text.append(_fit(f"{SYMBOLS[status]} {WORDS[status]}", width), self._style(status))
         if row.agreement is Agreement.DISAGREE:
-            keys = ", ".join(row.differing_keys) or "status only"
-            text.append(keys, self.muted)
+            text.append(differs_in(row), self.muted)
         return text
 
     def totals(self) -> list[Text]:
@@ -180,6 +179,18 @@ class MatrixLayout:
             f"{len(matrix.rows)} cases · {count} disagreement{'s' if count != 1 else ''}"
             " — enter shows the case, esc closes"
         )
+
+
+def differs_in(row: Row) -> str:
+    """What a disagreement is about: the differing keys, who observed nothing, or only
+    the status."""
+    parts = []
+    if row.differing_keys:
+        parts.append(", ".join(row.differing_keys))
+    silent = [label for group in row.groups if group.observation is None for label in group.labels]
+    if silent:
+        parts.append(f"{', '.join(silent)} observed nothing")
+    return "; ".join(parts) or "the status only"
 
 
 def _fit(text: str, width: int) -> str:
