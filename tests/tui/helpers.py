@@ -258,6 +258,38 @@ class FakeRunner:
         return run
 
 
+TABS = "<pre><code>\tfoo\tbaz\n</code></pre>\n"
+SPACES = "<pre><code>    foo baz\n</code></pre>\n"
+
+
+def ref_outcome(case: Case) -> CaseResult:
+    """The first of two implementations: the triage mix, with observations the other
+    one differs from."""
+    result = triage_outcome(case)
+    if case.name == "adds-integers":
+        return replace(result, observation={"output": 2})
+    if case.name == "renders-tabs":
+        return replace(result, observation={"html": SPACES})
+    if case.name == "survives-deep-nesting":
+        return replace(result, observation=None)
+    return result
+
+
+def other_outcome(case: Case) -> CaseResult:
+    """Passes with another type where the suite cannot tell, renders tabs right, and
+    errors on a case the reference passes."""
+    if case.name == "adds-integers":
+        return result_for(case, Status.PASS, observation={"output": 2.0})
+    if case.name == "renders-tabs":
+        return result_for(case, Status.PASS, observation={"html": TABS})
+    if case.name == "reports-version":
+        return replace(
+            result_for(case, Status.ERRORED, reason="TypeError: boom", stderr="other says hi\n"),
+            observation=None,
+        )
+    return ref_outcome(case)
+
+
 @dataclass
 class Implementations:
     """A ``run_suite`` stand-in for several implementations: each ``--impl`` value has a

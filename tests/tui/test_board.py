@@ -121,3 +121,45 @@ def test_groups_give_pass_rates_per_tag_prefix() -> None:
     assert classes == {"functional": 7, "adversarial": 3, "generator_adversary": 2}
     skipped_only = {g.key.value: g for g in sections["Category"].groups}["resource"]
     assert skipped_only.pass_rate is None
+
+
+def test_peers_fold_into_filters_rerun_failed_and_groups() -> None:
+    """With several implementations the first board owns the filters and looks at its
+    peers: a case counts as failing when any implementation failed it."""
+    suite = triage_suite()
+    board, peer = Board(), Board()
+    board.peers = (peer,)
+    for each in (board, peer):
+        each.set_suite(suite)
+        each.begin_run(Selection())
+    board.finish_run(run_of([passing(case) for case in suite.cases]))
+    peer.record([result_for(suite.case("adds-floats"), Status.FAIL)], 1, 12)
+    assert board.index_of("adds-floats") == 1
+    assert [lane.status for lane in board.lanes_at(1)] == [Status.PASS, Status.FAIL]
+    # The peer's other rows have no result yet: pending, which the fold keeps.
+    assert board.status_at(0) is None
+    assert board.status_at(1) is Status.FAIL
+    assert board.failing_at(1) and not board.failing_at(0)
+    assert board.failed_names() == {"adds-floats"}
+    board.set_filters(failures_only=True)
+    assert [board.rows[i].name for i in board.visible()] == ["adds-floats"]
+    # A peer's new results show once the lead is told to look again.
+    peer.record([result_for(suite.case("renders-list"), Status.ERRORED)], 2, 12)
+    assert len(board.visible()) == 1
+    board.refilter()
+    assert [board.rows[i].name for i in board.visible()] == ["adds-floats", "renders-list"]
+    peer.finish_run(
+        run_of(
+            [
+                result_for(case, Status.FAIL) if case.name == "adds-floats" else passing(case)
+                for case in suite.cases
+            ]
+        )
+    )
+    assert board.status_at(0) is Status.PASS
+    category = {g.key.value: g for g in board.groups()[0].groups}["functional"]
+    assert (category.passed, category.failed, category.total) == (6, 1, 7)
+    # Alone, a board keeps its own status and failures.
+    alone = Board()
+    alone.set_suite(suite)
+    assert alone.status_at(0) is None and alone.failed_names() == frozenset()

@@ -38,6 +38,8 @@ def test_pure_ui_modules_do_not_import_textual() -> None:
         "cer.tui.details",
         "cer.tui.diffing",
         "cer.tui.formatting",
+        "cer.tui.matrix_layout",
+        "cer.tui.side_by_side",
         "cer.tui.themes",
         "cer.tui.watching",
     ]

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from cer.model import MISSING, CaseResult, Mismatch, Status
-from cer.tui.diffing import DiffStyles, diff_strings, render_mismatch, render_result_diff
+from cer.tui.diffing import (
+    DiffStyles,
+    Sides,
+    describe_value,
+    diff_strings,
+    render_mismatch,
+    render_result_diff,
+    render_values,
+)
 
 STYLES = DiffStyles()
 
@@ -69,3 +77,16 @@ def test_results_without_mismatches() -> None:
     assert plain(render_result_diff(ok, STYLES)) == ["No differences: the case passed."]
     errored = CaseResult("c", "functional", "functional", Status.ERRORED, reason="boom")
     assert plain(render_result_diff(errored, STYLES)) == ["boom"]
+
+
+def test_two_implementations_are_named_and_typed() -> None:
+    sides = Sides("ref", "sloppy", typed=True)
+    lines = plain(render_mismatch(Mismatch("value", "", 2.0, 2), STYLES, sides))
+    assert lines == ["▸ value", "  ref: float 2.0", "  sloppy: int 2"]
+    text = plain(render_values("a\tb\n", "", STYLES, sides))
+    assert text[0] == "  (sloppy observed the empty string)"
+    assert text[1] == "- ref   + sloppy"
+    assert text[2] == "@@ ref 1-1, sloppy 1-0 @@"
+    assert describe_value(MISSING) == "<missing>" and describe_value(None) == "None"
+    # Expected against observed stays as it was.
+    assert plain(render_values(1, 2, STYLES)) == ["  expected: 1", "  observed: 2"]

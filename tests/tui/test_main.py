@@ -60,6 +60,33 @@ def test_arguments_reach_the_app(
     assert app.history_path == tmp_path / ".cer" / "history.sqlite"
 
 
+def test_several_implementations_reach_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[CerApp]
+) -> None:
+    suite = tmp_path / "evals.toml"
+    suite.write_text('commonsformat_evals = "0.2"\n')
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        str(suite),
+        "--impl",
+        "calc_ref:evaluate",
+        "--impl-cmd",
+        "node calc.mjs",
+        "--watch",
+        ".",
+    ]
+    assert cli.main([*argv, "--timeout", "4"]) == 0
+    (app,) = started
+    assert app.several
+    assert app.labels == ("calc_ref", "calc")
+    assert [(o.kind, o.impl, o.timeout) for o in app.implementations] == [
+        ("python", "calc_ref:evaluate", 4),
+        ("command", "node calc.mjs", 4),
+    ]
+    assert app.options is app.implementations[0]
+    assert app.extra_watch == (Path("."),)
+
+
 def test_history_flags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[CerApp]
 ) -> None:

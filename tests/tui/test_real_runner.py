@@ -17,6 +17,8 @@ from cer.model import Status
 from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.tui.app import create_app
+from cer.tui.diff_pane import DiffPane
+from cer.tui.matrix_view import MatrixScreen, MatrixTable
 from cer.tui.text_pane import TextPane
 
 from .helpers import screen_text, settle, wait_until
@@ -132,3 +134,76 @@ async def test_real_runs_are_recorded_with_coverage(calc: Path) -> None:
         assert coverage is not None and coverage.total > 0
         verdict = {item.name: item.verified for item in coverage.constraints}
         assert verdict["true-division-float"] is False
+
+
+SLOPPY_DISAGREEMENTS = [
+    "division-chain-left-to-right",
+    "mixed-precedence-chain",
+    "rejects-power-tower",
+    "exact-division-is-still-float",
+    "exact-division-chain-is-float",
+    "power-is-right-associative",
+    "unary-minus-looser-than-power",
+    "large-exact-division-is-float",
+]
+"""Where calc_sloppy observes otherwise than calc_ref, in declared order (docs/matrix.md)."""
+
+
+async def test_two_real_implementations_side_by_side(calc: Path) -> None:
+    """calc_ref and calc_sloppy with the real runner: both run, each run is recorded on
+    its own, the matrix lists their disagreements, and saving a fix to calc_sloppy reruns
+    both and leaves fewer."""
+    history = calc / ".cer" / "history.sqlite"
+    ref = RunOptions(impl="calc_ref:evaluate", timeout=20)
+    sloppy = RunOptions(impl="calc_sloppy:evaluate", timeout=20)
+    app = create_app(
+        calc / "evals.toml", ref, implementations=(ref, sloppy), watch=True, history=history
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: app.runs_finished >= 1, timeout=60)
+        await settle(app)
+        await wait_until(lambda: app.runs_recorded == 2)
+        matrix = app.matrix
+        assert matrix is not None and matrix.labels == ("calc_ref", "calc_sloppy")
+        assert [row.case_name for row in matrix.disagreements] == SLOPPY_DISAGREEMENTS
+        totals = matrix.totals
+        assert (totals["calc_ref"].passed, totals["calc_ref"].failed) == (70, 0)
+        assert (totals["calc_sloppy"].passed, totals["calc_sloppy"].failed) == (62, 8)
+        text = screen_text(app)
+        assert "calc_ref ✔ 70  │  calc_sloppy ✔ 62 ✘ 8  │  ≠ 8 differ" in text
+        with History.open(history, create=False) as opened:
+            ids = sorted(record.implementation_id for record in opened.runs(None))
+        assert [i.partition("@")[0] for i in ids] == ["calc_ref:evaluate", "calc_sloppy:evaluate"]
+        # Each implementation's own files are watched.
+        sources = {(calc / name).resolve() for name in ("calc_ref.py", "calc_sloppy.py")}
+        await wait_until(lambda: app.plan is not None and sources <= app.plan.sources)
+
+        await pilot.press("m")
+        assert isinstance(app.screen, MatrixScreen)
+        assert app.screen.query_one(MatrixTable).cursor_name == SLOPPY_DISAGREEMENTS[0]
+        await pilot.press("enter")
+        assert app.case_list.cursor_name == SLOPPY_DISAGREEMENTS[0]
+        await settle(app)
+        diff = app.query_one("#diff-pane", DiffPane).plain.splitlines()
+        assert diff[:4] == [
+            "≠ calc_ref ✔ pass  against  calc_sloppy ✘ fail",
+            "▸ value",
+            "  calc_ref: float 2.0",
+            "  calc_sloppy: int 2",
+        ]
+
+        source = (calc / "calc_sloppy.py").read_text()
+        assert SLOPPY_DIVIDE in source
+        (calc / "calc_sloppy.py").write_text(source.replace(SLOPPY_DIVIDE, ""))
+        await wait_until(lambda: app.runs_finished >= 2, timeout=60)
+        await settle(app, runs=2)
+        assert "calc_sloppy.py changed" in app.trigger
+        await wait_until(lambda: app.runs_recorded == 4)
+        matrix = app.matrix
+        assert matrix is not None
+        assert [row.case_name for row in matrix.disagreements] == [
+            "rejects-power-tower",
+            "power-is-right-associative",
+            "unary-minus-looser-than-power",
+        ]
+        assert app.boards[1].counts.fixed == 5

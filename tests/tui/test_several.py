@@ -6,7 +6,6 @@ panes put the implementations side by side."""
 from __future__ import annotations
 
 import io
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,9 @@ from .helpers import (
     FakeRunner,
     Implementations,
     fixed_loader,
+    other_outcome,
     passing,
+    ref_outcome,
     result_for,
     screen_text,
     settle,
@@ -42,35 +43,6 @@ pytestmark = pytest.mark.anyio
 SIZE = (130, 34)
 REF = RunOptions(impl="ref:evaluate")
 OTHER = RunOptions(impl="other:evaluate")
-TABS = "<pre><code>\tfoo\tbaz\n</code></pre>\n"
-SPACES = "<pre><code>    foo baz\n</code></pre>\n"
-
-
-def ref_outcome(case: Case) -> CaseResult:
-    """The triage mix, with observations the other implementation differs from."""
-    result = triage_outcome(case)
-    if case.name == "adds-integers":
-        return replace(result, observation={"output": 2})
-    if case.name == "renders-tabs":
-        return replace(result, observation={"html": SPACES})
-    if case.name == "survives-deep-nesting":
-        return replace(result, observation=None)
-    return result
-
-
-def other_outcome(case: Case) -> CaseResult:
-    """Passes with another type where the suite cannot tell, renders tabs right, and
-    errors on a case the reference passes."""
-    if case.name == "adds-integers":
-        return result_for(case, Status.PASS, observation={"output": 2.0})
-    if case.name == "renders-tabs":
-        return result_for(case, Status.PASS, observation={"html": TABS})
-    if case.name == "reports-version":
-        return replace(
-            result_for(case, Status.ERRORED, reason="TypeError: boom", stderr="other says hi\n"),
-            observation=None,
-        )
-    return ref_outcome(case)
 
 
 def several(ref: FakeRunner | None = None, other: FakeRunner | None = None) -> Implementations:

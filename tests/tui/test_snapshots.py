@@ -20,10 +20,13 @@ from cer.tui.app import CerApp, create_app
 
 from .helpers import (
     FakeRunner,
+    Implementations,
     fixed_loader,
     make_case,
     make_suite,
+    other_outcome,
     passing,
+    ref_outcome,
     result_for,
     settle,
     triage_outcome,
@@ -149,3 +152,30 @@ def test_coverage_pane(snap_compare: SnapCompare, tmp_path: Path) -> None:
         await select("divides-exactly", "coverage")(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def several_app() -> CerApp:
+    """Two implementations that disagree on three cases (see helpers.other_outcome)."""
+    ref, other = RunOptions(impl="ref:evaluate"), RunOptions(impl="other:evaluate")
+    return create_app(
+        Path("evals.toml"),
+        ref,
+        run=Implementations(
+            {ref.impl: FakeRunner(ref_outcome), other.impl: FakeRunner(other_outcome)}
+        ),
+        load=fixed_loader(triage_suite()),
+        watch=False,
+        implementations=(ref, other),
+    )
+
+
+def test_several_implementations_side_by_side(snap_compare: SnapCompare) -> None:
+    """A cell per implementation, their totals, and the Diff pane between them."""
+    assert snap_compare(
+        several_app(), terminal_size=SIZE, run_before=select("renders-tabs", "diff")
+    )
+
+
+def test_matrix_view(snap_compare: SnapCompare) -> None:
+    """The Matrix view: disagreements first, then all errored, failing, passed; totals."""
+    assert snap_compare(several_app(), terminal_size=SIZE, run_before=settled, press=["m"])

@@ -77,8 +77,8 @@ class MatrixTable(ScrollView, can_focus=True):
     MatrixTable > .matrix-table--heading { text-style: bold; }
     MatrixTable > .matrix-table--muted { color: $text-muted; }
     MatrixTable > .matrix-table--mark { color: $warning; text-style: bold; }
-    MatrixTable > .matrix-table--cursor { background: $boost; }
-    MatrixTable:focus > .matrix-table--cursor { background: $accent 30%; }
+    MatrixTable > .matrix-table--cursor { background: $primary 25%; }
+    MatrixTable:focus > .matrix-table--cursor { background: $primary 50%; }
     """
 
     def __init__(
