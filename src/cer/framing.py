@@ -26,7 +26,15 @@ The worker never decodes a case it hands to a process of its own."""
 
 
 class FrameError(Exception):
-    """The byte stream does not hold a well-formed frame."""
+    """The byte stream does not hold a well-formed frame.
+
+    ``frames`` holds the well-formed frames that came before the bad one (from
+    :func:`split_frames`): what arrived intact is still what it is.
+    """
+
+    def __init__(self, message: str, frames: list[tuple[int, bytes]] | None = None) -> None:
+        super().__init__(message)
+        self.frames: list[tuple[int, bytes]] = frames or []
 
 
 def pack(kind: int, payload: bytes) -> bytes:
@@ -63,13 +71,18 @@ def read_frame(fd: int) -> tuple[int, bytes]:
 
 
 def split_frames(buffer: bytearray) -> list[tuple[int, bytes]]:
-    """Remove and return every complete frame at the start of ``buffer``."""
-    frames = []
+    """Remove and return every complete frame at the start of ``buffer``.
+
+    A malformed frame raises FrameError carrying the complete frames before it, which
+    are removed from ``buffer`` too.
+    """
+    frames: list[tuple[int, bytes]] = []
     offset = 0
     while len(buffer) - offset >= HEADER_SIZE:
         length, kind = _HEADER.unpack_from(buffer, offset)
         if length > MAX_FRAME:
-            raise FrameError(f"frame of {length} bytes exceeds the limit")
+            del buffer[:offset]
+            raise FrameError(f"frame of {length} bytes exceeds the limit", frames)
         end = offset + HEADER_SIZE + length
         if len(buffer) < end:
             break

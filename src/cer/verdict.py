@@ -203,6 +203,8 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         )
 
     def compared(observation: dict[str, Any]) -> CaseResult:
+        if _surely_matches(expect, observation):
+            return result(Status.PASS, None, observation)
         mismatches = compare(expect, observation)
         if mismatches:
             return result(
@@ -246,6 +248,50 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
             compared({"crashed": True, "hung": False, **health}), outcome.detail
         )
     return result(Status.ERRORED, outcome.detail)
+
+
+_str, _int, _bool, _float, _list, _dict, _NoneType = str, int, bool, float, list, dict, type(None)
+_EXACT_SCALARS = frozenset({_str, _int, _bool, _NoneType})
+
+
+def _surely_matches(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
+    """Whether every expected key was observed with a strictly equal value.
+
+    A shortcut for the common passing case: True only where :func:`compare` would find
+    no mismatch (each key present and equal under its rules: exact types at every
+    level, floats equal or both NaN, tables with the same string keys). Anything else,
+    including every operator key and every value of another type, answers False and
+    is left to :func:`compare`, which also explains the differences.
+    """
+    try:
+        for key, expected in expect.items():
+            if type(key) is not _str or key not in observation:
+                return False
+            if not _same(expected, observation[key]):
+                return False
+    except RecursionError:
+        return False
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    kind = type(a)
+    if type(b) is not kind:
+        return False
+    if kind in _EXACT_SCALARS:
+        return bool(a == b)
+    if kind is _float:
+        return bool(a == b or (a != a and b != b))
+    if kind is _list:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if kind is _dict:
+        if len(a) != len(b):
+            return False
+        for key, value in a.items():
+            if type(key) is not _str or key not in b or not _same(value, b[key]):
+                return False
+        return True
+    return False
 
 
 def _with_detail(result: CaseResult, detail: str) -> CaseResult:

@@ -15,12 +15,11 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import cer
 from cer import plaindata
@@ -33,9 +32,17 @@ from cer.framing import (
     split_frames,
     write_all,
 )
-from cer.worker import kill_process_tree
 
 _SEQ = struct.Struct(">Q")
+
+
+def _scratch_file() -> BinaryIO:
+    """An anonymous file for the worker's own stderr (in memory on Linux)."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("cer-worker-stderr"), "w+b")
+    import tempfile
+
+    return tempfile.TemporaryFile()
 
 
 class WorkerLost(Exception):
@@ -64,7 +71,7 @@ class WorkerProcess:
     def __init__(self, cwd: str | None = None) -> None:
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        self._stderr = _scratch_file()
         package_root = str(Path(cer.__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -92,6 +99,7 @@ class WorkerProcess:
         self._buffer = bytearray()
         self._pending: list[tuple[int, bytes]] = []
         self._next = 0
+        self._corrupted: str | None = None
         self.closed = False
         self.used = False
         """Whether anything was ever sent to this worker."""
@@ -155,11 +163,16 @@ class WorkerProcess:
             raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
         if not chunk:
             raise WorkerLost(self._death_description("the worker process ended"))
+        if self._corrupted is not None:
+            return  # nothing after the corruption can be trusted
         self._buffer += chunk
         try:
             self._pending.extend(split_frames(self._buffer))
         except FrameError as exc:
-            raise WorkerLost(f"the worker's channel was corrupted: {exc}") from exc
+            # The messages before the corruption arrived intact and are handled first
+            # (a case's result must not be lost to what the next case wrote).
+            self._pending.extend(exc.frames)
+            self._corrupted = f"the worker's channel was corrupted: {exc}"
 
     def next_message(self) -> Message | None:
         """The next complete message already read, or None."""
@@ -168,6 +181,8 @@ class WorkerProcess:
             if start:
                 pending.clear()
                 self._next = 0
+            if self._corrupted is not None:
+                raise WorkerLost(self._corrupted)
             return None
         kind, data = pending[start]
         if kind != KIND_JSON:
@@ -181,6 +196,8 @@ class WorkerProcess:
             raise WorkerLost("the worker's channel was corrupted: message is not a table")
         if body.get("op") == "result":
             if len(pending) < start + 2:
+                if self._corrupted is not None:
+                    raise WorkerLost(self._corrupted)
                 return None  # its raw frame has not arrived yet
             raw_kind, raw = pending[start + 1]
             if raw_kind != KIND_RAW:
@@ -227,6 +244,8 @@ class WorkerProcess:
         # The whole tree first (the worker adopts what its cases leave behind, even in
         # sessions of their own), then its process group.
         if self.process.poll() is None:  # still ours: its pid cannot have been reused
+            from cer.worker import kill_process_tree
+
             kill_process_tree(self.process.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
