@@ -13,3 +13,11 @@ def test_every_key_is_documented() -> None:
     text = DOCS.read_text(encoding="utf-8")
     for keys, help_text in help_rows():
         assert f"| `{keys}` | {help_text} |" in text, keys
+
+
+def test_the_keys_of_several_implementations_are_documented() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    extra = [row for row in help_rows(several=True) if row not in help_rows()]
+    assert extra == [("m", extra[0][1])] and "Matrix view" in extra[0][1]
+    for keys, help_text in extra:
+        assert f"| `{keys}` | {help_text} |" in text, keys
