@@ -736,10 +736,13 @@ def _check_options(options: RunOptions) -> None:
 
 def _shard_note(shard: tuple[int, int], total: int) -> str:
     index, count = shard
-    mine = len(range(index, total + 1, count))
+    mine = range(index, total + 1, count)
+    shown = ", ".join(str(position) for position in mine[:3])
+    more = ", …" if len(mine) > 3 else ""
+    at = f", at positions {shown}{more} (one in {count})" if len(mine) else ""
     return (
-        f"shard {index}/{count}: ran the {mine} of {total} cases at positions {index}, "
-        f"{index}+{count}, …; the others are skipped ({OTHER_SHARD})"
+        f"shard {index}/{count}: covers {len(mine)} of the {total} cases{at}; "
+        f"the others are skipped as {OTHER_SHARD}"
     )
 
 
