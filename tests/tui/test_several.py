@@ -478,3 +478,61 @@ def test_outcomes_differ_where_the_tests_say() -> None:
     assert ref["adds-integers"].observation == {"output": 2}
     assert other["adds-integers"].observation == {"output": 2.0}
     assert passing(suite.cases[1]).observation == {}
+
+
+@pytest.mark.slow
+async def test_65000_cases_by_two_implementations_draw_only_the_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The list of several implementations stays virtual: only the rows on screen (and
+    the header line) are drawn, however long the suite."""
+    from textual.strip import Strip
+
+    from cer.tui.case_list import CaseList
+
+    from .helpers import make_case, make_suite
+
+    suite = make_suite(make_case(f"case-{i:05d}", i) for i in range(1, 65_001))
+
+    def differs(case: Case) -> CaseResult:
+        if case.position % 97:
+            return passing(case)
+        return result_for(case, Status.FAIL, observation={"output": case.position})
+
+    drawn: list[int] = []
+    original = CaseList.render_line
+
+    def counting(self: CaseList, y: int) -> Strip:
+        drawn.append(y)
+        return original(self, y)
+
+    monkeypatch.setattr(CaseList, "render_line", counting)
+    run = several(FakeRunner(passing), FakeRunner(differs))
+    app = create_app(
+        suite.path,
+        REF,
+        run=run,
+        load=fixed_loader(suite),
+        watch=False,
+        implementations=(REF, OTHER),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: app.runs_finished >= 1, timeout=60)
+        await settle(app)
+        await wait_until(lambda: app.matrix is not None, timeout=30)
+        assert app.matrix is not None and len(app.matrix.disagreements) == 65_000 // 97
+        height = app.case_list.size.height
+        drawn.clear()
+        await pilot.press("end")
+        await pilot.press("pageup", "k")
+        await pilot.pause()
+        assert app.case_list.cursor_name == f"case-{65_000 - (height - 2) - 1:05d}"
+        assert "≠ case-64" in screen_text(app) or "case-64" in screen_text(app)
+        assert 0 < len(drawn) <= 6 * height
+        assert max(drawn) < height
+        await pilot.press("f")
+        assert len(app.board.visible()) == 65_000 // 97
+        await pilot.press("m")
+        assert isinstance(app.screen, MatrixScreen)
+        table = app.screen.query_one(MatrixTable)
+        assert table.cursor_name == "case-00097"

@@ -622,8 +622,8 @@ class CerApp(App[None]):
             self._request_coverage()
 
     def _lane_finished(self, index: int, run: RunResult) -> None:
-        """One of several implementations finished its run: show it, and judge coverage
-        and the matrix again by what the list shows."""
+        """One of several implementations finished its run: show it, and keep what its
+        coverage is to be judged by once every implementation has had its turn."""
         self.boards[index].finish_run(run)
         self.board.refilter()
         self.notes_by[index] = run.notes
@@ -636,15 +636,17 @@ class CerApp(App[None]):
         if self.suite is not None:
             shown = tuple(row.result for row in self.boards[index].rows if row.result is not None)
             self._coverage_inputs[index] = (self.suite, replace(run, results=shown))
-            self._request_coverage()
-            self._request_matrix()
 
     def on_runs_finished(self, message: messages.RunsFinished) -> None:
-        """Every implementation has had its turn: the cycle counts as one finished run."""
+        """Every implementation has had its turn: the cycle counts as one finished run,
+        and the matrix and the coverage are judged again by what the list shows (once
+        per cycle: a matrix of 65,000 cases takes seconds to build)."""
         if not self._is_current(message):
             return
         if message.completed:
             self.runs_finished += 1
+            self._request_coverage()
+            self._request_matrix()
         self._refresh_summary()
         self._announce_lanes()
 
@@ -1448,10 +1450,7 @@ class CerApp(App[None]):
             return
         matrix = self.matrix
         if matrix is None:
-            self.notify(
-                "The matrix is built when the first implementation's run finishes.",
-                title="Matrix",
-            )
+            self.notify("The matrix is built once every implementation has run.", title="Matrix")
             return
 
         def chosen(name: str | None) -> None:

@@ -102,15 +102,11 @@ class MatrixTable(ScrollView, can_focus=True):
 
     # -- content ------------------------------------------------------------------------
 
-    def on_mount(self) -> None:
-        self.show(self.matrix)
-
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self.layout_ = None
         self._lines.clear()
-        if self.is_mounted:
-            self.show(self.matrix, keep=self.cursor_name)
+        if self.layout_ is not None:
+            self.layout_ = self.make_layout(self.matrix)
 
     def _style(self, component: str) -> Style:
         return self.get_component_rich_style(component, partial=True)
@@ -128,30 +124,32 @@ class MatrixTable(ScrollView, can_focus=True):
             mark=self._style("matrix-table--mark"),
         )
 
-    def show(self, matrix: Matrix, keep: str | None = None) -> None:
-        """Show ``matrix``; the cursor stays on the case called ``keep`` when it can."""
+    def show(self, matrix: Matrix, keep: str | None = None) -> MatrixLayout:
+        """Show ``matrix``; the cursor stays on the case called ``keep`` when it can.
+        Returns the layout, whose totals and title the screen shows."""
         self.matrix = matrix
         self.layout_ = self.make_layout(matrix)
         self.entries = self.layout_.entries()
-        self.case_lines = [i for i, entry in enumerate(self.entries) if entry.row is not None]
+        self.case_lines = [i for i, entry in enumerate(self.entries) if not isinstance(entry, str)]
         self._lines.clear()
         width = max((len(self.layout_.line(entry)) for entry in self.entries[:200]), default=20)
         self.virtual_size = Size(width, len(self.entries) + 1)
         position = 0
         if keep is not None:
             position = next(
-                (n for n, line in enumerate(self.case_lines) if self.entries[line].text == keep),
+                (n for n, line in enumerate(self.case_lines) if _name(self.entries[line]) == keep),
                 0,
             )
         self.move_to(position)
         self.refresh()
+        return self.layout_
 
     @property
     def cursor_name(self) -> str | None:
         """The highlighted case, if any."""
         if not self.case_lines:
             return None
-        return self.entries[self.case_lines[self.cursor]].text
+        return _name(self.entries[self.case_lines[self.cursor]])
 
     @property
     def plain(self) -> str:
@@ -171,7 +169,7 @@ class MatrixTable(ScrollView, can_focus=True):
         self.cursor = max(0, min(position, len(self.case_lines) - 1))
         line = self.case_lines[self.cursor]
         # The header takes the first line; a section's title stays in sight at the top.
-        top = line - 1 if line and self.entries[line - 1].row is None else line
+        top = line - 1 if line and isinstance(self.entries[line - 1], str) else line
         self.scroll_to_region(
             Region(0, top, 1, line - top + 2), animate=False, immediate=True, force=True
         )
@@ -209,8 +207,8 @@ class MatrixTable(ScrollView, can_focus=True):
         if event.y < 1:
             return
         line = int(self.scroll_offset.y) + event.y - 1
-        if line < len(self.entries) and self.entries[line].row is not None:
-            self.move_to(self.case_lines.index(line))
+        if line < len(self.entries) and not isinstance(self.entries[line], str):
+            self.move_to(self._case_near(line))
 
     # -- drawing ------------------------------------------------------------------------
 
@@ -289,9 +287,7 @@ class MatrixScreen(ModalScreen[str | None]):
 
     def _fill(self, matrix: Matrix, keep: str | None) -> None:
         self.matrix = matrix
-        table = self.table
-        table.show(matrix, keep=keep)
-        layout = table.make_layout(matrix)
+        layout = self.table.show(matrix, keep=keep)
         self.query_one("#group-title", Static).update(Text(layout.title(self.suite_name)))
         totals = Text("\n").join(layout.totals())
         self.query_one("#matrix-totals", Static).update(totals)
@@ -301,3 +297,8 @@ class MatrixScreen(ModalScreen[str | None]):
 
     def action_choose(self) -> None:
         self.dismiss(self.table.cursor_name)
+
+
+def _name(entry: Entry) -> str:
+    """The case an entry shows (a title's own text for a title)."""
+    return entry if isinstance(entry, str) else entry.case_name
