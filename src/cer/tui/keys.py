@@ -70,7 +70,7 @@ MATRIX_KEYS: tuple[Key, ...] = (
         "m",
         "matrix",
         "Matrix",
-        "Matrix view: cases by implementations, disagreements first (several implementations)",
+        "Matrix view: cases by implementations, disagreements first",
         "m",
     ),
 )
