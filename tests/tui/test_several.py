@@ -536,3 +536,36 @@ async def test_65000_cases_by_two_implementations_draw_only_the_screen(
         assert isinstance(app.screen, MatrixScreen)
         table = app.screen.query_one(MatrixTable)
         assert table.cursor_name == "case-00097"
+
+
+async def test_cases_deselected_from_the_start_are_deselected_in_the_matrix() -> None:
+    """The list keeps no result for a case no run of the session selected; the matrix
+    takes the runs' own word for it: skipped, deselected."""
+    from dataclasses import replace
+
+    from cer.selection import Selection
+
+    chosen = Selection(categories=("functional",))
+    ref, other = replace(REF, selection=chosen), replace(OTHER, selection=chosen)
+    app = create_app(
+        Path("evals.toml"),
+        ref,
+        run=several(),
+        load=fixed_loader(triage_suite()),
+        watch=False,
+        implementations=(ref, other),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        assert app.boards[1].counts.pending == 5
+        await pilot.press("m")
+        lines = app.screen.query_one(MatrixTable).plain.splitlines()
+        assert " ○ 5 cases deselected everywhere" in lines
+        start = lines.index(" ○ 5 cases deselected everywhere")
+        assert [line.split()[0] for line in lines[start + 1 :]] == [
+            "reports-version",
+            "first-result-fast",
+            "rejects-empty",
+            "survives-deep-nesting",
+            "bounded-memory",
+        ]

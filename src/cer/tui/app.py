@@ -657,7 +657,6 @@ class CerApp(App[None]):
             return
         runs = []
         for index, board in enumerate(self.boards):
-            shown = tuple(row.result for row in board.rows if row.result is not None)
             base = board.last_run
             if base is None:
                 impl = self.implementations[index].impl
@@ -670,7 +669,13 @@ class CerApp(App[None]):
                     results=(),
                     implementation=impl,
                 )
-            runs.append(replace(base, results=shown))
+            # What the list shows, and for a case it shows nothing for (deselected since
+            # the session started) the last run's own result: skipped, deselected.
+            merged = {result.case_name: result for result in base.results}
+            for row in board.rows:
+                if row.result is not None:
+                    merged[row.name] = row.result
+            runs.append(replace(base, results=tuple(merged.values())))
         self._matrix_token += 1
         self._compute_matrix(self._matrix_token, suite, tuple(runs))
 
