@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import enum
 import json
-import shlex
 import shutil
 import sys
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from cer.options import (
     UsageError,
     add_run_arguments,
     find_project_config,
+    implementation_stem,
     resolve_run,
 )
 from cer.reports import (
@@ -425,18 +425,6 @@ def _write_main_report(
     return True
 
 
-def _id_stem(options: RunOptions) -> str:
-    """An implementation id without its hash, as the runner forms it for ``options``
-    (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words)."""
-    if options.kind == "python":
-        return options.impl
-    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
-    try:
-        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
-    except ValueError:
-        return f"{prefix}:{options.impl}"
-
-
 def _rerun_selection_many(
     history: History, suite: Suite, implementations: Sequence[RunOptions]
 ) -> tuple[frozenset[str] | None, str]:
@@ -445,14 +433,10 @@ def _rerun_selection_many(
     the kind of its id), so that each implementation reruns the same cases. None with
     the reason when one of them has no recorded run."""
     try:
-        records = history.runs(None, suite_path=suite.path)
         names: set[str] = set()
         for options in implementations:
-            stem = _id_stem(options)
-            record = next(
-                (r for r in records if r.implementation == options.impl
-                 and r.implementation_id.rpartition("@")[0] == stem),
-                None,
+            record = history.newest_run_of(
+                options.impl, implementation_stem(options), suite_path=suite.path
             )
             if record is None:
                 return None, (f"--failed: no recorded run of {options.impl} on {suite.path} "

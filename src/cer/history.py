@@ -654,6 +654,17 @@ class History:
             for run_id, started, impl, suite_hash, status, reason, elapsed in rows
         )
 
+    def newest_run_of(
+        self, implementation: str, stem: str, *, suite_path: str | Path | None = None
+    ) -> RunRecord | None:
+        """The newest recorded run of one implementation (as given, ``pkg:func``, and
+        its id without the hash, ``stem``), whatever its code was; None when none."""
+        for record in self.runs(None, suite_path=suite_path):
+            if (record.implementation == implementation
+                    and record.implementation_id.rpartition("@")[0] == stem):
+                return record
+        return None
+
     def latest_failed(
         self, *, suite_path: str | Path | None = None, suite_hash: str | None = None
     ) -> FailedCases | None:

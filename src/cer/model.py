@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +217,7 @@ class RunResult:
     notes: tuple[str, ...] = ()
     """Run-level facts the user must see (an import failure, a fallback)."""
 
-    @property
+    @cached_property
     def summary(self) -> Summary:
         return Summary.of(self.results)
 

@@ -424,3 +424,16 @@ def _config_size(value: Any, key: str) -> int:
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"[tool.cer] {key}: {exc}") from exc
     raise UsageError(f"[tool.cer] {key} must be a size such as 512M")
+
+
+def implementation_stem(options: RunOptions) -> str:
+    """An implementation id without its hash, as the runner forms it for ``options``
+    (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words): what
+    finds an implementation's own runs in the history whatever its code is today."""
+    if options.kind == "python":
+        return options.impl
+    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
+    try:
+        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
+    except ValueError:
+        return f"{prefix}:{options.impl}"

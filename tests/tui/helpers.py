@@ -320,8 +320,9 @@ def fixed_loader(suite: Suite) -> Callable[[Path], Suite]:
     return load
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``condition`` on the event loop until it holds; fail after ``timeout``."""
+async def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``condition`` on the event loop until it holds; fail after ``timeout``, which
+    is generous: it bounds a broken test, it does not measure speed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():

@@ -40,6 +40,7 @@ from cer.coverage import MODULE_DOC
 from cer.history import History, HistoryError
 from cer.matrix import Matrix, build_matrix, short_label, unique_labels
 from cer.model import Case, RunResult, Status, Suite
+from cer.options import implementation_stem
 from cer.runner import RunCancelled, RunOptions, run_suite
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
@@ -134,19 +135,6 @@ def repro_command_many(
 
 def _run_subprocess(command: Sequence[str]) -> int:
     return subprocess.call(list(command))
-
-
-def id_stem(options: RunOptions) -> str:
-    """An implementation id without its hash, as the runner forms it for ``options``
-    (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words), to find an
-    implementation's own runs in the history."""
-    if options.kind == "python":
-        return options.impl
-    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
-    try:
-        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
-    except ValueError:
-        return f"{prefix}:{options.impl}"
 
 
 @dataclass(frozen=True)
@@ -1282,17 +1270,9 @@ class CerApp(App[None]):
         run_ids: list[str] = []
         try:
             with History.open(path, create=False) as history:
-                records = history.runs(None, suite_path=self.suite_path)
                 for label, options in zip(self.labels, self.implementations, strict=True):
-                    stem = id_stem(options)
-                    record = next(
-                        (
-                            r
-                            for r in records
-                            if r.implementation == options.impl
-                            and r.implementation_id.rpartition("@")[0] == stem
-                        ),
-                        None,
+                    record = history.newest_run_of(
+                        options.impl, implementation_stem(options), suite_path=self.suite_path
                     )
                     if record is None:
                         problem = (
