@@ -452,7 +452,7 @@ class _Execution:
                 worker.send_case(self._seq, self.encode(item))
             except WorkerLost as lost:
                 pending.appendleft(item)
-                self.lost(lane, lost.description)
+                self.salvage(lane, lost.description)
                 return
             in_flight.append(_Flight(self._seq, item, time.monotonic()))
 
@@ -488,6 +488,28 @@ class _Execution:
                     self.lost(lane, lost.description)
                 continue
             self.drain(lane)
+
+    def salvage(self, lane: _Lane, description: str) -> None:
+        """Sending to the lane's worker failed: it has gone. What it sent before it went
+        (a result, then its exit after a case that changed its state) is handled first,
+        so that no answered case is charged with the loss."""
+        worker = lane.worker
+        deadline = time.monotonic() + 2.0
+        while lane.worker is worker and worker is not None and time.monotonic() < deadline:
+            ready, _, _ = select.select([worker.fileno()], [], [], _POLL)
+            if not ready:
+                continue
+            try:
+                worker.read_available()
+            except WorkerLost as lost:
+                description = lost.description
+                break
+            finally:
+                self.drain(lane)
+        if lane.worker is worker:
+            self.drain(lane)
+        if lane.worker is worker:
+            self.lost(lane, description)
 
     def drain(self, lane: _Lane) -> None:
         """Handle the messages of the lane's worker that have arrived whole."""
