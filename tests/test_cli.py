@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,14 +41,14 @@ def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_good_example_exits_zero(tmp_path: Path) -> None:
-    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate"], tmp_path)
+    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history"], tmp_path)
     assert done.returncode == ExitCode.OK, done.stderr
     assert "conformant" in done.stdout
     assert done.stderr == ""
 
 
 def test_wrong_example_exits_one_and_names_failures(tmp_path: Path) -> None:
-    done = run_cli(["run", str(CALC), "--impl", "calc_sloppy:evaluate"], tmp_path)
+    done = run_cli(["run", str(CALC), "--impl", "calc_sloppy:evaluate", "--no-history"], tmp_path)
     assert done.returncode == ExitCode.FAILED
     assert "power-is-right-associative" in done.stdout
     assert "expected int 512, observed int 64" in done.stdout
@@ -162,3 +163,47 @@ def test_output_file_gets_the_report(module: Module, tmp_path: Path) -> None:
                  "--format", "json", "--output", str(target)])
     assert code == ExitCode.OK
     assert json.loads(target.read_text())["summary"]["cases_passed"] == 2
+
+
+def test_shards_run_apart_and_merge_into_the_whole_run(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "calc", tmp_path / "calc",
+                    ignore=shutil.ignore_patterns(".cer", "__pycache__"))
+    suite = tmp_path / "calc" / "evals.toml"
+    parts = []
+    for index in (1, 2, 3):
+        target = tmp_path / f"shard{index}.json"
+        done = run_cli(["run", str(suite), "--impl", "calc_sloppy:evaluate", "--no-history",
+                        "--shard", f"{index}/3", "-j", "2", "--format", "json",
+                        "-o", str(target)], tmp_path)
+        assert done.returncode in (ExitCode.OK, ExitCode.FAILED), done.stderr
+        parts.append(str(target))
+    merged = run_cli(["merge", *parts, "--format", "json"], tmp_path)
+    assert merged.returncode == ExitCode.FAILED, merged.stderr
+    document = json.loads(merged.stdout)
+    assert document["summary"]["cases_total"] == 70
+    assert document["summary"]["cases_failed"] == 8
+    assert document["summary"]["cases_skipped"] == 0
+    whole = run_cli(["run", str(suite), "--impl", "calc_sloppy:evaluate", "--no-history",
+                     "-j", "1", "--format", "json"], tmp_path)
+    expected = [(r["case_name"], r["status"]) for r in json.loads(whole.stdout)["results"]]
+    assert [(r["case_name"], r["status"]) for r in document["results"]] == expected
+    overlap = run_cli(["merge", parts[0], parts[0], parts[1], parts[2]], tmp_path)
+    assert overlap.returncode == ExitCode.USAGE
+    assert "more than one document" in overlap.stderr
+    missing = run_cli(["merge", parts[0], parts[1]], tmp_path)
+    assert missing.returncode == ExitCode.USAGE
+    assert "no document" in missing.stderr
+
+
+def test_a_clean_shard_exits_zero(tmp_path: Path) -> None:
+    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history",
+                    "--shard", "2/2"], tmp_path)
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    assert "in another shard" in done.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-3"])
+def test_jobs_must_be_a_count_or_auto(tmp_path: Path, value: str) -> None:
+    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate", "-j", value], tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert "-j" in done.stderr

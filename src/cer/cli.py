@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cer import __version__, console
+from cer import __version__, console, serialize
 from cer.categories import CategoryConfigError
 from cer.check import SuiteUnreadable, check_suite, render_check
 from cer.coverage import Coverage, CoverageError, suite_coverage
@@ -27,6 +27,7 @@ from cer.history import (
     default_history_path,
 )
 from cer.matrix import build_matrix, matrix_to_dict
+from cer.merge import MergeError, merge_files, shard_summary
 from cer.model import RunResult, Status, Suite
 from cer.options import (
     ResolvedRun,
@@ -35,6 +36,7 @@ from cer.options import (
     find_project_config,
     implementation_stem,
     resolve_run,
+    shard_argument,
 )
 from cer.reports import (
     FORMATS,
@@ -66,7 +68,9 @@ class ExitCode(enum.IntEnum):
 
 
 def exit_code_for(run: RunResult) -> ExitCode:
-    summary = run.summary
+    """0, 1 or 3 for one run; a shard answers for the cases it ran, not for the cases
+    left to the other shards."""
+    summary = shard_summary(run)
     if summary.failed or summary.errored:
         return ExitCode.FAILED
     if summary.skipped:
@@ -141,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_run_arguments(run)
+    run.add_argument(
+        "--shard", type=shard_argument, metavar="I/N",
+        help="run only the I-th of N deterministic slices of the suite (positions I, I+N, "
+        "...); the rest are skipped 'in another shard'; combine with cer merge",
+    )
     out = run.add_argument_group("output")
     out.add_argument("--format", choices=("text", "json"), default="text",
                      help="text: a report for people (default); json: the full results")
@@ -204,6 +213,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("suite", nargs="?", type=Path,
                        help="the evals.toml to check (default: [tool.cer] suite)")
+    merge = commands.add_parser(
+        "merge",
+        help="combine the JSON results of shards into one run",
+        description="Combine the --format json results of cer run --shard I/N runs into "
+        "one run, and report it like cer run. Refuses overlapping or missing cases, "
+        "different suites and different implementations (exit 2).",
+    )
+    merge.add_argument("files", nargs="+", type=Path, metavar="RESULTS.json")
+    merge.add_argument("--format", choices=("text", "json"), default="text",
+                       help="text: a report for people (default); json: the merged results")
+    merge.add_argument("--output", "-o", type=Path, metavar="FILE",
+                       help="write the merged report to FILE instead of stdout")
     return parser
 
 
@@ -710,13 +731,49 @@ def cmd_check(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK if report.ok else ExitCode.FAILED
 
 
+def cmd_merge(args: argparse.Namespace) -> ExitCode:
+    """Merge shard results, then report the whole run as ``cer run`` does."""
+    try:
+        run = merge_files(args.files)
+    except MergeError as exc:
+        _error(f"merge: {exc}")
+        return ExitCode.USAGE
+    try:
+        suite = load_suite(run.suite_path)
+    except SuiteError as exc:
+        _error(f"merge: the shards' suite cannot be read: {exc}")
+        return ExitCode.USAGE
+    if run.suite_hash and suite.content_hash != run.suite_hash:
+        _error(f"merge: {run.suite_path} changed since the shards ran (content hash differs)")
+        return ExitCode.USAGE
+    if args.format == "json":
+        text = json.dumps(serialize.run_to_dict(run), indent=2, ensure_ascii=False,
+                          allow_nan=False) + "\n"
+    else:
+        colour = args.output is None and console.use_colour(sys.stdout)
+        text = console.render_report(run, suite, colour=colour)
+    if args.output is not None:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _error(f"cannot write {args.output}: {exc}")
+            return ExitCode.USAGE
+        sys.stdout.write(console.render_report(run, suite).splitlines()[-1] + "\n")
+    else:
+        sys.stdout.write(text)
+    return exit_code_for(run)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return ExitCode.USAGE
-    commands = {"run": cmd_run, "history": cmd_history, "diff": cmd_diff, "check": cmd_check}
+    commands = {
+        "run": cmd_run, "history": cmd_history, "diff": cmd_diff, "check": cmd_check,
+        "merge": cmd_merge,
+    }
     if args.command in commands:
         return int(commands[args.command](args))
     parser.error(f"unknown command {args.command}")

@@ -21,7 +21,7 @@ from typing import Any
 
 from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
-from cer.runner import ISOLATION_MODES, RunOptions
+from cer.runner import ISOLATION_MODES, RunOptions, parse_jobs, parse_shard
 from cer.selection import Selection
 
 DEFAULT_TIMEOUT = 10.0
@@ -29,7 +29,7 @@ MAX_TIMEOUT = 86_400.0
 DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
     {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "impls", "paths", "timeout",
-     "isolation", "max_memory", "capture_limit", "categories", "watch", "theme"}
+     "isolation", "max_memory", "capture_limit", "categories", "watch", "theme", "jobs"}
 )
 _SINGLE_KEYS = (("python", "impl"), ("command", "impl_cmd"),
                 ("command-per-case", "impl_cmd_per_case"))
@@ -116,6 +116,21 @@ def parse_size(text: str) -> int:
     return size
 
 
+def _jobs(text: str) -> int:
+    try:
+        return parse_jobs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def shard_argument(text: str) -> tuple[int, int]:
+    """``--shard I/N`` for argparse."""
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -183,6 +198,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--isolation", choices=ISOLATION_MODES,
         help="fork: each case in its own process (default, safe); none: cases share the "
         "worker process (faster, weaker)",
+    )
+    parser.add_argument(
+        "-j", "--jobs", type=_jobs, metavar="N",
+        help="run cases on N workers at once (default: auto, one per CPU); results stay "
+        "in declared order; use -j 1 for timing-sensitive suites",
     )
     parser.add_argument(
         "--max-memory", type=parse_size, metavar="SIZE",
@@ -387,6 +407,15 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         isinstance(v, str) for v in categories.values()
     ):
         raise UsageError("[tool.cer.categories] must map category names to model names")
+    jobs = getattr(args, "jobs", None)
+    if jobs is None:
+        configured = values.get("jobs", "auto")
+        try:
+            jobs = parse_jobs(str(configured)) if not isinstance(configured, bool) else -1
+        except ValueError as exc:
+            raise UsageError(f"[tool.cer] jobs: {exc}") from None
+        if jobs < 0:
+            raise UsageError("[tool.cer] jobs must be a number of workers or \"auto\"")
     paths = (*config.paths_value("paths"), *(Path(p) for p in args.paths))
     selection = Selection(
         case_globs=tuple(args.case_globs),
@@ -406,6 +435,8 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             capture_limit=capture_limit,
             selection=selection,
             category_models=dict(categories),
+            jobs=jobs,
+            shard=getattr(args, "shard", None),
         )
         for item in given
     )
