@@ -14,6 +14,7 @@ agreement marks. With one implementation the screen is the one it always was.
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import subprocess
@@ -41,7 +42,7 @@ from cer.history import History, HistoryError
 from cer.matrix import Matrix, build_matrix, short_label, unique_labels
 from cer.model import Case, RunResult, Status, Suite
 from cer.options import implementation_stem
-from cer.runner import RunCancelled, RunOptions, run_suite
+from cer.runner import RunCancelled, RunOptions, WarmWorkers, resolve_jobs, run_suite
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
 from cer.tui import messages
@@ -298,9 +299,14 @@ class CerApp(App[None]):
             self._cancel.set()
         super().exit(result, return_code, message)
 
+    warm_workers: WarmWorkers | None = None
+    """Workers started ahead of the next run; ended with the app."""
+
     def on_unmount(self) -> None:
         if self._cancel is not None:
             self._cancel.set()
+        if self.warm_workers is not None:
+            self.warm_workers.close()
 
     @property
     def case_list(self) -> CaseList:
@@ -1491,8 +1497,16 @@ def create_app(
     ``implementations`` lists every implementation to run, ``options`` first (as
     :class:`cer.options.ResolvedRun` does); empty means ``options`` alone. ``labels``
     name them (default: as ``cer run`` labels its matrix columns).
+
+    With the real runner, worker processes are started ahead of each run (warm
+    workers), so that after a save only the implementation's own import remains.
     """
-    return CerApp(
+    warm: WarmWorkers | None = None
+    if run is run_suite:
+        warm = WarmWorkers(resolve_jobs(options.jobs))
+        warm.fill()
+        run = functools.partial(run_suite, warm=warm)
+    app = CerApp(
         suite_path,
         options,
         run=run,
@@ -1505,3 +1519,5 @@ def create_app(
         implementations=implementations,
         labels=labels,
     )
+    app.warm_workers = warm
+    return app
