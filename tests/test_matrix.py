@@ -502,7 +502,7 @@ def test_one_implementation_resolves_as_before() -> None:
     args = parse(["s.toml", "--impl", "calc:evaluate"])
     suite, options = resolve(args, ProjectConfig())
     resolved = resolve_run(args, ProjectConfig())
-    assert (suite, options) == (Path("s.toml"), RunOptions(impl="calc:evaluate"))
+    assert (suite, options) == (Path("s.toml"), RunOptions(impl="calc:evaluate", jobs=0))
     assert resolved.implementations == (options,) and resolved.labels == ("calc",)
     assert not resolved.several
     plain = ResolvedRun(Path("s.toml"), options, ProjectConfig())

@@ -248,7 +248,13 @@ def _group(
 
 
 def _differing_keys(groups: Sequence[Group]) -> tuple[str, ...]:
-    observed = [group.observation for group in groups if group.observation is not None]
+    return differing_keys(
+        [group.observation for group in groups if group.observation is not None]
+    )
+
+
+def differing_keys(observed: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """Keys whose values are not strictly the same in every observation, sorted."""
     if len(observed) < 2:
         return ()
     keys: set[str] = set()

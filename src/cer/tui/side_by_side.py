@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cer.compare import format_value, values_equal
-from cer.matrix import IGNORED_KEYS, comparable
+from cer.matrix import IGNORED_KEYS, comparable, differing_keys
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 from cer.tui.board import Row
 from cer.tui.coverage_view import CoverageView, render_coverage
@@ -120,27 +120,7 @@ def compare_lanes(lanes: Sequence[Lane], unobserved: Sequence[str] = ()) -> Comp
 
 def _differing(sides: Sequence[Side]) -> tuple[str, ...]:
     observed = [side.observation for side in sides if side.observation is not None]
-    return _differing_between(observed)
-
-
-def _differing_between(observed: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    """Keys whose values are not the same in every observation, sorted."""
-    if len(observed) < 2:
-        return ()
-    keys: set[str] = set()
-    for observation in observed:
-        keys.update(observation)
-    differing = []
-    for key in keys:
-        first = observed[0].get(key, MISSING)
-        for other in observed[1:]:
-            value = other.get(key, MISSING)
-            if (first is MISSING) != (value is MISSING) or (
-                first is not MISSING and not values_equal(first, value)
-            ):
-                differing.append(key)
-                break
-    return tuple(sorted(differing))
+    return differing_keys(observed)
 
 
 def render_details_many(
@@ -363,7 +343,7 @@ def _between(first: Side, other: Side, styles: DetailStyles) -> list[Text]:
             )
     if first.observation is None or other.observation is None:
         return lines
-    keys = _differing_between([first.observation, other.observation])
+    keys = differing_keys([first.observation, other.observation])
     if not keys:
         ignored = ", ".join(sorted(IGNORED_KEYS))
         lines.append(
