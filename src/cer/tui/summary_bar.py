@@ -116,20 +116,7 @@ class SummaryBar(Widget):
             text.append(f"+{counts.fixed} fixed", style("fixed"))
             text.append("  ")
             text.append(f"−{counts.regressed} regressed", style("regressed"))
-        if state.running:
-            text.append("   ")
-            total = max(state.total, 1)
-            filled = round(PROGRESS_WIDTH * min(state.done, total) / total)
-            text.append("━" * filled, style("progress"))
-            text.append("━" * (PROGRESS_WIDTH - filled), style("progress-rest"))
-            text.append(f" {state.done}/{state.total}", style("muted"))
-        elif state.elapsed_ms is not None:
-            text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
-        if state.filters:
-            text.append(
-                f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted")
-            )
-        return text
+        return _with_progress(text, state, style, PROGRESS_WIDTH, "")
 
     def _render_lanes(self, state: SummaryState, style: Callable[[str], Style]) -> Text:
         """``calc_ref ✔ 70  │  calc_sloppy ✔ 62 ✘ 8  │  ≠ 8 differ``, then progress or time.
@@ -160,17 +147,25 @@ class SummaryBar(Widget):
         if state.disagreements is not None:
             text.append("  │  ", style("muted"))
             text.append(f"≠ {state.disagreements} differ", style("flaky"))
-        if state.running:
-            text.append("   ")
-            total = max(state.total, 1)
-            filled = round(LANE_PROGRESS_WIDTH * min(state.done, total) / total)
-            text.append("━" * filled, style("progress"))
-            text.append("━" * (LANE_PROGRESS_WIDTH - filled), style("progress-rest"))
-            text.append(f" {state.running_label} {state.done}/{state.total}", style("muted"))
-        elif state.elapsed_ms is not None:
-            text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
-        if state.filters:
-            text.append(
-                f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted")
-            )
-        return text
+        return _with_progress(text, state, style, LANE_PROGRESS_WIDTH, f"{state.running_label} ")
+
+
+def _with_progress(
+    text: Text, state: SummaryState, style: Callable[[str], Style], width: int, label: str
+) -> Text:
+    """The bar's tail: a progress bar while running (else the run's time), then the
+    filters in force."""
+    if state.running:
+        text.append("   ")
+        total = max(state.total, 1)
+        filled = round(width * min(state.done, total) / total)
+        text.append("━" * filled, style("progress"))
+        text.append("━" * (width - filled), style("progress-rest"))
+        text.append(f" {label}{state.done}/{state.total}", style("muted"))
+    elif state.elapsed_ms is not None:
+        text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
+    if state.filters:
+        text.append(
+            f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted")
+        )
+    return text
