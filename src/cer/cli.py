@@ -361,22 +361,39 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
             history.close()
 
 
+def _failed_only(
+    history: History | None, suite: Suite, implementations: list[RunOptions], *, several: bool
+) -> tuple[list[RunOptions], ExitCode | None]:
+    """``--failed``: the implementations narrowed to what failed last time, or the exit
+    code to stop with (no history, nothing recorded, or nothing to rerun)."""
+    if history is None:
+        _error("--failed needs the run history, which could not be opened")
+        return implementations, ExitCode.USAGE
+    if several:
+        names, why = _rerun_selection_many(history, suite, implementations)
+    else:
+        names, why = _rerun_selection(history, suite, implementations[0])
+    if names is None:
+        _error(why)
+        return implementations, ExitCode.USAGE
+    if not names:
+        sys.stderr.write(f"cer: {why}\n")
+        return implementations, ExitCode.OK
+    return [
+        replace(options, selection=replace(options.selection, names=names))
+        for options in implementations
+    ], None
+
+
 def _run_and_report(
     args: argparse.Namespace, options: RunOptions, suite: Suite, history: History | None
 ) -> ExitCode:
     """Run (``--failed``: only what failed last time), record, and write every output."""
     if args.failed:
-        if history is None:
-            _error("--failed needs the run history, which could not be opened")
-            return ExitCode.USAGE
-        names, why = _rerun_selection(history, suite, options)
-        if names is None:
-            _error(why)
-            return ExitCode.USAGE
-        if not names:
-            sys.stderr.write(f"cer: {why}\n")
-            return ExitCode.OK
-        options = replace(options, selection=replace(options.selection, names=names))
+        rerun, stop = _failed_only(history, suite, [options], several=False)
+        if stop is not None:
+            return stop
+        (options,) = rerun
     progress = console.Progress(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
     try:
         run = run_suite(suite, options, on_event=progress)
@@ -484,20 +501,9 @@ def _run_matrix(
     implementations = list(resolved.implementations)
     labels = resolved.labels
     if args.failed:
-        if history is None:
-            _error("--failed needs the run history, which could not be opened")
-            return ExitCode.USAGE
-        names, why = _rerun_selection_many(history, suite, implementations)
-        if names is None:
-            _error(why)
-            return ExitCode.USAGE
-        if not names:
-            sys.stderr.write(f"cer: {why}\n")
-            return ExitCode.OK
-        implementations = [
-            replace(options, selection=replace(options.selection, names=names))
-            for options in implementations
-        ]
+        implementations, stop = _failed_only(history, suite, implementations, several=True)
+        if stop is not None:
+            return stop
     runs: list[RunResult] = []
     flaky: list[frozenset[str] | None] = []
     show_progress = not args.quiet and sys.stderr.isatty()
