@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cer.categories import CALL
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.verdict import Outcome, judge
-from cer.worker import kill_process_tree
+from cer.workerproc import end_process
 
 if TYPE_CHECKING:
     from cer.runner import _Execution, _Planned
@@ -699,12 +699,7 @@ class _Process:
         if self.closed:
             return
         self.closed = True
-        if self.popen.poll() is None:  # still ours: its pid cannot have been reused
-            kill_process_tree(self.popen.pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
+        end_process(self.popen)
         self.drain_stderr(0.2)  # what it wrote before it died is evidence
         self._in = None
         self.stdout_open = self.stderr_open = False

@@ -45,6 +45,19 @@ def _scratch_file() -> BinaryIO:
     return tempfile.TemporaryFile()
 
 
+def end_process(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process started in a session of its own, everything below it and its
+    process group, and reap it."""
+    if process.poll() is None:  # still ours: its pid cannot have been reused
+        from cer.worker import kill_process_tree
+
+        kill_process_tree(process.pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+
+
 class WorkerLost(Exception):
     """The worker process ended or broke its channel."""
 
@@ -241,16 +254,9 @@ class WorkerProcess:
         if self.closed:
             return
         self.closed = True
-        # The whole tree first (the worker adopts what its cases leave behind, even in
+        # The whole tree (the worker adopts what its cases leave behind, even in
         # sessions of their own), then its process group.
-        if self.process.poll() is None:  # still ours: its pid cannot have been reused
-            from cer.worker import kill_process_tree
-
-            kill_process_tree(self.process.pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
+        end_process(self.process)
         for fd in (self._to_worker, self._from_worker):
             with contextlib.suppress(OSError):
                 os.close(fd)
