@@ -33,10 +33,10 @@ from cer.options import (
     ResolvedRun,
     UsageError,
     add_run_arguments,
+    argument_type,
     find_project_config,
     implementation_stem,
     resolve_run,
-    shard_argument,
 )
 from cer.reports import (
     FORMATS,
@@ -48,7 +48,7 @@ from cer.reports import (
     results_document,
     write_report,
 )
-from cer.runner import RunOptions, run_suite
+from cer.runner import RunOptions, parse_shard, run_suite
 from cer.suite import SuiteError, load_suite
 
 
@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_arguments(run)
     run.add_argument(
-        "--shard", type=shard_argument, metavar="I/N",
+        "--shard", type=argument_type(parse_shard), metavar="I/N",
         help="run only the I-th of N deterministic slices of the suite (positions I, I+N, "
         "...); the rest are skipped 'in another shard'; combine with cer merge",
     )
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="list passing cases too, and captured output of failures")
     out.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     out.add_argument("--report", dest="reports", action="append", default=[],
-                     type=_report_spec, metavar="FORMAT[=PATH]",
+                     type=argument_type(parse_report_spec), metavar="FORMAT[=PATH]",
                      help=f"also write a report ({', '.join(FORMATS)}); repeatable; "
                      "PATH - is standard output")
     out.add_argument("--coverage", action="store_true",
@@ -226,13 +226,6 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--output", "-o", type=Path, metavar="FILE",
                        help="write the merged report to FILE instead of stdout")
     return parser
-
-
-def _report_spec(text: str) -> ReportRequest:
-    try:
-        return parse_report_spec(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:

@@ -14,15 +14,17 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
-from cer.runner import ISOLATION_MODES, RunOptions, parse_jobs, parse_shard
+from cer.runner import ISOLATION_MODES, RunOptions, parse_jobs
 from cer.selection import Selection
+
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86_400.0
@@ -116,19 +118,17 @@ def parse_size(text: str) -> int:
     return size
 
 
-def _jobs(text: str) -> int:
-    try:
-        return parse_jobs(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def argument_type(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse type: its ValueError becomes the usage error's text."""
 
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-def shard_argument(text: str) -> tuple[int, int]:
-    """``--shard I/N`` for argparse."""
-    try:
-        return parse_shard(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
 
 
 def _positive_float(text: str) -> float:
@@ -200,7 +200,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "worker process (faster, weaker)",
     )
     parser.add_argument(
-        "-j", "--jobs", type=_jobs, metavar="N",
+        "-j", "--jobs", type=argument_type(parse_jobs), metavar="N",
         help="run cases on N workers at once (default: auto, one per CPU); results stay "
         "in declared order; use -j 1 for timing-sensitive suites",
     )
