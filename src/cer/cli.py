@@ -405,7 +405,7 @@ def _run_and_report(
     except CoverageError as exc:
         _warning(f"coverage: {exc}")
     context = ReportContext(run, suite, coverage, flaky)
-    summary_line = console.render_report(run, suite, colour=False).splitlines()[-1] + "\n"
+    summary_line = console.summary_line(run) + "\n"
     if args.format == "json":
         text = json.dumps(results_document(context), indent=2, ensure_ascii=False,
                           allow_nan=False) + "\n"
@@ -533,7 +533,7 @@ def _run_matrix(
         ReportContext(run, suite, coverage, flaky_names)
         for run, coverage, flaky_names in zip(runs, coverages, flaky, strict=True)
     ]
-    summary_line = console.render_matrix(matrix, suite).splitlines()[-1] + "\n"
+    summary_line = console.matrix_summary_line(matrix, suite) + "\n"
     if args.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
         text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -757,7 +757,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         except OSError as exc:
             _error(f"cannot write {args.output}: {exc}")
             return ExitCode.USAGE
-        sys.stdout.write(console.render_report(run, suite).splitlines()[-1] + "\n")
+        sys.stdout.write(console.summary_line(run) + "\n")
     else:
         sys.stdout.write(text)
     return exit_code_for(run)

@@ -162,6 +162,20 @@ def render_report(
     shown = sorted(name for name in flaky if any(r.case_name == name for r in run.results))
     if shown:
         lines.append(f"flaky ({len(shown)}): {', '.join(shown)}")
+    target = run.target_module
+    if suite.target_version:
+        target += f" {suite.target_version}"
+    lines.append(f"{target} · {run.implementation_id}")
+    lines.append(summary_line(run, colour=colour))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(run: RunResult, *, colour: bool = False) -> str:
+    """The report's closing line: the counts, the time and the verdict."""
+
+    def paint(status: Status, text: str) -> str:
+        return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m" if colour else text
+
     summary = run.summary
     seconds = (run.completed_at_ms - run.started_at_ms) / 1000
     counts = ", ".join(
@@ -173,12 +187,7 @@ def render_report(
             (Status.SKIPPED, summary.skipped, "skipped"),
         )
     )
-    target = run.target_module
-    if suite.target_version:
-        target += f" {suite.target_version}"
-    lines.append(f"{target} · {run.implementation_id}")
-    lines.append(f"{summary.total} cases: {counts} in {seconds:.2f}s — {summary.verdict}")
-    return "\n".join(lines) + "\n"
+    return f"{summary.total} cases: {counts} in {seconds:.2f}s — {summary.verdict}"
 
 
 def _local_time(ms: int) -> str:
@@ -478,14 +487,19 @@ def render_matrix(
                     reasons.append(f"{label}: {' '.join((reason or '').splitlines()[:1])}")
             lines.append(_clip(f"  {SYMBOLS[Status.ERRORED]} {row.case_name}  "
                                f"{'; '.join(reasons)}", max(width, 60)))
-    verdicts = Counter(summary.verdict for summary in summaries)
-    verdict_text = ", ".join(f"{verdicts[v]} {v}" for v in
-                             ("conformant", "nonconformant", "incomplete") if verdicts[v])
     target = matrix.columns[0].run.target_module
     if suite.target_version:
         target += f" {suite.target_version}"
-    total = len(suite.cases)
     lines.append(f"{target} · {len(labels)} implementations")
-    lines.append(f"{len(labels)} implementations × {total} cases: {verdict_text} · "
-                 f"{len(disagreements)} disagreement{'s' if len(disagreements) != 1 else ''}")
+    lines.append(matrix_summary_line(matrix, suite))
     return "\n".join(lines) + "\n"
+
+
+def matrix_summary_line(matrix: Matrix, suite: Suite) -> str:
+    """The matrix report's closing line: verdicts per implementation and disagreements."""
+    verdicts = Counter(column.summary.verdict for column in matrix.columns)
+    verdict_text = ", ".join(f"{verdicts[v]} {v}" for v in
+                             ("conformant", "nonconformant", "incomplete") if verdicts[v])
+    count = len(matrix.disagreements)
+    return (f"{len(matrix.columns)} implementations × {len(suite.cases)} cases: "
+            f"{verdict_text} · {count} disagreement{'s' if count != 1 else ''}")
