@@ -118,8 +118,9 @@ def case_text(index: int) -> str:
     )
 
 
-def write_module(folder: Path, cases: list[str], impl_name: str, impl_source: str,
-                 entry: str, key: str) -> Path:
+def write_module(
+    folder: Path, cases: list[str], impl_name: str, impl_source: str, entry: str, key: str
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     head = 'commonsformat_evals = "0.2"\ntarget = "bench"\n\n'
     (folder / "evals.toml").write_text(head + "".join(cases), encoding="utf-8")
@@ -131,19 +132,37 @@ def write_module(folder: Path, cases: list[str], impl_name: str, impl_source: st
 
 
 def make_module(root: Path, cases: int) -> Path:
-    return write_module(root / f"suite_{cases}", [case_text(i) for i in range(cases)],
-                        "bench_impl", IMPLEMENTATION, "render", "output")
+    return write_module(
+        root / f"suite_{cases}",
+        [case_text(i) for i in range(cases)],
+        "bench_impl",
+        IMPLEMENTATION,
+        "render",
+        "output",
+    )
 
 
 MARKDOWN_PIECES = [
-    "# Heading {i}\n", "## Sub *heading* {i}\n", "Setext {i}\n======\n",
-    "Some *emphasis*, **strong** and `code {i}`.\n", "A [link](http://example.com/{i} \"t\").\n",
-    "- item {i}\n- item two\n  - nested\n", "1. first\n2. second {i}\n",
-    "> quote {i}\n> > nested quote\n", "    indented code {i}\n", "```python\nx = {i}\n```\n",
-    "***\n", "<div>\nhtml block {i}\n</div>\n", "line one  \nline two {i}\n",
-    "&copy; &amp; &#123; {i}\n", "![image {i}](/path/to/img.png)\n",
-    "Autolink <https://example.com/{i}>\n", "\\*not emphasis\\* {i}\n",
-    "Hard\\\nbreak {i}\n", "[ref {i}]\n\n[ref {i}]: /url\n", "* loose\n\n* list {i}\n",
+    "# Heading {i}\n",
+    "## Sub *heading* {i}\n",
+    "Setext {i}\n======\n",
+    "Some *emphasis*, **strong** and `code {i}`.\n",
+    'A [link](http://example.com/{i} "t").\n',
+    "- item {i}\n- item two\n  - nested\n",
+    "1. first\n2. second {i}\n",
+    "> quote {i}\n> > nested quote\n",
+    "    indented code {i}\n",
+    "```python\nx = {i}\n```\n",
+    "***\n",
+    "<div>\nhtml block {i}\n</div>\n",
+    "line one  \nline two {i}\n",
+    "&copy; &amp; &#123; {i}\n",
+    "![image {i}](/path/to/img.png)\n",
+    "Autolink <https://example.com/{i}>\n",
+    "\\*not emphasis\\* {i}\n",
+    "Hard\\\nbreak {i}\n",
+    "[ref {i}]\n\n[ref {i}]: /url\n",
+    "* loose\n\n* list {i}\n",
 ]
 
 
@@ -206,8 +225,9 @@ def run_process(args: list[str], cwd: Path) -> tuple[float, float]:
     stats = cwd / ".bench-time"
     command = [timer, "-f", "%M", "-o", str(stats), *args] if Path(timer).exists() else args
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
-                          env=child_env())
+    done = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, check=False, env=child_env()
+    )
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{args} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -242,8 +262,13 @@ def cli_has_jobs() -> bool:
     through the runner's API (a slightly smaller process: no report code)."""
     global _CLI_HAS_JOBS
     if _CLI_HAS_JOBS is None:
-        done = subprocess.run([cer_command(), "run", "--help"], capture_output=True, text=True,
-                              check=False, env=child_env())
+        done = subprocess.run(
+            [cer_command(), "run", "--help"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=child_env(),
+        )
         _CLI_HAS_JOBS = "--jobs" in done.stdout
     return _CLI_HAS_JOBS
 
@@ -261,8 +286,9 @@ def cer_run(folder: Path, impl: str, *extra: str) -> tuple[float, float]:
                 [cer_command(), "run", "evals.toml", "--impl", impl, "-q", *words], folder
             )
         isolation = words[words.index("--isolation") + 1] if "--isolation" in words else "fork"
-        return run_process([sys.executable, "-c", DRIVER, "evals.toml", impl, isolation, jobs],
-                           folder)
+        return run_process(
+            [sys.executable, "-c", DRIVER, "evals.toml", impl, isolation, jobs], folder
+        )
     return run_process([cer_command(), "run", "evals.toml", "--impl", impl, "-q", *words], folder)
 
 
@@ -299,8 +325,13 @@ print(best * 1000)
 
 def fork_floor(folder: Path) -> float:
     """ms for fork + pipe + wait of a process the size of a loaded worker."""
-    done = subprocess.run([sys.executable, "-c", FORK_FLOOR, str(folder)], capture_output=True,
-                          text=True, check=True, env=child_env())
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_FLOOR, str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
     return float(done.stdout.strip())
 
 
@@ -323,8 +354,13 @@ async def _tui_latency(folder: Path, impl: str, warm: bool, saves: int) -> dict[
     last: list[float] = []
     async with app.run_test(size=TUI_SIZE):
         await _until(lambda: app.runs_finished >= 1 and not app.board.running, 120)
-        await _until(lambda: app.plan is not None
-                     and source.resolve() in {Path(p).resolve() for p in app.plan.sources}, 30)
+        await _until(
+            lambda: (
+                app.plan is not None
+                and source.resolve() in {Path(p).resolve() for p in app.plan.sources}
+            ),
+            30,
+        )
         for attempt in range(saves):
             await asyncio.sleep(0.3)  # let the watcher and the warm worker settle
             generation, finished = app.generation, app.runs_finished
@@ -343,8 +379,12 @@ async def _tui_latency(folder: Path, impl: str, warm: bool, saves: int) -> dict[
         await _quiet(app)
     if pool is not None:
         pool.close()
-    return {"first_ms": statistics.median(first), "first_best_ms": min(first),
-            "last_ms": statistics.median(last), "saves": saves}
+    return {
+        "first_ms": statistics.median(first),
+        "first_best_ms": min(first),
+        "last_ms": statistics.median(last),
+        "saves": saves,
+    }
 
 
 async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
@@ -371,10 +411,13 @@ async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
         rows = len(app.board.rows)
         await _quiet(app)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"rows": rows, "peak_rss_mib": peak,
-            "keypress_median_ms": statistics.median(presses) if presses else None,
-            "keypress_max_ms": max(presses) if presses else None,
-            "keypresses": len(presses)}
+    return {
+        "rows": rows,
+        "peak_rss_mib": peak,
+        "keypress_median_ms": statistics.median(presses) if presses else None,
+        "keypress_max_ms": max(presses) if presses else None,
+        "keypresses": len(presses),
+    }
 
 
 async def _quiet(app: Any) -> None:
@@ -405,7 +448,11 @@ def tui_child(kind: str, folder: str, extra: str) -> None:
 def run_tui_child(kind: str, folder: Path, extra: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--tui-child", kind, str(folder), extra],
-        capture_output=True, text=True, check=False, env=child_env(), timeout=1800,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env(),
+        timeout=1800,
     )
     if done.returncode != 0:
         raise RuntimeError(f"the TUI bench failed:\n{done.stderr[-3000:]}")
@@ -418,8 +465,11 @@ def run_tui_child(kind: str, folder: Path, extra: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="1,000 and 10,000 cases only, fewer repeats, a 10,000-case TUI")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="1,000 and 10,000 cases only, fewer repeats, a 10,000-case TUI",
+    )
     parser.add_argument("--skip-tui", action="store_true", help="leave the TUI out")
     parser.add_argument("--tui-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -476,15 +526,17 @@ def main() -> None:
             "cer_none_j1": best_run(folder, impl, "--isolation", "none", "-j", "1"),
             "pytest": pytest_run(folder),
         }
-        cm = write_module(root / "commonmark", commonmark_cases(652), "cm_adapter", CM_ADAPTER,
-                          "render", "html")
+        cm = write_module(
+            root / "commonmark", commonmark_cases(652), "cm_adapter", CM_ADAPTER, "render", "html"
+        )
         cer_run(cm, "cm_adapter:render")
         commonmark = {
             "cer_fork_jauto": best_run(cm, "cm_adapter:render", "-j", "auto"),
             "cer_fork_j1": best_run(cm, "cm_adapter:render", "-j", "1"),
             "cer_none_j1": best_run(cm, "cm_adapter:render", "--isolation", "none", "-j", "1"),
-            "cer_none_jauto": best_run(cm, "cm_adapter:render", "--isolation", "none",
-                                       "-j", "auto"),
+            "cer_none_jauto": best_run(
+                cm, "cm_adapter:render", "--isolation", "none", "-j", "auto"
+            ),
             "pytest": pytest_run(cm),
         }
         results["whole_process_s"] = {"synthetic_1000": whole, "commonmark_652": commonmark}
@@ -498,8 +550,12 @@ def main() -> None:
 
         step(f"peak memory of cer run on {big:,} cases")
         elapsed, peak = cer_run(folders[big], impl, "--isolation", "none", "-j", "auto")
-        results["cer_run_large"] = {"cases": big, "seconds": elapsed, "peak_rss_mib": peak,
-                                    "options": "--isolation none -j auto"}
+        results["cer_run_large"] = {
+            "cases": big,
+            "seconds": elapsed,
+            "peak_rss_mib": peak,
+            "options": "--isolation none -j auto",
+        }
 
         step("-j 2 against -j 1 on a CPU-bound implementation")
         results["jobs"] = jobs_speedup(root)
@@ -539,8 +595,9 @@ def worker_ready(folder: Path) -> float:
             worker.close()
         print(statistics.median(times))
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env=child_env())
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=child_env()
+    )
     return float(done.stdout.strip())
 
 
@@ -563,8 +620,10 @@ def step(what: str) -> None:
 
 def print_table(results: dict[str, Any]) -> None:
     machine = results["machine"]
-    print(f"machine: Python {machine['python']}, {machine['platform']}, {machine['cpus']} CPUs, "
-          f"load {machine['load_average_at_start']} → {machine['load_average_at_end']}")
+    print(
+        f"machine: Python {machine['python']}, {machine['platform']}, {machine['cpus']} CPUs, "
+        f"load {machine['load_average_at_start']} → {machine['load_average_at_end']}"
+    )
     print("\nsuite load (parse + validate)")
     for n, seconds in results["load_s"].items():
         print(f"  {int(n):>7,} cases  {seconds * 1000:9.1f} ms")
@@ -580,35 +639,50 @@ def print_table(results: dict[str, Any]) -> None:
             "" if key == "bare_loop" else f"  ({value / bare:.0f}x bare, +{value - bare:.3f} ms)"
         )
         print(f"  {key:<10} {value:.4f}{extra}")
-    print(f"  fork floor (fork + pipe + wait of a worker-sized process): "
-          f"{results['fork_floor_ms']:.3f} ms")
+    print(
+        f"  fork floor (fork + pipe + wait of a worker-sized process): "
+        f"{results['fork_floor_ms']:.3f} ms"
+    )
     for label, whole in results["whole_process_s"].items():
         print(f"\nwhole process, {label}")
         for key, value in whole.items():
             print(f"  {key:<15} {value:6.2f} s  ({value / whole['pytest']:.2f}x pytest)")
-    print(f"\nstart-up, one-case suite: {results['startup_s'] * 1000:.0f} ms "
-          f"(bare interpreter {results['python_startup_s'] * 1000:.0f} ms, "
-          f"worker ready {results['worker_ready_s'] * 1000:.0f} ms)")
+    print(
+        f"\nstart-up, one-case suite: {results['startup_s'] * 1000:.0f} ms "
+        f"(bare interpreter {results['python_startup_s'] * 1000:.0f} ms, "
+        f"worker ready {results['worker_ready_s'] * 1000:.0f} ms)"
+    )
     large = results["cer_run_large"]
-    print(f"cer run, {large['cases']:,} cases ({large['options']}): {large['seconds']:.1f} s, "
-          f"peak RSS {large['peak_rss_mib']:.0f} MiB")
+    print(
+        f"cer run, {large['cases']:,} cases ({large['options']}): {large['seconds']:.1f} s, "
+        f"peak RSS {large['peak_rss_mib']:.0f} MiB"
+    )
     jobs = results["jobs"]
-    print(f"-j 2 on a CPU-bound implementation ({jobs['cases']} cases): {jobs['j1_s']:.2f} s → "
-          f"{jobs['j2_s']:.2f} s, speed-up {jobs['speedup']:.2f}x")
+    print(
+        f"-j 2 on a CPU-bound implementation ({jobs['cases']} cases): {jobs['j1_s']:.2f} s → "
+        f"{jobs['j2_s']:.2f} s, speed-up {jobs['speedup']:.2f}x"
+    )
     tui = results.get("tui")
     if tui:
         for mode in ("cold", "warm"):
             row = tui[mode]
-            print(f"TUI save → first result ({mode} worker): median {row['first_ms']:.0f} ms "
-                  f"(best {row['first_best_ms']:.0f}), → last of {tui['cases']}: "
-                  f"{row['last_ms']:.0f} ms")
+            print(
+                f"TUI save → first result ({mode} worker): median {row['first_ms']:.0f} ms "
+                f"(best {row['first_best_ms']:.0f}), → last of {tui['cases']}: "
+                f"{row['last_ms']:.0f} ms"
+            )
         big = tui["large"]
         press = big["keypress_median_ms"]
-        press_text = (f"keypress while streaming: median {press:.0f} ms, max "
-                      f"{big['keypress_max_ms']:.0f} ms ({big['keypresses']} presses)"
-                      if press is not None else "no keypress measured")
-        print(f"TUI holding {big['cases']:,} cases: peak RSS {big['peak_rss_mib']:.0f} MiB; "
-              f"{press_text}")
+        press_text = (
+            f"keypress while streaming: median {press:.0f} ms, max "
+            f"{big['keypress_max_ms']:.0f} ms ({big['keypresses']} presses)"
+            if press is not None
+            else "no keypress measured"
+        )
+        print(
+            f"TUI holding {big['cases']:,} cases: peak RSS {big['peak_rss_mib']:.0f} MiB; "
+            f"{press_text}"
+        )
 
 
 if __name__ == "__main__":

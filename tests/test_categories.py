@@ -23,8 +23,14 @@ expect = { output = [6, 6] }
 
 def test_builtin_categories_use_the_call_model() -> None:
     registry = build_registry(entry_points=False)
-    for name in ("functional", "interface", "input-validation", "failure-mode", "timing",
-                 "resource"):
+    for name in (
+        "functional",
+        "interface",
+        "input-validation",
+        "failure-mode",
+        "timing",
+        "resource",
+    ):
         assert registry.model_for(name) == CALL
     assert registry.model_for("concurrency") is None
 
@@ -48,7 +54,8 @@ def test_entry_point_model_runs_in_the_case_process(
         name="pairwise_model",
     )
     monkeypatch.setattr(
-        categories, "_entry_point_models",
+        categories,
+        "_entry_point_models",
         lambda: {"pairwise": "entrypoint:pairwise_model:MODEL"},
     )
     module.suite(SUITE)

@@ -54,20 +54,26 @@ def test_unknown_constraints_are_errors_and_uncovered_ones_warnings(
         shutil.copy(GREET / name, tmp_path / name)
     assert main(["check", "evals.toml"]) == 1
     out = capsys.readouterr().out.splitlines()
-    line = check_suite(tmp_path / "evals.toml").suite.case(  # type: ignore[union-attr]
-        "rejects-empty-name").line
+    line = (
+        check_suite(tmp_path / "evals.toml")
+        .suite.case(  # type: ignore[union-attr]
+            "rejects-empty-name"
+        )
+        .line
+    )
     assert out == [
         f'evals.toml:{line}: error: case "rejects-empty-name" verifies unknown constraint '
         '"rejects-emtpy" (did you mean "rejects-empty"?)',
         'commonsformat.md:9: warning: constraint "rejects-empty" has no case (needs a case)',
-        'commonsformat.md:11: warning: constraint "counts-nothing" has no case '
-        "(needs a case)",
+        'commonsformat.md:11: warning: constraint "counts-nothing" has no case (needs a case)',
         "evals.toml: 1 error, 2 warnings",
     ]
 
 
 def test_schema_problems_and_duplicates_are_all_reported_at_once(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         commonsformat_evals = "0.2"
 
         [[cases]]
@@ -89,18 +95,21 @@ def test_schema_problems_and_duplicates_are_all_reported_at_once(tmp_path: Path)
         name = "twice"
         category = "input-validation"
         expect = { output = 1 }
-    """)
+    """,
+    )
     report = check_suite(path)
     messages = [f.message for f in report.errors]
     assert not report.ok
     assert any("name is required" in m for m in messages)
     assert any("category must be a non-empty string" in m for m in messages)
     assert any("tags must be a list of strings" in m for m in messages)
-    assert any("\"twice\"" in m and "duplicate name" in m for m in messages)
+    assert any('"twice"' in m and "duplicate name" in m for m in messages)
 
 
 def test_categories_expect_tables_and_fixtures(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         commonsformat_evals = "0.2"
 
         [[cases]]
@@ -122,16 +131,16 @@ def test_categories_expect_tables_and_fixtures(tmp_path: Path) -> None:
 
         [adversarial_coverage]
         categories = ["concurrency"]
-    """)
+    """,
+    )
     report = check_suite(path)
     suite = report.suite
     assert suite is not None
     found = {(f.severity, f.line): f.message for f in report.findings}
-    assert found[("error", suite.case("typo-category").line)].endswith(
-        'did you mean "functional"?')
+    assert found[("error", suite.case("typo-category").line)].endswith('did you mean "functional"?')
     assert "expect table is empty" in found[("error", suite.case("empty-expect").line)]
     assert 'missing fixture "nowhere.txt"' in found[("error", suite.case("absent-fixture").line)]
-    assert any("claims \"concurrency\"" in f.message for f in report.warnings)
+    assert any('claims "concurrency"' in f.message for f in report.warnings)
     assert len(report.errors) == 3
 
 
@@ -158,8 +167,11 @@ def test_invalid_toml_and_unknown_versions_are_problems(tmp_path: Path) -> None:
 
 
 def test_malformed_constraints_are_errors_in_the_module_document(tmp_path: Path) -> None:
-    path = write(tmp_path, CLEAN, "intro\n<constraints>\n- holds: yes\n- holds: again\n"
-                 "- no separator\n</constraints>\n")
+    path = write(
+        tmp_path,
+        CLEAN,
+        "intro\n<constraints>\n- holds: yes\n- holds: again\n- no separator\n</constraints>\n",
+    )
     errors = [(f.file, f.line) for f in check_suite(path).errors]
     assert errors == [("commonsformat.md", 4), ("commonsformat.md", 5)]
 

@@ -36,7 +36,11 @@ expect = { output = 2 }
 def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cer.cli", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -54,8 +58,9 @@ def test_wrong_example_exits_one_and_names_failures(tmp_path: Path) -> None:
     assert "expected int 512, observed int 64" in done.stdout
 
 
-def test_skipped_cases_make_the_run_incomplete(module: Module, capsys: pytest.CaptureFixture[str]
-                                               ) -> None:
+def test_skipped_cases_make_the_run_incomplete(
+    module: Module, capsys: pytest.CaptureFixture[str]
+) -> None:
     module.suite(SUITE)
     impl = module.impl("def f(x):\n    return x * 2\n")
     code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f", "-q"])
@@ -65,12 +70,12 @@ def test_skipped_cases_make_the_run_incomplete(module: Module, capsys: pytest.Ca
     assert "incomplete" in out
 
 
-def test_json_format_is_the_full_results_structure(module: Module,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_format_is_the_full_results_structure(
+    module: Module, capsys: pytest.CaptureFixture[str]
+) -> None:
     module.suite(SUITE)
     impl = module.impl("def f(x):\n    return x * 2\n")
-    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f",
-                 "--format", "json"])
+    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f", "--format", "json"])
     data = json.loads(capsys.readouterr().out)
     assert code == ExitCode.INCOMPLETE
     assert [r["status"] for r in data["results"]] == ["pass", "skipped"]
@@ -133,8 +138,7 @@ def test_project_configuration_makes_a_bare_run_work(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "doubler.py").write_text("def f(x):\n    return x * 2\n")
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.cer]\nsuite = "spec/evals.toml"\nimpl = "doubler:f"\npaths = ["src"]\n'
-        "timeout = 3\n"
+        '[tool.cer]\nsuite = "spec/evals.toml"\nimpl = "doubler:f"\npaths = ["src"]\ntimeout = 3\n'
     )
     (tmp_path / "sub").mkdir()
     done = run_cli(["run"], tmp_path / "sub")
@@ -159,22 +163,48 @@ def test_output_file_gets_the_report(module: Module, tmp_path: Path) -> None:
     module.suite(SUITE.replace("concurrency", "functional"))
     impl = module.impl("def f(x):\n    return x * 2\n")
     target = tmp_path / "out.json"
-    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f",
-                 "--format", "json", "--output", str(target)])
+    code = main(
+        [
+            "run",
+            str(module.root / "evals.toml"),
+            "--impl",
+            f"{impl}:f",
+            "--format",
+            "json",
+            "--output",
+            str(target),
+        ]
+    )
     assert code == ExitCode.OK
     assert json.loads(target.read_text())["summary"]["cases_passed"] == 2
 
 
 def test_shards_run_apart_and_merge_into_the_whole_run(tmp_path: Path) -> None:
-    shutil.copytree(EXAMPLES / "calc", tmp_path / "calc",
-                    ignore=shutil.ignore_patterns(".cer", "__pycache__"))
+    shutil.copytree(
+        EXAMPLES / "calc", tmp_path / "calc", ignore=shutil.ignore_patterns(".cer", "__pycache__")
+    )
     suite = tmp_path / "calc" / "evals.toml"
     parts = []
     for index in (1, 2, 3):
         target = tmp_path / f"shard{index}.json"
-        done = run_cli(["run", str(suite), "--impl", "calc_sloppy:evaluate", "--no-history",
-                        "--shard", f"{index}/3", "-j", "2", "--format", "json",
-                        "-o", str(target)], tmp_path)
+        done = run_cli(
+            [
+                "run",
+                str(suite),
+                "--impl",
+                "calc_sloppy:evaluate",
+                "--no-history",
+                "--shard",
+                f"{index}/3",
+                "-j",
+                "2",
+                "--format",
+                "json",
+                "-o",
+                str(target),
+            ],
+            tmp_path,
+        )
         assert done.returncode in (ExitCode.OK, ExitCode.FAILED), done.stderr
         parts.append(str(target))
     merged = run_cli(["merge", *parts, "--format", "json"], tmp_path)
@@ -183,8 +213,20 @@ def test_shards_run_apart_and_merge_into_the_whole_run(tmp_path: Path) -> None:
     assert document["summary"]["cases_total"] == 70
     assert document["summary"]["cases_failed"] == 8
     assert document["summary"]["cases_skipped"] == 0
-    whole = run_cli(["run", str(suite), "--impl", "calc_sloppy:evaluate", "--no-history",
-                     "-j", "1", "--format", "json"], tmp_path)
+    whole = run_cli(
+        [
+            "run",
+            str(suite),
+            "--impl",
+            "calc_sloppy:evaluate",
+            "--no-history",
+            "-j",
+            "1",
+            "--format",
+            "json",
+        ],
+        tmp_path,
+    )
     expected = [(r["case_name"], r["status"]) for r in json.loads(whole.stdout)["results"]]
     assert [(r["case_name"], r["status"]) for r in document["results"]] == expected
     overlap = run_cli(["merge", parts[0], parts[0], parts[1], parts[2]], tmp_path)
@@ -196,8 +238,10 @@ def test_shards_run_apart_and_merge_into_the_whole_run(tmp_path: Path) -> None:
 
 
 def test_a_clean_shard_exits_zero(tmp_path: Path) -> None:
-    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history",
-                    "--shard", "2/2"], tmp_path)
+    done = run_cli(
+        ["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history", "--shard", "2/2"],
+        tmp_path,
+    )
     assert done.returncode == ExitCode.OK, done.stdout + done.stderr
     assert "in another shard" in done.stdout
 

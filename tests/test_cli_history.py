@@ -56,8 +56,7 @@ def f(x):
     return 6 if flipped else 0
 """
 
-DOC = "<constraints>\n- doubles: twice the input.\n- never-negative: not below 0.\n" \
-      "</constraints>\n"
+DOC = "<constraints>\n- doubles: twice the input.\n- never-negative: not below 0.\n</constraints>\n"
 
 
 @pytest.fixture
@@ -75,8 +74,18 @@ def cer(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def run_json(capsys: pytest.CaptureFixture[str], impl: str, *args: str) -> tuple[int, Any]:
-    code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{impl}:f",
-                         "--timeout", "5", "--format", "json", *args)
+    code, out, err = cer(
+        capsys,
+        "run",
+        "evals.toml",
+        "--impl",
+        f"{impl}:f",
+        "--timeout",
+        "5",
+        "--format",
+        "json",
+        *args,
+    )
     assert "Traceback" not in err
     return code, json.loads(out)
 
@@ -136,9 +145,7 @@ def test_a_corrupt_history_costs_a_warning_not_the_results(
     assert code == 2 and "cer: error:" in err
 
 
-def test_history_of_a_suite_never_run(
-    project: Module, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_history_of_a_suite_never_run(project: Module, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cer(capsys, "history")
     assert code == 0 and out.startswith("no runs recorded")
     assert not HISTORY.exists()
@@ -162,8 +169,9 @@ def test_failed_reruns_only_what_failed(
     ]
     code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--failed")
     assert code == 0 and out == "" and "nothing to rerun" in err
-    code, _, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--failed",
-                       "--no-history")
+    code, _, err = cer(
+        capsys, "run", "evals.toml", "--impl", f"{good}:f", "--failed", "--no-history"
+    )
     assert code == 2 and "--no-history" in err
 
 
@@ -214,9 +222,24 @@ def test_reports_and_coverage_from_one_run(
 ) -> None:
     bad = project.impl(BAD_ON_THREE)
     code, out, _err = cer(
-        capsys, "run", "evals.toml", "--impl", f"{bad}:f", "--format", "json",
-        "-o", "out/main.json", "--report", "json=out/report.json", "--report", "junit",
-        "--report", "manifest=out/m.json", "--report", "github", "--no-history",
+        capsys,
+        "run",
+        "evals.toml",
+        "--impl",
+        f"{bad}:f",
+        "--format",
+        "json",
+        "-o",
+        "out/main.json",
+        "--report",
+        "json=out/report.json",
+        "--report",
+        "junit",
+        "--report",
+        "manifest=out/m.json",
+        "--report",
+        "github",
+        "--no-history",
     )
     assert code == 1
     assert Path("out/main.json").read_text() == Path("out/report.json").read_text()
@@ -234,19 +257,39 @@ def test_a_report_on_stdout_moves_the_text_report_to_stderr(
     project: Module, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = project.impl(GOOD)
-    code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f",
-                         "--report", "tap=-", "--no-history")
+    code, out, err = cer(
+        capsys, "run", "evals.toml", "--impl", f"{good}:f", "--report", "tap=-", "--no-history"
+    )
     assert code == 0
     assert out.startswith("TAP version 14\n1..3\n")
     assert "3 cases: 3 passed" in err
-    code, _, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--format", "json",
-                       "--report", "tap=-")
+    code, _, err = cer(
+        capsys, "run", "evals.toml", "--impl", f"{good}:f", "--format", "json", "--report", "tap=-"
+    )
     assert code == 2 and "standard output" in err
-    code, _, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f",
-                       "--report", "json=same", "--report", "tap=same")
+    code, _, err = cer(
+        capsys,
+        "run",
+        "evals.toml",
+        "--impl",
+        f"{good}:f",
+        "--report",
+        "json=same",
+        "--report",
+        "tap=same",
+    )
     assert code == 2 and "both write same" in err
-    code, _, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "-o", "r.json",
-                       "--report", "json=r.json")
+    code, _, err = cer(
+        capsys,
+        "run",
+        "evals.toml",
+        "--impl",
+        f"{good}:f",
+        "-o",
+        "r.json",
+        "--report",
+        "json=r.json",
+    )
     assert code == 2 and "--output and --report json" in err
     with pytest.raises(SystemExit):
         main(["run", "evals.toml", "--impl", f"{good}:f", "--report", "pdf"])
@@ -255,12 +298,15 @@ def test_a_report_on_stdout_moves_the_text_report_to_stderr(
 def test_coverage_line_and_details(project: Module, capsys: pytest.CaptureFixture[str]) -> None:
     good = project.impl(GOOD)
     _, out, _ = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--no-history")
-    assert "coverage: 1 of 2 constraints covered, 1 verified · 1 needs a case · " \
-           "1 unknown constraint in verifies" in out
+    assert (
+        "coverage: 1 of 2 constraints covered, 1 verified · 1 needs a case · "
+        "1 unknown constraint in verifies" in out
+    )
     assert 'verifies unknown constraint "dobules" (did you mean "doubles"?)' in out
     assert "needs a case" not in out.replace("1 needs a case", "")
-    _, out, _ = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--no-history",
-                    "--coverage")
+    _, out, _ = cer(
+        capsys, "run", "evals.toml", "--impl", f"{good}:f", "--no-history", "--coverage"
+    )
     assert "  needs a case: never-negative" in out
     assert "  verified: doubles" in out
 

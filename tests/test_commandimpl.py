@@ -50,13 +50,17 @@ P, F, E, S = Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED
 
 
 def run_command(
-    suite: Path, command: str, kind: str = "command", events: list[RunEvent] | None = None,
+    suite: Path,
+    command: str,
+    kind: str = "command",
+    events: list[RunEvent] | None = None,
     **options: Any,
 ) -> RunResult:
     options.setdefault("timeout", 5.0)
     sink = events.append if events is not None else None
-    return run_suite(load_suite(suite), RunOptions(impl=command, kind=kind, **options),
-                     on_event=sink)
+    return run_suite(
+        load_suite(suite), RunOptions(impl=command, kind=kind, **options), on_event=sink
+    )
 
 
 def by_name(run: RunResult) -> dict[str, Status]:
@@ -107,11 +111,15 @@ def test_node_harness_passes_the_calc_suite() -> None:
 def test_example_harness_per_case_passes_rejection_and_file_cases(language: str) -> None:
     """One process per case costs a start-up each, so a slice of the suite: values,
     rejections with error types, and inputs read from fixture files."""
-    command = (f"{PYTHON} {HARNESSES / 'calc_harness.py'}" if language == "python"
-               else f"node {HARNESSES / 'calc_harness.mjs'}")
+    command = (
+        f"{PYTHON} {HARNESSES / 'calc_harness.py'}"
+        if language == "python"
+        else f"node {HARNESSES / 'calc_harness.mjs'}"
+    )
     selection = Selection(categories=("interface", "failure-mode"))
-    run = run_command(CALC_SUITE, f"{command} --per-case", kind="command-per-case",
-                      selection=selection)
+    run = run_command(
+        CALC_SUITE, f"{command} --per-case", kind="command-per-case", selection=selection
+    )
     ran = [r for r in run.results if r.status is not S]
     assert len(ran) == 11
     assert all(r.status is P for r in ran), [(r.case_name, r.reason) for r in ran]
@@ -130,8 +138,7 @@ def test_a_command_is_judged_exactly_like_the_same_code_imported() -> None:
     for ours, theirs in zip(through_command.results, imported.results, strict=True):
         if ours.status is F:
             assert theirs.observation is not None and ours.observation is not None
-            assert {**ours.observation, "elapsed_ms": 0} == {**theirs.observation,
-                                                             "elapsed_ms": 0}
+            assert {**ours.observation, "elapsed_ms": 0} == {**theirs.observation, "elapsed_ms": 0}
 
 
 def test_implementation_id_follows_the_harness_content(tmp_path: Path) -> None:
@@ -151,7 +158,7 @@ def test_implementation_id_follows_the_harness_content(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ broken harnesses
 
-BROKEN = r'''
+BROKEN = r"""
 import json, os, sys, time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -235,7 +242,7 @@ for line in sys.stdin:
         out.flush()
     else:
         send(answer)
-'''
+"""
 
 
 @pytest.fixture
@@ -253,8 +260,11 @@ def around(bad: str) -> str:
 @pytest.mark.parametrize(
     ("bad", "timeout", "evidence"),
     [
-        ("crash", 5.0, ["exited with status 3 while running this case",
-                        "boom: the implementation crashed"]),
+        (
+            "crash",
+            5.0,
+            ["exited with status 3 while running this case", "boom: the implementation crashed"],
+        ),
         ("exit-quietly", 5.0, ["exited with status 0 while running this case"]),
         ("garbage", 5.0, ["not a protocol message", "'this is not json'"]),
         ("wrong-seq", 5.0, ["the result carries seq 102, but seq 2 was asked"]),
@@ -294,16 +304,20 @@ def test_stderr_flood_keeps_its_tail_and_the_case_still_passes(
 
 def test_flooded_and_silent_harness_shows_the_tail(module: Module, broken: Path) -> None:
     module.suite(around("flood-hang"))
-    run = run_command(module.root / "evals.toml", f"{PYTHON} {broken}", timeout=1.0,
-                      capture_limit=4096)
+    run = run_command(
+        module.root / "evals.toml", f"{PYTHON} {broken}", timeout=1.0, capture_limit=4096
+    )
     stderr = run.results[1].stderr
     assert stderr.endswith("last words before the hang\n")
     assert "dropped" in stderr
 
 
 def test_second_answer_to_the_last_case_voids_it(module: Module, broken: Path) -> None:
-    module.suite(suite_text(("before", "{ v = 1 }", "{ output = 1 }"),
-                            ("twice", "{ v = 1 }", "{ output = 1 }")))
+    module.suite(
+        suite_text(
+            ("before", "{ v = 1 }", "{ output = 1 }"), ("twice", "{ v = 1 }", "{ output = 1 }")
+        )
+    )
     run = run_command(module.root / "evals.toml", f"{PYTHON} {broken}")
     assert statuses(run) == [("before", P), ("twice", E)]
     assert "answered this case twice" in reason(run, "twice")
@@ -312,42 +326,57 @@ def test_second_answer_to_the_last_case_voids_it(module: Module, broken: Path) -
 def test_error_response_is_a_rejection_and_harness_error_never_is(
     module: Module, broken: Path
 ) -> None:
-    module.suite(suite_text(
-        ("reject-typed", "{ v = 1 }",
-         '{ rejects = true, error_type = "ValueError", error_includes = "bad input" }'),
-        ("reject-wrong-type", "{ v = 1 }", '{ rejects = true, error_type = "TypeError" }'),
-        ("reject-unexpected", "{ v = 1 }", "{ output = 1 }"),
-        ("harness-error", "{ v = 1 }", "{ rejects = true }"),
-        ("after", "{ v = 1 }", "{ output = 1 }"),
-    ))
+    module.suite(
+        suite_text(
+            (
+                "reject-typed",
+                "{ v = 1 }",
+                '{ rejects = true, error_type = "ValueError", error_includes = "bad input" }',
+            ),
+            ("reject-wrong-type", "{ v = 1 }", '{ rejects = true, error_type = "TypeError" }'),
+            ("reject-unexpected", "{ v = 1 }", "{ output = 1 }"),
+            ("harness-error", "{ v = 1 }", "{ rejects = true }"),
+            ("after", "{ v = 1 }", "{ output = 1 }"),
+        )
+    )
     run = run_command(module.root / "evals.toml", f"{PYTHON} {broken}")
     assert by_name(run) == {
-        "reject-typed": P, "reject-wrong-type": F, "reject-unexpected": E,
-        "harness-error": E, "after": P,
+        "reject-typed": P,
+        "reject-wrong-type": F,
+        "reject-unexpected": E,
+        "harness-error": E,
+        "after": P,
     }
-    assert "the implementation raised ValueError: bad input: 1" in reason(
-        run, "reject-unexpected")
+    assert "the implementation raised ValueError: bad input: 1" in reason(run, "reject-unexpected")
 
 
 @pytest.mark.parametrize(
     ("mode", "evidence"),
     [
-        ("crash-on-start", ["exited with status 1 before answering start",
-                            "RuntimeError: cannot load the module"]),
-        ("protocol-2", ["the harness speaks protocol version 2; this runner speaks only "
-                        "version 1"]),
+        (
+            "crash-on-start",
+            ["exited with status 1 before answering start", "RuntimeError: cannot load the module"],
+        ),
+        (
+            "protocol-2",
+            ["the harness speaks protocol version 2; this runner speaks only version 1"],
+        ),
         ("silent-start", ["did not answer start within 0.5 s"]),
     ],
 )
 def test_harness_that_fails_to_start_errors_every_case(
-    module: Module, broken: Path, monkeypatch: pytest.MonkeyPatch, mode: str,
+    module: Module,
+    broken: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
     evidence: list[str],
 ) -> None:
     monkeypatch.setattr(commandimpl, "START_TIMEOUT_MIN", 0.5)
     module.suite(around("ok"))
     events: list[RunEvent] = []
-    run = run_command(module.root / "evals.toml", f"{PYTHON} {broken} {mode}", events=events,
-                      timeout=0.5)
+    run = run_command(
+        module.root / "evals.toml", f"{PYTHON} {broken} {mode}", events=events, timeout=0.5
+    )
     assert [s for _, s in statuses(run)] == [E, E, E]
     for result in run.results:
         for text in evidence:
@@ -386,8 +415,11 @@ def test_restart_budget_ends_the_run_with_the_reason(module: Module, broken: Pat
 def test_failed_restart_errors_the_remaining_cases(
     module: Module, broken: Path, tmp_path: Path
 ) -> None:
-    module.suite(suite_text(*[(n, "{ v = 1 }", "{ output = 1 }")
-                              for n in ("before", "crash", "after", "later")]))
+    module.suite(
+        suite_text(
+            *[(n, "{ v = 1 }", "{ output = 1 }") for n in ("before", "crash", "after", "later")]
+        )
+    )
     marker = tmp_path / "started-once"
     run = run_command(module.root / "evals.toml", f"{PYTHON} {broken} once {marker}")
     assert statuses(run) == [("before", P), ("crash", E), ("after", E), ("later", E)]
@@ -414,12 +446,15 @@ def test_cancel_kills_a_hanging_harness(module: Module, broken: Path, tmp_path: 
 
     def target() -> None:
         try:
-            outcome.append(run_suite(
-                load_suite(module.root / "evals.toml"),
-                RunOptions(impl=f"{PYTHON} {broken} pidfile {pidfile}", kind="command",
-                           timeout=30.0),
-                cancel=cancel,
-            ))
+            outcome.append(
+                run_suite(
+                    load_suite(module.root / "evals.toml"),
+                    RunOptions(
+                        impl=f"{PYTHON} {broken} pidfile {pidfile}", kind="command", timeout=30.0
+                    ),
+                    cancel=cancel,
+                )
+            )
         except BaseException as exc:
             outcome.append(exc)
 
@@ -440,14 +475,14 @@ def test_cancel_kills_a_hanging_harness(module: Module, broken: Path, tmp_path: 
 def test_python_entry_point_categories_are_skipped(module: Module) -> None:
     module.suite(single_case_suite("{ output = 1 }", "{ v = 1 }", category="concurrency"))
     suite = load_suite(module.root / "evals.toml")
-    execution = _Execution(suite, RunOptions(impl="never-started", kind="command"),
-                           lambda event: None, None)
+    execution = _Execution(
+        suite, RunOptions(impl="never-started", kind="command"), lambda event: None, None
+    )
     case = suite.cases[0]
     commandimpl.execute(execution, [_Planned(case, {"v": 1}, "entrypoint:pkg.mod:Model")])
     result = execution.results[case.position]
     assert result.status is S
-    assert "category not supported by command implementations: concurrency" in (
-        result.reason or "")
+    assert "category not supported by command implementations: concurrency" in (result.reason or "")
 
 
 # ---------------------------------------------------------------------- typed values
@@ -461,7 +496,9 @@ def test_encoding_keeps_one_one_point_oh_true_and_the_string_one_apart() -> None
     assert encode_value(float("nan")) == {"type": "float", "value": "nan"}
     assert encode_value(float("-inf")) == {"type": "float", "value": "-inf"}
     assert encode_value({"$bytes": "x"}) == {
-        "type": "table", "value": {"$bytes": {"type": "string", "value": "x"}}}
+        "type": "table",
+        "value": {"$bytes": {"type": "string", "value": "x"}},
+    }
 
 
 def test_big_integers_cross_as_text_both_ways() -> None:
@@ -494,10 +531,16 @@ TYPED_REPLIES = [
     ('{"type":"datetime-local","value":"1979-05-27T07:32:00"}', "1979-05-27T07:32:00", P),
     ('{"type":"date-local","value":"1979-05-27"}', "1979-05-27", P),
     ('{"type":"time-local","value":"07:32:00"}', "07:32:00", P),
-    ('{"type":"array","value":[{"type":"integer","value":"1"},{"type":"float","value":"2.5"}]}',
-     "[1, 2.5]", P),
-    ('{"type":"array","value":[{"type":"float","value":"1"},{"type":"float","value":"2.5"}]}',
-     "[1, 2.5]", F),
+    (
+        '{"type":"array","value":[{"type":"integer","value":"1"},{"type":"float","value":"2.5"}]}',
+        "[1, 2.5]",
+        P,
+    ),
+    (
+        '{"type":"array","value":[{"type":"float","value":"1"},{"type":"float","value":"2.5"}]}',
+        "[1, 2.5]",
+        F,
+    ),
     ('{"type":"null"}', "1", F),
     # malformed: never guessed at
     ('{"type":"integer","value":"1.0"}', "1", E),
@@ -529,28 +572,47 @@ def test_typed_observations_keep_their_types(module: Module, broken: Path) -> No
     module.suite(suite_text(*cases))
     run = run_command(module.root / "evals.toml", f"{PYTHON} {broken}")
     got = by_name(run)
-    assert {n: (TYPED_REPLIES[int(n.split("-")[1])][0], s) for n, s in got.items()
-            if s is not expected[n]} == {}
+    assert {
+        n: (TYPED_REPLIES[int(n.split("-")[1])][0], s)
+        for n, s in got.items()
+        if s is not expected[n]
+    } == {}
 
 
 def test_table_observation_is_the_observation_itself(module: Module, broken: Path) -> None:
-    raw = ('{"type":"table","value":{"total":{"type":"integer","value":"3"},'
-           '"$type":{"type":"string","value":"kept"},"value":{"type":"bool","value":false}}}')
-    module.suite(suite_text(
-        ("reply-table", f"{{ raw = '{raw}' }}",
-         '{ total = 3, "$type" = "kept", value = false }'),
-        ("reply-table-wrong", f"{{ raw = '{raw}' }}", "{ total = 3.0 }"),
-    ))
+    raw = (
+        '{"type":"table","value":{"total":{"type":"integer","value":"3"},'
+        '"$type":{"type":"string","value":"kept"},"value":{"type":"bool","value":false}}}'
+    )
+    module.suite(
+        suite_text(
+            (
+                "reply-table",
+                f"{{ raw = '{raw}' }}",
+                '{ total = 3, "$type" = "kept", value = false }',
+            ),
+            ("reply-table-wrong", f"{{ raw = '{raw}' }}", "{ total = 3.0 }"),
+        )
+    )
     run = run_command(module.root / "evals.toml", f"{PYTHON} {broken}")
     assert by_name(run) == {"reply-table": P, "reply-table-wrong": F}
 
 
 ECHOED = {
-    "int": "1", "float": "1.0", "bool": "true", "text-one": '"1"', "nan": "nan",
-    "inf": "inf", "minus-inf": "-inf", "negative-zero": "-0.0",
-    "largest-int": "9223372036854775807", "offset-datetime": "1979-05-27T00:32:00-07:00",
-    "local-datetime": "1979-05-27T07:32:00.999999", "date": "1979-05-27",
-    "time": "07:32:00", "array": '[1, 2.5, "x", [true], []]',
+    "int": "1",
+    "float": "1.0",
+    "bool": "true",
+    "text-one": '"1"',
+    "nan": "nan",
+    "inf": "inf",
+    "minus-inf": "-inf",
+    "negative-zero": "-0.0",
+    "largest-int": "9223372036854775807",
+    "offset-datetime": "1979-05-27T00:32:00-07:00",
+    "local-datetime": "1979-05-27T07:32:00.999999",
+    "date": "1979-05-27",
+    "time": "07:32:00",
+    "array": '[1, 2.5, "x", [true], []]',
     # in an array: a table observation would be the observation itself, not `output`
     "tables": '[{ a = 1, "b c" = { d = 2.5 }, "$bytes" = "x", type = "t", value = [] }]',
     "unicode": '"é ☃ 𝄞"',
@@ -565,8 +627,7 @@ def test_inputs_cross_with_their_types(module: Module, broken: Path) -> None:
         ("float-is-not-int", "{ v = 1.0 }", "{ output = 1 }"),
         ("bool-is-not-int", "{ v = true }", "{ output = 1 }"),
         ("text-is-not-int", '{ v = "1" }', "{ output = 1 }"),
-        ("local-is-not-offset", "{ v = 1979-05-27T07:32:00 }",
-         "{ output = 1979-05-27T07:32:00Z }"),
+        ("local-is-not-offset", "{ v = 1979-05-27T07:32:00 }", "{ output = 1979-05-27T07:32:00Z }"),
     ]
     module.suite(suite_text(*cases))
     run = run_command(module.root / "evals.toml", f"{PYTHON} {broken}")
@@ -575,7 +636,7 @@ def test_inputs_cross_with_their_types(module: Module, broken: Path) -> None:
 
 # ------------------------------------------------------------------ per-case protocol
 
-PER_CASE = r'''
+PER_CASE = r"""
 import json, os, signal, sys, time
 
 request = json.loads(sys.stdin.read())
@@ -606,7 +667,7 @@ elif name == "sigkill":
     os.kill(os.getpid(), signal.SIGKILL)
 elif name == "harness-error":
     print(json.dumps({"harness_error": {"message": "cannot"}}))
-'''
+"""
 
 PER_CASE_CASES: list[tuple[str, str, Status, str]] = [
     # (name, expect, status, text in the reason)
@@ -616,8 +677,12 @@ PER_CASE_CASES: list[tuple[str, str, Status, str]] = [
     ("wrong-seq", "{ output = 1 }", E, "seq"),
     ("exit-2~as-rejection", "{ rejects = true }", P, ""),
     ("exit-2~as-value", "{ output = 1 }", E, "raised exit status 2"),
-    ("error-doc~typed", '{ rejects = true, error_type = "ValueError", error_includes = "bad" }',
-     P, ""),
+    (
+        "error-doc~typed",
+        '{ rejects = true, error_type = "ValueError", error_includes = "bad" }',
+        P,
+        "",
+    ),
     ("error-doc~wrong-type", '{ rejects = true, error_type = "TypeError" }', F, ""),
     ("garbage", "{ output = 1 }", E, "not json at all"),
     ("silent", "{ output = 1 }", E, "exited with status 0 without printing a result"),
@@ -634,8 +699,9 @@ def test_per_case_outcomes(module: Module, tmp_path: Path) -> None:
     script = tmp_path / "per_case.py"
     script.write_text(PER_CASE, encoding="utf-8")
     module.suite(suite_text(*[(n, "{ v = 1 }", expect) for n, expect, *_ in PER_CASE_CASES]))
-    run = run_command(module.root / "evals.toml", f"{PYTHON} {script}",
-                      kind="command-per-case", timeout=1.0)
+    run = run_command(
+        module.root / "evals.toml", f"{PYTHON} {script}", kind="command-per-case", timeout=1.0
+    )
     assert by_name(run) == {name: status for name, _, status, _ in PER_CASE_CASES}
     for name, _, _, text in PER_CASE_CASES:
         assert text in reason(run, name)
@@ -647,17 +713,20 @@ def test_per_case_cancel_kills_the_process(module: Module, tmp_path: Path) -> No
     script = tmp_path / "sleeper.py"
     pidfile = tmp_path / "pid"
     script.write_text(
-        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-        "time.sleep(60)\n", encoding="utf-8")
+        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n",
+        encoding="utf-8",
+    )
     module.suite(suite_text(("sleep", "{ v = 1 }", "{ output = 1 }")))
     cancel = threading.Event()
     errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            run_suite(load_suite(module.root / "evals.toml"),
-                      RunOptions(impl=f"{PYTHON} {script}", kind="command-per-case",
-                                 timeout=30.0), cancel=cancel)
+            run_suite(
+                load_suite(module.root / "evals.toml"),
+                RunOptions(impl=f"{PYTHON} {script}", kind="command-per-case", timeout=30.0),
+                cancel=cancel,
+            )
         except BaseException as exc:
             errors.append(exc)
 
@@ -713,13 +782,13 @@ def valid(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
         return False
     if "enum" in schema and instance not in schema["enum"]:
         return False
-    if "pattern" in schema and isinstance(instance, str) and not re.search(
-        schema["pattern"], instance
+    if (
+        "pattern" in schema
+        and isinstance(instance, str)
+        and not re.search(schema["pattern"], instance)
     ):
         return False
-    if "minLength" in schema and isinstance(instance, str) and len(instance) < schema[
-        "minLength"
-    ]:
+    if "minLength" in schema and isinstance(instance, str) and len(instance) < schema["minLength"]:
         return False
     if "minimum" in schema and type(instance) is int and instance < schema["minimum"]:
         return False
@@ -735,8 +804,10 @@ def valid(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
             extra = schema.get("additionalProperties", True)
             if extra is False or (isinstance(extra, dict) and not valid(item, extra, root)):
                 return False
-    if type(instance) is list and "items" in schema and not all(
-        valid(item, schema["items"], root) for item in instance
+    if (
+        type(instance) is list
+        and "items" in schema
+        and not all(valid(item, schema["items"], root) for item in instance)
     ):
         return False
     if "oneOf" in schema:
@@ -751,19 +822,32 @@ def check(instance: Any, name: str) -> bool:
 
 def test_schema_files_are_json_with_ids() -> None:
     names = sorted(p.name for p in SCHEMAS.glob("*.schema.json"))
-    assert names == ["per-case-result.schema.json", "result.schema.json", "run.schema.json",
-                     "start.schema.json", "started.schema.json", "stop.schema.json",
-                     "value.schema.json"]
+    assert names == [
+        "per-case-result.schema.json",
+        "result.schema.json",
+        "run.schema.json",
+        "start.schema.json",
+        "started.schema.json",
+        "stop.schema.json",
+        "value.schema.json",
+    ]
     for name in names:
         assert _schema(name)["$id"].endswith("/" + name)
         assert f"protocol/{name}" in (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
 
 
 def test_runner_messages_match_their_schemas(module: Module) -> None:
-    module.suite(suite_text(("typed", '{ a = 1, b = 1.0, c = true, d = "1", e = nan, '
-                             "f = 1979-05-27T07:32:00Z, g = 1979-05-27T07:32:00, "
-                             "h = 1979-05-27, i = 07:32:00, j = [[1], { k = -inf }] }",
-                             "{ output = 1 }")))
+    module.suite(
+        suite_text(
+            (
+                "typed",
+                '{ a = 1, b = 1.0, c = true, d = "1", e = nan, '
+                "f = 1979-05-27T07:32:00Z, g = 1979-05-27T07:32:00, "
+                "h = 1979-05-27, i = 07:32:00, j = [[1], { k = -inf }] }",
+                "{ output = 1 }",
+            )
+        )
+    )
     case = load_suite(module.root / "evals.toml").cases[0]
     request = json.loads(run_request(7, _Planned(case, dict(case.input), "call")))
     assert check(request, "run.schema.json")
@@ -781,12 +865,18 @@ RESULT_EXAMPLES: list[tuple[dict[str, Any], bool]] = [
     ({"op": "result", "seq": 1, "observation": {"type": "float", "value": "-inf"}}, True),
     ({"op": "result", "seq": 1, "observation": {"type": "null"}}, True),
     ({"op": "result", "seq": 1, "error": {"type": "ValueError", "message": "m"}}, True),
-    ({"op": "result", "seq": 1, "error": {"type": "E", "message": "m", "traceback": "t"}},
-     True),
+    ({"op": "result", "seq": 1, "error": {"type": "E", "message": "m", "traceback": "t"}}, True),
     ({"op": "result", "seq": 1, "harness_error": {"message": "m"}}, True),
     ({"op": "result", "seq": 1}, False),
-    ({"op": "result", "seq": 1, "observation": {"type": "null"},
-      "error": {"type": "E", "message": "m"}}, False),
+    (
+        {
+            "op": "result",
+            "seq": 1,
+            "observation": {"type": "null"},
+            "error": {"type": "E", "message": "m"},
+        },
+        False,
+    ),
     ({"op": "result", "observation": {"type": "null"}}, False),
     ({"op": "result", "seq": 1, "observation": {"type": "integer", "value": "1.0"}}, False),
     ({"op": "result", "seq": 1, "observation": {"type": "float", "value": "1_0"}}, False),
@@ -821,8 +911,11 @@ def _calc_requests() -> list[bytes]:
 
 @pytest.mark.parametrize("language", ["python", pytest.param("node", marks=needs_node)])
 def test_example_harness_traffic_matches_the_schemas(language: str) -> None:
-    command = ([sys.executable, str(HARNESSES / "calc_harness.py")] if language == "python"
-               else ["node", str(HARNESSES / "calc_harness.mjs")])
+    command = (
+        [sys.executable, str(HARNESSES / "calc_harness.py")]
+        if language == "python"
+        else ["node", str(HARNESSES / "calc_harness.mjs")]
+    )
     requests = _calc_requests()
     stdin = commandimpl._start_request("calc") + b"".join(requests) + b'{"op":"stop"}\n'
     done = subprocess.run(command, input=stdin, capture_output=True, timeout=30, check=True)
@@ -836,8 +929,9 @@ def test_example_harness_traffic_matches_the_schemas(language: str) -> None:
         assert message["seq"] == seq
         bodies.update(k for k in ("observation", "error") if k in message)
     assert bodies == {"observation", "error"}
-    one = subprocess.run([*command, "--per-case"], input=requests[-1], capture_output=True,
-                         timeout=30, check=True)
+    one = subprocess.run(
+        [*command, "--per-case"], input=requests[-1], capture_output=True, timeout=30, check=True
+    )
     reply = json.loads(one.stdout)
     assert check(reply, "per-case-result.schema.json")
     assert decode_value(reply["observation"]) == 3.5
@@ -851,8 +945,13 @@ def test_protocol_doc_examples_parse() -> None:
     for block in blocks:
         for chunk in re.split(r"\n(?=\{)", block.strip()):
             message = json.loads(chunk)
-            name = {"start": "start", "started": "started", "run": "run", "result": "result",
-                    "stop": "stop"}[message["op"]]
+            name = {
+                "start": "start",
+                "started": "started",
+                "run": "run",
+                "result": "result",
+                "stop": "stop",
+            }[message["op"]]
             assert check(message, f"{name}.schema.json"), chunk
             seen += 1
     assert seen >= 7

@@ -22,8 +22,13 @@ GREET = Path(__file__).parent / "data" / "greet"
 def _run(statuses: dict[str, Status]) -> RunResult:
     suite = load_suite(GREET / "evals.toml")
     results = tuple(
-        CaseResult(case.name, case.case_class, case.category, statuses.get(case.name,
-                   Status.PASS), position=case.position)
+        CaseResult(
+            case.name,
+            case.case_class,
+            case.category,
+            statuses.get(case.name, Status.PASS),
+            position=case.position,
+        )
         for case in suite.cases
     )
     return RunResult("r", "greet", "greet:greet@x", 0, 1, results)
@@ -32,7 +37,11 @@ def _run(statuses: dict[str, Status]) -> RunResult:
 def test_parses_the_block_with_wrapped_bullets_and_backticks() -> None:
     declared = read_constraints(GREET / "commonsformat.md")
     assert declared.names == (
-        "greets-by-name", "trims-whitespace", "rejects-empty", "keeps-case", "counts-nothing",
+        "greets-by-name",
+        "trims-whitespace",
+        "rejects-empty",
+        "keeps-case",
+        "counts-nothing",
     )
     trims = declared.constraints[1]
     assert trims.text.startswith("leading and trailing whitespace")
@@ -69,7 +78,8 @@ def test_verified_needs_every_covering_case_to_pass() -> None:
     assert by_name["rejects-empty"].verified is False  # no case: never verified
     skipped = compute_coverage(suite, declared, _run({"shouting-name": Status.SKIPPED}))
     assert {c.name for c in skipped.constraints if c.verified} == {
-        "greets-by-name", "trims-whitespace"
+        "greets-by-name",
+        "trims-whitespace",
     }
 
 
@@ -111,6 +121,8 @@ def test_malformed_blocks_are_problems(text: str, problem: str) -> None:
 
 
 def test_blocks_inside_code_fences_are_ignored() -> None:
-    text = "```\n<constraints>\n- fake: x\n</constraints>\n```\n<constraints>\n- real: y\n" \
-           "</constraints>\n"
+    text = (
+        "```\n<constraints>\n- fake: x\n</constraints>\n```\n<constraints>\n- real: y\n"
+        "</constraints>\n"
+    )
     assert parse_constraints(text, Path("m.md")).names == ("real",)

@@ -19,30 +19,36 @@ ARRAYS = ("cases", "adversarial", "generator_adversary")
 FAILS: dict[str, frozenset[str]] = {
     # splitlines() and strip() treat more than \n, space and tab as line breaks and
     # whitespace; continuation lines are joined with a space.
-    "ini_sloppy": frozenset({
-        "no-break-space-is-not-whitespace",
-        "unicode-separators-are-not-line-breaks",
-        "continuation-lines-join-with-newline",
-        "continuation-holds-equals-and-semicolons",
-        "fixture-application-settings",
-    }),
+    "ini_sloppy": frozenset(
+        {
+            "no-break-space-is-not-whitespace",
+            "unicode-separators-are-not-line-breaks",
+            "continuation-lines-join-with-newline",
+            "continuation-holds-equals-and-semicolons",
+            "fixture-application-settings",
+        }
+    ),
     # Skips what it does not understand and raises ValueError without a line number.
-    "ini_lenient": frozenset({
-        "rejects-line-without-equals",
-        "rejects-unterminated-header",
-        "rejects-empty-section-name",
-        "rejects-text-after-header",
-        "rejects-empty-key",
-        "line-numbers-count-crlf-lines",
-        "rejects-non-string-text",
-        "rejection-is-an-ini-error",
-    }),
+    "ini_lenient": frozenset(
+        {
+            "rejects-line-without-equals",
+            "rejects-unterminated-header",
+            "rejects-empty-section-name",
+            "rejects-text-after-header",
+            "rejects-empty-key",
+            "line-numbers-count-crlf-lines",
+            "rejects-non-string-text",
+            "rejection-is-an-ini-error",
+        }
+    ),
     # Parsing state in module globals: a second parse in the same process builds on the
     # first one.
-    "ini_stateful": frozenset({
-        "second-parse-starts-fresh",
-        "continuation-does-not-leak-into-next-parse",
-    }),
+    "ini_stateful": frozenset(
+        {
+            "second-parse-starts-fresh",
+            "continuation-does-not-leak-into-next-parse",
+        }
+    ),
     # Correct but quadratic: only the timing case notices.
     "ini_slow": frozenset({"large-document-in-linear-time"}),
 }
@@ -114,4 +120,3 @@ def test_stateful_flaw_is_hidden_from_single_parses() -> None:
     suite = load_suite(SUITE)
     twice = {case.name for case in suite.cases if "texts" in case.input}
     assert FAILS["ini_stateful"] < twice
-

@@ -65,11 +65,23 @@ def make_run(
     for position, item in enumerate(cases, start=1):
         name, status = item[0], item[1]
         reason = item[2] if len(item) > 2 else (None if status is Status.PASS else "why")
-        results.append(CaseResult(name, "functional", "functional", status, reason,
-                                  position=position, elapsed_ms=1))
-    return RunResult(run_id, "demo", impl, at, at + 10, tuple(results), suite_path=suite_path,
-                     suite_hash=suite_hash, format_version="0.2",
-                     implementation=impl.split("@")[0])
+        results.append(
+            CaseResult(
+                name, "functional", "functional", status, reason, position=position, elapsed_ms=1
+            )
+        )
+    return RunResult(
+        run_id,
+        "demo",
+        impl,
+        at,
+        at + 10,
+        tuple(results),
+        suite_path=suite_path,
+        suite_hash=suite_hash,
+        format_version="0.2",
+        implementation=impl.split("@")[0],
+    )
 
 
 @pytest.fixture
@@ -82,10 +94,16 @@ def history(tmp_path: Path) -> Iterator[History]:
 def table_counts(path: Path, run_id: str) -> dict[str, int]:
     with sqlite3.connect(path) as db:
         return {
-            table: db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = ?",
-                              (run_id,)).fetchone()[0]
-            for table in ("eval_runs", "eval_case_results", "eval_run_summary", "cer_runs",
-                          "cer_case_details")
+            table: db.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            for table in (
+                "eval_runs",
+                "eval_case_results",
+                "eval_run_summary",
+                "cer_runs",
+                "cer_case_details",
+            )
         }
 
 
@@ -99,11 +117,24 @@ def test_tables_come_from_schema_sql_and_wal_is_on(history: History) -> None:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         mode = db.execute("PRAGMA journal_mode").fetchone()[0]
         columns = [row[1] for row in db.execute("PRAGMA table_info(eval_case_results)")]
-    assert {"eval_runs", "eval_case_results", "eval_run_summary", "cer_runs",
-            "cer_case_details"} <= tables
+    assert {
+        "eval_runs",
+        "eval_case_results",
+        "eval_run_summary",
+        "cer_runs",
+        "cer_case_details",
+    } <= tables
     assert mode == "wal"
-    assert columns == ["run_id", "case_name", "case_class", "category", "status", "reason",
-                       "captured_output", "elapsed_ms"]
+    assert columns == [
+        "run_id",
+        "case_name",
+        "case_class",
+        "category",
+        "status",
+        "reason",
+        "captured_output",
+        "elapsed_ms",
+    ]
 
 
 def test_schema_sql_is_found_installed_or_in_a_checkout(
@@ -141,11 +172,15 @@ def test_two_real_runs_make_two_rows_with_consistent_summaries(
         for run in (first, second):
             stored = db.execute(
                 "SELECT cases_total, cases_passed, cases_failed, cases_skipped, cases_errored"
-                " FROM eval_run_summary WHERE run_id = ?", (run.run_id,)).fetchone()
+                " FROM eval_run_summary WHERE run_id = ?",
+                (run.run_id,),
+            ).fetchone()
             counted = db.execute(
                 "SELECT COUNT(*), SUM(status = 'pass'), SUM(status = 'fail'),"
                 " SUM(status = 'skipped'), SUM(status = 'errored')"
-                " FROM eval_case_results WHERE run_id = ?", (run.run_id,)).fetchone()
+                " FROM eval_case_results WHERE run_id = ?",
+                (run.run_id,),
+            ).fetchone()
             s = run.summary
             assert stored == counted == (s.total, s.passed, s.failed, s.skipped, s.errored)
             assert stored == (3, 1, 1, 1, 0)
@@ -161,19 +196,40 @@ def test_two_real_runs_make_two_rows_with_consistent_summaries(
 
 def test_a_recorded_run_reads_back_whole(history: History) -> None:
     run = RunResult(
-        "r1", "demo", "impl:f@aaaa", 5, 9,
+        "r1",
+        "demo",
+        "impl:f@aaaa",
+        5,
+        9,
         (
-            CaseResult("a", "functional", "functional", Status.FAIL, "value differs",
-                       stdout="out\n", stderr="err", elapsed_ms=3,
-                       observation={"value": 1.5, "nan": float("nan"), "items": [1, "x"]},
-                       mismatches=(Mismatch("value", "value: expected 2, observed 1.5", 2,
-                                            1.5),),
-                       position=1),
-            CaseResult("b", "adversarial", "input-validation", Status.ERRORED, "boom",
-                       traceback="Traceback ...", position=2),
+            CaseResult(
+                "a",
+                "functional",
+                "functional",
+                Status.FAIL,
+                "value differs",
+                stdout="out\n",
+                stderr="err",
+                elapsed_ms=3,
+                observation={"value": 1.5, "nan": float("nan"), "items": [1, "x"]},
+                mismatches=(Mismatch("value", "value: expected 2, observed 1.5", 2, 1.5),),
+                position=1,
+            ),
+            CaseResult(
+                "b",
+                "adversarial",
+                "input-validation",
+                Status.ERRORED,
+                "boom",
+                traceback="Traceback ...",
+                position=2,
+            ),
         ),
-        suite_path="/m/evals.toml", suite_hash="h", format_version="0.2",
-        implementation="impl:f", notes=("a note",),
+        suite_path="/m/evals.toml",
+        suite_hash="h",
+        format_version="0.2",
+        implementation="impl:f",
+        notes=("a note",),
     )
     history.record(run)
     back = history.load_run("r1")
@@ -195,8 +251,8 @@ def test_recording_a_run_twice_is_refused_and_changes_nothing(history: History) 
     with pytest.raises(HistoryError):
         history.record(run)
     assert table_counts(history.path, "dup") == dict.fromkeys(
-        ("eval_runs", "eval_case_results", "eval_run_summary", "cer_runs",
-         "cer_case_details"), 1)
+        ("eval_runs", "eval_case_results", "eval_run_summary", "cer_runs", "cer_case_details"), 1
+    )
 
 
 def test_a_failure_inside_the_transaction_leaves_no_trace(
@@ -247,7 +303,9 @@ def test_a_process_killed_mid_transaction_leaves_a_valid_database_without_its_ru
     path = tmp_path / "history.sqlite"
     env = {**os.environ, "PYTHONPATH": SRC}
     child = subprocess.Popen(
-        [sys.executable, "-c", KILLED_WRITER, str(path)], stdout=subprocess.PIPE, env=env,
+        [sys.executable, "-c", KILLED_WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        env=env,
         text=True,
     )
     try:
@@ -295,8 +353,13 @@ def test_two_processes_recording_at_once_both_land(tmp_path: Path) -> None:
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": SRC}
     children = [
-        subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, str(path), tag, str(go)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_WRITER, str(path), tag, str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
         for tag in ("left", "right")
     ]
     time.sleep(0.3)
@@ -355,27 +418,47 @@ def test_reading_a_missing_history_does_not_create_it(tmp_path: Path) -> None:
 
 
 def test_diff_on_a_constructed_history(history: History) -> None:
-    before = make_run("before", [
-        ("stays-pass", Status.PASS), ("regresses", Status.PASS), ("errs-now", Status.PASS),
-        ("gets-fixed", Status.FAIL), ("error-fixed", Status.ERRORED),
-        ("deselected-now", Status.FAIL), ("fail-to-error", Status.FAIL),
-        ("removed", Status.FAIL),
-    ], at=1000)
-    after = make_run("after", [
-        ("stays-pass", Status.PASS), ("regresses", Status.FAIL), ("errs-now", Status.ERRORED),
-        ("gets-fixed", Status.PASS), ("error-fixed", Status.PASS),
-        ("deselected-now", Status.SKIPPED, "deselected"),
-        ("fail-to-error", Status.ERRORED), ("brand-new", Status.FAIL),
-    ], at=2000)
+    before = make_run(
+        "before",
+        [
+            ("stays-pass", Status.PASS),
+            ("regresses", Status.PASS),
+            ("errs-now", Status.PASS),
+            ("gets-fixed", Status.FAIL),
+            ("error-fixed", Status.ERRORED),
+            ("deselected-now", Status.FAIL),
+            ("fail-to-error", Status.FAIL),
+            ("removed", Status.FAIL),
+        ],
+        at=1000,
+    )
+    after = make_run(
+        "after",
+        [
+            ("stays-pass", Status.PASS),
+            ("regresses", Status.FAIL),
+            ("errs-now", Status.ERRORED),
+            ("gets-fixed", Status.PASS),
+            ("error-fixed", Status.PASS),
+            ("deselected-now", Status.SKIPPED, "deselected"),
+            ("fail-to-error", Status.ERRORED),
+            ("brand-new", Status.FAIL),
+        ],
+        at=2000,
+    )
     history.record(after)
     history.record(before)  # recorded out of order: time decides which is newer
     assert [r.run_id for r in history.runs()] == ["after", "before"]
     diff = history.diff("before", "after")
     assert [(c.case_name, c.before, c.after) for c in diff.regressions] == [
-        ("regresses", "pass", "fail"), ("errs-now", "pass", "errored")]
+        ("regresses", "pass", "fail"),
+        ("errs-now", "pass", "errored"),
+    ]
     assert [c.case_name for c in diff.fixes] == ["gets-fixed", "error-fixed"]
     assert [(c.case_name, c.after) for c in diff.changed] == [
-        ("deselected-now", "skipped"), ("fail-to-error", "errored")]
+        ("deselected-now", "skipped"),
+        ("fail-to-error", "errored"),
+    ]
     assert [(c.case_name, c.after) for c in diff.new] == [("brand-new", "fail")]
     assert [(c.case_name, c.before) for c in diff.removed] == [("removed", "fail")]
     assert diff.unchanged == 1
@@ -405,16 +488,31 @@ def test_runs_are_named_by_index_or_id_prefix(history: History) -> None:
 
 
 def test_flaky_needs_the_same_implementation_and_suite(history: History) -> None:
-    history.record(make_run("1", [("wobbly", Status.PASS), ("steady", Status.PASS),
-                                  ("sometimes-off", Status.PASS)], at=1))
-    history.record(make_run("2", [("wobbly", Status.FAIL), ("steady", Status.PASS),
-                                  ("sometimes-off", Status.SKIPPED, "deselected")], at=2))
+    history.record(
+        make_run(
+            "1",
+            [("wobbly", Status.PASS), ("steady", Status.PASS), ("sometimes-off", Status.PASS)],
+            at=1,
+        )
+    )
+    history.record(
+        make_run(
+            "2",
+            [
+                ("wobbly", Status.FAIL),
+                ("steady", Status.PASS),
+                ("sometimes-off", Status.SKIPPED, "deselected"),
+            ],
+            at=2,
+        )
+    )
     # a different implementation or a different suite never makes a case flaky
     history.record(make_run("3", [("steady", Status.FAIL)], impl="impl:f@bbbb", at=3))
     history.record(make_run("4", [("steady", Status.ERRORED)], suite_hash="h2", at=4))
     found = history.flaky()
     assert [(f.case_name, f.implementation_id, f.suite_hash) for f in found] == [
-        ("wobbly", "impl:f@aaaa", "h1")]
+        ("wobbly", "impl:f@aaaa", "h1")
+    ]
     assert found[0].statuses == (("fail", 1), ("pass", 1))
     assert history.flaky_names("impl:f@aaaa", "h1") == frozenset({"wobbly"})
     assert history.flaky_names("impl:f@bbbb", "h1") == frozenset()
@@ -422,17 +520,27 @@ def test_flaky_needs_the_same_implementation_and_suite(history: History) -> None
     assert records["2"].flaky == ("wobbly",) and records["3"].flaky == ()
     entries = history.case_history("wobbly")
     assert [(e.run_id, e.status, e.flaky) for e in entries] == [
-        ("2", "fail", True), ("1", "pass", True)]
+        ("2", "fail", True),
+        ("1", "pass", True),
+    ]
     assert [e.flaky for e in history.case_history("steady")] == [False] * 4
 
 
 def test_latest_failed_is_taken_from_the_newest_run_of_the_suite(history: History) -> None:
     assert history.latest_failed(suite_path="/m/evals.toml") is None
     history.record(make_run("old", [("a", Status.FAIL), ("b", Status.PASS)], at=1))
-    history.record(make_run("new", [("a", Status.PASS), ("b", Status.ERRORED),
-                                    ("c", Status.FAIL), ("d", Status.SKIPPED)], at=2))
-    history.record(make_run("other", [("z", Status.FAIL)], suite_path="/other/evals.toml",
-                            suite_hash="h9", at=3))
+    history.record(
+        make_run(
+            "new",
+            [("a", Status.PASS), ("b", Status.ERRORED), ("c", Status.FAIL), ("d", Status.SKIPPED)],
+            at=2,
+        )
+    )
+    history.record(
+        make_run(
+            "other", [("z", Status.FAIL)], suite_path="/other/evals.toml", suite_hash="h9", at=3
+        )
+    )
     latest = history.latest_failed(suite_path="/m/evals.toml")
     assert latest is not None
     assert (latest.run_id, latest.names) == ("new", ("b", "c"))
@@ -463,6 +571,7 @@ def test_only_the_newest_runs_of_a_suite_are_kept(
     assert [r.run_id for r in history.runs(None, suite_path="/m/evals.toml")] == ids[:1:-1]
     assert [r.run_id for r in history.runs(None, suite_path="/n/evals.toml")] == ["other"]
     with sqlite3.connect(history.path) as db:
-        left = db.execute("SELECT COUNT(*) FROM eval_case_results WHERE run_id IN (?, ?)",
-                          ids[:2]).fetchone()[0]
+        left = db.execute(
+            "SELECT COUNT(*) FROM eval_case_results WHERE run_id IN (?, ?)", ids[:2]
+        ).fetchone()[0]
     assert left == 0

@@ -48,22 +48,44 @@ CALC = EXAMPLES / "calc" / "evals.toml"
 PYTHON = shlex.quote(sys.executable)
 HARNESS = f"{PYTHON} examples/harnesses/calc_harness.py"
 LABELS = ["calc_ref", "calc_sloppy", "calc_strict_errors", "calc_harness"]
-CALC_ARGS = ["--impl", "calc_ref:evaluate", "--impl", "calc_sloppy:evaluate",
-             "--impl", "calc_strict_errors:evaluate", "--impl-cmd", HARNESS]
+CALC_ARGS = [
+    "--impl",
+    "calc_ref:evaluate",
+    "--impl",
+    "calc_sloppy:evaluate",
+    "--impl",
+    "calc_strict_errors:evaluate",
+    "--impl-cmd",
+    HARNESS,
+]
 
-SLOPPY_FAILS = frozenset({
-    "division-chain-left-to-right", "mixed-precedence-chain", "exact-division-is-still-float",
-    "exact-division-chain-is-float", "large-exact-division-is-float",
-    "power-is-right-associative", "unary-minus-looser-than-power", "rejects-power-tower",
-})
-STRICT_ERRORS_FAILS = frozenset({
-    "rejects-division-by-zero", "rejects-division-by-computed-zero", "rejects-modulo-by-zero",
-    "tabs-between-tokens", "tabs-and-spaces-around-expression", "rejects-blank-expression",
-})
+SLOPPY_FAILS = frozenset(
+    {
+        "division-chain-left-to-right",
+        "mixed-precedence-chain",
+        "exact-division-is-still-float",
+        "exact-division-chain-is-float",
+        "large-exact-division-is-float",
+        "power-is-right-associative",
+        "unary-minus-looser-than-power",
+        "rejects-power-tower",
+    }
+)
+STRICT_ERRORS_FAILS = frozenset(
+    {
+        "rejects-division-by-zero",
+        "rejects-division-by-computed-zero",
+        "rejects-modulo-by-zero",
+        "tabs-between-tokens",
+        "tabs-and-spaces-around-expression",
+        "rejects-blank-expression",
+    }
+)
 # Every implementation passes these, but calc_strict_errors raises ValueError where the
 # others raise ZeroDivisionError: only the agreement view can show it.
-PASSING_YET_DIFFERENT = frozenset({"rejects-float-division-by-zero",
-                                   "rejects-floor-division-by-zero"})
+PASSING_YET_DIFFERENT = frozenset(
+    {"rejects-float-division-by-zero", "rejects-floor-division-by-zero"}
+)
 DISAGREEMENTS = SLOPPY_FAILS | STRICT_ERRORS_FAILS | PASSING_YET_DIFFERENT
 P, F, E, S = Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED
 
@@ -71,7 +93,11 @@ P, F, E, S = Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED
 def run_cli(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cer.cli", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
@@ -86,8 +112,9 @@ def expected_status(label: str, case: str) -> str:
 @pytest.fixture(scope="module")
 def calc_json(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any]]:
     history = tmp_path_factory.mktemp("json") / "history.sqlite"
-    done = run_cli(["run", str(CALC), *CALC_ARGS, "--format", "json", "-q",
-                    "--history", str(history)])
+    done = run_cli(
+        ["run", str(CALC), *CALC_ARGS, "--format", "json", "-q", "--history", str(history)]
+    )
     assert done.stderr == "", done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -95,9 +122,20 @@ def calc_json(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, 
 @pytest.fixture(scope="module")
 def calc_text(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
     where = tmp_path_factory.mktemp("text")
-    done = run_cli(["run", str(CALC), *CALC_ARGS, "-q", "--history", str(where / "h.sqlite"),
-                    "--report", f"json={where / 'results.json'}",
-                    "--report", f"junit={where / 'junit.xml'}"])
+    done = run_cli(
+        [
+            "run",
+            str(CALC),
+            *CALC_ARGS,
+            "-q",
+            "--history",
+            str(where / "h.sqlite"),
+            "--report",
+            f"json={where / 'results.json'}",
+            "--report",
+            f"junit={where / 'junit.xml'}",
+        ]
+    )
     assert done.stderr == "", done.stderr
     return done.returncode, done.stdout, where
 
@@ -120,15 +158,17 @@ def test_calc_matrix_has_exactly_the_known_cells(calc_json: tuple[int, dict[str,
     assert verdicts == ["conformant", "nonconformant", "nonconformant", "conformant"]
     assert [i["summary"]["cases_failed"] for i in document["implementations"]] == [0, 8, 6, 0]
     assert document["implementations"][3]["implementation_id"].startswith("cmd:")
-    assert document["summary"] == {"implementations": 4, "cases_total": 70,
-                                   "cases_compared": 70, "disagreements": 16,
-                                   "all_errored": 0}
+    assert document["summary"] == {
+        "implementations": 4,
+        "cases_total": 70,
+        "cases_compared": 70,
+        "disagreements": 16,
+        "all_errored": 0,
+    }
 
 
 @pytest.mark.slow
-def test_calc_disagreements_name_who_observed_what(
-    calc_json: tuple[int, dict[str, Any]]
-) -> None:
+def test_calc_disagreements_name_who_observed_what(calc_json: tuple[int, dict[str, Any]]) -> None:
     _, document = calc_json
     found = {d["case_name"]: d for d in document["disagreements"]}
     assert set(found) == DISAGREEMENTS
@@ -159,8 +199,17 @@ def test_calc_json_carries_every_run_in_the_single_run_shape(
     _, document = calc_json
     module.suite(CASES)
     impl = module.impl(GOOD)
-    main(["run", str(module.root / "evals.toml"), "--impl", f"{impl}:f", "--format", "json",
-          "--no-history"])
+    main(
+        [
+            "run",
+            str(module.root / "evals.toml"),
+            "--impl",
+            f"{impl}:f",
+            "--format",
+            "json",
+            "--no-history",
+        ]
+    )
     single = json.loads(capsys.readouterr().out)
     assert len(document["runs"]) == 4
     for info, run in zip(document["implementations"], document["runs"], strict=True):
@@ -172,8 +221,17 @@ def test_calc_json_carries_every_run_in_the_single_run_shape(
         assert [r["status"] for r in run["results"]] == [
             expected_status(info["label"], r["case_name"]) for r in run["results"]
         ]
-    assert set(document) == {"format", "format_version", "suite", "implementations", "runs",
-                             "cases", "disagreements", "all_errored", "summary"}
+    assert set(document) == {
+        "format",
+        "format_version",
+        "suite",
+        "implementations",
+        "runs",
+        "cases",
+        "disagreements",
+        "all_errored",
+        "summary",
+    }
 
 
 def _table_rows(text: str) -> list[list[str]]:
@@ -189,7 +247,7 @@ def _table_rows(text: str) -> list[list[str]]:
 
 @pytest.mark.slow
 def test_calc_text_matrix_lists_failures_and_disagreements_first(
-    calc_text: tuple[int, str, Path]
+    calc_text: tuple[int, str, Path],
 ) -> None:
     code, text, _ = calc_text
     assert code == ExitCode.FAILED
@@ -202,17 +260,27 @@ def test_calc_text_matrix_lists_failures_and_disagreements_first(
         [name, *(word[expected_status(label, name)] for label in LABELS), "≠ differ"]
         for name in shown
     ]
-    assert rows[1:1 + len(shown)] == expected
+    assert rows[1 : 1 + len(shown)] == expected
     assert rows[1 + len(shown)] == [
         "… 54 more cases passed by every implementation, observed alike (-v lists them)"
     ]
-    assert rows[-4:] == [["passed", "70", "62", "64", "70"], ["failed", "0", "8", "6", "0"],
-                         ["errored", "0", "0", "0", "0"], ["skipped", "0", "0", "0", "0"]]
-    assert re.search(r"^  calc_harness +cmd:\S+ examples/harnesses/calc_harness\.py@[0-9a-f]{10}"
-                     r" — conformant", text, re.MULTILINE)
+    assert rows[-4:] == [
+        ["passed", "70", "62", "64", "70"],
+        ["failed", "0", "8", "6", "0"],
+        ["errored", "0", "0", "0", "0"],
+        ["skipped", "0", "0", "0", "0"],
+    ]
+    assert re.search(
+        r"^  calc_harness +cmd:\S+ examples/harnesses/calc_harness\.py@[0-9a-f]{10}"
+        r" — conformant",
+        text,
+        re.MULTILINE,
+    )
     assert "agreement: 16 of 70 cases compared were observed differently" in text
-    assert "      calc_ref, calc_sloppy, calc_harness  ✔ PASS   error_type: str " \
-           "'ZeroDivisionError'" in text
+    assert (
+        "      calc_ref, calc_sloppy, calc_harness  ✔ PASS   error_type: str "
+        "'ZeroDivisionError'" in text
+    )
     assert "      calc_sloppy  ✘ FAIL   value: int 64" in text
     assert text.splitlines()[-1] == (
         "4 implementations × 70 cases: 2 conformant, 2 nonconformant · 16 disagreements"
@@ -231,8 +299,9 @@ def test_calc_runs_are_recorded_and_reported_one_by_one(calc_text: tuple[int, st
     for label in LABELS:
         report = json.loads((where / f"results.{label}.json").read_text())
         assert report["format"] == "cer-results"
-        assert report["summary"]["cases_failed"] == {"calc_sloppy": 8,
-                                                     "calc_strict_errors": 6}.get(label, 0)
+        assert report["summary"]["cases_failed"] == {"calc_sloppy": 8, "calc_strict_errors": 6}.get(
+            label, 0
+        )
         assert (where / f"junit.{label}.xml").read_text().startswith("<?xml")
     assert not (where / "results.json").exists()
 
@@ -252,56 +321,89 @@ def make_suite(tmp_path: Path, cases: list[tuple[str, str]]) -> Suite:
 
 
 def obs(value: Any = None, *, elapsed: float = 1.0, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"output": value, "error": None, "error_type": None,
-                            "rejects": False, "crashed": False, "hung": False,
-                            "elapsed_ms": elapsed}
+    base: dict[str, Any] = {
+        "output": value,
+        "error": None,
+        "error_type": None,
+        "rejects": False,
+        "crashed": False,
+        "hung": False,
+        "elapsed_ms": elapsed,
+    }
     base.update(extra)
     return base
 
 
-def result(name: str, status: Status, observation: dict[str, Any] | None = None,
-           reason: str | None = None) -> CaseResult:
-    return CaseResult(name, "functional", "functional", status, reason=reason,
-                      observation=observation)
+def result(
+    name: str, status: Status, observation: dict[str, Any] | None = None, reason: str | None = None
+) -> CaseResult:
+    return CaseResult(
+        name, "functional", "functional", status, reason=reason, observation=observation
+    )
 
 
 def make_run(impl: str, results: list[CaseResult], suite: Suite) -> RunResult:
     by_name = {r.case_name: r for r in results}
     ordered = tuple(
-        CaseResult(r.case_name, r.case_class, r.category, r.status, reason=r.reason,
-                   observation=r.observation, position=case.position)
-        for case in suite.cases if (r := by_name.get(case.name)) is not None
+        CaseResult(
+            r.case_name,
+            r.case_class,
+            r.category,
+            r.status,
+            reason=r.reason,
+            observation=r.observation,
+            position=case.position,
+        )
+        for case in suite.cases
+        if (r := by_name.get(case.name)) is not None
     )
-    return RunResult(f"run-{impl}", "t", f"{impl}@0000000000", 0, 1, ordered,
-                     implementation=impl)
+    return RunResult(f"run-{impl}", "t", f"{impl}@0000000000", 0, 1, ordered, implementation=impl)
 
 
 @pytest.fixture
 def constructed(tmp_path: Path) -> Iterator[Suite]:
-    yield make_suite(tmp_path, [
-        ("same", "{ output = 1 }"),
-        ("wrong-expectation", "{ output = 99 }"),
-        ("two-pass-one-fails", "{ output = 1 }"),
-        ("all-errored", "{ output = 1 }"),
-        ("wrong-and-divided", "{ output = 99 }"),
-        ("int-or-float", "{ output = 1 }"),
-        ("slow-one", "{ output = 1, elapsed_ms_max = 5 }"),
-    ])
+    yield make_suite(
+        tmp_path,
+        [
+            ("same", "{ output = 1 }"),
+            ("wrong-expectation", "{ output = 99 }"),
+            ("two-pass-one-fails", "{ output = 1 }"),
+            ("all-errored", "{ output = 1 }"),
+            ("wrong-and-divided", "{ output = 99 }"),
+            ("int-or-float", "{ output = 1 }"),
+            ("slow-one", "{ output = 1, elapsed_ms_max = 5 }"),
+        ],
+    )
 
 
 def three_runs(suite: Suite) -> list[RunResult]:
-    a = [result("same", P, obs(1, elapsed=1.0)), result("wrong-expectation", F, obs(1)),
-         result("two-pass-one-fails", P, obs(1)), result("all-errored", E, reason="boom"),
-         result("wrong-and-divided", F, obs(1)), result("int-or-float", P, obs(1)),
-         result("slow-one", P, obs(1, elapsed=1.0))]
-    b = [result("same", P, obs(1, elapsed=7.0)), result("wrong-expectation", F, obs(1)),
-         result("two-pass-one-fails", P, obs(1)), result("all-errored", E, reason="timeout"),
-         result("wrong-and-divided", F, obs(2)), result("int-or-float", F, obs(1.0)),
-         result("slow-one", F, obs(1, elapsed=9.0))]
-    c = [result("same", P, obs(1, elapsed=3.0)), result("wrong-expectation", F, obs(1)),
-         result("two-pass-one-fails", F, obs(2)), result("all-errored", E, reason="boom"),
-         result("wrong-and-divided", F, obs(3)), result("int-or-float", P, obs(1)),
-         result("slow-one", P, obs(1, elapsed=2.0))]
+    a = [
+        result("same", P, obs(1, elapsed=1.0)),
+        result("wrong-expectation", F, obs(1)),
+        result("two-pass-one-fails", P, obs(1)),
+        result("all-errored", E, reason="boom"),
+        result("wrong-and-divided", F, obs(1)),
+        result("int-or-float", P, obs(1)),
+        result("slow-one", P, obs(1, elapsed=1.0)),
+    ]
+    b = [
+        result("same", P, obs(1, elapsed=7.0)),
+        result("wrong-expectation", F, obs(1)),
+        result("two-pass-one-fails", P, obs(1)),
+        result("all-errored", E, reason="timeout"),
+        result("wrong-and-divided", F, obs(2)),
+        result("int-or-float", F, obs(1.0)),
+        result("slow-one", F, obs(1, elapsed=9.0)),
+    ]
+    c = [
+        result("same", P, obs(1, elapsed=3.0)),
+        result("wrong-expectation", F, obs(1)),
+        result("two-pass-one-fails", F, obs(2)),
+        result("all-errored", E, reason="boom"),
+        result("wrong-and-divided", F, obs(3)),
+        result("int-or-float", P, obs(1)),
+        result("slow-one", P, obs(1, elapsed=2.0)),
+    ]
     return [make_run("a:f", a, suite), make_run("b:f", b, suite), make_run("c:f", c, suite)]
 
 
@@ -318,17 +420,21 @@ def test_agreement_compares_observations_not_verdicts(constructed: Suite) -> Non
         "slow-one": Agreement.DISAGREE,  # same observation, a time bound missed
     }
     assert [row.case_name for row in matrix.disagreements] == [
-        "two-pass-one-fails", "wrong-and-divided", "int-or-float", "slow-one"]
+        "two-pass-one-fails",
+        "wrong-and-divided",
+        "int-or-float",
+        "slow-one",
+    ]
     assert [row.case_name for row in matrix.all_errored] == ["all-errored"]
     row = matrix.row("two-pass-one-fails")
-    assert [(g.labels, g.status, g.observation and g.observation["output"])
-            for g in row.groups] == [(("a", "b"), P, 1), (("c",), F, 2)]
+    assert [
+        (g.labels, g.status, g.observation and g.observation["output"]) for g in row.groups
+    ] == [(("a", "b"), P, 1), (("c",), F, 2)]
     assert row.differing_keys == ("output",)
     divided = matrix.row("wrong-and-divided")
     assert [g.labels for g in divided.groups] == [("a",), ("b",), ("c",)]
     assert matrix.row("slow-one").differing_keys == ()
-    assert [g.reasons for g in matrix.row("all-errored").groups] == [("boom", "timeout",
-                                                                       "boom")]
+    assert [g.reasons for g in matrix.row("all-errored").groups] == [("boom", "timeout", "boom")]
     assert matrix.totals["b"].failed == 4
     cell = matrix.cell("int-or-float", "b")
     assert cell is not None and cell.observation is not None
@@ -339,36 +445,53 @@ def test_rows_put_failures_and_disagreements_first(constructed: Suite) -> None:
     runs = three_runs(constructed)
     matrix = build_matrix(constructed, runs, ["a", "b", "c"])
     assert [row.case_name for row in matrix.rows] == [
-        "wrong-expectation", "two-pass-one-fails", "all-errored", "wrong-and-divided",
-        "int-or-float", "slow-one", "same"]
+        "wrong-expectation",
+        "two-pass-one-fails",
+        "all-errored",
+        "wrong-and-divided",
+        "int-or-float",
+        "slow-one",
+        "same",
+    ]
     assert [row.case_name for row in matrix.declared] == [case.name for case in constructed.cases]
 
 
 def test_empty_or_wrong_expectations_still_show_divergence(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [("no-expectation", "{}"), ("wrong", "{ output = 0 }")])
     runs = [
-        make_run("a:f", [result("no-expectation", E, obs("x"), "could not verify"),
-                         result("wrong", F, obs(1))], suite),
-        make_run("b:f", [result("no-expectation", E, obs("y"), "could not verify"),
-                         result("wrong", F, obs(2))], suite),
+        make_run(
+            "a:f",
+            [result("no-expectation", E, obs("x"), "could not verify"), result("wrong", F, obs(1))],
+            suite,
+        ),
+        make_run(
+            "b:f",
+            [result("no-expectation", E, obs("y"), "could not verify"), result("wrong", F, obs(2))],
+            suite,
+        ),
     ]
     matrix = build_matrix(suite, runs)
     empty = matrix.row("no-expectation")
     assert empty.agreement is Agreement.DISAGREE and empty.expect_empty
     assert matrix.row("wrong").agreement is Agreement.DISAGREE
     text = console.render_matrix(matrix, suite)
-    assert "≠ no-expectation  (functional)  evals.toml:4 [[cases]]  2 errored  " \
-           "(the suite expects nothing here)" in text
-    assert "≠ wrong  (functional)  evals.toml:10 [[cases]]  2 fail  " \
-           "(no implementation passes)" in text
+    assert (
+        "≠ no-expectation  (functional)  evals.toml:4 [[cases]]  2 errored  "
+        "(the suite expects nothing here)" in text
+    )
+    assert (
+        "≠ wrong  (functional)  evals.toml:10 [[cases]]  2 fail  (no implementation passes)" in text
+    )
     assert "      a  ‼ ERROR  output: str 'x'" in text
     assert "      b  ✘ FAIL   output: int 2" in text
 
 
 def test_skipped_cells_are_not_compared(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [("one", "{ output = 1 }")])
-    runs = [make_run("a:f", [result("one", P, obs(1))], suite),
-            make_run("b:f", [result("one", S, reason="category not supported")], suite)]
+    runs = [
+        make_run("a:f", [result("one", P, obs(1))], suite),
+        make_run("b:f", [result("one", S, reason="category not supported")], suite),
+    ]
     row = build_matrix(suite, runs).row("one")
     assert row.agreement is Agreement.NOT_COMPARED
     assert row.rank == 1
@@ -377,29 +500,36 @@ def test_skipped_cells_are_not_compared(tmp_path: Path) -> None:
 def test_an_implementation_that_observed_nothing_is_left_out(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [("one", "{ output = 1 }"), ("two", "{ output = 2 }")])
     loaded = "the implementation b:f could not be loaded: ImportError"
-    runs = [make_run("a:f", [result("one", P, obs(1)), result("two", P, obs(2))], suite),
-            make_run("b:f", [result("one", E, reason=loaded), result("two", E, reason=loaded)],
-                     suite),
-            make_run("c:f", [result("one", P, obs(1)), result("two", F, obs(3))], suite)]
+    runs = [
+        make_run("a:f", [result("one", P, obs(1)), result("two", P, obs(2))], suite),
+        make_run("b:f", [result("one", E, reason=loaded), result("two", E, reason=loaded)], suite),
+        make_run("c:f", [result("one", P, obs(1)), result("two", F, obs(3))], suite),
+    ]
     matrix = build_matrix(suite, runs)
     assert matrix.unobserved == ("b",)
     assert matrix.row("one").agreement is Agreement.AGREE
     assert matrix.row("one").failing  # its cell still shows the error
     assert [g.labels for g in matrix.row("two").groups] == [("a",), ("c",)]
     text = console.render_matrix(matrix, suite)
-    assert "b observed nothing (every case it ran errored); it is left out of the " \
-           "comparison" in text
+    assert (
+        "b observed nothing (every case it ran errored); it is left out of the comparison" in text
+    )
 
 
 def test_a_case_one_implementation_errored_on_is_a_disagreement(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [("one", "{ output = 1 }"), ("two", "{ output = 2 }")])
-    runs = [make_run("a:f", [result("one", P, obs(1)), result("two", P, obs(2))], suite),
-            make_run("b:f", [result("one", P, obs(1)),
-                             result("two", E, reason="raised TypeError")], suite)]
+    runs = [
+        make_run("a:f", [result("one", P, obs(1)), result("two", P, obs(2))], suite),
+        make_run(
+            "b:f", [result("one", P, obs(1)), result("two", E, reason="raised TypeError")], suite
+        ),
+    ]
     row = build_matrix(suite, runs).row("two")
     assert row.agreement is Agreement.DISAGREE
     assert [(g.labels, g.observation is None) for g in row.groups] == [
-        (("a",), False), (("b",), True)]
+        (("a",), False),
+        (("b",), True),
+    ]
     text = console.render_matrix(build_matrix(suite, runs), suite)
     assert "      b  ‼ ERROR  nothing observed: raised TypeError" in text
 
@@ -419,14 +549,25 @@ def test_json_document_of_constructed_runs(constructed: Suite) -> None:
     document = matrix_to_dict(matrix, constructed)
     json.dumps(document, allow_nan=False)
     assert [d["case_name"] for d in document["disagreements"]] == [
-        "two-pass-one-fails", "wrong-and-divided", "int-or-float", "slow-one"]
-    assert document["all_errored"] == [{
-        "case_name": "all-errored", "position": 4, "case_class": "functional",
-        "category": "functional", "reasons": {"a": "boom", "b": "timeout", "c": "boom"},
-    }]
+        "two-pass-one-fails",
+        "wrong-and-divided",
+        "int-or-float",
+        "slow-one",
+    ]
+    assert document["all_errored"] == [
+        {
+            "case_name": "all-errored",
+            "position": 4,
+            "case_class": "functional",
+            "category": "functional",
+            "reasons": {"a": "boom", "b": "timeout", "c": "boom"},
+        }
+    ]
     floats = document["disagreements"][2]["groups"]
     assert [(g["labels"], g["observation"]["output"]) for g in floats] == [
-        (["a", "c"], 1), (["b"], 1.0)]
+        (["a", "c"], 1),
+        (["b"], 1.0),
+    ]
     assert document["cases"][0]["statuses"] == {"a": "pass", "b": "pass", "c": "pass"}
 
 
@@ -466,8 +607,9 @@ def test_labels_are_made_unique_around_explicit_ones() -> None:
 def test_labels_for_runs_tell_commands_from_python(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [("one", "{ output = 1 }")])
     run = make_run("calc_ref:evaluate", [], suite)
-    command = RunResult("r2", "t", "cmd:python3 h.py@0000000000", 0, 1, (),
-                        implementation="python3 h.py")
+    command = RunResult(
+        "r2", "t", "cmd:python3 h.py@0000000000", 0, 1, (), implementation="python3 h.py"
+    )
     assert labels_for_runs([run, command, run]) == ("calc_ref", "h", "calc_ref-2")
 
 
@@ -486,12 +628,28 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_mixed_options_keep_their_order(tmp_path: Path) -> None:
-    args = parse(["s.toml", "--impl-cmd", "node a.mjs", "--impl", "m:f",
-                  "--impl-cmd-per-case", "./b", "--impl", "n:g", "--timeout", "3"])
+    args = parse(
+        [
+            "s.toml",
+            "--impl-cmd",
+            "node a.mjs",
+            "--impl",
+            "m:f",
+            "--impl-cmd-per-case",
+            "./b",
+            "--impl",
+            "n:g",
+            "--timeout",
+            "3",
+        ]
+    )
     resolved = resolve_run(args, ProjectConfig())
     assert [(o.kind, o.impl) for o in resolved.implementations] == [
-        ("command", "node a.mjs"), ("python", "m:f"), ("command-per-case", "./b"),
-        ("python", "n:g")]
+        ("command", "node a.mjs"),
+        ("python", "m:f"),
+        ("command-per-case", "./b"),
+        ("python", "n:g"),
+    ]
     assert resolved.labels == ("a", "m", "b", "n")
     assert resolved.options == resolved.implementations[0]
     assert all(o.timeout == 3.0 for o in resolved.implementations)
@@ -523,11 +681,16 @@ def test_tool_cer_impls(tmp_path: Path) -> None:
     project = config(
         '[tool.cer]\nsuite = "evals.toml"\nimpls = ["calc_ref:evaluate", '
         '{ cmd = "node h.mjs", label = "js" }, { cmd_per_case = "./impl --once" }, '
-        '{ impl = "calc_ref:evaluate" }]\n', tmp_path)
+        '{ impl = "calc_ref:evaluate" }]\n',
+        tmp_path,
+    )
     resolved = resolve_run(parse([]), project)
     assert [(o.kind, o.impl) for o in resolved.implementations] == [
-        ("python", "calc_ref:evaluate"), ("command", "node h.mjs"),
-        ("command-per-case", "./impl --once"), ("python", "calc_ref:evaluate")]
+        ("python", "calc_ref:evaluate"),
+        ("command", "node h.mjs"),
+        ("command-per-case", "./impl --once"),
+        ("python", "calc_ref:evaluate"),
+    ]
     assert resolved.labels == ("calc_ref", "js", "impl", "calc_ref-2")
     assert resolved.suite == tmp_path / "evals.toml"
     # The command line replaces the file's implementations, all of them.
@@ -545,7 +708,7 @@ def test_tool_cer_impls(tmp_path: Path) -> None:
         ('impls = [{ cmd = "x", impl = "a:f" }]', "exactly one of impl, cmd and cmd_per_case"),
         ('impls = [{ label = "x" }]', "exactly one of impl, cmd and cmd_per_case"),
         ('impls = [{ command = "x" }]', "unknown keys command"),
-        ('impls = [{ cmd = 3 }]', "cmd must be a string"),
+        ("impls = [{ cmd = 3 }]", "cmd must be a string"),
         ('impls = [{ cmd = "x", label = "no spaces" }]', "label must be"),
         ('impls = [{ cmd = "x", label = "j" }, { impl = "a:f", label = "j" }]', "used twice"),
         ('impls = ["no-colon"]', "MODULE:ATTR"),
@@ -604,7 +767,10 @@ def _no_project_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_exit_code_is_the_worst_over_all_runs(
-    module: Module, capsys: pytest.CaptureFixture[str], sources: list[str], extra: str,
+    module: Module,
+    capsys: pytest.CaptureFixture[str],
+    sources: list[str],
+    extra: str,
     code: ExitCode,
 ) -> None:
     module.suite(CASES + extra)
@@ -628,8 +794,18 @@ def test_passing_implementations_that_differ_still_show(
 ) -> None:
     module.suite(CASES.replace("expect = { output = 4 }", "expect = { output_min = 4 }"))
     good, floaty = module.impl(GOOD), module.impl(FLOAT)
-    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{good}:f",
-                 "--impl", f"{floaty}:f", "--no-history", "-q"])
+    code = main(
+        [
+            "run",
+            str(module.root / "evals.toml"),
+            "--impl",
+            f"{good}:f",
+            "--impl",
+            f"{floaty}:f",
+            "--no-history",
+            "-q",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == ExitCode.FAILED  # doubles-three: 6.0 is not 6
     assert "≠ doubles-two  (functional)  evals.toml:5 [[cases]]  2 pass" in out
@@ -649,13 +825,23 @@ def test_single_implementation_output_is_unchanged(
     lines = text.splitlines()
     assert lines[0].startswith("✘ FAIL  doubles-three  (functional)  evals.toml:11 [[cases]]")
     assert lines[-2].startswith(f"demo · {impl}:f@")
-    assert re.fullmatch(r"2 cases: 1 passed, 1 failed, 0 errored, 0 skipped in \d+\.\d\ds "
-                        r"— nonconformant", lines[-1])
+    assert re.fullmatch(
+        r"2 cases: 1 passed, 1 failed, 0 errored, 0 skipped in \d+\.\d\ds "
+        r"— nonconformant",
+        lines[-1],
+    )
     assert "agreement" not in text and "implementations:" not in text
     main(["run", suite, "--impl", f"{impl}:f", "--no-history", "--format", "json"])
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"format", "format_version", "run", "summary", "results",
-                             "coverage", "flaky"}
+    assert set(document) == {
+        "format",
+        "format_version",
+        "run",
+        "summary",
+        "results",
+        "coverage",
+        "flaky",
+    }
     assert document["format"] == "cer-results"
 
 
@@ -665,11 +851,25 @@ def test_json_output_file_prints_the_matrix_summary_line(
     module.suite(CASES)
     a, b = module.impl(GOOD), module.impl(BAD_ON_THREE)
     target = tmp_path / "out" / "matrix.json"
-    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{a}:f", "--impl",
-                 f"{b}:f", "--no-history", "--format", "json", "-o", str(target)])
+    code = main(
+        [
+            "run",
+            str(module.root / "evals.toml"),
+            "--impl",
+            f"{a}:f",
+            "--impl",
+            f"{b}:f",
+            "--no-history",
+            "--format",
+            "json",
+            "-o",
+            str(target),
+        ]
+    )
     assert code == ExitCode.FAILED
     assert capsys.readouterr().out == (
-        "2 implementations × 2 cases: 1 conformant, 1 nonconformant · 1 disagreement\n")
+        "2 implementations × 2 cases: 1 conformant, 1 nonconformant · 1 disagreement\n"
+    )
     assert json.loads(target.read_text())["format"] == "cer-matrix"
 
 
@@ -678,8 +878,10 @@ def test_json_output_file_prints_the_matrix_summary_line(
     [
         (["--report", "github"], "--report github would write to standard output"),
         (["--report", "json=-"], "--report json would write to standard output"),
-        (["-o", "r.impl_1.json", "--report", "json=r.json"],
-         "--output and --report json both write r.impl_1.json"),
+        (
+            ["-o", "r.impl_1.json", "--report", "json=r.json"],
+            "--output and --report json both write r.impl_1.json",
+        ),
     ],
 )
 def test_reports_that_cannot_be_split_are_refused(
@@ -687,8 +889,18 @@ def test_reports_that_cannot_be_split_are_refused(
 ) -> None:
     module.suite(CASES)
     a, b = module.impl(GOOD, "impl_1"), module.impl(GOOD, "impl_2")
-    code = main(["run", str(module.root / "evals.toml"), "--impl", f"{a}:f", "--impl",
-                 f"{b}:f", "--no-history", *args])
+    code = main(
+        [
+            "run",
+            str(module.root / "evals.toml"),
+            "--impl",
+            f"{a}:f",
+            "--impl",
+            f"{b}:f",
+            "--no-history",
+            *args,
+        ]
+    )
     captured = capsys.readouterr()
     assert code == ExitCode.USAGE
     assert message in captured.err
@@ -698,28 +910,33 @@ def test_reports_that_cannot_be_split_are_refused(
 def test_failed_reruns_what_any_implementation_failed(
     module: Module, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module.suite(CASES + UNSUPPORTED.replace("concurrency", "functional")
-                 .replace("x = 1", "x = 5").replace("output = 2", "output = 10"))
+    module.suite(
+        CASES
+        + UNSUPPORTED.replace("concurrency", "functional")
+        .replace("x = 1", "x = 5")
+        .replace("output = 2", "output = 10")
+    )
     good, bad = module.impl(GOOD), module.impl(BAD_ON_THREE)
     suite = str(module.root / "evals.toml")
     history = str(tmp_path / "h.sqlite")
     both = ["--impl", f"{good}:f", "--impl", f"{bad}:f", "--history", history, "-q"]
-    assert main(["run", suite, "--impl", f"{good}:f", "--history", history, "--failed"]) \
+    assert (
+        main(["run", suite, "--impl", f"{good}:f", "--history", history, "--failed"])
         == ExitCode.USAGE
+    )
     assert "no recorded run" in capsys.readouterr().err
     assert main(["run", suite, *both]) == ExitCode.FAILED
     # A later run of another implementation does not hide what these two failed.
     other = module.impl(GOOD)
-    assert main(["run", suite, "--impl", f"{other}:f", "--history", history, "-q"]) \
-        == ExitCode.OK
+    assert main(["run", suite, "--impl", f"{other}:f", "--history", history, "-q"]) == ExitCode.OK
     capsys.readouterr()
     code = main(["run", suite, *both, "--failed", "--format", "json"])
     document = json.loads(capsys.readouterr().out)
     assert code == ExitCode.FAILED
     for run in document["runs"]:
-        assert {r["case_name"]: r["status"] for r in run["results"]
-                if r["reason"] != "deselected"} == {
-            "doubles-three": "pass" if run["run"]["implementation"] == f"{good}:f" else "fail"}
+        assert {
+            r["case_name"]: r["status"] for r in run["results"] if r["reason"] != "deselected"
+        } == {"doubles-three": "pass" if run["run"]["implementation"] == f"{good}:f" else "fail"}
     with History.open(Path(history), create=False) as recorded:
         assert len(recorded.runs(None)) == 5
     missing = module.impl(GOOD)

@@ -58,18 +58,27 @@ def write_document(module: Module, run: RunResult, name: str) -> Path:
 
 def shards(module: Module, impl: str, count: int, **options: Any) -> list[Path]:
     return [
-        write_document(module, module.run(impl, shard=(index, count), **options),
-                       f"shard-{index}.json")
+        write_document(
+            module, module.run(impl, shard=(index, count), **options), f"shard-{index}.json"
+        )
         for index in range(1, count + 1)
     ]
 
 
 def essence(run: RunResult) -> list[tuple[Any, ...]]:
     return [
-        (r.case_name, r.position, r.status, r.reason, r.stdout, r.stderr,
-         None if r.observation is None
-         else repr({k: v for k, v in r.observation.items() if k != "elapsed_ms"}),
-         tuple(m.message for m in r.mismatches))
+        (
+            r.case_name,
+            r.position,
+            r.status,
+            r.reason,
+            r.stdout,
+            r.stderr,
+            None
+            if r.observation is None
+            else repr({k: v for k, v in r.observation.items() if k != "elapsed_ms"}),
+            tuple(m.message for m in r.mismatches),
+        )
         for r in run.results
     ]
 

@@ -45,8 +45,12 @@ CASES = [
     ("passes", "functional", "{ x = 1 }", "{ output = 2 }"),
     ("fails", "functional", "{ x = 2 }", "{ output = 5 }"),
     ("raises-errored", "functional", "{ x = -1 }", "{ output = 0 }"),
-    ("raises-compared", "input-validation", "{ x = -2 }",
-     '{ rejects = true, error_type = "ValueError" }'),
+    (
+        "raises-compared",
+        "input-validation",
+        "{ x = -2 }",
+        '{ rejects = true, error_type = "ValueError" }',
+    ),
     ("unsupported", "concurrency", "{ x = 3 }", "{ output = 6 }"),
     ("empty-expect", "functional", "{ x = 4 }", "{}"),
     ("table", "functional", "{ x = 5 }", '{ output = 10, extra = { a = [1, 2.5, "s"] } }'),
@@ -87,9 +91,15 @@ def comparable(run: RunResult) -> list[tuple[Any, ...]]:
     """Everything a result says except times."""
     return [
         (
-            r.case_name, r.position, r.status, r.reason, r.stdout, r.stderr,
+            r.case_name,
+            r.position,
+            r.status,
+            r.reason,
+            r.stdout,
+            r.stderr,
             None if r.traceback is None else r.traceback.splitlines()[-1],
-            untimed(r.observation), tuple(m.message for m in r.mismatches),
+            untimed(r.observation),
+            tuple(m.message for m in r.mismatches),
         )
         for r in run.results
     ]
@@ -158,8 +168,10 @@ def test_results_equal_one_worker_in_declared_order(
 
 
 def test_many_cases_on_several_workers_keep_order(module: Module, isolation: str) -> None:
-    cases = [(f"case-{i:03d}", "functional", f"{{ x = {i} }}",
-              f"{{ output = {i * 2 if i % 7 else i} }}") for i in range(1, 61)]
+    cases = [
+        (f"case-{i:03d}", "functional", f"{{ x = {i} }}", f"{{ output = {i * 2 if i % 7 else i} }}")
+        for i in range(1, 61)
+    ]
     module.suite(mixed_suite(cases))
     name = module.impl("def f(x):\n    return x * 2\n")
     one = module.run(f"{name}:f", isolation=isolation)
@@ -186,8 +198,11 @@ def test_events_come_from_the_calling_thread_one_at_a_time(module: Module) -> No
         finally:
             busy.release()
 
-    run = run_suite(load_suite(module.root / "evals.toml"),
-                    RunOptions(impl=f"{name}:f", jobs=3, timeout=5.0), on_event=on_event)
+    run = run_suite(
+        load_suite(module.root / "evals.toml"),
+        RunOptions(impl=f"{name}:f", jobs=3, timeout=5.0),
+        on_event=on_event,
+    )
     assert threads == {caller}
     assert isinstance(seen[0], RunStarted)
     assert isinstance(seen[1], ImplementationLoaded)
@@ -246,8 +261,7 @@ def test_crash_and_timeout_in_parallel_lanes_stay_contained(
     module: Module, isolation: str, jobs: int
 ) -> None:
     module.suite(hostile_cases(10))
-    run = module.run(f"{module.impl(HOSTILE_IMPL)}:f", isolation=isolation, timeout=1.0,
-                     jobs=jobs)
+    run = module.run(f"{module.impl(HOSTILE_IMPL)}:f", isolation=isolation, timeout=1.0, jobs=jobs)
     got = {r.case_name: r for r in run.results}
     assert [r.case_name for r in run.results] == [f"c{x:02d}" for x in range(1, 11)]
     for name in ("c02", "c03", "c04", "c06"):
@@ -301,19 +315,31 @@ def test_the_battery_holds_with_two_workers(module: Module) -> None:
         spec.loader.exec_module(battery)
     finally:
         del sys.modules[spec.name]
-    chosen = ["kill-the-worker", "stop-itself", "change-cwd", "alarm-left-armed",
-              "garbage-to-every-descriptor", "fake-results-on-stdout-and-stderr",
-              "sleep-in-finally", "tracer-left-installed", "monkeypatch-cer"]
+    chosen = [
+        "kill-the-worker",
+        "stop-itself",
+        "change-cwd",
+        "alarm-left-armed",
+        "garbage-to-every-descriptor",
+        "fake-results-on-stdout-and-stderr",
+        "sleep-in-finally",
+        "tracer-left-installed",
+        "monkeypatch-cer",
+    ]
     for name in chosen:
         hostile = battery.HOSTILE[name]
         for isolation in hostile.isolations:
             module.suite(battery.SUITE.format(second=hostile.expect))
             impl = module.impl(battery._impl_source(hostile.body))
-            run = module.run(f"{impl}:f", timeout=hostile.timeout, isolation=isolation,
-                             jobs=2, **hostile.options)
+            run = module.run(
+                f"{impl}:f", timeout=hostile.timeout, isolation=isolation, jobs=2, **hostile.options
+            )
             got = [r.status for r in run.results]
             assert got == [Status.PASS, hostile.status_for(isolation), Status.PASS], (
-                name, isolation, [(r.case_name, r.reason) for r in run.results])
+                name,
+                isolation,
+                [(r.case_name, r.reason) for r in run.results],
+            )
             if hostile.reason:
                 assert hostile.reason in (run.results[1].reason or ""), (name, isolation)
 
@@ -349,6 +375,7 @@ def test_cancel_stops_every_worker(module: Module) -> None:
 
     def on_event(event: RunEvent) -> None:
         if isinstance(event, ImplementationLoaded):
+
             def cancel_when_both_run() -> None:
                 deadline = time.monotonic() + 20
                 while len(list(module.root.glob("case-*.pid"))) < 2:
@@ -360,9 +387,12 @@ def test_cancel_stops_every_worker(module: Module) -> None:
             threading.Thread(target=cancel_when_both_run, daemon=True).start()
 
     with pytest.raises(RunCancelled):
-        run_suite(load_suite(module.root / "evals.toml"),
-                  RunOptions(impl=f"{name}:f", jobs=2, timeout=60.0),
-                  on_event=on_event, cancel=cancel)
+        run_suite(
+            load_suite(module.root / "evals.toml"),
+            RunOptions(impl=f"{name}:f", jobs=2, timeout=60.0),
+            on_event=on_event,
+            cancel=cancel,
+        )
     pids = [int(p.read_text()) for p in module.root.glob("*.pid")]
     assert len([p for p in module.root.glob("worker-*.pid")]) == 2
     assert len([p for p in module.root.glob("case-*.pid")]) >= 2

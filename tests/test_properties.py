@@ -26,12 +26,21 @@ from cer.runner import RunOptions, run_suite
 from cer.suite import SuiteError, load_suite, parse_suite
 from cer.verdict import Outcome, judge
 
-FAST = settings(max_examples=100, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SOME = settings(max_examples=40, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SLOW = settings(max_examples=4, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+SOME = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+SLOW = settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 ARRAYS = tuple(ARRAY_TO_CASE_CLASS)
 RUNNER_KEYS = frozenset({"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"})
@@ -88,28 +97,48 @@ def toml_document(top: dict[str, Any], arrays: list[tuple[str, list[dict[str, An
 
 # ------------------------------------------------------------------------ strategies
 
-KEYS = st.sampled_from([
-    "output", "a", "b", "size", "size_max", "size_min", "tags", "tags_contains",
-    "error", "error_includes", "has_fields", "rejects", "elapsed_ms", "elapsed_ms_max",
-    "k", "k_contains", "_max", "", "é 🌍", "$bytes",
-])
+KEYS = st.sampled_from(
+    [
+        "output",
+        "a",
+        "b",
+        "size",
+        "size_max",
+        "size_min",
+        "tags",
+        "tags_contains",
+        "error",
+        "error_includes",
+        "has_fields",
+        "rejects",
+        "elapsed_ms",
+        "elapsed_ms_max",
+        "k",
+        "k_contains",
+        "_max",
+        "",
+        "é 🌍",
+        "$bytes",
+    ]
+)
 TEXT = st.text(max_size=12)
-HUGE_TEXT = st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=3),
-                      st.integers(1000, 20_000))
-FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
-                   st.sampled_from([0.0, -0.0, 1.0, 0.5, 1.5, 10.0]))
+HUGE_TEXT = st.builds(
+    lambda s, n: s * n, st.text(min_size=1, max_size=3), st.integers(1000, 20_000)
+)
+FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 0.5, 1.5, 10.0]),
+)
 INTS = st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-3, 12))
 TOML_SCALARS = st.one_of(st.booleans(), INTS, FLOATS, TEXT, st.dates())
 TOML_VALUES = st.recursive(
     TOML_SCALARS,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(KEYS, inner, max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)),
     max_leaves=12,
 )
 PLAIN_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), INTS, FLOATS, TEXT),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(KEYS, inner, max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)),
     max_leaves=12,
 )
 
@@ -125,12 +154,20 @@ def near(draw: st.DrawFn, value: Any) -> Any:
     if type(value) is int:
         return draw(st.sampled_from([float(value), value + 1, str(value), value == 1]))
     if type(value) is float:
-        return draw(st.sampled_from([value + 1e-9 if math.isfinite(value) else 0.0,
-                                     int(value) if math.isfinite(value) else 1,
-                                     float("nan"), value]))
+        return draw(
+            st.sampled_from(
+                [
+                    value + 1e-9 if math.isfinite(value) else 0.0,
+                    int(value) if math.isfinite(value) else 1,
+                    float("nan"),
+                    value,
+                ]
+            )
+        )
     if type(value) is str:
-        return draw(st.sampled_from([value + " ", value.upper(), value + "\n", value[:-1],
-                                     value.encode()]))
+        return draw(
+            st.sampled_from([value + " ", value.upper(), value + "\n", value[:-1], value.encode()])
+        )
     if type(value) is list:
         if value and choice < 8:
             index = draw(st.integers(0, len(value) - 1))
@@ -248,8 +285,15 @@ def ref_passes(expect: dict[str, Any], returned: Any, elapsed_ms: float) -> bool
 
 
 def make_case(expect: dict[str, Any], position: int = 1, name: str = "case") -> Case:
-    return Case(name=name, case_class="functional", category="functional",
-                position=position, array_index=position, input={}, expect=expect)
+    return Case(
+        name=name,
+        case_class="functional",
+        category="functional",
+        position=position,
+        array_index=position,
+        input={},
+        expect=expect,
+    )
 
 
 # ------------------------------------------------------------------- judge vs reference
@@ -262,9 +306,7 @@ def test_pass_if_and_only_if_the_reference_says_equal(
 ) -> None:
     expect, returned = pair
     result = judge(make_case(expect), Outcome("returned", value=returned, elapsed_ms=elapsed))
-    assert (result.status is Status.PASS) == ref_passes(expect, returned, elapsed), (
-        result.reason
-    )
+    assert (result.status is Status.PASS) == ref_passes(expect, returned, elapsed), result.reason
     assert result.status in (Status.PASS, Status.FAIL)
     if result.status is Status.FAIL:
         assert result.reason and result.mismatches
@@ -277,15 +319,23 @@ def test_a_raise_passes_only_what_the_reference_allows(
 ) -> None:
     outcome = Outcome("raised", error_type=error_type, error_message=message, elapsed_ms=1.0)
     result = judge(make_case(expect), outcome)
-    comparable = bool(expect.keys() & {"rejects", "error_type", "error_includes", "crashed",
-                                       "hung", "error"})
+    comparable = bool(
+        expect.keys() & {"rejects", "error_type", "error_includes", "crashed", "hung", "error"}
+    )
     if not comparable:
         assert result.status is Status.ERRORED
         return
-    observation = {"rejects": True, "error": message, "error_type": error_type,
-                   "crashed": False, "hung": False, "elapsed_ms": 1.0}
+    observation = {
+        "rejects": True,
+        "error": message,
+        "error_type": error_type,
+        "crashed": False,
+        "hung": False,
+        "elapsed_ms": 1.0,
+    }
     wanted = all(
-        ref_equal(v, observation[k]) if k in observation
+        ref_equal(v, observation[k])
+        if k in observation
         else _is_operator(k) and ref_operator(k, v, observation)
         for k, v in expect.items()
     )
@@ -293,8 +343,10 @@ def test_a_raise_passes_only_what_the_reference_allows(
 
 
 @FAST
-@given(st.dictionaries(KEYS, TOML_VALUES, max_size=3),
-       st.sampled_from(["timed_out", "crashed", "lost", "not_plain", "import_failed"]))
+@given(
+    st.dictionaries(KEYS, TOML_VALUES, max_size=3),
+    st.sampled_from(["timed_out", "crashed", "lost", "not_plain", "import_failed"]),
+)
 def test_no_other_ending_is_ever_a_pass_unless_asked_about(
     expect: dict[str, Any], kind: str
 ) -> None:
@@ -335,8 +387,9 @@ def test_summaries_add_up_and_keep_declared_order(
 
 # ------------------------------------------------------------------------- the loader
 
-CASE_FIELDS = st.sampled_from(["name", "category", "input", "expect", "description",
-                               "verifies", "tags", "severity", "extra"])
+CASE_FIELDS = st.sampled_from(
+    ["name", "category", "input", "expect", "description", "verifies", "tags", "severity", "extra"]
+)
 
 
 @st.composite
@@ -345,8 +398,7 @@ def case_tables(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 5)):
         table["name"] = draw(st.one_of(st.text(min_size=1, max_size=8), TOML_VALUES))
     if draw(st.integers(0, 5)):
-        table["category"] = draw(st.one_of(st.sampled_from(["functional", "timing"]),
-                                           TOML_VALUES))
+        table["category"] = draw(st.one_of(st.sampled_from(["functional", "timing"]), TOML_VALUES))
     for field in draw(st.lists(CASE_FIELDS, max_size=4, unique=True)):
         table.setdefault(field, draw(st.one_of(TOML_VALUES, HUGE_TEXT)))
     return table
@@ -356,14 +408,20 @@ def case_tables(draw: st.DrawFn) -> dict[str, Any]:
 def documents(draw: st.DrawFn) -> tuple[str, list[tuple[str, list[dict[str, Any]]]]]:
     top: dict[str, Any] = {}
     if draw(st.integers(0, 4)):
-        top["commonsformat_evals"] = draw(st.one_of(st.sampled_from(["0.1", "0.2", "0.3"]),
-                                                    TOML_VALUES))
-    for key in draw(st.lists(st.sampled_from(["target", "target_version", "properties",
-                                              "adversarial_coverage", "cases", "free"]),
-                             max_size=3, unique=True)):
+        top["commonsformat_evals"] = draw(
+            st.one_of(st.sampled_from(["0.1", "0.2", "0.3"]), TOML_VALUES)
+        )
+    for key in draw(
+        st.lists(
+            st.sampled_from(
+                ["target", "target_version", "properties", "adversarial_coverage", "cases", "free"]
+            ),
+            max_size=3,
+            unique=True,
+        )
+    ):
         top[key] = draw(TOML_VALUES)
-    arrays = draw(st.lists(st.sampled_from([*ARRAYS, "adversarials"]), max_size=3,
-                           unique=True))
+    arrays = draw(st.lists(st.sampled_from([*ARRAYS, "adversarials"]), max_size=3, unique=True))
     if "cases" in top:
         arrays = [a for a in arrays if a != "cases"]
     layout = [(array, draw(st.lists(case_tables(), max_size=4))) for array in arrays]
@@ -385,7 +443,8 @@ def test_the_loader_accepts_or_reports_a_suite_error(
         return  # an inline top-level cases array: its order is not in the layout
     declared = [
         (table["name"], ARRAY_TO_CASE_CLASS[array])
-        for array, tables in layout if array in ARRAY_TO_CASE_CLASS
+        for array, tables in layout
+        if array in ARRAY_TO_CASE_CLASS
         for table in tables
     ]
     assert [(c.name, c.case_class) for c in suite.cases] == declared
@@ -421,8 +480,14 @@ def test_the_real_runner_agrees_with_the_reference(
     for index, (expect, returned) in enumerate(cases):
         if not _toml_able(returned):
             returned = {"output": 1}
-        entries.append({"name": f"c{index}", "category": "functional",
-                        "input": {"obs": returned}, "expect": expect})
+        entries.append(
+            {
+                "name": f"c{index}",
+                "category": "functional",
+                "input": {"obs": returned},
+                "expect": expect,
+            }
+        )
     (folder / "evals.toml").write_text(
         toml_document({"commonsformat_evals": "0.2"}, [("cases", entries)]), encoding="utf-8"
     )

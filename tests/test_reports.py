@@ -130,8 +130,10 @@ class XsdSubset:
             else:
                 ends = self._match(model, [c.tag for c in children], 0)
                 if len(children) not in ends:
-                    errors.append(f"{where}: children {[c.tag for c in children]} do not "
-                                  "follow the content model")
+                    errors.append(
+                        f"{where}: children {[c.tag for c in children]} do not "
+                        "follow the content model"
+                    )
             for child in children:
                 if child.tag in self.elements:
                     self._element(child, self.elements[child.tag], errors)
@@ -140,8 +142,9 @@ class XsdSubset:
             if name not in declared:
                 errors.append(f"{where}: attribute {name!r} is not allowed")
             elif not self.check_value(declared[name].get("type", "xs:string"), value):
-                errors.append(f"{where}: attribute {name}={value!r} is not "
-                              f"{declared[name].get('type')}")
+                errors.append(
+                    f"{where}: attribute {name}={value!r} is not {declared[name].get('type')}"
+                )
         for name, attribute in declared.items():
             if attribute.get("use") == "required" and name not in node.attrib:
                 errors.append(f"{where}: attribute {name!r} is required")
@@ -178,14 +181,31 @@ class XsdSubset:
 # --- a validator for the JSON Schema subset of docs/*.schema.json -----------------------
 
 
-def json_schema_errors(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any],
-                       where: str = "$") -> list[str]:
+def json_schema_errors(
+    value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str = "$"
+) -> list[str]:
     """type, const, enum, properties, required, additionalProperties, items, anyOf,
     minimum, minLength, pattern, $ref (local); annotations are ignored, and any other
     keyword is refused so that no rule is silently skipped."""
-    known = {"$schema", "$id", "$defs", "title", "description", "type", "const", "enum",
-             "properties", "required", "additionalProperties", "items", "anyOf", "minimum",
-             "minLength", "pattern", "$ref"}
+    known = {
+        "$schema",
+        "$id",
+        "$defs",
+        "title",
+        "description",
+        "type",
+        "const",
+        "enum",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "minimum",
+        "minLength",
+        "pattern",
+        "$ref",
+    }
     unknown = set(schema) - known
     if unknown:
         raise ValueError(f"unsupported JSON Schema keywords {sorted(unknown)} at {where}")
@@ -248,8 +268,11 @@ def validate_json(document: Any, schema_name: str) -> list[str]:
 
 # --- a TAP 14 parser --------------------------------------------------------------------
 
-_POINT = re.compile(r"^(?P<ok>not ok|ok)(?: (?P<num>\d+))?(?: -)?(?P<desc>(?:[^#\\]|\\.)*)"
-                    r"(?:#\s*(?P<dir>SKIP|TODO)\S*\s*(?P<why>.*))?$", re.IGNORECASE)
+_POINT = re.compile(
+    r"^(?P<ok>not ok|ok)(?: (?P<num>\d+))?(?: -)?(?P<desc>(?:[^#\\]|\\.)*)"
+    r"(?:#\s*(?P<dir>SKIP|TODO)\S*\s*(?P<why>.*))?$",
+    re.IGNORECASE,
+)
 
 
 def parse_tap(text: str) -> dict[str, Any]:
@@ -274,13 +297,16 @@ def parse_tap(text: str) -> dict[str, Any]:
         assert match is not None, f"not a TAP line: {line!r}"
         description = re.sub(r"\\(.)", r"\1", match["desc"].strip())
         point: dict[str, Any] = {
-            "ok": match["ok"] == "ok", "number": int(match["num"]), "description": description,
+            "ok": match["ok"] == "ok",
+            "number": int(match["num"]),
+            "description": description,
             "directive": (match["dir"] or "").upper() or None,
-            "reason": (match["why"] or "").strip(), "yaml": None,
+            "reason": (match["why"] or "").strip(),
+            "yaml": None,
         }
         if index < len(lines) and lines[index] == "  ---":
             end = lines.index("  ...", index)
-            point["yaml"] = _parse_yaml_block(lines[index + 1:end])
+            point["yaml"] = _parse_yaml_block(lines[index + 1 : end])
             index = end + 1
         points.append(point)
     assert plan is not None
@@ -389,23 +415,37 @@ def context(module: Module) -> ReportContext:
     selection = Selection(case_globs=("passes", "fails*", "needs-*", "unsupported-*"))
     run = run_suite(suite, RunOptions(impl=f"{impl}:f", timeout=5.0, selection=selection))
     statuses = [r.status for r in run.results]
-    assert statuses == [Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED,
-                        Status.SKIPPED]
-    return ReportContext(run, suite, suite_coverage(suite, run),
-                         frozenset({"fails # loudly, 100%"}))
+    assert statuses == [Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED, Status.SKIPPED]
+    return ReportContext(
+        run, suite, suite_coverage(suite, run), frozenset({"fails # loudly, 100%"})
+    )
 
 
 def constructed(statuses: list[Status]) -> ReportContext:
     """A context with hand-made results, for the verdict rules."""
     suite = load_suite(DATA / "greet" / "evals.toml")
     results = tuple(
-        CaseResult(case.name, case.case_class, case.category, status,
-                   "deselected" if status is Status.SKIPPED else None, position=case.position)
+        CaseResult(
+            case.name,
+            case.case_class,
+            case.category,
+            status,
+            "deselected" if status is Status.SKIPPED else None,
+            position=case.position,
+        )
         for case, status in zip(suite.cases, statuses, strict=True)
     )
-    run = RunResult("r", "greet", "greet:greet@abc", 0, 1, results,
-                    suite_hash=suite.content_hash, format_version="0.2",
-                    implementation="greet:greet")
+    run = RunResult(
+        "r",
+        "greet",
+        "greet:greet@abc",
+        0,
+        1,
+        results,
+        suite_hash=suite.content_hash,
+        format_version="0.2",
+        implementation="greet:greet",
+    )
     return ReportContext(run, suite)
 
 
@@ -444,14 +484,25 @@ def test_junit_validates_against_the_schema_and_carries_every_case(
     [
         ('<testsuites><testsuite tests="1"/></testsuites>', "'name' is required"),
         ('<testsuites><testsuite name="s" tests="x"/></testsuites>', "tests='x'"),
-        ('<testsuites><testsuite name="s" tests="1"><testcase name="c"><failure/>'
-         "<skipped/></testcase></testsuite></testsuites>", "content model"),
-        ('<testsuites><testsuite name="s" tests="1"><testcase name="c"><system-out/>'
-         "<failure/></testcase></testsuite></testsuites>", "content model"),
-        ('<testsuites><testsuite name="s" tests="1"><testcase name="c" line="0"/>'
-         "</testsuite></testsuites>", "line='0'"),
-        ('<testsuites><testsuite name="s" tests="1" flavour="x"/></testsuites>',
-         "'flavour' is not allowed"),
+        (
+            '<testsuites><testsuite name="s" tests="1"><testcase name="c"><failure/>'
+            "<skipped/></testcase></testsuite></testsuites>",
+            "content model",
+        ),
+        (
+            '<testsuites><testsuite name="s" tests="1"><testcase name="c"><system-out/>'
+            "<failure/></testcase></testsuite></testsuites>",
+            "content model",
+        ),
+        (
+            '<testsuites><testsuite name="s" tests="1"><testcase name="c" line="0"/>'
+            "</testsuite></testsuites>",
+            "line='0'",
+        ),
+        (
+            '<testsuites><testsuite name="s" tests="1" flavour="x"/></testsuites>',
+            "'flavour' is not allowed",
+        ),
         ('<testsuites timestamp="yesterday"/>', "timestamp"),
     ],
 )
@@ -468,7 +519,12 @@ def test_tap_parses_and_says_what_happened(context: ReportContext) -> None:
     points = parsed["points"]
     assert parsed["plan"] == 5
     assert [(p["ok"], p["directive"]) for p in points] == [
-        (True, None), (False, None), (False, None), (True, "SKIP"), (True, "SKIP")]
+        (True, None),
+        (False, None),
+        (False, None),
+        (True, "SKIP"),
+        (True, "SKIP"),
+    ]
     assert points[1]["description"] == "fails # loudly, 100%"  # '#' escaped, read back
     assert points[3]["reason"] == "deselected"
     assert points[4]["reason"] == "category not supported: concurrency"
@@ -494,8 +550,11 @@ def test_json_report_validates_and_reads_back(context: ReportContext) -> None:
     assert document["flaky"] == ["fails # loudly, 100%"]
     assert [r["flaky"] for r in document["results"]] == [False, True, False, False, False]
     coverage = document["coverage"]
-    assert (coverage["constraints_total"], coverage["constraints_covered"],
-            coverage["constraints_verified"]) == (2, 1, 0)
+    assert (
+        coverage["constraints_total"],
+        coverage["constraints_covered"],
+        coverage["constraints_verified"],
+    ) == (2, 1, 0)
     assert coverage["unknown_references"][0]["constraint"] == "doubels"
 
 
@@ -522,7 +581,9 @@ def test_manifest_validates_and_holds_the_evidence(context: ReportContext) -> No
     document = json.loads(render_report("manifest", context))
     assert validate_json(document, "manifest.schema.json") == []
     assert document["target"] == {
-        "kind": "commonsformat-module", "name": "demo", "version": "^1.0",
+        "kind": "commonsformat-module",
+        "name": "demo",
+        "version": "^1.0",
         "implementation": context.run.implementation,
         "implementation_id": context.run.implementation_id,
         "fingerprint": context.run.implementation_id.rpartition("@")[2],
@@ -531,7 +592,8 @@ def test_manifest_validates_and_holds_the_evidence(context: ReportContext) -> No
     assert document["suite"]["format_version"] == "0.2"
     assert document["case_classes"] == ["functional", "adversarial"]
     assert [(a["id"], a["result"]) for a in document["assertions"]] == [
-        (r.case_name, r.status.value) for r in context.run.results]
+        (r.case_name, r.status.value) for r in context.run.results
+    ]
     assert document["conformance"] == "nonconformant"
     assert document["coverage"]["needs_a_case"] == ["never-negative"]
     assert not {"trusted", "approved", "signature", "signed"} & _all_keys(document)
@@ -615,6 +677,5 @@ def test_every_format_renders_a_run_with_no_history_or_coverage() -> None:
     bare = constructed([Status.PASS, Status.FAIL, Status.SKIPPED, Status.ERRORED])
     for name in FORMATS:
         assert render_report(name, bare).endswith("\n"), name
-    assert XsdSubset(DATA / "junit.xsd").validate(ET.fromstring(render_report("junit", bare))) \
-        == []
+    assert XsdSubset(DATA / "junit.xsd").validate(ET.fromstring(render_report("junit", bare))) == []
     assert parse_tap(render_report("tap", bare))["plan"] == 4

@@ -153,8 +153,9 @@ def test_crash_is_errored_and_next_case_runs(
 
 
 def test_timeout_is_a_failure_when_expect_says_not_hung(module: Module) -> None:
-    status = one(module, "{ hung = false }", "def f():\n    while True:\n        pass\n",
-                 timeout=0.5)
+    status = one(
+        module, "{ hung = false }", "def f():\n    while True:\n        pass\n", timeout=0.5
+    )
     assert status is Status.FAIL
 
 
@@ -291,9 +292,11 @@ def test_class_is_instantiated_once_per_case(module: Module) -> None:
                 self.calls += 1
                 return self.calls
     """
-    module.suite(THREE_CASES.replace("expect = { output = 2 }", "expect = { output = 1 }")
-                 .replace("expect = { output = 4 }", "expect = { output = 1 }")
-                 .replace("expect = { output = 6 }", "expect = { output = 1 }"))
+    module.suite(
+        THREE_CASES.replace("expect = { output = 2 }", "expect = { output = 1 }")
+        .replace("expect = { output = 4 }", "expect = { output = 1 }")
+        .replace("expect = { output = 6 }", "expect = { output = 1 }")
+    )
     run = module.run(f"{module.impl(source)}:Impl", isolation="none")
     assert [r.status for r in run.results] == [Status.PASS] * 3
 
@@ -328,8 +331,9 @@ def test_expected_values_never_reach_the_implementation(module: Module) -> None:
                         for o in gc.get_objects())
             return {"output": found}
     """
-    module.suite(single_case_suite('{ output = false, marker = "SECRET-EXPECTATION" }',
-                                   "{ x = 1 }"))
+    module.suite(
+        single_case_suite('{ output = false, marker = "SECRET-EXPECTATION" }', "{ x = 1 }")
+    )
     result = module.run(f"{module.impl(source)}:f").results[0]
     assert result.observation is not None
     assert result.observation["output"] is False
@@ -347,8 +351,9 @@ def test_keyword_and_positional_calling(module: Module) -> None:
 
 def test_non_mapping_return_binds_to_single_expect_key(module: Module) -> None:
     source = "def f(markdown):\n    return '<p>' + markdown + '</p>\\n'\n"
-    status = one(module, '{ html = "<p>hi</p>\\n", elapsed_ms_max = 5000 }', source,
-                 '{ markdown = "hi" }')
+    status = one(
+        module, '{ html = "<p>hi</p>\\n", elapsed_ms_max = 5000 }', source, '{ markdown = "hi" }'
+    )
     assert status is Status.PASS
 
 
@@ -447,8 +452,9 @@ def test_import_failure_errors_every_case_and_completes(module: Module) -> None:
     module.suite(THREE_CASES)
     name = module.impl("print('loading')\nraise RuntimeError('cannot start')\n")
     events: list[object] = []
-    run = run_suite(load_suite(module.root / "evals.toml"),
-                    RunOptions(impl=f"{name}:f"), on_event=events.append)
+    run = run_suite(
+        load_suite(module.root / "evals.toml"), RunOptions(impl=f"{name}:f"), on_event=events.append
+    )
     assert [r.status for r in run.results] == [Status.ERRORED] * 3
     assert "cannot start" in (run.results[0].reason or "")
     assert "RuntimeError" in (run.results[0].traceback or "")
@@ -467,8 +473,11 @@ def test_missing_attribute_is_an_import_failure(module: Module) -> None:
 def test_events_stream_in_order(module: Module) -> None:
     module.suite(THREE_CASES)
     events: list[object] = []
-    run_suite(load_suite(module.root / "evals.toml"),
-              RunOptions(impl=f"{module.impl(DOUBLE)}:f"), on_event=events.append)
+    run_suite(
+        load_suite(module.root / "evals.toml"),
+        RunOptions(impl=f"{module.impl(DOUBLE)}:f"),
+        on_event=events.append,
+    )
     assert isinstance(events[0], RunStarted)
     assert isinstance(events[1], ImplementationLoaded)
     finished = [e for e in events if isinstance(e, CaseFinished)]
@@ -503,9 +512,12 @@ def test_cancel_stops_the_run(module: Module, tmp_path: Path) -> None:
             threading.Timer(0.2, cancel.set).start()
 
     with pytest.raises(RunCancelled):
-        run_suite(load_suite(module.root / "evals.toml"),
-                  RunOptions(impl=f"{module.impl(source)}:f"), on_event=cancel_soon,
-                  cancel=cancel)
+        run_suite(
+            load_suite(module.root / "evals.toml"),
+            RunOptions(impl=f"{module.impl(source)}:f"),
+            on_event=cancel_soon,
+            cancel=cancel,
+        )
 
 
 def test_anomaly_without_isolation_recycles_the_worker(module: Module) -> None:
@@ -516,8 +528,9 @@ def test_anomaly_without_isolation_recycles_the_worker(module: Module) -> None:
                 os.environ["LEAKED"] = "yes"
             return {"output": x * 2, "leaked": os.environ.get("LEAKED", "no")}
     """
-    module.suite(THREE_CASES.replace("expect = { output = 4 }",
-                                     'expect = { output = 4, leaked = "no" }'))
+    module.suite(
+        THREE_CASES.replace("expect = { output = 4 }", 'expect = { output = 4, leaked = "no" }')
+    )
     run = module.run(f"{module.impl(source)}:f", isolation="none")
     assert [r.status for r in run.results] == [Status.PASS] * 3
     assert "recycled" in run.results[0].stderr

@@ -49,7 +49,10 @@ def run_cer(args: list[str], tmp_path: Path) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "results.json"
     done = subprocess.run(
         [*cer_command(), "run", *args, "--format", "json", "-o", str(out), "-q"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.exists(), done.stderr
     return done.returncode, json.loads(out.read_text(encoding="utf-8"))
@@ -59,7 +62,8 @@ def test_the_runner_passes_its_own_suite(tmp_path: Path) -> None:
     code, report = run_cer(["evals.toml", "--impl", "cer.selfcheck:run_case"], tmp_path)
     failing = {
         r["case_name"]: (r["status"], r["reason"])
-        for r in report["results"] if r["status"] != "pass"
+        for r in report["results"]
+        if r["status"] != "pass"
     }
     assert failing == {}
     assert code == 0
@@ -72,8 +76,7 @@ MUTANTS = {
     # Every comparison succeeds: a runner with loose (no) comparison.
     "compare-always-matches": (
         "import cer.verdict\ncer.verdict.compare = lambda expect, observation: ()\n",
-        ["strict-types-never-coerce", "floats-have-no-tolerance",
-         "strings-keep-every-character"],
+        ["strict-types-never-coerce", "floats-have-no-tolerance", "strings-keep-every-character"],
     ),
     # Exceptions the expectation does not ask about count as passes.
     "errors-become-passes": (
@@ -145,16 +148,12 @@ def _inner_suites() -> list[str]:
 
 def test_every_status_is_expected_somewhere() -> None:
     expected = {
-        status
-        for case in load_suite(SUITE).cases
-        for status in case.expect.get("statuses", [])
+        status for case in load_suite(SUITE).cases for status in case.expect.get("statuses", [])
     }
     assert expected == {status.value for status in Status}
 
 
-@pytest.mark.parametrize(
-    "key", ["rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"]
-)
+@pytest.mark.parametrize("key", ["rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"])
 def test_every_runner_observed_key_is_expected_in_an_inner_suite(key: str) -> None:
     pattern = re.compile(rf"\b{key}( =|_max|_min)")
     assert any(pattern.search(text) for text in _inner_suites())
@@ -204,14 +203,21 @@ def test_adapter_reports_the_run() -> None:
     assert observation["names"] == ["a", "b"]
     assert observation["classes"] == ["functional", "adversarial"]
     assert observation["summary"] == {
-        "total": 2, "passed": 1, "failed": 1, "skipped": 0, "errored": 0,
+        "total": 2,
+        "passed": 1,
+        "failed": 1,
+        "skipped": 0,
+        "errored": 0,
     }
     assert observation["reason_a"] is None
     assert observation["reason_b"] == "output: expected int 5, observed int 4"
     assert observation["paths_b"] == ["output"]
     assert observation["suite_unchanged"] is True
     assert observation["events"] == [
-        "RunStarted", "ImplementationLoaded", "CaseFinished*2", "RunFinished",
+        "RunStarted",
+        "ImplementationLoaded",
+        "CaseFinished*2",
+        "RunFinished",
     ]
 
 

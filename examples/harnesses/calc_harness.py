@@ -121,11 +121,13 @@ def run_case(function: Any, case: dict[str, Any]) -> dict[str, Any]:
     try:
         value = function(**arguments)
     except Exception as exc:
-        return {"error": {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "traceback": traceback.format_exc(),
-        }}
+        return {
+            "error": {
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "traceback": traceback.format_exc(),
+            }
+        }
     return {"observation": encode(value)}
 
 
@@ -140,16 +142,18 @@ def serve(function: Any, files: list[str], out: Any) -> None:
         request = json.loads(line)
         op = request.get("op")
         if op == "start":
-            send({
-                "op": "started",
-                "protocol": PROTOCOL,
-                "implementation": {
-                    "name": "calc-python",
-                    "version": "0.1.0",
-                    "language": "python",
-                    "files": files,
-                },
-            })
+            send(
+                {
+                    "op": "started",
+                    "protocol": PROTOCOL,
+                    "implementation": {
+                        "name": "calc-python",
+                        "version": "0.1.0",
+                        "language": "python",
+                        "files": files,
+                    },
+                }
+            )
         elif op == "run":
             body = run_case(function, request["case"])
             send({"op": "result", "seq": request["seq"], **body})

@@ -75,9 +75,7 @@ class CheckReport:
         return not self.errors
 
 
-def check_suite(
-    path: str | Path, category_models: Mapping[str, str] | None = None
-) -> CheckReport:
+def check_suite(path: str | Path, category_models: Mapping[str, str] | None = None) -> CheckReport:
     """Validate the suite at ``path``; SuiteUnreadable when it cannot be read.
 
     ``category_models`` is ``[tool.cer.categories]``: categories it maps are known.
@@ -118,25 +116,41 @@ def check_suite(
     for case in suite.cases:
         if registry.model_for(case.category) is None:
             close = difflib.get_close_matches(case.category, known, n=1)
-            hint = f'; did you mean "{close[0]}"?' if close else (
-                "; map it in [tool.cer.categories] if it runs like a known one"
+            hint = (
+                f'; did you mean "{close[0]}"?'
+                if close
+                else ("; map it in [tool.cer.categories] if it runs like a known one")
             )
-            add(ERROR, f'case "{case.name}": unknown category "{case.category}" '
-                f"(it would be skipped as not supported){hint}", case.line)
+            add(
+                ERROR,
+                f'case "{case.name}": unknown category "{case.category}" '
+                f"(it would be skipped as not supported){hint}",
+                case.line,
+            )
         if not case.expect:
-            add(ERROR, f'case "{case.name}": the expect table is empty, so the case '
-                "cannot verify anything", case.line)
+            add(
+                ERROR,
+                f'case "{case.name}": the expect table is empty, so the case '
+                "cannot verify anything",
+                case.line,
+            )
         _, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
         for fixture in missing:
-            add(ERROR, f'case "{case.name}": missing fixture "{fixture}" '
-                f"(looked in {suite.fixtures_dir})", case.line)
+            add(
+                ERROR,
+                f'case "{case.name}": missing fixture "{fixture}" (looked in {suite.fixtures_dir})',
+                case.line,
+            )
 
     claimed = suite.adversarial_coverage
     present = {c.category for c in suite.cases if c.case_class == "adversarial"}
     for category in claimed:
         if category not in present:
-            add(WARNING, f'adversarial_coverage claims "{category}" but no [[adversarial]] '
-                "case has that category")
+            add(
+                WARNING,
+                f'adversarial_coverage claims "{category}" but no [[adversarial]] '
+                "case has that category",
+            )
 
     coverage = None
     doc = find_module_doc(path)
@@ -158,8 +172,12 @@ def check_suite(
                 add(ERROR, reference.message, reference.line)
             for item in coverage.constraints:
                 if not item.covered:
-                    add(WARNING, f'constraint "{item.name}" has no case (needs a case)',
-                        item.line, file=doc_name)
+                    add(
+                        WARNING,
+                        f'constraint "{item.name}" has no case (needs a case)',
+                        item.line,
+                        file=doc_name,
+                    )
     return CheckReport(path, tuple(findings), suite, coverage)
 
 
@@ -168,14 +186,15 @@ def render_check(report: CheckReport) -> str:
     lines = [finding.render() for finding in report.findings]
     name = report.path.name
     errors, warnings = len(report.errors), len(report.warnings)
-    counts = f"{errors} error{'s' if errors != 1 else ''}, " \
-             f"{warnings} warning{'s' if warnings != 1 else ''}"
+    counts = (
+        f"{errors} error{'s' if errors != 1 else ''}, "
+        f"{warnings} warning{'s' if warnings != 1 else ''}"
+    )
     if report.ok:
         cases = len(report.suite.cases) if report.suite is not None else 0
         detail = f"{cases} case{'s' if cases != 1 else ''}"
         if report.coverage is not None:
-            detail += (f", {report.coverage.covered} of {report.coverage.total} "
-                       "constraints covered")
+            detail += f", {report.coverage.covered} of {report.coverage.total} constraints covered"
         lines.append(f"{name}: ok ({detail}; {counts})")
     else:
         lines.append(f"{name}: {counts}")

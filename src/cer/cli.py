@@ -146,35 +146,63 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_arguments(run)
     run.add_argument(
-        "--shard", type=argument_type(parse_shard), metavar="I/N",
+        "--shard",
+        type=argument_type(parse_shard),
+        metavar="I/N",
         help="run only the I-th of N deterministic slices of the suite (positions I, I+N, "
         "...); the rest are skipped 'in another shard'; combine with cer merge",
     )
     out = run.add_argument_group("output")
-    out.add_argument("--format", choices=("text", "json"), default="text",
-                     help="text: a report for people (default); json: the full results")
-    out.add_argument("--output", "-o", type=Path, metavar="FILE",
-                     help="write the report to FILE instead of stdout")
-    out.add_argument("--verbose", "-v", action="store_true",
-                     help="list passing cases too, and captured output of failures")
+    out.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: a report for people (default); json: the full results",
+    )
+    out.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="write the report to FILE instead of stdout",
+    )
+    out.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="list passing cases too, and captured output of failures",
+    )
     out.add_argument("--quiet", "-q", action="store_true", help="no progress line")
-    out.add_argument("--report", dest="reports", action="append", default=[],
-                     type=argument_type(parse_report_spec), metavar="FORMAT[=PATH]",
-                     help=f"also write a report ({', '.join(FORMATS)}); repeatable; "
-                     "PATH - is standard output")
-    out.add_argument("--coverage", action="store_true",
-                     help="list constraint coverage in detail (from commonsformat.md)")
+    out.add_argument(
+        "--report",
+        dest="reports",
+        action="append",
+        default=[],
+        type=argument_type(parse_report_spec),
+        metavar="FORMAT[=PATH]",
+        help=f"also write a report ({', '.join(FORMATS)}); repeatable; PATH - is standard output",
+    )
+    out.add_argument(
+        "--coverage",
+        action="store_true",
+        help="list constraint coverage in detail (from commonsformat.md)",
+    )
     history = run.add_argument_group("history")
     where = history.add_mutually_exclusive_group()
-    where.add_argument("--history", type=Path, metavar="PATH",
-                       help="the history database (default: .cer/history.sqlite beside "
-                       "the suite)")
-    where.add_argument("--no-history", action="store_true",
-                       help="do not record this run")
-    history.add_argument("--failed", action="store_true",
-                         help="run only the cases that failed or errored in the latest "
-                         "recorded run of this suite (with several implementations: in "
-                         "the latest run of any of them)")
+    where.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="the history database (default: .cer/history.sqlite beside the suite)",
+    )
+    where.add_argument("--no-history", action="store_true", help="do not record this run")
+    history.add_argument(
+        "--failed",
+        action="store_true",
+        help="run only the cases that failed or errored in the latest "
+        "recorded run of this suite (with several implementations: in "
+        "the latest run of any of them)",
+    )
 
     hist = commands.add_parser(
         "history",
@@ -186,8 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_history_location(hist)
     hist.add_argument("--case", metavar="NAME", help="show this case's status in each run")
-    hist.add_argument("--limit", "-n", type=_positive_int, default=20, metavar="N",
-                      help="show at most N runs (default 20)")
+    hist.add_argument(
+        "--limit",
+        "-n",
+        type=_positive_int,
+        default=20,
+        metavar="N",
+        help="show at most N runs (default 20)",
+    )
     hist.add_argument("--format", choices=("text", "json"), default="text")
 
     diff = commands.add_parser(
@@ -211,8 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
         "entries naming no constraint of the module's commonsformat.md. Exit 0 when "
         "clean, 1 on problems, 2 when the file cannot be read.",
     )
-    check.add_argument("suite", nargs="?", type=Path,
-                       help="the evals.toml to check (default: [tool.cer] suite)")
+    check.add_argument(
+        "suite", nargs="?", type=Path, help="the evals.toml to check (default: [tool.cer] suite)"
+    )
     merge = commands.add_parser(
         "merge",
         help="combine the JSON results of shards into one run",
@@ -221,10 +256,19 @@ def build_parser() -> argparse.ArgumentParser:
         "different suites and different implementations (exit 2).",
     )
     merge.add_argument("files", nargs="+", type=Path, metavar="RESULTS.json")
-    merge.add_argument("--format", choices=("text", "json"), default="text",
-                       help="text: a report for people (default); json: the merged results")
-    merge.add_argument("--output", "-o", type=Path, metavar="FILE",
-                       help="write the merged report to FILE instead of stdout")
+    merge.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: a report for people (default); json: the merged results",
+    )
+    merge.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="write the merged report to FILE instead of stdout",
+    )
     return parser
 
 
@@ -239,12 +283,18 @@ def _positive_int(text: str) -> int:
 
 
 def _add_history_location(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--suite", type=Path, metavar="SUITE",
-                        help="the suite whose runs to use (default: [tool.cer] suite, "
-                        "else ./evals.toml)")
-    parser.add_argument("--history", type=Path, metavar="PATH",
-                        help="the history database (default: .cer/history.sqlite beside "
-                        "the suite)")
+    parser.add_argument(
+        "--suite",
+        type=Path,
+        metavar="SUITE",
+        help="the suite whose runs to use (default: [tool.cer] suite, else ./evals.toml)",
+    )
+    parser.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="the history database (default: .cer/history.sqlite beside the suite)",
+    )
 
 
 def _error(message: str) -> None:
@@ -264,9 +314,11 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
     if labels:
         for request in requests:
             if request.to_stdout:
-                return (f"with several implementations each report is written to one file "
-                        f"per implementation; --report {request.format} would write to "
-                        f"standard output: give it a path (--report {request.format}=PATH)")
+                return (
+                    f"with several implementations each report is written to one file "
+                    f"per implementation; --report {request.format} would write to "
+                    f"standard output: give it a path (--report {request.format}=PATH)"
+                )
     seen: dict[str, str] = {}
     if args.output is not None:
         seen[str(Path(args.output).resolve())] = "--output"
@@ -283,8 +335,10 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
     if len(exclusive) > 1:
         return f"reports {', '.join(exclusive)} cannot all write to standard output"
     if exclusive and args.format == "json" and args.output is None:
-        return (f"--format json and --report {exclusive[0]} both write to standard output; "
-                "send one of them to a file")
+        return (
+            f"--format json and --report {exclusive[0]} both write to standard output; "
+            "send one of them to a file"
+        )
     return None
 
 
@@ -311,11 +365,15 @@ def _rerun_selection(
     except HistoryError as exc:
         return None, f"--failed: {exc}"
     if latest is None:
-        return None, (f"--failed: no recorded run of {suite.path} in {history.path}; "
-                      "run without --failed first")
+        return None, (
+            f"--failed: no recorded run of {suite.path} in {history.path}; "
+            "run without --failed first"
+        )
     if not latest.names:
-        return frozenset(), (f"the latest recorded run ({latest.run_id[:8]}) had no failed "
-                             "or errored cases: nothing to rerun")
+        return frozenset(), (
+            f"the latest recorded run ({latest.run_id[:8]}) had no failed "
+            "or errored cases: nothing to rerun"
+        )
     return frozenset(latest.names), ""
 
 
@@ -407,18 +465,23 @@ def _run_and_report(
     context = ReportContext(run, suite, coverage, flaky)
     summary_line = console.summary_line(run) + "\n"
     if args.format == "json":
-        text = json.dumps(results_document(context), indent=2, ensure_ascii=False,
-                          allow_nan=False) + "\n"
+        text = (
+            json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
+            + "\n"
+        )
     else:
         colour = args.output is None and console.use_colour(sys.stdout)
         text = console.render_report(
-            run, suite, colour=colour, verbose=args.verbose, coverage=coverage,
-            coverage_details=args.coverage, flaky=flaky,
+            run,
+            suite,
+            colour=colour,
+            verbose=args.verbose,
+            coverage=coverage,
+            coverage_details=args.coverage,
+            flaky=flaky,
         )
     code = exit_code_for(run)
-    stdout_taken = any(
-        r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports
-    )
+    stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports)
     if not _write_main_report(args, text, summary_line, stdout_taken):
         return ExitCode.USAGE
     for request in args.reports:
@@ -470,15 +533,22 @@ def _rerun_selection_many(
                 options.impl, implementation_stem(options), suite_path=suite.path
             )
             if record is None:
-                return None, (f"--failed: no recorded run of {options.impl} on {suite.path} "
-                              f"in {history.path}; run without --failed first")
-            names.update(name for name, status, _ in history.statuses(record.run_id)
-                         if status in (Status.FAIL.value, Status.ERRORED.value))
+                return None, (
+                    f"--failed: no recorded run of {options.impl} on {suite.path} "
+                    f"in {history.path}; run without --failed first"
+                )
+            names.update(
+                name
+                for name, status, _ in history.statuses(record.run_id)
+                if status in (Status.FAIL.value, Status.ERRORED.value)
+            )
     except HistoryError as exc:
         return None, f"--failed: {exc}"
     if not names:
-        return frozenset(), ("the latest recorded runs of these implementations had no "
-                             "failed or errored cases: nothing to rerun")
+        return frozenset(), (
+            "the latest recorded runs of these implementations had no "
+            "failed or errored cases: nothing to rerun"
+        )
     present = {case.name for case in suite.cases}
     gone = sorted(name for name in names if name not in present)
     if gone:
@@ -513,8 +583,9 @@ def _run_matrix(
             progress.clear()
             recorded = ""
             if runs and history is not None:
-                recorded = (f"; {len(runs)} finished run{'s were' if len(runs) != 1 else ' was'}"
-                            " recorded")
+                recorded = (
+                    f"; {len(runs)} finished run{'s were' if len(runs) != 1 else ' was'} recorded"
+                )
             _error(f"interrupted; no results were reported{recorded}")
             return ExitCode.INTERRUPTED
         progress.clear()
@@ -540,11 +611,13 @@ def _run_matrix(
     else:
         to_terminal = args.output is None and sys.stdout.isatty()
         text = console.render_matrix(
-            matrix, suite,
+            matrix,
+            suite,
             colour=args.output is None and console.use_colour(sys.stdout),
             verbose=args.verbose,
             width=shutil.get_terminal_size().columns if to_terminal else console.MATRIX_WIDTH,
-            coverages=coverages, flaky=flaky,
+            coverages=coverages,
+            flaky=flaky,
         )
     code = exit_code_for_runs(runs)
     if not _write_main_report(args, text, summary_line, stdout_taken=False):
@@ -584,8 +657,9 @@ def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:
     if args.history is not None:
         return args.history, suite
     if suite is None:
-        raise UsageError("no suite given: pass --suite PATH or --history PATH, "
-                         "or set suite in [tool.cer]")
+        raise UsageError(
+            "no suite given: pass --suite PATH or --history PATH, or set suite in [tool.cer]"
+        )
     return default_history_path(suite), suite
 
 
@@ -606,8 +680,12 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
         "suite_path": record.suite_path,
         "suite_hash": record.suite_hash,
         "summary": {
-            "cases_total": s.total, "cases_passed": s.passed, "cases_failed": s.failed,
-            "cases_skipped": s.skipped, "cases_errored": s.errored, "verdict": s.verdict,
+            "cases_total": s.total,
+            "cases_passed": s.passed,
+            "cases_failed": s.failed,
+            "cases_skipped": s.skipped,
+            "cases_errored": s.errored,
+            "verdict": s.verdict,
         },
         "flaky": list(record.flaky),
     }
@@ -631,21 +709,32 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
             if args.case is not None:
                 entries = history.case_history(args.case, suite_path=suite, limit=args.limit)
                 if args.format == "json":
-                    document: Any = {"case": args.case, "entries": [
-                        {"run_id": e.run_id, "started_at": iso_time(e.started_at_ms),
-                         "implementation_id": e.implementation_id, "suite_hash": e.suite_hash,
-                         "status": e.status, "reason": e.reason, "elapsed_ms": e.elapsed_ms,
-                         "flaky": e.flaky}
-                        for e in entries
-                    ]}
+                    document: Any = {
+                        "case": args.case,
+                        "entries": [
+                            {
+                                "run_id": e.run_id,
+                                "started_at": iso_time(e.started_at_ms),
+                                "implementation_id": e.implementation_id,
+                                "suite_hash": e.suite_hash,
+                                "status": e.status,
+                                "reason": e.reason,
+                                "elapsed_ms": e.elapsed_ms,
+                                "flaky": e.flaky,
+                            }
+                            for e in entries
+                        ],
+                    }
                     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
                 else:
                     text = console.render_case_history(args.case, entries, str(history.path))
             else:
                 records = history.runs(args.limit, suite_path=suite)
                 if args.format == "json":
-                    document = {"history": str(history.path),
-                                "runs": [_record_json(r) for r in records]}
+                    document = {
+                        "history": str(history.path),
+                        "runs": [_record_json(r) for r in records],
+                    }
                     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
                 else:
                     text = console.render_history(records, str(history.path))
@@ -658,8 +747,10 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
 
 def _diff_json(diff: RunDiff, before: RunRecord, after: RunRecord) -> dict[str, Any]:
     def changes(items: Sequence[Any]) -> list[dict[str, Any]]:
-        return [{"case_name": c.case_name, "before": c.before, "after": c.after,
-                 "reason": c.reason} for c in items]
+        return [
+            {"case_name": c.case_name, "before": c.before, "after": c.after, "reason": c.reason}
+            for c in items
+        ]
 
     return {
         "before": _record_json(before),
@@ -687,14 +778,16 @@ def cmd_diff(args: argparse.Namespace) -> ExitCode:
             if args.run_a is None:
                 recent = history.runs(2, suite_path=suite)
                 if len(recent) < 2:
-                    _error(f"cer diff needs two recorded runs; {history.path} has "
-                           f"{len(recent)}")
+                    _error(f"cer diff needs two recorded runs; {history.path} has {len(recent)}")
                     return ExitCode.USAGE
                 after, before = recent
             else:
                 before = history.run(args.run_a, suite_path=suite)
-                after = (history.run(args.run_b, suite_path=suite) if args.run_b is not None
-                         else history.run("1", suite_path=suite))
+                after = (
+                    history.run(args.run_b, suite_path=suite)
+                    if args.run_b is not None
+                    else history.run("1", suite_path=suite)
+                )
             diff = history.diff(before.run_id, after.run_id)
         except HistoryError as exc:
             _error(str(exc))
@@ -746,8 +839,10 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         _error(f"merge: {run.suite_path} changed since the shards ran (content hash differs)")
         return ExitCode.USAGE
     if args.format == "json":
-        text = json.dumps(serialize.run_to_dict(run), indent=2, ensure_ascii=False,
-                          allow_nan=False) + "\n"
+        text = (
+            json.dumps(serialize.run_to_dict(run), indent=2, ensure_ascii=False, allow_nan=False)
+            + "\n"
+        )
     else:
         colour = args.output is None and console.use_colour(sys.stdout)
         text = console.render_report(run, suite, colour=colour)
@@ -770,7 +865,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     commands = {
-        "run": cmd_run, "history": cmd_history, "diff": cmd_diff, "check": cmd_check,
+        "run": cmd_run,
+        "history": cmd_history,
+        "diff": cmd_diff,
+        "check": cmd_check,
         "merge": cmd_merge,
     }
     if args.command in commands:

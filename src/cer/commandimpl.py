@@ -92,9 +92,16 @@ _INT_CHUNK = 4000
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _FLOAT_TEXT = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _FLOAT_NAMES: Mapping[str, float] = {
-    "nan": math.nan, "+nan": math.nan, "-nan": math.nan, "NaN": math.nan,
-    "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
-    "Infinity": math.inf, "+Infinity": math.inf, "-Infinity": -math.inf,
+    "nan": math.nan,
+    "+nan": math.nan,
+    "-nan": math.nan,
+    "NaN": math.nan,
+    "inf": math.inf,
+    "+inf": math.inf,
+    "-inf": -math.inf,
+    "Infinity": math.inf,
+    "+Infinity": math.inf,
+    "-Infinity": -math.inf,
 }
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
@@ -216,8 +223,7 @@ class _Decoder:
             raise ProtocolError(f"{path}: nested deeper than {MAX_DEPTH} levels")
         if type(obj) is not dict:
             raise ProtocolError(
-                f'{path}: expected a typed value {{"type": ..., "value": ...}}, '
-                f"got {_snippet(obj)}"
+                f'{path}: expected a typed value {{"type": ..., "value": ...}}, got {_snippet(obj)}'
             )
         tag = obj.get("type")
         if type(tag) is not str:
@@ -371,7 +377,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _no_constant(name: str) -> Any:
-    raise ProtocolError(f"{name} is not JSON (send floats as typed values: \"nan\", \"inf\")")
+    raise ProtocolError(f'{name} is not JSON (send floats as typed values: "nan", "inf")')
 
 
 def parse_message(data: bytes) -> dict[str, Any]:
@@ -400,17 +406,19 @@ def _dumps(message: Mapping[str, Any]) -> bytes:
 def run_request(seq: int, item: _Planned) -> bytes:
     """The ``run`` request line for one case; raises NotEncodable for an odd input."""
     case = item.case
-    return _dumps({
-        "op": "run",
-        "seq": seq,
-        "case": {
-            "name": case.name,
-            "category": case.category,
-            "case_class": case.case_class,
-            "tags": list(case.tags),
-            "input": encode_value(dict(item.input)),
-        },
-    })
+    return _dumps(
+        {
+            "op": "run",
+            "seq": seq,
+            "case": {
+                "name": case.name,
+                "category": case.category,
+                "case_class": case.case_class,
+                "tags": list(case.tags),
+                "input": encode_value(dict(item.input)),
+            },
+        }
+    )
 
 
 def _start_request(target: str | None) -> bytes:
@@ -430,7 +438,7 @@ def outcome_from_result(
     if extra:
         raise ProtocolError(f"unexpected key {extra[0]!r} in a result")
     if (not envelope_optional or "op" in message) and message.get("op") != "result":
-        raise ProtocolError(f"expected op \"result\", got {_snippet(message.get('op'))}")
+        raise ProtocolError(f'expected op "result", got {_snippet(message.get("op"))}')
     if not envelope_optional or "seq" in message:
         got = message.get("seq")
         if type(got) is not int:
@@ -579,8 +587,11 @@ class _Process:
     # reading
 
     def _pump(self, timeout: float) -> None:
-        readers = [fd for fd, is_open in ((self._out, self.stdout_open),
-                                          (self._err, self.stderr_open)) if is_open]
+        readers = [
+            fd
+            for fd, is_open in ((self._out, self.stdout_open), (self._err, self.stderr_open))
+            if is_open
+        ]
         writers = [self._in] if self._in is not None and self._outbound else []
         if not readers and not writers:  # both pipes closed: wait for the exit itself
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -729,7 +740,8 @@ def _on_search_path(program: str) -> bool:
     folder = os.path.dirname(os.path.abspath(program))
     return any(
         os.path.abspath(entry) == folder
-        for entry in os.environ.get("PATH", "").split(os.pathsep) if entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry
     )
 
 
@@ -790,11 +802,13 @@ def execute(execution: _Execution, planned: list[_Planned]) -> None:
     runnable: list[_Planned] = []
     for item in planned:
         if item.model != CALL:
-            execution.record(_skipped(
-                item.case,
-                f"category not supported by command implementations: {item.case.category} "
-                f"(its execution model {item.model} runs in Python)",
-            ))
+            execution.record(
+                _skipped(
+                    item.case,
+                    f"category not supported by command implementations: {item.case.category} "
+                    f"(its execution model {item.model} runs in Python)",
+                )
+            )
         else:
             runnable.append(item)
     if not runnable:
@@ -862,7 +876,9 @@ class _Harness:
                 return
             files = info.get("files", [])
             identity, sources = command_identity(
-                self.options.kind, self.words, files,
+                self.options.kind,
+                self.words,
+                files,
                 (str(info.get("name")), str(info.get("version"))),
             )
             self.execution.implementation_id = identity
@@ -878,8 +894,7 @@ class _Harness:
         try:
             process = _Process(self.words, self.options.capture_limit)
         except OSError as exc:
-            raise _StartFailed(f"cannot run {self.words[0]!r}: {exc.strerror or exc}",
-                               "") from None
+            raise _StartFailed(f"cannot run {self.words[0]!r}: {exc.strerror or exc}", "") from None
         self.process = process
         process.send(_start_request(self.execution.suite.target))
         limit = max(START_TIMEOUT_MIN, self.options.timeout)
@@ -889,8 +904,9 @@ class _Harness:
                 return self._check_started(line)
             except ProtocolError as exc:
                 self.kill()
-                raise _StartFailed(f"{exc} (it answered start with {_line_evidence(line)})",
-                                   process.take_stderr()) from None
+                raise _StartFailed(
+                    f"{exc} (it answered start with {_line_evidence(line)})", process.take_stderr()
+                ) from None
         if kind == "eof":
             code = process.exit_code(0.5)
             process.drain_stderr(0.5)
@@ -950,16 +966,19 @@ class _Harness:
             if self.process is None:
                 if consecutive > RESTART_BUDGET or restarts >= RESTART_LIMIT:
                     why = (
-                        f"{consecutive} cases failed in a row" if consecutive > RESTART_BUDGET
+                        f"{consecutive} cases failed in a row"
+                        if consecutive > RESTART_BUDGET
                         else f"it was restarted {restarts} times in this run"
                     )
                     self.flush()
                     for item in pending:
-                        self.execution.record(_errored(
-                            item.case,
-                            f"not run: the harness was not restarted again ({why}; the "
-                            f"last: {last_failure})",
-                        ))
+                        self.execution.record(
+                            _errored(
+                                item.case,
+                                f"not run: the harness was not restarted again ({why}; the "
+                                f"last: {last_failure})",
+                            )
+                        )
                     return
                 restarts += 1
                 try:
@@ -967,10 +986,13 @@ class _Harness:
                 except _StartFailed as failed:
                     self.flush()
                     for item in pending:
-                        self.execution.record(_errored(
-                            item.case, f"not run: the harness could not be restarted: "
-                            f"{failed.reason}", stderr=failed.stderr,
-                        ))
+                        self.execution.record(
+                            _errored(
+                                item.case,
+                                f"not run: the harness could not be restarted: {failed.reason}",
+                                stderr=failed.stderr,
+                            )
+                        )
                     return
             item = pending.popleft()
             failure = self.run_case(item, pending)
@@ -995,9 +1017,11 @@ class _Harness:
         try:
             request = run_request(self.seq + 1, item)
         except NotEncodable as exc:
-            self.execution.record(_errored(
-                item.case, f"the case's input cannot be sent to a command implementation: {exc}"
-            ))
+            self.execution.record(
+                _errored(
+                    item.case, f"the case's input cannot be sent to a command implementation: {exc}"
+                )
+            )
             return None
         self.seq += 1
         seq = self.seq
@@ -1014,18 +1038,28 @@ class _Harness:
             try:
                 message = parse_message(line)
             except ProtocolError as exc:
-                return self.violation(item, f"the harness printed a line that is not a "
-                                      f"protocol message ({exc}): {_line_evidence(line)}",
-                                      stderr(), elapsed_ms)
+                return self.violation(
+                    item,
+                    f"the harness printed a line that is not a "
+                    f"protocol message ({exc}): {_line_evidence(line)}",
+                    stderr(),
+                    elapsed_ms,
+                )
             held = self.held
             if held is not None and _seq_of(message) == held.seq:
                 self.held = None
                 captured = stderr()
-                self.execution.record(judge(held.item.case, replace(
-                    held.outcome, kind="lost",
-                    detail=f"the harness answered this case twice: first "
-                    f"{_line_evidence(held.line)}, then {_line_evidence(line)}",
-                )))
+                self.execution.record(
+                    judge(
+                        held.item.case,
+                        replace(
+                            held.outcome,
+                            kind="lost",
+                            detail=f"the harness answered this case twice: first "
+                            f"{_line_evidence(held.line)}, then {_line_evidence(line)}",
+                        ),
+                    )
+                )
                 pending.appendleft(item)
                 return f"{held.item.case.name}: the harness answered it twice" + _stderr_hint(
                     captured
@@ -1033,8 +1067,12 @@ class _Harness:
             try:
                 outcome = outcome_from_result(message, seq)
             except ProtocolError as exc:
-                return self.violation(item, f"the harness broke the protocol ({exc}): "
-                                      f"{_line_evidence(line)}", stderr(), elapsed_ms)
+                return self.violation(
+                    item,
+                    f"the harness broke the protocol ({exc}): {_line_evidence(line)}",
+                    stderr(),
+                    elapsed_ms,
+                )
             self.flush()
             self.held = _Held(
                 item, replace(outcome, elapsed_ms=elapsed_ms, stderr=stderr()), seq, line
@@ -1045,37 +1083,51 @@ class _Harness:
             process.drain_stderr(0.5)
             captured = stderr()
             partial = f" after printing {_line_evidence(line)}" if line else ""
-            detail = (f"the harness {_describe_exit(code)} while running this case{partial}"
-                      + _stderr_hint(captured))
+            detail = (
+                f"the harness {_describe_exit(code)} while running this case{partial}"
+                + _stderr_hint(captured)
+            )
             self.flush()
-            self.execution.record(judge(item.case, Outcome(
-                "crashed", detail=detail, stderr=captured, elapsed_ms=elapsed_ms
-            )))
+            self.execution.record(
+                judge(
+                    item.case,
+                    Outcome("crashed", detail=detail, stderr=captured, elapsed_ms=elapsed_ms),
+                )
+            )
             return f"{item.case.name}: {detail}"
         if kind == "timeout":
             self.kill()
             assert process.closed
             captured = stderr()
             timeout = self.options.timeout
-            detail = (f"timed out after {timeout:g} s (the harness was killed)"
-                      + _stderr_hint(captured))
+            detail = f"timed out after {timeout:g} s (the harness was killed)" + _stderr_hint(
+                captured
+            )
             self.flush()
-            self.execution.record(judge(item.case, Outcome(
-                "timed_out", detail=detail, stderr=captured, elapsed_ms=timeout * 1000.0
-            )))
+            self.execution.record(
+                judge(
+                    item.case,
+                    Outcome(
+                        "timed_out", detail=detail, stderr=captured, elapsed_ms=timeout * 1000.0
+                    ),
+                )
+            )
             return f"{item.case.name}: {detail}"
         return self.violation(
-            item, f"the harness printed a line over {MAX_MESSAGE_BYTES} bytes, starting "
-            f"{_line_evidence(line)}", stderr(), elapsed_ms,
+            item,
+            f"the harness printed a line over {MAX_MESSAGE_BYTES} bytes, starting "
+            f"{_line_evidence(line)}",
+            stderr(),
+            elapsed_ms,
         )
 
     def violation(self, item: _Planned, detail: str, stderr: str, elapsed_ms: float) -> str:
         """The harness broke the protocol while ``item`` was running: that case is lost."""
         detail += _stderr_hint(stderr)
         self.flush()
-        self.execution.record(judge(item.case, Outcome(
-            "lost", detail=detail, stderr=stderr, elapsed_ms=elapsed_ms
-        )))
+        self.execution.record(
+            judge(item.case, Outcome("lost", detail=detail, stderr=stderr, elapsed_ms=elapsed_ms))
+        )
         return f"{item.case.name}: {detail}"
 
     def flush(self) -> None:
@@ -1100,11 +1152,17 @@ class _Harness:
             with contextlib.suppress(ProtocolError):
                 if held is not None and _seq_of(parse_message(line)) == held.seq:
                     self.held = None
-                    self.execution.record(judge(held.item.case, replace(
-                        held.outcome, kind="lost",
-                        detail=f"the harness answered this case twice: first "
-                        f"{_line_evidence(held.line)}, then {_line_evidence(line)}",
-                    )))
+                    self.execution.record(
+                        judge(
+                            held.item.case,
+                            replace(
+                                held.outcome,
+                                kind="lost",
+                                detail=f"the harness answered this case twice: first "
+                                f"{_line_evidence(held.line)}, then {_line_evidence(line)}",
+                            ),
+                        )
+                    )
         self.flush()
         self.kill()
 
@@ -1124,12 +1182,13 @@ class _PerCase:
         from cer.runner import _errored
 
         program = self.words[0]
-        found = shutil.which(program) if os.sep not in program else (
-            program if os.access(program, os.X_OK) and os.path.isfile(program) else None
+        found = (
+            shutil.which(program)
+            if os.sep not in program
+            else (program if os.access(program, os.X_OK) and os.path.isfile(program) else None)
         )
         if found is None:
-            _fail_all(self.execution, planned,
-                      f"cannot run {program!r}: no such executable", "")
+            _fail_all(self.execution, planned, f"cannot run {program!r}: no such executable", "")
             return
         identity, sources = command_identity(self.options.kind, self.words)
         self.execution.implementation_id = identity
@@ -1139,17 +1198,19 @@ class _PerCase:
             try:
                 request = run_request(seq, item)
             except NotEncodable as exc:
-                self.execution.record(_errored(
-                    item.case,
-                    f"the case's input cannot be sent to a command implementation: {exc}",
-                ))
+                self.execution.record(
+                    _errored(
+                        item.case,
+                        f"the case's input cannot be sent to a command implementation: {exc}",
+                    )
+                )
                 continue
             try:
                 outcome = self.run_one(request, seq)
             except OSError as exc:
-                self.execution.record(_errored(
-                    item.case, f"cannot run {program!r}: {exc.strerror or exc}"
-                ))
+                self.execution.record(
+                    _errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
+                )
                 continue
             self.execution.record(judge(item.case, outcome))
 
@@ -1169,13 +1230,21 @@ class _PerCase:
         finally:
             process.kill()
         if kind == "timeout":
-            return Outcome("timed_out", detail=f"timed out after {timeout:g} s (the process "
-                           "was killed)" + _stderr_hint(stderr), stderr=stderr,
-                           elapsed_ms=timeout * 1000.0)
+            return Outcome(
+                "timed_out",
+                detail=f"timed out after {timeout:g} s (the process "
+                "was killed)" + _stderr_hint(stderr),
+                stderr=stderr,
+                elapsed_ms=timeout * 1000.0,
+            )
         if kind == "too_long":
-            return Outcome("lost", detail=f"the process printed over {MAX_MESSAGE_BYTES} "
-                           f"bytes, starting {_line_evidence(stdout)}", stderr=stderr,
-                           elapsed_ms=elapsed_ms)
+            return Outcome(
+                "lost",
+                detail=f"the process printed over {MAX_MESSAGE_BYTES} "
+                f"bytes, starting {_line_evidence(stdout)}",
+                stderr=stderr,
+                elapsed_ms=elapsed_ms,
+            )
         return _per_case_outcome(code, stdout, stderr, seq, elapsed_ms)
 
 
@@ -1191,9 +1260,13 @@ def _per_case_outcome(
     """
     text = stdout.decode("utf-8", "replace")
     if code is None or code < 0:
-        return Outcome("crashed", detail=f"the process {_describe_exit(code)}"
-                       + _stderr_hint(stderr), stdout=text, stderr=stderr,
-                       elapsed_ms=elapsed_ms)
+        return Outcome(
+            "crashed",
+            detail=f"the process {_describe_exit(code)}" + _stderr_hint(stderr),
+            stdout=text,
+            stderr=stderr,
+            elapsed_ms=elapsed_ms,
+        )
     outcome: Outcome | None = None
     problem = ""
     if stdout.strip():
@@ -1202,19 +1275,35 @@ def _per_case_outcome(
         except ProtocolError as exc:
             outcome, problem = None, str(exc)
     if outcome is not None and outcome.kind == "returned" and code != 0:
-        return Outcome("lost", detail=f"the process exited with status {code} after printing "
-                       "an observation" + _stderr_hint(stderr), stdout=text, stderr=stderr,
-                       elapsed_ms=elapsed_ms)
+        return Outcome(
+            "lost",
+            detail=f"the process exited with status {code} after printing "
+            "an observation" + _stderr_hint(stderr),
+            stdout=text,
+            stderr=stderr,
+            elapsed_ms=elapsed_ms,
+        )
     if outcome is not None:
         return replace(outcome, stderr=stderr, elapsed_ms=elapsed_ms)
     if code != 0:
-        return Outcome("raised", error_type=f"exit status {code}",
-                       error_message=stderr.strip() or f"exit status {code}",
-                       stdout=text, stderr=stderr, elapsed_ms=elapsed_ms)
+        return Outcome(
+            "raised",
+            error_type=f"exit status {code}",
+            error_message=stderr.strip() or f"exit status {code}",
+            stdout=text,
+            stderr=stderr,
+            elapsed_ms=elapsed_ms,
+        )
     if problem:
-        detail = f"the process printed something that is not a result ({problem}): " \
-                 f"{_clip(repr(text))}"
+        detail = (
+            f"the process printed something that is not a result ({problem}): {_clip(repr(text))}"
+        )
     else:
         detail = "the process exited with status 0 without printing a result"
-    return Outcome("lost", detail=detail + _stderr_hint(stderr), stdout=text, stderr=stderr,
-                   elapsed_ms=elapsed_ms)
+    return Outcome(
+        "lost",
+        detail=detail + _stderr_hint(stderr),
+        stdout=text,
+        stderr=stderr,
+        elapsed_ms=elapsed_ms,
+    )

@@ -65,9 +65,7 @@ class Progress:
         parts = " ".join(f"{SYMBOLS[s]}{self.counts[s]}" for s in Status if self.counts[s])
         elapsed = time.monotonic() - self.started
         prefix = f"{self.label}: " if self.label else ""
-        self.stream.write(
-            f"\r\x1b[2K{prefix}running {done}/{self.total}  {parts}  {elapsed:.1f}s"
-        )
+        self.stream.write(f"\r\x1b[2K{prefix}running {done}/{self.total}  {parts}  {elapsed:.1f}s")
         self.stream.flush()
 
     def clear(self) -> None:
@@ -143,15 +141,14 @@ def render_report(
             where = f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
         label = f"{SYMBOLS[result.status]} {LABELS[result.status]:<5}"
         marker = "  [flaky]" if result.case_name in flaky else ""
-        lines.append(f"{paint(result.status, label)} {result.case_name}"
-                     f"  ({result.category}){where}{marker}")
+        lines.append(
+            f"{paint(result.status, label)} {result.case_name}  ({result.category}){where}{marker}"
+        )
         if result.reason and result.status is not Status.PASS:
             lines.append(_indent(result.reason))
         if verbose and result.captured_output and result.status is not Status.PASS:
             lines.append(_indent(result.captured_output, "      | "))
-    skipped = Counter(
-        r.reason or "" for r in run.results if r.status is Status.SKIPPED
-    )
+    skipped = Counter(r.reason or "" for r in run.results if r.status is Status.SKIPPED)
     if skipped:
         details = ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()))
         lines.append(f"{SYMBOLS[Status.SKIPPED]} skipped: {details}")
@@ -211,16 +208,36 @@ def render_history(records: Sequence[RunRecord], where: str) -> str:
     """``cer history``: recent runs, newest first, numbered as ``cer diff`` takes them."""
     if not records:
         return f"no runs recorded in {where}\n"
-    rows = [["#", "run", "started", "implementation", "pass", "fail", "error", "skip",
-             "verdict", "flaky"]]
+    rows = [
+        [
+            "#",
+            "run",
+            "started",
+            "implementation",
+            "pass",
+            "fail",
+            "error",
+            "skip",
+            "verdict",
+            "flaky",
+        ]
+    ]
     for index, record in enumerate(records, start=1):
         s = record.summary
-        rows.append([
-            str(index), record.short_id, _local_time(record.started_at_ms),
-            record.implementation_id, str(s.passed), str(s.failed), str(s.errored),
-            str(s.skipped), s.verdict,
-            f"{len(record.flaky)}: {', '.join(record.flaky)}" if record.flaky else "",
-        ])
+        rows.append(
+            [
+                str(index),
+                record.short_id,
+                _local_time(record.started_at_ms),
+                record.implementation_id,
+                str(s.passed),
+                str(s.failed),
+                str(s.errored),
+                str(s.skipped),
+                s.verdict,
+                f"{len(record.flaky)}: {', '.join(record.flaky)}" if record.flaky else "",
+            ]
+        )
     lines = _table(rows, right=frozenset({0, 4, 5, 6, 7}))
     lines.append(f"{len(records)} run{'s' if len(records) != 1 else ''} from {where}")
     return "\n".join(lines) + "\n"
@@ -233,18 +250,24 @@ def render_case_history(name: str, entries: Sequence[CaseEntry], where: str) -> 
     rows = [["#", "run", "started", "implementation", "status", "flaky", "reason"]]
     for index, entry in enumerate(entries, start=1):
         status = Status(entry.status)
-        rows.append([
-            str(index), entry.run_id[:8], _local_time(entry.started_at_ms),
-            entry.implementation_id, f"{SYMBOLS[status]} {LABELS[status]}",
-            "flaky" if entry.flaky else "",
-            " ".join((entry.reason or "").splitlines())[:120],
-        ])
+        rows.append(
+            [
+                str(index),
+                entry.run_id[:8],
+                _local_time(entry.started_at_ms),
+                entry.implementation_id,
+                f"{SYMBOLS[status]} {LABELS[status]}",
+                "flaky" if entry.flaky else "",
+                " ".join((entry.reason or "").splitlines())[:120],
+            ]
+        )
     lines = [f"{name}: {len(entries)} run{'s' if len(entries) != 1 else ''}"]
     lines.extend(_table(rows, right=frozenset({0})))
     flaky = [e for e in entries if e.flaky]
     if flaky:
-        lines.append("flaky: its status changed between runs of the same implementation "
-                     "on the same suite")
+        lines.append(
+            "flaky: its status changed between runs of the same implementation on the same suite"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -261,8 +284,10 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
     """``cer diff``: regressions, fixes, other changes, new and removed cases."""
 
     def describe(record: RunRecord) -> str:
-        return (f"{record.short_id} ({record.implementation_id}, "
-                f"{_local_time(record.started_at_ms)}, {record.summary.verdict})")
+        return (
+            f"{record.short_id} ({record.implementation_id}, "
+            f"{_local_time(record.started_at_ms)}, {record.summary.verdict})"
+        )
 
     lines = [f"from {describe(before)}", f"  to {describe(after)}"]
     if before.suite_hash and after.suite_hash and before.suite_hash != after.suite_hash:
@@ -345,10 +370,16 @@ def _where(suite: Suite, cases: Mapping[str, Case], name: str) -> str:
 
 def _verdict_counts(row: Row) -> str:
     counts = Counter(status for status in row.statuses if status is not None)
-    parts = [f"{counts[s]} {word}" for s, word in (
-        (Status.PASS, "pass"), (Status.FAIL, "fail"), (Status.ERRORED, "errored"),
-        (Status.SKIPPED, "skipped"),
-    ) if counts[s]]
+    parts = [
+        f"{counts[s]} {word}"
+        for s, word in (
+            (Status.PASS, "pass"),
+            (Status.FAIL, "fail"),
+            (Status.ERRORED, "errored"),
+            (Status.SKIPPED, "skipped"),
+        )
+        if counts[s]
+    ]
     return ", ".join(parts)
 
 
@@ -408,35 +439,48 @@ def render_matrix(
         parts.append(last)
         return "  ".join(parts).rstrip()
 
-    lines.append(table_line("case", [(None, label) for label in labels],
-                            "agreement" if marker_w else ""))
+    lines.append(
+        table_line("case", [(None, label) for label in labels], "agreement" if marker_w else "")
+    )
     for row in shown:
-        lines.append(table_line(
-            row.case_name,
-            [(status, _cell_text(status, words)) for status in row.statuses],
-            _marker(row, words),
-        ))
+        lines.append(
+            table_line(
+                row.case_name,
+                [(status, _cell_text(status, words)) for status in row.statuses],
+                _marker(row, words),
+            )
+        )
     hidden = sum(1 for row in matrix.rows if row.rank == 2) if not verbose else 0
     if hidden:
-        lines.append(f"… {hidden} more case{'s' if hidden != 1 else ''} passed by every "
-                     "implementation, observed alike (-v lists them)")
+        lines.append(
+            f"… {hidden} more case{'s' if hidden != 1 else ''} passed by every "
+            "implementation, observed alike (-v lists them)"
+        )
     deselected = sum(1 for row in matrix.rows if row.rank == 3)
     if deselected:
-        lines.append(f"{SYMBOLS[Status.SKIPPED]} {deselected} case"
-                     f"{'s' if deselected != 1 else ''} deselected")
+        lines.append(
+            f"{SYMBOLS[Status.SKIPPED]} {deselected} case"
+            f"{'s' if deselected != 1 else ''} deselected"
+        )
     summaries = [column.summary for column in matrix.columns]
-    for word, status in (("passed", Status.PASS), ("failed", Status.FAIL),
-                         ("errored", Status.ERRORED), ("skipped", Status.SKIPPED)):
+    for word, status in (
+        ("passed", Status.PASS),
+        ("failed", Status.FAIL),
+        ("errored", Status.ERRORED),
+        ("skipped", Status.SKIPPED),
+    ):
         counts = [getattr(summary, word) for summary in summaries]
-        lines.append(table_line(
-            word, [(status if count else None, str(count)) for count in counts], ""
-        ))
+        lines.append(
+            table_line(word, [(status if count else None, str(count)) for count in counts], "")
+        )
     lines.append("")
     lines.append("implementations:")
     label_w = max(len(label) for label in labels)
     for index, column in enumerate(matrix.columns):
-        text = f"  {column.label.ljust(label_w)}  {column.implementation_id} — " \
-               f"{column.summary.verdict}"
+        text = (
+            f"  {column.label.ljust(label_w)}  {column.implementation_id} — "
+            f"{column.summary.verdict}"
+        )
         coverage = coverages[index] if index < len(coverages) else None
         if coverage is not None and coverage.evaluated:
             text += f", {coverage.verified} of {coverage.total} constraints verified"
@@ -452,17 +496,23 @@ def render_matrix(
             lines.append(f"error: {describe_unknown(reference, suite.path.name)}")
     lines.append("")
     disagreements = matrix.disagreements
-    compared = sum(1 for row in matrix.rows
-                   if row.agreement in (Agreement.AGREE, Agreement.DISAGREE))
+    compared = sum(
+        1 for row in matrix.rows if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
+    )
     if disagreements:
-        lines.append(f"agreement: {len(disagreements)} of {compared} cases compared were "
-                     "observed differently")
+        lines.append(
+            f"agreement: {len(disagreements)} of {compared} cases compared were "
+            "observed differently"
+        )
     else:
-        lines.append(f"agreement: every implementation observed the same in all {compared} "
-                     "cases compared")
+        lines.append(
+            f"agreement: every implementation observed the same in all {compared} cases compared"
+        )
     for label in matrix.unobserved:
-        lines.append(f"{label} observed nothing (every case it ran errored); it is left "
-                     "out of the comparison")
+        lines.append(
+            f"{label} observed nothing (every case it ran errored); it is left "
+            "out of the comparison"
+        )
     for row in disagreements:
         extra = []
         if row.expect_empty:
@@ -471,22 +521,27 @@ def render_matrix(
             extra.append("no implementation passes")
         tail = f"  ({'; '.join(extra)})" if extra else ""
         where = _where(suite, cases, row.case_name)
-        lines.append(f"≠ {row.case_name}  ({row.category}){where}"
-                     f"  {_verdict_counts(row)}{tail}")
+        lines.append(f"≠ {row.case_name}  ({row.category}){where}  {_verdict_counts(row)}{tail}")
         keys = row.differing_keys
         for group in row.groups:
             lines.append(_group_line(group, keys, max(width, 60)))
     errored = matrix.all_errored
     if errored:
-        lines.append(f"all errored ({len(errored)}): every implementation errored, so "
-                     "there is nothing to compare")
+        lines.append(
+            f"all errored ({len(errored)}): every implementation errored, so "
+            "there is nothing to compare"
+        )
         for row in errored:
             reasons = []
             for group in row.groups:
                 for label, reason in zip(group.labels, group.reasons, strict=True):
                     reasons.append(f"{label}: {' '.join((reason or '').splitlines()[:1])}")
-            lines.append(_clip(f"  {SYMBOLS[Status.ERRORED]} {row.case_name}  "
-                               f"{'; '.join(reasons)}", max(width, 60)))
+            lines.append(
+                _clip(
+                    f"  {SYMBOLS[Status.ERRORED]} {row.case_name}  {'; '.join(reasons)}",
+                    max(width, 60),
+                )
+            )
     target = matrix.columns[0].run.target_module
     if suite.target_version:
         target += f" {suite.target_version}"
@@ -498,8 +553,11 @@ def render_matrix(
 def matrix_summary_line(matrix: Matrix, suite: Suite) -> str:
     """The matrix report's closing line: verdicts per implementation and disagreements."""
     verdicts = Counter(column.summary.verdict for column in matrix.columns)
-    verdict_text = ", ".join(f"{verdicts[v]} {v}" for v in
-                             ("conformant", "nonconformant", "incomplete") if verdicts[v])
+    verdict_text = ", ".join(
+        f"{verdicts[v]} {v}" for v in ("conformant", "nonconformant", "incomplete") if verdicts[v]
+    )
     count = len(matrix.disagreements)
-    return (f"{len(matrix.columns)} implementations × {len(suite.cases)} cases: "
-            f"{verdict_text} · {count} disagreement{'s' if count != 1 else ''}")
+    return (
+        f"{len(matrix.columns)} implementations × {len(suite.cases)} cases: "
+        f"{verdict_text} · {count} disagreement{'s' if count != 1 else ''}"
+    )

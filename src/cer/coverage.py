@@ -199,13 +199,12 @@ def parse_constraints(text: str, path: Path) -> ConstraintSet:
         name = current["name"]
         if name in seen:
             problems.append(
-                f"{current['line']}: constraint \"{name}\" is declared twice "
+                f'{current["line"]}: constraint "{name}" is declared twice '
                 f"(first at line {seen[name]})"
             )
         else:
             seen[name] = current["line"]
-            constraints.append(Constraint(name, " ".join(current["text"]).strip(),
-                                          current["line"]))
+            constraints.append(Constraint(name, " ".join(current["text"]).strip(), current["line"]))
         current = None
 
     in_fence = False
@@ -234,8 +233,7 @@ def parse_constraints(text: str, path: Path) -> ConstraintSet:
                 name = (item["tick"] or item["bold"] or item["bare"] or "").strip()
             if item is None or not name or not _NAME.match(name):
                 problems.append(
-                    f"{number}: not a constraint bullet (expected \"- name: text\"): "
-                    f"{line.strip()}"
+                    f'{number}: not a constraint bullet (expected "- name: text"): {line.strip()}'
                 )
                 continue
             current = {"name": name, "text": [item["text"].strip()], "line": number}
@@ -245,8 +243,7 @@ def parse_constraints(text: str, path: Path) -> ConstraintSet:
             current["text"].append(line.strip())
         else:
             finish()
-            problems.append(f"{number}: text in <constraints> that is not a bullet: "
-                            f"{line.strip()}")
+            problems.append(f"{number}: text in <constraints> that is not a bullet: {line.strip()}")
     finish()
     if inside:
         problems.append("the <constraints> block is not closed (no </constraints>)")
@@ -284,8 +281,9 @@ def compute_coverage(
                 covering[name].append(case.name)
                 continue
             close = difflib.get_close_matches(name, declared.names, n=1, cutoff=0.6)
-            unknown.append(UnknownReference(case.name, name, case.line,
-                                            close[0] if close else None))
+            unknown.append(
+                UnknownReference(case.name, name, case.line, close[0] if close else None)
+            )
     statuses: Mapping[str, Status] = {}
     if run is not None:
         statuses = {r.case_name: r.status for r in run.results}
@@ -301,8 +299,11 @@ def compute_coverage(
                 if statuses.get(name) is not Status.PASS
             )
             verified = bool(cases) and not not_passed
-        items.append(ConstraintCoverage(constraint.name, constraint.text, cases, verified,
-                                        not_passed, constraint.line))
+        items.append(
+            ConstraintCoverage(
+                constraint.name, constraint.text, cases, verified, not_passed, constraint.line
+            )
+        )
     return Coverage(
         source=declared.path,
         constraints=tuple(items),

@@ -346,7 +346,10 @@ class History:
             # One script, one transaction: the tables of schema.sql, cer's own, and the
             # version mark appear together or not at all.
             script = (
-                "BEGIN IMMEDIATE;\n" + schema_sql() + "\n" + _EXTENSION_SQL
+                "BEGIN IMMEDIATE;\n"
+                + schema_sql()
+                + "\n"
+                + _EXTENSION_SQL
                 + "\nINSERT OR REPLACE INTO cer_meta (key, value) VALUES "
                 f"('history_version', '{HISTORY_VERSION}');\nCOMMIT;\n"
             )
@@ -426,21 +429,33 @@ class History:
         details = []
         for result in run.results:
             output = result.captured_output
-            results.append((
-                run.run_id, result.case_name, result.case_class, result.category,
-                result.status.value, result.reason,
-                output.encode("utf-8", "surrogatepass") if output else None,
-                result.elapsed_ms,
-            ))
+            results.append(
+                (
+                    run.run_id,
+                    result.case_name,
+                    result.case_class,
+                    result.category,
+                    result.status.value,
+                    result.reason,
+                    output.encode("utf-8", "surrogatepass") if output else None,
+                    result.elapsed_ms,
+                )
+            )
             data = serialize.result_to_dict(result)
             expect = expected.get(result.case_name)
-            details.append((
-                run.run_id, result.case_name, result.position, result.stdout, result.stderr,
-                result.traceback,
-                None if data["observation"] is None else _json(data["observation"]),
-                None if expect is None else _json(serialize.value_to_json(dict(expect))),
-                _json(data["mismatches"]),
-            ))
+            details.append(
+                (
+                    run.run_id,
+                    result.case_name,
+                    result.position,
+                    result.stdout,
+                    result.stderr,
+                    result.traceback,
+                    None if data["observation"] is None else _json(data["observation"]),
+                    None if expect is None else _json(serialize.value_to_json(dict(expect))),
+                    _json(data["mismatches"]),
+                )
+            )
         with self._errors("record the run in"):
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -465,14 +480,27 @@ class History:
         db.execute(
             "INSERT INTO eval_runs (run_id, target_module, implementation_id, started_at_ms,"
             " completed_at_ms) VALUES (?, ?, ?, ?, ?)",
-            (run.run_id, run.target_module, run.implementation_id, run.started_at_ms,
-             run.completed_at_ms),
+            (
+                run.run_id,
+                run.target_module,
+                run.implementation_id,
+                run.started_at_ms,
+                run.completed_at_ms,
+            ),
         )
         db.execute(
             "INSERT INTO cer_runs (run_id, suite_path, suite_key, suite_hash, format_version,"
             " implementation, notes, recorded_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (run.run_id, suite_path, suite_key(suite_path) if suite_path else "", suite_hash,
-             run.format_version, run.implementation, _json(list(run.notes)), _now_ms()),
+            (
+                run.run_id,
+                suite_path,
+                suite_key(suite_path) if suite_path else "",
+                suite_hash,
+                run.format_version,
+                run.implementation,
+                _json(list(run.notes)),
+                _now_ms(),
+            ),
         )
         db.executemany(
             "INSERT INTO eval_case_results (run_id, case_name, case_class, category, status,"
@@ -487,8 +515,14 @@ class History:
         db.execute(
             "INSERT INTO eval_run_summary (run_id, cases_total, cases_passed, cases_failed,"
             " cases_skipped, cases_errored) VALUES (?, ?, ?, ?, ?, ?)",
-            (run.run_id, summary.total, summary.passed, summary.failed, summary.skipped,
-             summary.errored),
+            (
+                run.run_id,
+                summary.total,
+                summary.passed,
+                summary.failed,
+                summary.skipped,
+                summary.errored,
+            ),
         )
         if suite_path:
             self._prune(suite_key(suite_path))
@@ -504,15 +538,22 @@ class History:
                 (key, KEEP_RUNS),
             )
         ]
-        for table in ("cer_case_details", "eval_case_results", "eval_run_summary",
-                      "cer_runs", "eval_runs"):
-            self._db.executemany(f"DELETE FROM {table} WHERE run_id = ?",
-                                 [(run_id,) for run_id in stale])
+        for table in (
+            "cer_case_details",
+            "eval_case_results",
+            "eval_run_summary",
+            "cer_runs",
+            "eval_runs",
+        ):
+            self._db.executemany(
+                f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in stale]
+            )
 
     # --- runs -------------------------------------------------------------------------
 
-    def runs(self, limit: int | None = 20, *, suite_path: str | Path | None = None
-             ) -> tuple[RunRecord, ...]:
+    def runs(
+        self, limit: int | None = 20, *, suite_path: str | Path | None = None
+    ) -> tuple[RunRecord, ...]:
         """Recorded runs, newest first; only those of ``suite_path`` when given."""
         where, params = self._suite_filter(suite_path)
         sql = f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} {where} {_NEWEST_FIRST}"
@@ -581,28 +622,55 @@ class History:
                 (run_id,),
             ).fetchall()
         results = []
-        for (name, case_class, category, status, reason, elapsed, position, stdout, stderr,
-             traceback, observation, mismatches, captured) in cases:
+        for (
+            name,
+            case_class,
+            category,
+            status,
+            reason,
+            elapsed,
+            position,
+            stdout,
+            stderr,
+            traceback,
+            observation,
+            mismatches,
+            captured,
+        ) in cases:
             if stdout is None and captured:  # written by another tool: keep what it has
-                stdout = captured.decode("utf-8", "replace") if isinstance(
-                    captured, bytes) else str(captured)
-            results.append({
-                "case_name": name, "case_class": case_class, "category": category,
-                "status": status, "reason": reason, "elapsed_ms": elapsed,
-                "position": position or 0, "stdout": stdout or "", "stderr": stderr or "",
-                "traceback": traceback,
-                "observation": None if observation is None else json.loads(observation),
-                "mismatches": json.loads(mismatches) if mismatches else [],
-            })
+                stdout = (
+                    captured.decode("utf-8", "replace")
+                    if isinstance(captured, bytes)
+                    else str(captured)
+                )
+            results.append(
+                {
+                    "case_name": name,
+                    "case_class": case_class,
+                    "category": category,
+                    "status": status,
+                    "reason": reason,
+                    "elapsed_ms": elapsed,
+                    "position": position or 0,
+                    "stdout": stdout or "",
+                    "stderr": stderr or "",
+                    "traceback": traceback,
+                    "observation": None if observation is None else json.loads(observation),
+                    "mismatches": json.loads(mismatches) if mismatches else [],
+                }
+            )
         document = {
             "format": serialize.FORMAT,
             "run": {
-                "run_id": record.run_id, "target_module": record.target_module,
+                "run_id": record.run_id,
+                "target_module": record.target_module,
                 "implementation_id": record.implementation_id,
                 "implementation": record.implementation,
                 "started_at_ms": record.started_at_ms,
-                "completed_at_ms": record.completed_at_ms, "suite_path": record.suite_path,
-                "suite_hash": record.suite_hash, "suite_format_version": record.format_version,
+                "completed_at_ms": record.completed_at_ms,
+                "suite_path": record.suite_path,
+                "suite_hash": record.suite_hash,
+                "suite_format_version": record.format_version,
                 "notes": list(record.notes),
             },
             "results": results,
@@ -647,8 +715,13 @@ class History:
             groups = self._flaky_groups({(row[2], row[3]) for row in rows})
         return tuple(
             CaseEntry(
-                run_id=run_id, started_at_ms=started, implementation_id=impl,
-                suite_hash=suite_hash, status=status, reason=reason, elapsed_ms=elapsed,
+                run_id=run_id,
+                started_at_ms=started,
+                implementation_id=impl,
+                suite_hash=suite_hash,
+                status=status,
+                reason=reason,
+                elapsed_ms=elapsed,
                 flaky=name in groups.get((impl, suite_hash), ()),
             )
             for run_id, started, impl, suite_hash, status, reason, elapsed in rows
@@ -660,8 +733,10 @@ class History:
         """The newest recorded run of one implementation (as given, ``pkg:func``, and
         its id without the hash, ``stem``), whatever its code was; None when none."""
         for record in self.runs(None, suite_path=suite_path):
-            if (record.implementation == implementation
-                    and record.implementation_id.rpartition("@")[0] == stem):
+            if (
+                record.implementation == implementation
+                and record.implementation_id.rpartition("@")[0] == stem
+            ):
                 return record
         return None
 
@@ -752,9 +827,25 @@ class History:
         return "WHERE c.suite_key = ?", (suite_key(suite_path),)
 
     def _record_from_row(self, row: Sequence[Any]) -> RunRecord:
-        (run_id, target, impl_id, started, completed, seq, suite_path, _key, suite_hash,
-         format_version, implementation, notes, total, passed, failed, skipped,
-         errored) = row
+        (
+            run_id,
+            target,
+            impl_id,
+            started,
+            completed,
+            seq,
+            suite_path,
+            _key,
+            suite_hash,
+            format_version,
+            implementation,
+            notes,
+            total,
+            passed,
+            failed,
+            skipped,
+            errored,
+        ) = row
         if total is None:
             summary = self._summary_from_cases(run_id)
         else:
@@ -764,18 +855,27 @@ class History:
         except ValueError:
             note_list = ()
         return RunRecord(
-            run_id=str(run_id), target_module=str(target), implementation_id=str(impl_id),
-            started_at_ms=int(started), completed_at_ms=int(completed), summary=summary,
-            suite_path=suite_path or "", suite_hash=suite_hash or "",
-            format_version=format_version or "", implementation=implementation or "",
-            notes=note_list, seq=seq,
+            run_id=str(run_id),
+            target_module=str(target),
+            implementation_id=str(impl_id),
+            started_at_ms=int(started),
+            completed_at_ms=int(completed),
+            summary=summary,
+            suite_path=suite_path or "",
+            suite_hash=suite_hash or "",
+            format_version=format_version or "",
+            implementation=implementation or "",
+            notes=note_list,
+            seq=seq,
         )
 
     def _summary_from_cases(self, run_id: str) -> Summary:
-        counts = dict(self._db.execute(
-            "SELECT status, COUNT(*) FROM eval_case_results WHERE run_id = ? GROUP BY status",
-            (run_id,),
-        ).fetchall())
+        counts = dict(
+            self._db.execute(
+                "SELECT status, COUNT(*) FROM eval_case_results WHERE run_id = ? GROUP BY status",
+                (run_id,),
+            ).fetchall()
+        )
         passed, failed = counts.get("pass", 0), counts.get("fail", 0)
         skipped, errored = counts.get("skipped", 0), counts.get("errored", 0)
         return Summary(passed + failed + skipped + errored, passed, failed, skipped, errored)

@@ -220,9 +220,7 @@ def _ran(cell: CaseResult | None) -> bool:
     return cell is not None and cell.status is not Status.SKIPPED
 
 
-def _group(
-    columns: Sequence[Column], cells: Sequence[CaseResult | None]
-) -> tuple[Group, ...]:
+def _group(columns: Sequence[Column], cells: Sequence[CaseResult | None]) -> tuple[Group, ...]:
     """Cells that ran, grouped by status and strictly equal observations; the cells of
     unobserved columns are left out."""
     found: list[tuple[Status, dict[str, Any] | None, list[str], list[str | None]]] = []
@@ -248,9 +246,7 @@ def _group(
 
 
 def _differing_keys(groups: Sequence[Group]) -> tuple[str, ...]:
-    return differing_keys(
-        [group.observation for group in groups if group.observation is not None]
-    )
+    return differing_keys([group.observation for group in groups if group.observation is not None])
 
 
 def differing_keys(observed: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
@@ -317,17 +313,19 @@ def build_matrix(
     rows = []
     for case, cells in zip(suite.cases, table, strict=True):
         groups = _group(columns, cells)
-        rows.append(Row(
-            case_name=case.name,
-            position=case.position,
-            case_class=case.case_class,
-            category=case.category,
-            cells=cells,
-            agreement=_agreement(groups),
-            groups=groups,
-            differing_keys=_differing_keys(groups),
-            expect_empty=not case.expect,
-        ))
+        rows.append(
+            Row(
+                case_name=case.name,
+                position=case.position,
+                case_class=case.case_class,
+                category=case.category,
+                cells=cells,
+                agreement=_agreement(groups),
+                groups=groups,
+                differing_keys=_differing_keys(groups),
+                expect_empty=not case.expect,
+            )
+        )
     rows.sort(key=lambda row: (row.rank, row.position))
     return Matrix(columns, tuple(rows))
 
@@ -406,10 +404,9 @@ def _kind_of(run: RunResult) -> str:
 
 def labels_for_runs(runs: Sequence[RunResult]) -> tuple[str, ...]:
     """Unique short labels for runs, from what each run's implementation was named."""
-    return unique_labels([
-        short_label(_kind_of(run), run.implementation or run.implementation_id)
-        for run in runs
-    ])
+    return unique_labels(
+        [short_label(_kind_of(run), run.implementation or run.implementation_id) for run in runs]
+    )
 
 
 # ------------------------------------------------------------------------------ JSON
@@ -419,8 +416,12 @@ FORMAT_VERSION = 1
 
 
 def _case_fields(row: Row) -> dict[str, Any]:
-    return {"case_name": row.case_name, "position": row.position,
-            "case_class": row.case_class, "category": row.category}
+    return {
+        "case_name": row.case_name,
+        "position": row.position,
+        "case_class": row.case_class,
+        "category": row.category,
+    }
 
 
 def matrix_to_dict(
@@ -478,7 +479,8 @@ def matrix_to_dict(
                     {
                         "labels": list(group.labels),
                         "status": group.status.value,
-                        "observation": None if group.observation is None
+                        "observation": None
+                        if group.observation is None
                         else serialize.value_to_json(dict(group.observation)),
                         "reasons": list(group.reasons),
                     }
@@ -502,8 +504,7 @@ def matrix_to_dict(
             "implementations": len(matrix.columns),
             "cases_total": len(matrix.rows),
             "cases_compared": sum(
-                1 for row in matrix.rows
-                if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
+                1 for row in matrix.rows if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
             ),
             "disagreements": len(matrix.disagreements),
             "all_errored": len(matrix.all_errored),

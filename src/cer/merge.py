@@ -112,8 +112,9 @@ def _implementation_id(shards: Sequence[Shard]) -> str:
     bare ``MODULE:ATTR`` without a source hash; it agrees with any hashed id of the
     same name. Two different hashes never agree: those shards ran different code.
     """
-    names = [shard.run.implementation or shard.run.implementation_id.split("@")[0]
-             for shard in shards]
+    names = [
+        shard.run.implementation or shard.run.implementation_id.split("@")[0] for shard in shards
+    ]
     _check_uniform(shards, "implementations", names)
     hashed = [shard for shard in shards if "@" in shard.run.implementation_id]
     if not hashed:
@@ -133,8 +134,10 @@ def merge_runs(shards: Sequence[Shard | RunResult]) -> RunResult:
     completes when the last one completed, and has an id derived from the shards'
     ids, so merging the same documents twice gives the same run.
     """
-    given = [item if isinstance(item, Shard) else Shard(f"document {n}", item)
-             for n, item in enumerate(shards, start=1)]
+    given = [
+        item if isinstance(item, Shard) else Shard(f"document {n}", item)
+        for n, item in enumerate(shards, start=1)
+    ]
     if not given:
         raise MergeError("there is nothing to merge: give the shards' result documents")
     hashes = [shard.run.suite_hash for shard in given]
@@ -155,8 +158,10 @@ def merge_runs(shards: Sequence[Shard | RunResult]) -> RunResult:
             extra = [name for name in names if name not in set(order)]
             absent = [name for name in order if name not in set(names)]
             detail = (
-                f"it has {_names(extra)} that {first.name} has not" if extra
-                else f"it lacks {_names(absent)}" if absent
+                f"it has {_names(extra)} that {first.name} has not"
+                if extra
+                else f"it lacks {_names(absent)}"
+                if absent
                 else "the cases are in another order"
             )
             raise MergeError(f"{shard.name} lists other cases than {first.name}: {detail}")

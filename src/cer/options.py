@@ -30,15 +30,35 @@ DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86_400.0
 DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
-    {"suite", "impl", "impl_cmd", "impl_cmd_per_case", "impls", "paths", "timeout",
-     "isolation", "max_memory", "capture_limit", "categories", "watch", "theme", "jobs"}
+    {
+        "suite",
+        "impl",
+        "impl_cmd",
+        "impl_cmd_per_case",
+        "impls",
+        "paths",
+        "timeout",
+        "isolation",
+        "max_memory",
+        "capture_limit",
+        "categories",
+        "watch",
+        "theme",
+        "jobs",
+    }
 )
-_SINGLE_KEYS = (("python", "impl"), ("command", "impl_cmd"),
-                ("command-per-case", "impl_cmd_per_case"))
+_SINGLE_KEYS = (
+    ("python", "impl"),
+    ("command", "impl_cmd"),
+    ("command-per-case", "impl_cmd_per_case"),
+)
 _ENTRY_KINDS = {"impl": "python", "cmd": "command", "cmd_per_case": "command-per-case"}
 """The keys of an ``impls`` table entry that name an implementation, and their kinds."""
-_OPTION_NAMES = {"python": "--impl", "command": "--impl-cmd",
-                 "command-per-case": "--impl-cmd-per-case"}
+_OPTION_NAMES = {
+    "python": "--impl",
+    "command": "--impl-cmd",
+    "command-per-case": "--impl-cmd-per-case",
+}
 
 
 class UsageError(Exception):
@@ -64,7 +84,7 @@ class ProjectConfig:
         value = self.values.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise UsageError(
-                f"{self.path}: [tool.cer] {key} must be a list of strings, e.g. {key} = [\"src\"]"
+                f'{self.path}: [tool.cer] {key} must be a list of strings, e.g. {key} = ["src"]'
             )
         return tuple(self.root / item for item in value)
 
@@ -148,13 +168,19 @@ class _ImplementationAction(argparse.Action):
     ``(kind, value)`` to ``implementations``, so mixed options keep their order. The
     option's own attribute holds its last value, as a plain store would."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, *, kind: str,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, kind: str, **kwargs: Any
+    ) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.kind = kind
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         given = list(getattr(namespace, "implementations", None) or [])
         given.append((self.kind, values))
         namespace.implementations = given
@@ -164,67 +190,121 @@ class _ImplementationAction(argparse.Action):
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments shared by ``cer run`` and ``cer-tui``."""
     parser.add_argument(
-        "suite", nargs="?", type=Path,
+        "suite",
+        nargs="?",
+        type=Path,
         help="the evals.toml to run (default: [tool.cer] suite in pyproject.toml)",
     )
     parser.add_argument(
-        "--impl", metavar="MODULE:ATTR", action=_ImplementationAction, kind="python",
+        "--impl",
+        metavar="MODULE:ATTR",
+        action=_ImplementationAction,
+        kind="python",
         help="the implementation under test: a function, a class (one instance per case) "
         "or an object with run_case(case); the suite's folder and the working directory "
         "are on the import path (repeatable, and mixable with --impl-cmd and "
         "--impl-cmd-per-case: several implementations run side by side, docs/matrix.md)",
     )
     parser.add_argument(
-        "--impl-cmd", metavar="'COMMAND ARGS'", action=_ImplementationAction, kind="command",
+        "--impl-cmd",
+        metavar="'COMMAND ARGS'",
+        action=_ImplementationAction,
+        kind="command",
         help="the implementation is a long-lived process speaking the line-delimited JSON "
         "protocol of docs/protocol.md on stdin/stdout (split like a shell, never run "
         "through one; repeatable)",
     )
     parser.add_argument(
-        "--impl-cmd-per-case", metavar="'COMMAND ARGS'", action=_ImplementationAction,
+        "--impl-cmd-per-case",
+        metavar="'COMMAND ARGS'",
+        action=_ImplementationAction,
         kind="command-per-case",
         help="the implementation is a command run once per case: the case as JSON on "
         "stdin, the observation as JSON on stdout, exit status 0 (repeatable)",
     )
     parser.add_argument(
-        "--path", dest="paths", action="append", default=[], metavar="DIR",
+        "--path",
+        dest="paths",
+        action="append",
+        default=[],
+        metavar="DIR",
         help="add DIR to the implementation's import path (repeatable)",
     )
     parser.add_argument(
-        "--timeout", type=_positive_float, metavar="SECONDS",
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
         help=f"per-case time limit, enforced from outside (default {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument(
-        "--isolation", choices=ISOLATION_MODES,
+        "--isolation",
+        choices=ISOLATION_MODES,
         help="fork: each case in its own process (default, safe); none: cases share the "
         "worker process (faster, weaker)",
     )
     parser.add_argument(
-        "-j", "--jobs", type=argument_type(parse_jobs), metavar="N",
+        "-j",
+        "--jobs",
+        type=argument_type(parse_jobs),
+        metavar="N",
         help="run cases on N workers at once (default: auto, one per CPU); results stay "
         "in declared order; use -j 1 for timing-sensitive suites",
     )
     parser.add_argument(
-        "--max-memory", type=parse_size, metavar="SIZE",
+        "--max-memory",
+        type=parse_size,
+        metavar="SIZE",
         help="address-space limit for each case, e.g. 512M or 2G (default: none)",
     )
     parser.add_argument(
-        "--capture-limit", type=parse_size, metavar="SIZE",
+        "--capture-limit",
+        type=parse_size,
+        metavar="SIZE",
         help="bytes of stdout and of stderr kept per case (default 64K)",
     )
     select = parser.add_argument_group(
         "case selection", "Unselected cases are still reported, as skipped (deselected)."
     )
-    select.add_argument("--case", dest="case_globs", action="append", default=[],
-                        metavar="GLOB", help="case names matching a shell pattern")
-    select.add_argument("--category", dest="categories", action="append", default=[],
-                        metavar="NAME", help="cases of this category")
-    select.add_argument("--class", dest="classes", action="append", default=[],
-                        choices=CASE_CLASSES, help="cases of this case class")
-    select.add_argument("--tag", dest="tags", action="append", default=[],
-                        metavar="GLOB", help="cases with a tag matching a shell pattern")
-    select.add_argument("-k", dest="substrings", action="append", default=[],
-                        metavar="TEXT", help="cases whose name contains TEXT")
+    select.add_argument(
+        "--case",
+        dest="case_globs",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="case names matching a shell pattern",
+    )
+    select.add_argument(
+        "--category",
+        dest="categories",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="cases of this category",
+    )
+    select.add_argument(
+        "--class",
+        dest="classes",
+        action="append",
+        default=[],
+        choices=CASE_CLASSES,
+        help="cases of this case class",
+    )
+    select.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="cases with a tag matching a shell pattern",
+    )
+    select.add_argument(
+        "-k",
+        dest="substrings",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="cases whose name contains TEXT",
+    )
 
 
 @dataclass(frozen=True)
@@ -257,9 +337,11 @@ class ResolvedRun:
         if not self.implementations:
             object.__setattr__(self, "implementations", (self.options,))
         if not self.labels:
-            object.__setattr__(self, "labels", unique_labels(
-                [short_label(o.kind, o.impl) for o in self.implementations]
-            ))
+            object.__setattr__(
+                self,
+                "labels",
+                unique_labels([short_label(o.kind, o.impl) for o in self.implementations]),
+            )
         if len(self.labels) != len(self.implementations):
             raise ValueError("one label per implementation")
 
@@ -307,13 +389,15 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
         return []
     single = [key for _, key in _SINGLE_KEYS if key in values]
     if single:
-        raise UsageError(f"{where} sets both impls and {', '.join(single)}; list every "
-                         "implementation in impls")
+        raise UsageError(
+            f"{where} sets both impls and {', '.join(single)}; list every implementation in impls"
+        )
     entries = values["impls"]
     example = 'impls = ["calc:evaluate", { cmd = "node calc.mjs" }]'
     if not isinstance(entries, list) or not entries:
-        raise UsageError(f"{where} impls must be a non-empty list of implementations, "
-                         f"e.g. {example}")
+        raise UsageError(
+            f"{where} impls must be a non-empty list of implementations, e.g. {example}"
+        )
     found = []
     for index, entry in enumerate(entries):
         here = f"{where} impls[{index}]"
@@ -321,12 +405,15 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
             found.append(Implementation("python", entry))
             continue
         if not isinstance(entry, dict):
-            raise UsageError(f"{here} must be a string MODULE:ATTR or a table such as "
-                             f'{{ cmd = "node calc.mjs" }}, got {entry!r}')
+            raise UsageError(
+                f"{here} must be a string MODULE:ATTR or a table such as "
+                f'{{ cmd = "node calc.mjs" }}, got {entry!r}'
+            )
         unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label"})
         if unknown:
-            raise UsageError(f"{here}: unknown keys {', '.join(unknown)} (known: cmd, "
-                             "cmd_per_case, impl, label)")
+            raise UsageError(
+                f"{here}: unknown keys {', '.join(unknown)} (known: cmd, cmd_per_case, impl, label)"
+            )
         named = [key for key in _ENTRY_KINDS if key in entry]
         if len(named) != 1:
             raise UsageError(f"{here} must have exactly one of impl, cmd and cmd_per_case")
@@ -335,8 +422,7 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
         if not isinstance(value, str):
             raise UsageError(f"{here}: {named[0]} must be a string, got {value!r}")
         if label is not None and (
-            not isinstance(label, str) or len(label) > MAX_LABEL
-            or not LABEL_PATTERN.match(label)
+            not isinstance(label, str) or len(label) > MAX_LABEL or not LABEL_PATTERN.match(label)
         ):
             raise UsageError(
                 f"{here}: label must be letters, digits, '_', '.' or '-' (starting with a "
@@ -400,12 +486,11 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         max_memory = _config_size(values["max_memory"], "max_memory")
     capture_limit = args.capture_limit
     if capture_limit is None:
-        capture_limit = _config_size(values.get("capture_limit", DEFAULT_CAPTURE_LIMIT),
-                                     "capture_limit")
+        capture_limit = _config_size(
+            values.get("capture_limit", DEFAULT_CAPTURE_LIMIT), "capture_limit"
+        )
     categories = values.get("categories", {})
-    if not isinstance(categories, dict) or not all(
-        isinstance(v, str) for v in categories.values()
-    ):
+    if not isinstance(categories, dict) or not all(isinstance(v, str) for v in categories.values()):
         raise UsageError("[tool.cer.categories] must map category names to model names")
     jobs = getattr(args, "jobs", None)
     if jobs is None:
@@ -415,7 +500,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         except ValueError as exc:
             raise UsageError(f"[tool.cer] jobs: {exc}") from None
         if jobs < 0:
-            raise UsageError("[tool.cer] jobs must be a number of workers or \"auto\"")
+            raise UsageError('[tool.cer] jobs must be a number of workers or "auto"')
     paths = (*config.paths_value("paths"), *(Path(p) for p in args.paths))
     selection = Selection(
         case_globs=tuple(args.case_globs),

@@ -143,7 +143,7 @@ def to_wire(value: Any, path: str = "") -> Any:
 
 def _from_wire_object(obj: dict[str, Any]) -> Any:
     if _len(obj) == 1:
-        (key, item), = obj.items()
+        ((key, item),) = obj.items()
         if key in _TAGS:
             if _type(item) is not _str:
                 raise ValueError(f"malformed {key} value")

@@ -200,8 +200,9 @@ def _skipped(case: Case, reason: str) -> CaseResult:
     )
 
 
-def _errored(case: Case, reason: str, *, traceback: str | None = None, stdout: str = "",
-             stderr: str = "") -> CaseResult:
+def _errored(
+    case: Case, reason: str, *, traceback: str | None = None, stdout: str = "", stderr: str = ""
+) -> CaseResult:
     return CaseResult(
         case_name=case.name,
         case_class=case.case_class,
@@ -424,11 +425,13 @@ class _Execution:
             self.requeue(lane)
         while self.pending:
             item = self.pending.popleft()
-            self.record(_errored(
-                item.case,
-                "not run: the worker process was lost "
-                f"{losses} times in a row without finishing a case",
-            ))
+            self.record(
+                _errored(
+                    item.case,
+                    "not run: the worker process was lost "
+                    f"{losses} times in a row without finishing a case",
+                )
+            )
 
     def fill(self, lane: _Lane) -> None:
         """Send the lane's worker cases from the shared queue, up to the window.
@@ -442,8 +445,10 @@ class _Execution:
         window = self._window
         while pending and len(in_flight) < window and not lane.expecting_exit:
             item = pending[0]
-            if inline and in_flight and (
-                _times_matter(item.case) or _times_matter(in_flight[-1].item.case)
+            if (
+                inline
+                and in_flight
+                and (_times_matter(item.case) or _times_matter(in_flight[-1].item.case))
             ):
                 break
             pending.popleft()
@@ -459,14 +464,16 @@ class _Execution:
     @staticmethod
     def encode(item: _Planned) -> bytes:
         case = item.case
-        return plaindata.dumps({
-            "name": case.name,
-            "case_class": case.case_class,
-            "category": case.category,
-            "tags": list(case.tags),
-            "model": item.model,
-            "input": plaindata.to_wire(item.input),
-        })
+        return plaindata.dumps(
+            {
+                "name": case.name,
+                "case_class": case.case_class,
+                "category": case.category,
+                "tags": list(case.tags),
+                "model": item.model,
+                "input": plaindata.to_wire(item.input),
+            }
+        )
 
     def wait(self, lanes: list[_Lane]) -> None:
         """Wait for any worker to speak (or a short while), then handle every complete
@@ -560,8 +567,11 @@ class _Execution:
         stops; when none is left, the remaining cases are errored.
         """
         self.kill_lane(lane)
-        others = [other for other in self.lanes
-                  if other is not lane and not other.retired and other.worker is not None]
+        others = [
+            other
+            for other in self.lanes
+            if other is not lane and not other.retired and other.worker is not None
+        ]
         if self.announced and others:
             lane.retired = True
             self.requeue(lane)
@@ -594,9 +604,7 @@ class _Execution:
         self.notes.append(note)
         self.emit(ImplementationFailed(reason, trace or ""))
         for item in planned:
-            self.record(
-                _errored(item.case, note, traceback=trace, stdout=output)
-            )
+            self.record(_errored(item.case, note, traceback=trace, stdout=output))
 
     def answer(self, lane: _Lane, message: Message, now: float) -> None:
         """A message from a worker that runs cases."""
@@ -637,11 +645,13 @@ class _Execution:
         attempts = self._attempts.get(item.case.position, 0) + 1
         self._attempts[item.case.position] = attempts
         if attempts >= START_ATTEMPTS:
-            self.record(_errored(
-                item.case,
-                f"the runner could not start this case: its process was disturbed "
-                f"before it began, {attempts} times",
-            ))
+            self.record(
+                _errored(
+                    item.case,
+                    f"the runner could not start this case: its process was disturbed "
+                    f"before it began, {attempts} times",
+                )
+            )
             return
         self.pending.appendleft(item)
 
@@ -685,26 +695,30 @@ class _Execution:
         item = lane.in_flight.popleft().item
         worker = lane.worker
         if self.options.isolation == "none" and lane.begun_at is not None:
-            outcome = Outcome("crashed", detail=f"the case ended the worker process: "
-                              f"{description.split(': ', 1)[-1]}")
+            outcome = Outcome(
+                "crashed",
+                detail=f"the case ended the worker process: {description.split(': ', 1)[-1]}",
+            )
             self.record(judge(item.case, outcome))
             return
         tail = worker.stderr_tail() if worker is not None else ""
-        self.record(_errored(item.case, f"the runner lost this case: {description}",
-                             stderr=tail))
+        self.record(_errored(item.case, f"the runner lost this case: {description}", stderr=tail))
 
     def handle_timeout(self, lane: _Lane, precise: bool) -> None:
         item = lane.in_flight.popleft().item
         timeout = self.options.timeout
         if precise:
-            outcome = Outcome("timed_out", detail=f"timed out after {timeout:g} s",
-                              elapsed_ms=timeout * 1000.0)
+            outcome = Outcome(
+                "timed_out", detail=f"timed out after {timeout:g} s", elapsed_ms=timeout * 1000.0
+            )
             self.record(judge(item.case, outcome))
         else:
-            self.record(_errored(
-                item.case,
-                f"the worker stopped responding for {timeout + WATCHDOG_GRACE:g} s",
-            ))
+            self.record(
+                _errored(
+                    item.case,
+                    f"the worker stopped responding for {timeout + WATCHDOG_GRACE:g} s",
+                )
+            )
 
 
 def plan(
@@ -733,9 +747,9 @@ def plan(
         resolved, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
         if missing:
             names = ", ".join(missing)
-            decided.append(_errored(
-                case, f"missing fixture: {names} (looked in {suite.fixtures_dir})"
-            ))
+            decided.append(
+                _errored(case, f"missing fixture: {names} (looked in {suite.fixtures_dir})")
+            )
             continue
         runnable.append(_Planned(case, resolved, model))
     return runnable, decided

@@ -27,9 +27,10 @@ class Selection:
 
     @property
     def is_everything(self) -> bool:
-        return not (
-            self.case_globs or self.categories or self.classes or self.tags or self.substrings
-        ) and self.names is None
+        return (
+            not (self.case_globs or self.categories or self.classes or self.tags or self.substrings)
+            and self.names is None
+        )
 
     def selects(self, case: Case) -> bool:
         if self.names is not None and case.name not in self.names:

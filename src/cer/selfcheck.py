@@ -85,10 +85,12 @@ SUBJECT = "subject"
 DEFAULT_TIMEOUT = 2.0
 
 _SELECTIONS = ("case", "category", "class", "tag", "k")
-_OPTION_KEYS = frozenset({"timeout", "isolation", "max_memory", "capture_limit",
-                          "categories", *_SELECTIONS})
-_INPUT_KEYS = frozenset({"suite", "impl", "entry", "modules", "fixtures", "options",
-                         "runs", "suite_encoding"})
+_OPTION_KEYS = frozenset(
+    {"timeout", "isolation", "max_memory", "capture_limit", "categories", *_SELECTIONS}
+)
+_INPUT_KEYS = frozenset(
+    {"suite", "impl", "entry", "modules", "fixtures", "options", "runs", "suite_encoding"}
+)
 
 
 class InvariantBroken(AssertionError):
@@ -115,8 +117,11 @@ def _run_in(folder: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     try:
         suite = load_suite(suite_path)
     except SuiteError as exc:
-        return {"suite_error": str(exc), "problems": list(exc.problems),
-                "problem_count": len(exc.problems)}
+        return {
+            "suite_error": str(exc),
+            "problems": list(exc.problems),
+            "problem_count": len(exc.problems),
+        }
     options = _options(data)
     runs = _positive_int(data.get("runs", 1), "runs")
     before = _fingerprint(suite)
@@ -213,18 +218,30 @@ def _options(data: Mapping[str, Any]) -> RunOptions:
 
 def _fingerprint(suite: Suite) -> str:
     """Everything about the loaded cases that a run must leave exactly as it was."""
-    return repr([
-        (case.name, case.case_class, case.category, case.position, dict(case.input),
-         dict(case.expect), case.tags, case.verifies)
-        for case in suite.cases
-    ])
+    return repr(
+        [
+            (
+                case.name,
+                case.case_class,
+                case.category,
+                case.position,
+                dict(case.input),
+                dict(case.expect),
+                case.tags,
+                case.verifies,
+            )
+            for case in suite.cases
+        ]
+    )
 
 
 def _run_fingerprint(run: RunResult) -> str:
-    return repr([
-        (r.case_name, r.status.value, r.reason, r.mismatches, _without_time(r.observation))
-        for r in run.results
-    ])
+    return repr(
+        [
+            (r.case_name, r.status.value, r.reason, r.mismatches, _without_time(r.observation))
+            for r in run.results
+        ]
+    )
 
 
 def _without_time(observation: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -264,8 +281,9 @@ def _check_invariants(suite: Suite, run: RunResult, events: Sequence[RunEvent]) 
         raise InvariantBroken("; ".join(problems))
 
 
-def _observe(suite: Suite, run: RunResult, events: Sequence[RunEvent],
-             wall_ms: int) -> dict[str, Any]:
+def _observe(
+    suite: Suite, run: RunResult, events: Sequence[RunEvent], wall_ms: int
+) -> dict[str, Any]:
     summary = run.summary
     observation: dict[str, Any] = {
         "statuses": [r.status.value for r in run.results],

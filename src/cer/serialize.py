@@ -65,9 +65,9 @@ def result_to_dict(result: CaseResult) -> dict[str, Any]:
         "stdout": result.stdout,
         "stderr": result.stderr,
         "traceback": result.traceback,
-        "observation": None if result.observation is None else value_to_json(
-            dict(result.observation)
-        ),
+        "observation": None
+        if result.observation is None
+        else value_to_json(dict(result.observation)),
         "mismatches": [
             {
                 "path": m.path,
@@ -141,12 +141,15 @@ def run_from_dict(data: Mapping[str, Any]) -> RunResult:
                 stderr=item.get("stderr", ""),
                 traceback=item.get("traceback"),
                 elapsed_ms=item.get("elapsed_ms"),
-                observation=None if item.get("observation") is None
+                observation=None
+                if item.get("observation") is None
                 else _value_from_json(item["observation"]),
                 mismatches=tuple(
                     Mismatch(
-                        m["path"], m["message"],
-                        _value_from_json(m["expected"]), _value_from_json(m["observed"]),
+                        m["path"],
+                        m["message"],
+                        _value_from_json(m["expected"]),
+                        _value_from_json(m["observed"]),
                     )
                     for m in item.get("mismatches", ())
                 ),

@@ -75,18 +75,14 @@ def outcome_from_worker(
     outside_ms = float(outside) if isinstance(outside, int | float) else None
     if kind == "timeout":
         return out(
-            "timed_out",
-            detail=f"timed out after {_seconds(timeout)}",
-            elapsed_ms=timeout * 1000.0
+            "timed_out", detail=f"timed out after {_seconds(timeout)}", elapsed_ms=timeout * 1000.0
         )
     if kind == "too_large":
         return out("not_plain", detail="the observation exceeded 64 MiB")
     if kind == "signal":
         return out("crashed", detail=f"the case's process was killed by {how.get('name')}")
     if kind == "exited" and how.get("code") != 0:
-        return out(
-            "crashed", detail=f"the case's process exited with status {how.get('code')}"
-        )
+        return out("crashed", detail=f"the case's process exited with status {how.get('code')}")
     payload_bytes: bytes | None = raw
     if kind == "exited":
         try:
@@ -102,7 +98,7 @@ def outcome_from_worker(
             return out(
                 "lost",
                 detail="the result channel held unexpected bytes (something other than the "
-                "runner wrote to it)"
+                "runner wrote to it)",
             )
         else:
             payload_bytes = frames[0][1]
@@ -110,8 +106,7 @@ def outcome_from_worker(
         return out("lost", detail=f"the worker reported an unknown ending {how!r}")
     if not payload_bytes:
         return out(
-            "crashed",
-            detail="the case's process exited (status 0) without reporting a result"
+            "crashed", detail="the case's process exited (status 0) without reporting a result"
         )
     try:
         payload = plaindata.loads(payload_bytes)
@@ -130,14 +125,14 @@ def outcome_from_worker(
             error_type=str(payload.get("type")),
             error_message=str(payload.get("msg")),
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms
+            elapsed_ms=elapsed_ms,
         )
     if tag == "bad":
         return out(
             "not_plain",
             detail=f"the implementation returned something that is not plain data: "
             f"{payload.get('path') or '<return value>'}: {payload.get('why')}",
-            elapsed_ms=elapsed_ms
+            elapsed_ms=elapsed_ms,
         )
     if tag == "base":
         return out(
@@ -145,7 +140,7 @@ def outcome_from_worker(
             detail=f"the implementation raised {payload.get('type')} "
             f"(a BaseException, not an Exception): {payload.get('msg')}",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms
+            elapsed_ms=elapsed_ms,
         )
     if tag == "setup":
         return out(
@@ -159,14 +154,14 @@ def outcome_from_worker(
             "crashed",
             detail="the implementation ran out of memory (MemoryError)",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms
+            elapsed_ms=elapsed_ms,
         )
     if tag == "thread":
         return out(
             "crashed",
             detail="an exception escaped a thread the case started",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms
+            elapsed_ms=elapsed_ms,
         )
     return out("lost", detail=f"the case sent an unknown result kind {tag!r}")
 
@@ -185,8 +180,12 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     expect = case.expect
     elapsed = None if outcome.elapsed_ms is None else round(outcome.elapsed_ms)
 
-    def result(status: Status, reason: str | None, observation: Any = None,
-               mismatches: tuple[Any, ...] = ()) -> CaseResult:
+    def result(
+        status: Status,
+        reason: str | None,
+        observation: Any = None,
+        mismatches: tuple[Any, ...] = (),
+    ) -> CaseResult:
         return CaseResult(
             case_name=case.name,
             case_class=case.case_class,
@@ -231,22 +230,24 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         return compared(observation)
     if outcome.kind == "raised":
         if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
-            return compared({
-                "rejects": True, "error": outcome.error_message,
-                "error_type": outcome.error_type, "crashed": False, "hung": False, **health,
-            })
+            return compared(
+                {
+                    "rejects": True,
+                    "error": outcome.error_message,
+                    "error_type": outcome.error_type,
+                    "crashed": False,
+                    "hung": False,
+                    **health,
+                }
+            )
         return result(
             Status.ERRORED,
             f"the implementation raised {outcome.error_type}: {_short(outcome.error_message)}",
         )
     if outcome.kind == "timed_out" and "hung" in expect:
-        return _with_detail(
-            compared({"hung": True, "crashed": False, **health}), outcome.detail
-        )
+        return _with_detail(compared({"hung": True, "crashed": False, **health}), outcome.detail)
     if outcome.kind == "crashed" and "crashed" in expect:
-        return _with_detail(
-            compared({"crashed": True, "hung": False, **health}), outcome.detail
-        )
+        return _with_detail(compared({"crashed": True, "hung": False, **health}), outcome.detail)
     return result(Status.ERRORED, outcome.detail)
 
 

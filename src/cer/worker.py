@@ -268,10 +268,16 @@ def _rehearsal_target() -> dict[str, Any]:
     return {"output": ["text", 1, 2.5, None, True, {"nested": [0]}]}
 
 
-_REHEARSAL = plaindata.dumps({
-    "name": "rehearsal", "case_class": "functional", "category": "functional", "tags": [],
-    "model": "call", "input": {},
-})
+_REHEARSAL = plaindata.dumps(
+    {
+        "name": "rehearsal",
+        "case_class": "functional",
+        "category": "functional",
+        "tags": [],
+        "model": "call",
+        "input": {},
+    }
+)
 
 
 def _rehearse() -> None:
@@ -485,8 +491,16 @@ class _Child:
 
     __slots__ = ("err_r", "input_w", "out_r", "pid", "pidfd", "result_r", "token")
 
-    def __init__(self, pid: int, token: bytes, input_w: int, result_r: int, out_r: int,
-                 err_r: int, pidfd: int) -> None:
+    def __init__(
+        self,
+        pid: int,
+        token: bytes,
+        input_w: int,
+        result_r: int,
+        out_r: int,
+        err_r: int,
+        pidfd: int,
+    ) -> None:
         self.pid = pid
         self.token = token
         self.input_w = input_w
@@ -498,7 +512,8 @@ class _Child:
     def worker_fds(self) -> tuple[int, ...]:
         """The descriptors the worker holds for this process."""
         return tuple(
-            fd for fd in (self.input_w, self.result_r, self.out_r, self.err_r, self.pidfd)
+            fd
+            for fd in (self.input_w, self.result_r, self.out_r, self.err_r, self.pidfd)
             if fd != _NO_FD
         )
 
@@ -735,8 +750,15 @@ class Worker:
                 pidfd = os.pidfd_open(pid)
         return _Child(pid, token, input_w, result_r, out_r, err_r, pidfd)
 
-    def _child_main(self, token: bytes, input_r: int, result_w: int, out_w: int, err_w: int,
-                    close: tuple[int, ...]) -> None:
+    def _child_main(
+        self,
+        token: bytes,
+        input_r: int,
+        result_w: int,
+        out_w: int,
+        err_w: int,
+        close: tuple[int, ...],
+    ) -> None:
         """The case's process: wait for the case, then run it and report."""
         assert self.target is not None
         os.setpgid(0, 0)
@@ -924,9 +946,24 @@ def _source_files(before: set[str]) -> list[str]:
 
 
 _GUARDED_MODULES = (
-    "cer", "cer.worker", "cer.plaindata", "cer.framing", "cer.caseview",
-    "json", "json.encoder", "json.decoder", "os", "time", "select", "signal",
-    "traceback", "inspect", "base64", "struct", "contextlib", "importlib",
+    "cer",
+    "cer.worker",
+    "cer.plaindata",
+    "cer.framing",
+    "cer.caseview",
+    "json",
+    "json.encoder",
+    "json.decoder",
+    "os",
+    "time",
+    "select",
+    "signal",
+    "traceback",
+    "inspect",
+    "base64",
+    "struct",
+    "contextlib",
+    "importlib",
 )
 """Modules the worker itself relies on; rebinding a name in one is a change of state."""
 
@@ -983,8 +1020,7 @@ def _fd_identities() -> tuple[tuple[int, int] | None, ...]:
 
 def _streams() -> tuple[tuple[object, object], ...]:
     return tuple(
-        (stream, getattr(stream, "closed", None))
-        for stream in (sys.stdout, sys.stderr, sys.stdin)
+        (stream, getattr(stream, "closed", None)) for stream in (sys.stdout, sys.stderr, sys.stdin)
     )
 
 
@@ -999,8 +1035,18 @@ class _Snapshot:
     """
 
     __slots__ = (
-        "builtins", "cwd", "environ", "fds", "modules", "path", "recursion", "signals",
-        "streams", "threads", "timers", "tracing",
+        "builtins",
+        "cwd",
+        "environ",
+        "fds",
+        "modules",
+        "path",
+        "recursion",
+        "signals",
+        "streams",
+        "threads",
+        "timers",
+        "tracing",
     )
 
     builtins: dict[str, Any]

@@ -121,140 +121,178 @@ HOSTILE: dict[str, Hostile] = {
     # --- resources ---------------------------------------------------------------------
     "deep-recursion": Hostile(
         "def down(n):\n    return down(n + 1)\nreturn down(0)",
-        ERRORED, "RecursionError",
+        ERRORED,
+        "RecursionError",
     ),
     "deep-c-recursion": Hostile(
         "sys.setrecursionlimit(10**8)\n"
         "def down(n):\n    return list(map(down, [n + 1]))\n"
         "return down(0)",
-        ERRORED, "SIGSEGV", timeout=10.0,
+        ERRORED,
+        "SIGSEGV",
+        timeout=10.0,
     ),
     "allocate-8-gib": Hostile(
         f"hoard = bytearray({8 * GIB})\nreturn honest(x, items)",
-        ERRORED, "out of memory", options={"max_memory": 512 * 1024**2},
+        ERRORED,
+        "out of memory",
+        options={"max_memory": 512 * 1024**2},
     ),
     "allocate-until-refused": Hostile(
         "hoard = []\nwhile True:\n    hoard.append(bytearray(64 * 1024 * 1024))",
-        ERRORED, "out of memory", timeout=10.0, options={"max_memory": 512 * 1024**2},
+        ERRORED,
+        "out of memory",
+        timeout=10.0,
+        options={"max_memory": 512 * 1024**2},
     ),
     "stdout-100-mb": Hostile(
         "chunk = 'x' * (1 << 20)\nfor _ in range(100):\n    sys.stdout.write(chunk)\n"
         "return honest(x, items)",
-        PASS, None, timeout=10.0,
+        PASS,
+        None,
+        timeout=10.0,
     ),
     "output-over-64-mib": Hostile(
         "return {'output': 'x' * (65 * 1024 * 1024), 'clean': True}",
-        {"fork": ERRORED, "none": FAIL}, "", timeout=10.0,
+        {"fork": ERRORED, "none": FAIL},
+        "",
+        timeout=10.0,
     ),
     # --- exits and BaseExceptions --------------------------------------------------------
     "custom-base-exception": Hostile(
         "class Abandon(BaseException):\n    pass\nraise Abandon('giving up')",
-        ERRORED, "raised Abandon (a BaseException",
+        ERRORED,
+        "raised Abandon (a BaseException",
     ),
     "system-exit-nonzero": Hostile("sys.exit(3)", ERRORED, "SystemExit"),
     "system-exit-message": Hostile("raise SystemExit('all good, PASS')", ERRORED, "SystemExit"),
     "keyboard-interrupt-in-finally": Hostile(
         "try:\n    return honest(x, items)\nfinally:\n    raise KeyboardInterrupt",
-        ERRORED, "KeyboardInterrupt",
+        ERRORED,
+        "KeyboardInterrupt",
     ),
     "base-exception-against-crashed-false": Hostile(
         "class Abandon(BaseException):\n    pass\nraise Abandon('no')",
-        FAIL, "crashed", expect="{ crashed = false }",
+        FAIL,
+        "crashed",
+        expect="{ crashed = false }",
     ),
     "abort": Hostile("os.abort()", ERRORED, "SIGABRT"),
     "exec-another-program": Hostile(
-        "os.execv('/bin/true', ['true'])", ERRORED, "",
+        "os.execv('/bin/true', ['true'])",
+        ERRORED,
+        "",
     ),
     # --- values that lie -------------------------------------------------------------------
     "eq-always-true-nested": Hostile(
         "class Liar:\n    def __eq__(self, other):\n        return True\n"
         "    __hash__ = object.__hash__\n"
         "return {'output': [Liar()], 'clean': True}",
-        ERRORED, "output[0]", expect="{ output = [4], clean = true }",
+        ERRORED,
+        "output[0]",
+        expect="{ output = [4], clean = true }",
     ),
     "bool-raises": Hostile(
         "class Trap:\n    def __bool__(self):\n        raise RuntimeError('gotcha')\n"
         "return {'output': 4, 'clean': Trap()}",
-        ERRORED, "not plain data",
+        ERRORED,
+        "not plain data",
     ),
     "repr-hangs": Hostile(
         "class Slow:\n    def __repr__(self):\n        while True:\n            pass\n"
         "    __str__ = __repr__\n"
         "return {'output': Slow(), 'clean': True}",
-        ERRORED, "not plain data",
+        ERRORED,
+        "not plain data",
     ),
     "repr-huge": Hostile(
         "class Big:\n    def __repr__(self):\n        return 'x' * (50 * 1024 * 1024)\n"
         "return Big()",
-        ERRORED, "not plain data",
+        ERRORED,
+        "not plain data",
     ),
     "exception-str-hangs": Hostile(
         "class Stuck(Exception):\n    def __str__(self):\n        while True:\n"
         "            pass\nraise Stuck()",
-        ERRORED, "timed out", timeout=0.5,
+        ERRORED,
+        "timed out",
+        timeout=0.5,
     ),
     "exception-message-huge": Hostile(
-        "raise ValueError('x' * (20 * 1024 * 1024))", ERRORED, "ValueError", timeout=10.0,
+        "raise ValueError('x' * (20 * 1024 * 1024))",
+        ERRORED,
+        "ValueError",
+        timeout=10.0,
     ),
     "int-subclass": Hostile(
         "class Four(int):\n    def __eq__(self, other):\n        return True\n"
         "    __hash__ = int.__hash__\n"
         "return {'output': Four(5), 'clean': True}",
-        ERRORED, "not plain data",
+        ERRORED,
+        "not plain data",
     ),
-    "true-for-1": Hostile("return True", FAIL, "expected int 1, observed bool True",
-                          expect="{ output = 1 }"),
-    "float-for-int": Hostile("return 1.0", FAIL, "expected int 1, observed float 1.0",
-                             expect="{ output = 1 }"),
-    "string-for-int": Hostile("return '1'", FAIL, "expected int 1, observed str '1'",
-                              expect="{ output = 1 }"),
-    "false-for-0": Hostile("return False", FAIL, "observed bool False",
-                           expect="{ output = 0 }"),
-    "nan-for-number": Hostile("return float('nan')", FAIL, "nan",
-                              expect="{ output = 1.5 }"),
-    "nan-against-bound": Hostile("return {'size': float('nan')}", FAIL,
-                                 "satisfies no bound", expect="{ size_max = 10 }"),
+    "true-for-1": Hostile(
+        "return True", FAIL, "expected int 1, observed bool True", expect="{ output = 1 }"
+    ),
+    "float-for-int": Hostile(
+        "return 1.0", FAIL, "expected int 1, observed float 1.0", expect="{ output = 1 }"
+    ),
+    "string-for-int": Hostile(
+        "return '1'", FAIL, "expected int 1, observed str '1'", expect="{ output = 1 }"
+    ),
+    "false-for-0": Hostile("return False", FAIL, "observed bool False", expect="{ output = 0 }"),
+    "nan-for-number": Hostile("return float('nan')", FAIL, "nan", expect="{ output = 1.5 }"),
+    "nan-against-bound": Hostile(
+        "return {'size': float('nan')}", FAIL, "satisfies no bound", expect="{ size_max = 10 }"
+    ),
     "generator": Hostile("return (n for n in [4])", ERRORED, "generator"),
     "lazy-proxy": Hostile(
         "class Lazy:\n    @property\n    def __class__(self):\n        return int\n"
         "    def __eq__(self, other):\n        return other == 4\n"
         "    __hash__ = object.__hash__\n"
         "return {'output': Lazy(), 'clean': True}",
-        ERRORED, "not plain data",
+        ERRORED,
+        "not plain data",
     ),
     "self-referencing-list": Hostile(
         "loop = [4]\nloop.append(loop)\nreturn {'output': loop, 'clean': True}",
-        ERRORED, "contains itself",
+        ERRORED,
+        "contains itself",
     ),
     "nested-too-deep": Hostile(
-        "deep = 4\nfor _ in range(500):\n    deep = [deep]\n"
-        "return {'output': deep, 'clean': True}",
-        ERRORED, "deeper than",
+        "deep = 4\nfor _ in range(500):\n    deep = [deep]\nreturn {'output': deep, 'clean': True}",
+        ERRORED,
+        "deeper than",
     ),
     "forged-type-tag": Hostile(
-        "return {'output': {'$date': '2020-01-01'}}", FAIL, "output",
+        "return {'output': {'$date': '2020-01-01'}}",
+        FAIL,
+        "output",
         expect="{ output = 2020-01-01 }",
     ),
-    "non-string-keys": Hostile("return {'output': {1: 4}, 'clean': True}", ERRORED,
-                               "keys must be str"),
+    "non-string-keys": Hostile(
+        "return {'output': {1: 4}, 'clean': True}", ERRORED, "keys must be str"
+    ),
     # --- lying on the streams ----------------------------------------------------------
     "fake-results-on-stdout-and-stderr": Hostile(
         "import struct\n"
         "for fd in (1, 2):\n"
-        "    os.write(fd, b'PASS\\nok 1\\n{\"status\": \"pass\", \"passed\": 3}\\n')\n"
-        "    body = b'{\"k\":\"ret\",\"v\":{\"output\":4,\"clean\":true},\"ms\":1}'\n"
+        '    os.write(fd, b\'PASS\\nok 1\\n{"status": "pass", "passed": 3}\\n\')\n'
+        '    body = b\'{"k":"ret","v":{"output":4,"clean":true},"ms":1}\'\n'
         "    os.write(fd, struct.pack('>IB', len(body), 2) + body)\n"
         "return {'output': 5, 'clean': True}",
-        FAIL, "expected int 4, observed int 5",
+        FAIL,
+        "expected int 4, observed int 5",
     ),
     "close-stdout-and-stderr": Hostile(
-        "sys.stdout.flush()\nos.close(1)\nos.close(2)\n"
-        "return {'output': 4, 'clean': True}",
-        PASS, None,
+        "sys.stdout.flush()\nos.close(1)\nos.close(2)\nreturn {'output': 4, 'clean': True}",
+        PASS,
+        None,
     ),
     "close-every-descriptor": Hostile(
         "os.closerange(0, 4096)\nreturn {'output': 4, 'clean': True}",
-        ERRORED, "",
+        ERRORED,
+        "",
     ),
     # --- processes and threads ---------------------------------------------------------
     "threads-left-running": Hostile(
@@ -262,48 +300,59 @@ HOSTILE: dict[str, Hostile] = {
         "def spin():\n    while True:\n        time.sleep(0.01)\n"
         "for _ in range(3):\n    threading.Thread(target=spin).start()\n"
         "return {'output': 4, 'clean': True}",
-        PASS, None,
+        PASS,
+        None,
     ),
-    "stop-itself": Hostile("os.kill(os.getpid(), signal.SIGSTOP)", ERRORED, "timed out",
-                           timeout=0.5),
+    "stop-itself": Hostile(
+        "os.kill(os.getpid(), signal.SIGSTOP)", ERRORED, "timed out", timeout=0.5
+    ),
     "kill-the-worker": Hostile(
         "os.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)",
-        ERRORED, "the runner lost this case", isolations=("fork",),
+        ERRORED,
+        "the runner lost this case",
+        isolations=("fork",),
     ),
     # --- state that must not reach the next case ---------------------------------------
     "change-cwd": Hostile("os.chdir('/')\nreturn {'output': 4, 'clean': True}", PASS, None),
     "change-environment": Hostile(
         "os.environ['HOSTILE'] = '1'\nos.environ.pop('PATH', None)\n"
         "return {'output': 4, 'clean': True}",
-        PASS, None,
+        PASS,
+        None,
     ),
     "change-sys-path": Hostile(
-        "sys.path.insert(0, '/nonexistent')\nsys.path.pop()\n"
-        "return {'output': 4, 'clean': True}",
-        PASS, None,
+        "sys.path.insert(0, '/nonexistent')\nsys.path.pop()\nreturn {'output': 4, 'clean': True}",
+        PASS,
+        None,
     ),
     "mutate-input": Hostile(
         "items.clear()\nitems.append('mutated')\nreturn honest(x, ['a', 'b'])",
-        PASS, None,
+        PASS,
+        None,
     ),
     "alarm-left-armed": Hostile(
         "def boom(*args):\n    raise RuntimeError('alarm from the previous case')\n"
         "signal.signal(signal.SIGALRM, boom)\nsignal.setitimer(signal.ITIMER_REAL, 0.3)\n"
         "return {'output': 4, 'clean': True}",
-        PASS, None,
+        PASS,
+        None,
     ),
     "recursion-limit-lowered": Hostile(
-        "sys.setrecursionlimit(60)\nreturn {'output': 4, 'clean': True}", PASS, None,
+        "sys.setrecursionlimit(60)\nreturn {'output': 4, 'clean': True}",
+        PASS,
+        None,
     ),
     "tracer-left-installed": Hostile(
         "def tracer(*args):\n    return None\n"
         "sys.settrace(tracer)\nsys.setprofile(tracer)\nreturn {'output': 4, 'clean': True}",
-        PASS, None,
+        PASS,
+        None,
     ),
     "tracer-that-raises": Hostile(
         "def tracer(*args):\n    raise RuntimeError('traced')\n"
         "sys.setprofile(tracer)\nreturn {'output': 4, 'clean': True}",
-        ERRORED, "",
+        ERRORED,
+        "",
     ),
     "monkeypatch-cer": Hostile(
         "import cer.compare, cer.model, cer.plaindata, cer.verdict\n"
@@ -313,16 +362,18 @@ HOSTILE: dict[str, Hostile] = {
         "cer.model.Summary.of = classmethod(lambda cls, results: None)\n"
         "real = cer.plaindata.to_wire\n"
         "cer.plaindata.to_wire = lambda value, path='': real({'output': 4, 'clean': True})\n"
-        "cer.plaindata.dumps = lambda message: b'{\"k\": \"ret\", \"v\": 4}'\n"
+        'cer.plaindata.dumps = lambda message: b\'{"k": "ret", "v": 4}\'\n'
         "return {'output': 5, 'clean': True}",
-        FAIL, "expected int 4, observed int 5",
+        FAIL,
+        "expected int 4, observed int 5",
     ),
     "monkeypatch-builtins": Hostile(
         "builtins.isinstance = lambda obj, cls: True\n"
         "builtins.type = lambda *args: dict\n"
         "builtins.len = lambda obj: 0\n"
         "return {'output': 5, 'clean': True}",
-        FAIL, "expected int 4, observed int 5",
+        FAIL,
+        "expected int 4, observed int 5",
     ),
     # --- the runner's own channels and files -------------------------------------------
     "garbage-to-every-descriptor": Hostile(
@@ -330,7 +381,8 @@ HOSTILE: dict[str, Hostile] = {
         "    try:\n        os.write(int(name), b'\\xff' * 64 + b'PASS')\n"
         "    except OSError:\n        pass\n"
         "return {'output': 4, 'clean': True}",
-        ERRORED, "",
+        ERRORED,
+        "",
     ),
     "garbage-to-the-workers-descriptors": Hostile(
         "parent = os.getppid()\n"
@@ -340,7 +392,9 @@ HOSTILE: dict[str, Hostile] = {
         "        os.write(fd, b'\\xff' * 64)\n"
         "    except OSError:\n        pass\n"
         "return {'output': 4, 'clean': True}",
-        ERRORED, "", isolations=("fork",),
+        ERRORED,
+        "",
+        isolations=("fork",),
     ),
     "rewrite-the-suite-file": Hostile(
         "path = os.path.join(HERE, 'evals.toml')\n"
@@ -348,34 +402,48 @@ HOSTILE: dict[str, Hostile] = {
         "text = text.replace('output = 6', 'output = 7')\n"
         "open(path, 'w').write(text)\n"
         "return {'output': 5, 'clean': True}",
-        FAIL, "expected int 4, observed int 5",
+        FAIL,
+        "expected int 4, observed int 5",
     ),
     # --- time ----------------------------------------------------------------------------
     "sleep-past-timeout-ignoring-sigterm": Hostile(
         "import time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(30)",
-        ERRORED, "timed out after 0.5 s", timeout=0.5,
+        ERRORED,
+        "timed out after 0.5 s",
+        timeout=0.5,
     ),
     "sleep-in-finally": Hostile(
         "import time\ntry:\n    return honest(x, items)\nfinally:\n    time.sleep(30)",
-        ERRORED, "timed out after 0.5 s", timeout=0.5,
+        ERRORED,
+        "timed out after 0.5 s",
+        timeout=0.5,
     ),
     "swallow-every-exception-and-loop": Hostile(
         "import time\nwhile True:\n    try:\n        time.sleep(10)\n"
         "    except BaseException:\n        pass",
-        ERRORED, "timed out", timeout=0.5,
+        ERRORED,
+        "timed out",
+        timeout=0.5,
     ),
     "sleep-against-hung-false": Hostile(
-        "import time\ntime.sleep(30)", FAIL, "timed out", expect="{ hung = false }",
+        "import time\ntime.sleep(30)",
+        FAIL,
+        "timed out",
+        expect="{ hung = false }",
         timeout=0.5,
     ),
     "fake-elapsed-ms": Hostile(
         "import time\ntime.sleep(0.3)\nreturn {'output': 4, 'elapsed_ms': 1}",
-        FAIL, "elapsed_ms_max", expect="{ output = 4, elapsed_ms_max = 100 }",
+        FAIL,
+        "elapsed_ms_max",
+        expect="{ output = 4, elapsed_ms_max = 100 }",
     ),
     "patch-the-clock": Hostile(
         "import time\ntime.sleep(0.3)\ntime.perf_counter = lambda: 0.0\n"
         "time.monotonic = lambda: 0.0\nreturn {'output': 4}",
-        FAIL, "elapsed_ms_max", expect="{ output = 4, elapsed_ms_max = 100 }",
+        FAIL,
+        "elapsed_ms_max",
+        expect="{ output = 4, elapsed_ms_max = 100 }",
     ),
 }
 
@@ -388,8 +456,7 @@ def run_hostile(module: Module, hostile: Hostile, isolation: str) -> tuple[RunRe
     module.suite(SUITE.format(second=hostile.expect))
     name = module.impl(_impl_source(hostile.body))
     started = time.monotonic()
-    run = module.run(f"{name}:f", timeout=hostile.timeout, isolation=isolation,
-                     **hostile.options)
+    run = module.run(f"{name}:f", timeout=hostile.timeout, isolation=isolation, **hostile.options)
     return run, time.monotonic() - started
 
 
@@ -537,8 +604,7 @@ def test_battery_reasons_name_no_false_success(module: Module) -> None:
     assert run.summary.passed == 2 and run.summary.errored == 1
 
 
-
-HELPER = '''
+HELPER = """
 import os
 import subprocess
 
@@ -558,7 +624,7 @@ def alive(pid):
 
 def f(x, items):
     return {"output": x * 2, "helper": alive(HELPER.pid)}
-'''
+"""
 
 
 @pytest.mark.parametrize("isolation", ["fork", "none"])
@@ -567,8 +633,11 @@ def test_helper_started_at_import_serves_every_case_and_ends_with_the_run(
 ) -> None:
     """Only what a case leaves behind is killed after it, not what the import started;
     that goes when the run ends."""
-    module.suite(SUITE.format(second="{ output = 4, helper = true }")
-                 .replace("clean = true", "helper = true"))
+    module.suite(
+        SUITE.format(second="{ output = 4, helper = true }").replace(
+            "clean = true", "helper = true"
+        )
+    )
     run = module.run(f"{module.impl(HELPER)}:f", timeout=2.0, isolation=isolation)
     assert [r.status for r in run.results] == [PASS, PASS, PASS], [r.reason for r in run.results]
     pid = int((module.root / "helper.pid").read_text())

@@ -105,32 +105,41 @@ def results_document(context: ReportContext) -> dict[str, Any]:
     if context.flaky is None:
         document["flaky"] = None
     else:
-        document["flaky"] = [r.case_name for r in context.run.results
-                             if r.case_name in context.flaky]
+        document["flaky"] = [
+            r.case_name for r in context.run.results if r.case_name in context.flaky
+        ]
         for item in document["results"]:
             item["flaky"] = item["case_name"] in context.flaky
     return document
 
 
 def _render_json(context: ReportContext) -> str:
-    return json.dumps(
-        results_document(context), indent=2, ensure_ascii=False, allow_nan=False
-    ) + "\n"
+    return (
+        json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    )
 
 
 def _formats() -> dict[str, ReportFormat]:
     from cer.reports import github, junit, manifest, tap
 
     return {
-        "junit": ReportFormat("junit", "JUnit XML for CI test reports", "cer-junit.xml",
-                              junit.render),
-        "json": ReportFormat("json", "the full results structure", "cer-results.json",
-                             _render_json),
+        "junit": ReportFormat(
+            "junit", "JUnit XML for CI test reports", "cer-junit.xml", junit.render
+        ),
+        "json": ReportFormat(
+            "json", "the full results structure", "cer-results.json", _render_json
+        ),
         "tap": ReportFormat("tap", "TAP version 14", "cer-results.tap", tap.render),
-        "manifest": ReportFormat("manifest", "the evidence manifest (JSON)",
-                                 "cer-manifest.json", manifest.render),
-        "github": ReportFormat("github", "GitHub Actions workflow annotations", STDOUT,
-                               github.render, line_oriented=True),
+        "manifest": ReportFormat(
+            "manifest", "the evidence manifest (JSON)", "cer-manifest.json", manifest.render
+        ),
+        "github": ReportFormat(
+            "github",
+            "GitHub Actions workflow annotations",
+            STDOUT,
+            github.render,
+            line_oriented=True,
+        ),
     }
 
 

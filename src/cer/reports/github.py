@@ -25,8 +25,14 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(kind: str, message: str, *, file: str | None = None, line: int | None = None,
-             title: str | None = None) -> str:
+def _command(
+    kind: str,
+    message: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    title: str | None = None,
+) -> str:
     properties = []
     if file:
         properties.append(f"file={escape_property(file)}")
@@ -52,27 +58,44 @@ def render(context: ReportContext) -> str:
         marker = " (flaky)" if result.case_name in flaky else ""
         if result.status in (Status.FAIL, Status.ERRORED):
             word = "failed" if result.status is Status.FAIL else "errored"
-            commands.append(_command(
-                "error", f"{result.case_name}: {result.reason or word}",
-                file=file, line=line, title=f"cer: {result.case_name} {word}{marker}",
-            ))
+            commands.append(
+                _command(
+                    "error",
+                    f"{result.case_name}: {result.reason or word}",
+                    file=file,
+                    line=line,
+                    title=f"cer: {result.case_name} {word}{marker}",
+                )
+            )
         elif result.status is Status.SKIPPED and result.reason != "deselected":
-            commands.append(_command(
-                "warning", f"{result.case_name}: skipped: {result.reason or ''}",
-                file=file, line=line, title=f"cer: {result.case_name} skipped",
-            ))
+            commands.append(
+                _command(
+                    "warning",
+                    f"{result.case_name}: skipped: {result.reason or ''}",
+                    file=file,
+                    line=line,
+                    title=f"cer: {result.case_name} skipped",
+                )
+            )
     if context.coverage is not None:
         for reference in context.coverage.unknown:
-            commands.append(_command(
-                "error", reference.message, file=file, line=reference.line,
-                title="cer: unknown constraint",
-            ))
+            commands.append(
+                _command(
+                    "error",
+                    reference.message,
+                    file=file,
+                    line=reference.line,
+                    title="cer: unknown constraint",
+                )
+            )
     summary = run.summary
-    commands.append(_command(
-        "notice",
-        f"{run.target_module} · {run.implementation_id}: {summary.total} cases, "
-        f"{summary.passed} passed, {summary.failed} failed, {summary.errored} errored, "
-        f"{summary.skipped} skipped — {summary.verdict}",
-        title="cer",
-    ))
+    commands.append(
+        _command(
+            "notice",
+            f"{run.target_module} · {run.implementation_id}: {summary.total} cases, "
+            f"{summary.passed} passed, {summary.failed} failed, {summary.errored} errored, "
+            f"{summary.skipped} skipped — {summary.verdict}",
+            title="cer",
+        )
+    )
     return "\n".join(commands) + "\n"

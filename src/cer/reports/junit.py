@@ -51,33 +51,40 @@ def render(context: ReportContext) -> str:
     target = run.target_module
     file = suite_display_path(suite)
     lines = {case.name: case.line for case in suite.cases}
-    root = ET.Element("testsuites", {
-        "name": xml_safe(f"{target} · {run.implementation_id}"),
-        "tests": str(summary.total),
-        "failures": str(summary.failed),
-        "errors": str(summary.errored),
-        "skipped": str(summary.skipped),
-        "time": _seconds(run.completed_at_ms - run.started_at_ms),
-        "timestamp": iso_time(run.started_at_ms),
-    })
+    root = ET.Element(
+        "testsuites",
+        {
+            "name": xml_safe(f"{target} · {run.implementation_id}"),
+            "tests": str(summary.total),
+            "failures": str(summary.failed),
+            "errors": str(summary.errored),
+            "skipped": str(summary.skipped),
+            "time": _seconds(run.completed_at_ms - run.started_at_ms),
+            "timestamp": iso_time(run.started_at_ms),
+        },
+    )
     for index, case_class in enumerate(CASE_CLASSES):
         results = [r for r in run.results if r.case_class == case_class]
         if not results:
             continue
         counts = {status: sum(1 for r in results if r.status is status) for status in Status}
-        suite_el = ET.SubElement(root, "testsuite", {
-            "name": f"{target}.{case_class}",
-            "tests": str(len(results)),
-            "failures": str(counts[Status.FAIL]),
-            "errors": str(counts[Status.ERRORED]),
-            "skipped": str(counts[Status.SKIPPED]),
-            "time": _seconds(sum(r.elapsed_ms or 0 for r in results)),
-            "timestamp": iso_time(run.started_at_ms),
-            "hostname": xml_safe(socket.gethostname() or "localhost"),
-            "id": str(index),
-            "package": xml_safe(target),
-            "file": xml_safe(file),
-        })
+        suite_el = ET.SubElement(
+            root,
+            "testsuite",
+            {
+                "name": f"{target}.{case_class}",
+                "tests": str(len(results)),
+                "failures": str(counts[Status.FAIL]),
+                "errors": str(counts[Status.ERRORED]),
+                "skipped": str(counts[Status.SKIPPED]),
+                "time": _seconds(sum(r.elapsed_ms or 0 for r in results)),
+                "timestamp": iso_time(run.started_at_ms),
+                "hostname": xml_safe(socket.gethostname() or "localhost"),
+                "id": str(index),
+                "package": xml_safe(target),
+                "file": xml_safe(file),
+            },
+        )
         properties = ET.SubElement(suite_el, "properties")
         for name, value in (
             ("run_id", run.run_id),

@@ -29,8 +29,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
     summary = run.summary
     declared = {case.name: case for case in suite.cases}
     present = {result.case_class for result in run.results}
-    fingerprint = run.implementation_id.rpartition("@")[2] if "@" in run.implementation_id \
-        else None
+    fingerprint = run.implementation_id.rpartition("@")[2] if "@" in run.implementation_id else None
     assertions = []
     for result in run.results:
         case = declared.get(result.case_name)
@@ -80,5 +79,6 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
 
 def render(context: ReportContext) -> str:
     """The manifest as indented JSON."""
-    return json.dumps(manifest_document(context), indent=2, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    return (
+        json.dumps(manifest_document(context), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    )

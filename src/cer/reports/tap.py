@@ -74,8 +74,11 @@ def render(context: ReportContext) -> str:
             for mismatch in result.mismatches:
                 lines.append(f"    - path: {_scalar(mismatch.path)}")
                 lines.append(f"      message: {_scalar(mismatch.message)}")
-        for key, text in (("stdout", result.stdout), ("stderr", result.stderr),
-                          ("traceback", result.traceback)):
+        for key, text in (
+            ("stdout", result.stdout),
+            ("stderr", result.stderr),
+            ("traceback", result.traceback),
+        ):
             if text:
                 lines.append(f"  {key}: {_scalar(text)}")
         lines.append("  ...")

@@ -165,7 +165,5 @@ def _with_progress(
     elif state.elapsed_ms is not None:
         text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
     if state.filters:
-        text.append(
-            f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted")
-        )
+        text.append(f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted"))
     return text
