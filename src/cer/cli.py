@@ -848,7 +848,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         text = console.render_report(run, suite, colour=colour)
     if args.output is not None:
         try:
-            args.output.write_text(text, encoding="utf-8")
+            write_report(text, args.output)
         except OSError as exc:
             _error(f"cannot write {args.output}: {exc}")
             return ExitCode.USAGE
@@ -858,7 +858,17 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     return exit_code_for(run)
 
 
+def _forgiving_streams() -> None:
+    """Let stdout and stderr write any text: a character UTF-8 cannot hold (a lone
+    surrogate that reached a message) becomes its escape instead of a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _forgiving_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

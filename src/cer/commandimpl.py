@@ -775,7 +775,7 @@ def command_identity(
         digest.update(name.encode("utf-8", "surrogateescape"))
         _hash_file(digest, Path(name))
     for text in extra:
-        digest.update(f"{len(text)}:{text}".encode("utf-8", "surrogateescape"))
+        digest.update(f"{len(text)}:{text}".encode("utf-8", "surrogatepass"))
     prefix = "cmd" if kind == "command" else "cmd-per-case"
     return f"{prefix}:{shlex.join(words)}@{digest.hexdigest()[:10]}", tuple(files)
 

@@ -21,6 +21,7 @@ from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.history import CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
+from cer.safetext import for_terminal
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -127,7 +128,7 @@ def render_report(
 
     lines: list[str] = []
     for note in run.notes:
-        lines.append(f"note: {note}")
+        lines.append(for_terminal(f"note: {note}"))
     cases = {case.name: case for case in suite.cases}
     for result in run.results:
         if result.status in (Status.PASS, Status.SKIPPED) and not verbose:
@@ -141,28 +142,32 @@ def render_report(
             where = f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
         label = f"{SYMBOLS[result.status]} {LABELS[result.status]:<5}"
         marker = "  [flaky]" if result.case_name in flaky else ""
-        lines.append(
-            f"{paint(result.status, label)} {result.case_name}  ({result.category}){where}{marker}"
-        )
+        heading = for_terminal(f"{result.case_name}  ({result.category}){where}", multiline=False)
+        lines.append(f"{paint(result.status, label)} {heading}{marker}")
+        # Everything an implementation said is shown, never obeyed: control sequences
+        # and bidi controls appear as escapes (cer.safetext.for_terminal).
         if result.reason and result.status is not Status.PASS:
-            lines.append(_indent(result.reason))
+            lines.append(_indent(for_terminal(result.reason)))
         if verbose and result.captured_output and result.status is not Status.PASS:
-            lines.append(_indent(result.captured_output, "      | "))
+            lines.append(_indent(for_terminal(result.captured_output), "      | "))
     skipped = Counter(r.reason or "" for r in run.results if r.status is Status.SKIPPED)
     if skipped:
         details = ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()))
-        lines.append(f"{SYMBOLS[Status.SKIPPED]} skipped: {details}")
+        lines.append(for_terminal(f"{SYMBOLS[Status.SKIPPED]} skipped: {details}"))
     if coverage is not None:
-        lines.extend(render_coverage(coverage, suite.path.name, details=coverage_details))
+        lines.extend(
+            for_terminal(line)
+            for line in render_coverage(coverage, suite.path.name, details=coverage_details)
+        )
     elif coverage_details:
         lines.append(f"coverage: no commonsformat.md beside {suite.path.name}")
     shown = sorted(name for name in flaky if any(r.case_name == name for r in run.results))
     if shown:
-        lines.append(f"flaky ({len(shown)}): {', '.join(shown)}")
+        lines.append(for_terminal(f"flaky ({len(shown)}): {', '.join(shown)}"))
     target = run.target_module
     if suite.target_version:
         target += f" {suite.target_version}"
-    lines.append(f"{target} · {run.implementation_id}")
+    lines.append(for_terminal(f"{target} · {run.implementation_id}", multiline=False))
     lines.append(summary_line(run, colour=colour))
     return "\n".join(lines) + "\n"
 
@@ -192,7 +197,9 @@ def _local_time(ms: int) -> str:
 
 
 def _table(rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """Rows as aligned columns; ``right`` holds the indexes of right-aligned ones."""
+    """Rows as aligned columns; ``right`` holds the indexes of right-aligned ones.
+    Every cell is shown as one line, its control characters escaped."""
+    rows = [[for_terminal(cell, multiline=False) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for row in rows:
@@ -289,7 +296,7 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
             f"{_local_time(record.started_at_ms)}, {record.summary.verdict})"
         )
 
-    lines = [f"from {describe(before)}", f"  to {describe(after)}"]
+    lines = [for_terminal(f"from {describe(before)}"), for_terminal(f"  to {describe(after)}")]
     if before.suite_hash and after.suite_hash and before.suite_hash != after.suite_hash:
         lines.append("note: the suite changed between these runs")
     sections = (
@@ -302,7 +309,7 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
     for title, symbol, changes in sections:
         if changes:
             lines.append(f"{title} ({len(changes)}):")
-            lines.extend(_change_line(symbol, change) for change in changes)
+            lines.extend(for_terminal(_change_line(symbol, change)) for change in changes)
     counts = ", ".join(f"{len(changes)} {title}" for title, _, changes in sections)
     lines.append(f"{counts}, {diff.unchanged} unchanged")
     return "\n".join(lines) + "\n"
@@ -357,7 +364,7 @@ def _group_line(group: Group, keys: Sequence[str], width: int) -> str:
     else:
         what = f"the same observation (apart from {', '.join(sorted(IGNORED_KEYS))})"
     status = f"{SYMBOLS[group.status]} {LABELS[group.status]:<5}"
-    return _clip(f"      {', '.join(group.labels)}  {status}  {what}", width)
+    return _clip(for_terminal(f"      {', '.join(group.labels)}  {status}  {what}"), width)
 
 
 def _where(suite: Suite, cases: Mapping[str, Case], name: str) -> str:
@@ -415,7 +422,7 @@ def render_matrix(
     lines: list[str] = []
     for column in matrix.columns:
         for note in column.run.notes:
-            lines.append(f"note: {column.label}: {note}")
+            lines.append(for_terminal(f"note: {column.label}: {note}"))
 
     def layout(words: bool) -> tuple[int, list[int], int]:
         cells = [max(len(label), 7 if words else 1) for label in labels]
@@ -433,7 +440,7 @@ def render_matrix(
     name_w = max(_MIN_NAME, min(name_w, 48, width - fixed))
 
     def table_line(first: str, cells: Sequence[tuple[Status | None, str]], last: str) -> str:
-        parts = [_clip(first, name_w).ljust(name_w)]
+        parts = [_clip(for_terminal(first, multiline=False), name_w).ljust(name_w)]
         for (status, text), cell_w in zip(cells, cell_ws, strict=True):
             parts.append(paint(status, text) + " " * (cell_w - len(text)))
         parts.append(last)
@@ -477,9 +484,10 @@ def render_matrix(
     lines.append("implementations:")
     label_w = max(len(label) for label in labels)
     for index, column in enumerate(matrix.columns):
-        text = (
+        text = for_terminal(
             f"  {column.label.ljust(label_w)}  {column.implementation_id} — "
-            f"{column.summary.verdict}"
+            f"{column.summary.verdict}",
+            multiline=False,
         )
         coverage = coverages[index] if index < len(coverages) else None
         if coverage is not None and coverage.evaluated:
@@ -489,7 +497,9 @@ def render_matrix(
         ran = {r.case_name for r in column.run.results} if names_flaky else set()
         marked = sorted(n for n in names_flaky or () if n in ran)
         if marked:
-            lines.append(f"  {' ' * label_w}  flaky ({len(marked)}): {', '.join(marked)}")
+            lines.append(
+                for_terminal(f"  {' ' * label_w}  flaky ({len(marked)}): {', '.join(marked)}")
+            )
     first = next((c for c in coverages if c is not None), None)
     if first is not None:
         for reference in first.unknown:
@@ -521,7 +531,12 @@ def render_matrix(
             extra.append("no implementation passes")
         tail = f"  ({'; '.join(extra)})" if extra else ""
         where = _where(suite, cases, row.case_name)
-        lines.append(f"≠ {row.case_name}  ({row.category}){where}  {_verdict_counts(row)}{tail}")
+        lines.append(
+            for_terminal(
+                f"≠ {row.case_name}  ({row.category}){where}  {_verdict_counts(row)}{tail}",
+                multiline=False,
+            )
+        )
         keys = row.differing_keys
         for group in row.groups:
             lines.append(_group_line(group, keys, max(width, 60)))
@@ -538,7 +553,10 @@ def render_matrix(
                     reasons.append(f"{label}: {' '.join((reason or '').splitlines()[:1])}")
             lines.append(
                 _clip(
-                    f"  {SYMBOLS[Status.ERRORED]} {row.case_name}  {'; '.join(reasons)}",
+                    for_terminal(
+                        f"  {SYMBOLS[Status.ERRORED]} {row.case_name}  {'; '.join(reasons)}",
+                        multiline=False,
+                    ),
                     max(width, 60),
                 )
             )

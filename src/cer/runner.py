@@ -35,6 +35,7 @@ from cer.events import (
     RunStarted,
 )
 from cer.model import Case, CaseResult, RunResult, Status, Suite
+from cer.safetext import retained, scrub
 from cer.selection import Selection
 from cer.suite import resolve_fixtures
 from cer.verdict import Outcome, judge, outcome_from_worker
@@ -289,6 +290,10 @@ class _Execution:
     # --- bookkeeping -------------------------------------------------------------------
 
     def emit(self, event: RunEvent) -> None:
+        if isinstance(event, ImplementationFailed):
+            event = replace(event, reason=scrub(event.reason), traceback=scrub(event.traceback))
+        elif isinstance(event, ImplementationLoaded):
+            event = replace(event, implementation_id=scrub(event.implementation_id))
         self._emit(event)
         if isinstance(event, ImplementationLoaded | ImplementationFailed):
             self.announced = True
@@ -302,6 +307,8 @@ class _Execution:
     def record(self, result: CaseResult) -> None:
         if result.position in self.results:
             raise AssertionError(f"two results for case {result.case_name!r}")
+        # Judged on everything observed; kept scrubbed and bounded (cer.safetext).
+        result = retained(result)
         self.results[result.position] = result
         self.emit(CaseFinished(result, len(self.results), self.total))
 
@@ -836,15 +843,15 @@ def run_suite(
     run = RunResult(
         run_id=run_id,
         target_module=suite.target or suite.directory.name,
-        implementation_id=execution.implementation_id,
+        implementation_id=scrub(execution.implementation_id),
         started_at_ms=started,
         completed_at_ms=_now_ms(),
         results=tuple(results),
         suite_path=str(suite.path),
         suite_hash=suite.content_hash,
         format_version=suite.format_version,
-        implementation=options.impl,
-        notes=tuple(execution.notes),
+        implementation=scrub(options.impl),
+        notes=tuple(scrub(note) for note in execution.notes),
     )
     emit(RunFinished(run))
     return run

@@ -171,7 +171,11 @@ def write_report(text: str, path: str | Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+        # A character UTF-8 cannot hold (a lone surrogate) is written as its escape
+        # rather than losing the whole report.
+        with os.fdopen(
+            handle, "w", encoding="utf-8", errors="backslashreplace", newline=""
+        ) as stream:
             stream.write(text)
         try:
             mode = target.stat().st_mode & 0o777

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from cer.model import Status
 from cer.reports import ReportContext, suite_display_path
+from cer.safetext import for_terminal
 
 __all__ = ["escape_data", "escape_property", "render"]
 
 
 def escape_data(text: str) -> str:
-    """Escape the message part of a workflow command."""
+    """Escape the message part of a workflow command. Control characters other than
+    line breaks, and bidi controls, are shown as escapes (``\\x1b``) first, so that the
+    implementation's text cannot act on the log viewer."""
+    text = "\r".join(for_terminal(part) for part in text.split("\r"))
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

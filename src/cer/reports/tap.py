@@ -14,24 +14,28 @@ from typing import Any
 
 from cer.model import Status
 from cer.reports import ReportContext, suite_display_path
+from cer.safetext import for_terminal
 
 __all__ = ["render"]
 
 
 def _description(text: str) -> str:
     """A test point description: one line, with ``\\`` and ``#`` escaped (TAP 14)."""
-    one_line = " ".join(text.splitlines())
+    one_line = for_terminal(" ".join(text.splitlines()), multiline=False)
     return one_line.replace("\\", "\\\\").replace("#", "\\#")
 
 
 def _directive_text(text: str) -> str:
-    return " ".join(text.splitlines()).strip()
+    return for_terminal(" ".join(text.splitlines()).strip(), multiline=False)
 
 
 def _scalar(value: Any) -> str:
     if isinstance(value, bool) or value is None or isinstance(value, int | float):
         return json.dumps(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    text = str(value)
+    # Text that would act on a terminal (bidi controls, C1 controls) is sent as JSON
+    # escapes, which mean the same characters.
+    return json.dumps(text, ensure_ascii=for_terminal(text) != text)
 
 
 def render(context: ReportContext) -> str:

@@ -1,0 +1,225 @@
+"""Text and values from the implementation's side, made safe to keep, store and show.
+
+Whatever an implementation sends (an exception message, a returned value, captured
+output, a harness's name) is data, and some data breaks the tools that handle it:
+
+- a lone surrogate (``"\\ud800"``) cannot be encoded as UTF-8, so writing it to a
+  terminal, a file, JSON or SQLite raises; :func:`scrub` replaces each one with its
+  visible escape (the six characters ``\\ud800``);
+- terminal control sequences and bidirectional overrides (``ESC [ 2 J``, ``\\r``,
+  U+202E) can repaint a terminal or reorder what it shows, so that an implementation
+  could make a failing run look green; :func:`for_terminal` shows them as escapes;
+- a case can return tens of megabytes; :func:`retained` keeps a bounded copy of a
+  judged result (with a visible marker where something was cut), so that the
+  supervisor's memory does not grow with the number of cases.
+
+None of this runs before a verdict: results are judged on exactly what was observed,
+and only what is kept for reporting afterwards is scrubbed and bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from cer.model import MISSING, CaseResult, Mismatch
+
+__all__ = [
+    "RETAINED_CHARS",
+    "RETAINED_ITEMS",
+    "RETAINED_TEXT",
+    "RETAINED_TOTAL",
+    "bound_text",
+    "bound_value",
+    "for_terminal",
+    "retained",
+    "scrub",
+    "scrub_value",
+]
+
+RETAINED_CHARS = 16 * 1024
+"""Longest string (or bytes) kept whole inside a retained observation or mismatch."""
+RETAINED_ITEMS = 1000
+"""Most items of one array or table kept in a retained observation."""
+RETAINED_TOTAL = 256 * 1024
+"""Characters (about) kept of one retained observation in all; the rest is cut."""
+RETAINED_TEXT = 256 * 1024
+"""Longest reason, output or traceback kept for one case (head and tail)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and newline, DEL, C1 controls, lone surrogates, and the
+# invisible characters that change how a line is ordered or joined: the bidi
+# embeddings, overrides and isolates, the marks, and the line/paragraph separators.
+_UNSAFE_MULTILINE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
+_UNSAFE_LINE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def scrub(text: str) -> str:
+    """``text`` with every lone surrogate replaced by its visible escape (``\\ud800``),
+    so that it can be encoded as UTF-8; anything else is left as it is."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_escape, text)
+
+
+def for_terminal(text: str, *, multiline: bool = True) -> str:
+    """``text`` safe to print: control characters (but tab and newline when
+    ``multiline``), bidirectional controls, invisible joiners and lone surrogates are
+    shown as escapes (``\\x1b``, ``\\u202e``) instead of acting on the terminal."""
+    pattern = _UNSAFE_MULTILINE if multiline else _UNSAFE_LINE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape, text)
+
+
+def scrub_value(value: Any) -> Any:
+    """Plain data with every string (and table key) scrubbed; other values as they
+    are. Containers are copied only where something changed."""
+    kind = type(value)
+    if kind is str:
+        return scrub(value)
+    if kind is list:
+        items = [scrub_value(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if kind is dict:
+        changed = False
+        table: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = scrub(key) if type(key) is str else key
+            new_item = scrub_value(item)
+            changed = changed or new_key is not key or new_item is not item
+            table[new_key] = new_item
+        return table if changed else value
+    return value
+
+
+def _digest(data: str | bytes) -> str:
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()[:12]
+
+
+def _cut_marker(what: str, kept: int, total: int, digest: str) -> str:
+    return f"… [cut: {total - kept} more {what} of {total}, sha256 {digest}…]"
+
+
+class _Bounder:
+    """Copies plain data within a budget of characters, marking every cut."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+
+    def value(self, value: Any, depth: int = 0) -> Any:
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if kind is bytes:
+            return self.data(value)
+        if kind is list:
+            return self.array(value, depth)
+        if kind is dict:
+            return self.table(value, depth)
+        self.budget -= 8
+        return value
+
+    def text(self, value: str) -> str:
+        keep = max(0, min(RETAINED_CHARS, self.budget))
+        if len(value) <= keep:
+            self.budget -= len(value) + 2
+            return value
+        self.budget -= keep + 80
+        return value[:keep] + _cut_marker("characters", keep, len(value), _digest(value))
+
+    def data(self, value: bytes) -> bytes | str:
+        keep = max(0, min(RETAINED_CHARS, self.budget))
+        if len(value) <= keep:
+            self.budget -= len(value) * 2
+            return value
+        self.budget -= keep * 2 + 80
+        # The cut bytes cannot carry a marker of their own: the retained value says
+        # what it was in words (the verdict was made on the whole value).
+        return f"<bytes {value[:keep]!r}" + _cut_marker("bytes", keep, len(value), _digest(value))
+
+    def array(self, value: list[Any], depth: int) -> list[Any]:
+        out: list[Any] = []
+        for index, item in enumerate(value):
+            if index >= RETAINED_ITEMS or self.budget <= 0:
+                out.append(f"… [cut: {len(value) - index} more items of {len(value)}]")
+                break
+            out.append(self.value(item, depth + 1))
+        return out
+
+    def table(self, value: dict[Any, Any], depth: int) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for index, (key, item) in enumerate(value.items()):
+            if index >= RETAINED_ITEMS or self.budget <= 0:
+                out["…"] = f"[cut: {len(value) - index} more keys of {len(value)}]"
+                break
+            self.budget -= len(key) if type(key) is str else 8
+            out[key] = self.value(item, depth + 1)
+        return out
+
+
+def bound_value(value: Any, budget: int = RETAINED_TOTAL) -> Any:
+    """A copy of plain data that holds at most about ``budget`` characters: long
+    strings and bytes, long arrays and big tables are cut, each with a marker saying
+    how much was cut (and, for text, a digest of the whole value)."""
+    return _Bounder(budget).value(value)
+
+
+def bound_text(text: str, limit: int = RETAINED_TEXT) -> str:
+    """``text`` when it is at most ``limit`` characters, else its head and its tail
+    (where a traceback says what was raised) around a marker of what was cut."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n… [cut: {cut} characters of {len(text)}] …\n{text[-half:]}"
+
+
+def _keep_text(text: str) -> str:
+    return scrub(bound_text(text))
+
+
+def _keep_value(value: Any) -> Any:
+    if value is MISSING:
+        return value
+    return scrub_value(bound_value(value))
+
+
+def retained(result: CaseResult) -> CaseResult:
+    """What is kept of a judged result for reporting: every text scrubbed (see
+    :func:`scrub`) and bounded, and the observation and mismatch values bounded (see
+    :func:`bound_value`). The status never changes."""
+    observation: Mapping[str, Any] | None = result.observation
+    if observation is not None:
+        observation = _keep_value(dict(observation))
+    return replace(
+        result,
+        case_name=scrub(result.case_name),
+        reason=None if result.reason is None else _keep_text(result.reason),
+        stdout=_keep_text(result.stdout),
+        stderr=_keep_text(result.stderr),
+        traceback=None if result.traceback is None else _keep_text(result.traceback),
+        observation=observation,
+        mismatches=tuple(
+            Mismatch(
+                _keep_text(m.path),
+                _keep_text(m.message),
+                _keep_value(m.expected),
+                _keep_value(m.observed),
+            )
+            for m in result.mismatches
+        ),
+    )
