@@ -74,7 +74,7 @@ def test_each_array_gives_its_case_class(tmp_path: Path) -> None:
     }
 
 
-def test_declared_order_follows_first_appearance_of_each_array(tmp_path: Path) -> None:
+def test_declared_order_is_the_file_order_across_interleaved_arrays(tmp_path: Path) -> None:
     text = (
         HEAD
         + case("adversarial", "a1", "input-validation")
@@ -84,15 +84,16 @@ def test_declared_order_follows_first_appearance_of_each_array(tmp_path: Path) -
         + case("cases", "c2")
     )
     suite = load(tmp_path, text)
-    assert [c.name for c in suite.cases] == ["a1", "a2", "c1", "c2", "g1"]
+    assert [c.name for c in suite.cases] == ["a1", "c1", "a2", "g1", "c2"]
     assert [c.position for c in suite.cases] == [1, 2, 3, 4, 5]
-    assert [c.array_index for c in suite.cases] == [1, 2, 1, 2, 1]
+    assert [c.array_index for c in suite.cases] == [1, 1, 2, 1, 2]
+    assert [c.line for c in suite.cases] == sorted(c.line or 0 for c in suite.cases)
     assert [c.case_class for c in suite.cases] == [
         "adversarial",
+        "functional",
         "adversarial",
-        "functional",
-        "functional",
         "generator_adversary",
+        "functional",
     ]
     assert suite.case("a2").category == "failure-mode"
     assert suite.case("a2").label == '[[adversarial]] #2 "a2"'
@@ -130,7 +131,7 @@ def test_header_inside_multiline_strings_is_not_a_case(tmp_path: Path) -> None:
         + case("cases", "c2")
     )
     suite = load(tmp_path, text)
-    assert [c.name for c in suite.cases] == ["c1", "c2", "g1", "a1"]
+    assert [c.name for c in suite.cases] == ["c1", "g1", "a1", "c2"]
     assert suite.case("c1").input == {"markdown": "[[adversarial]]\n[[cases]]\n"}
     assert suite.case("c1").expect == {"html": "  [[cases]]\n[[generator_adversary]]\n"}
     assert suite.case("c1").line == line_of(text, "[[cases]]", 1)
@@ -282,7 +283,7 @@ def test_optional_fields_and_defaults(tmp_path: Path) -> None:
         "full",
         "input-validation",
         extra='description = "One sentence."\nverifies = ["no-crash", "rejects-empty"]\n'
-        'tags = ["upstream-section:Tabs"]\nseverity = "critical"\nowner = "ignored"\n'
+        'tags = ["upstream-section:Tabs"]\nseverity = "critical"\n'
         'input = { items = [] }\nexpect = { rejects = true, error_includes = "empty array" }',
     )
     suite = load(tmp_path, HEAD + full + case("cases", "bare"))
@@ -413,9 +414,9 @@ def test_duplicate_names_name_both_positions(tmp_path: Path) -> None:
     problems = refuse(tmp_path, text).problems
     assert problems == (
         '[[cases]] #2 "same" (position 4): duplicate name, '
-        "already used by [[adversarial]] #2 (position 2)",
+        "already used by [[adversarial]] #2 (position 3)",
         '[[generator_adversary]] #1 "same" (position 5): duplicate name, '
-        "already used by [[adversarial]] #2 (position 2)",
+        "already used by [[adversarial]] #2 (position 3)",
     )
 
 
@@ -447,8 +448,8 @@ def test_case_arrays_must_be_arrays_of_tables(tmp_path: Path) -> None:
     text += '[cases]\nname = "not-an-array"\n'
     problems = refuse(tmp_path, text).problems
     assert problems == (
-        "[[adversarial]] #1 must be a table, not an integer",
         "[[cases]] must be an array of tables, not a table",
+        "[[adversarial]] #1 must be a table, not an integer",
     )
 
 
@@ -505,12 +506,12 @@ def test_unknown_version_is_refused_without_partial_reading(tmp_path: Path) -> N
     assert '"0.1"' in message and '"0.2"' in message
 
 
-def test_missing_version_reads_as_newest_with_a_warning(tmp_path: Path) -> None:
-    suite = load(tmp_path, case("cases", "c1"))
-    assert suite.format_version == "0.2"
-    assert len(suite.warnings) == 1
-    assert "commonsformat_evals" in suite.warnings[0]
-    assert "0.2" in suite.warnings[0]
+def test_missing_version_is_refused_not_assumed(tmp_path: Path) -> None:
+    err = refuse(tmp_path, 'target = "demo"\n' + case("cases", "c1"))
+    assert len(err.problems) == 1
+    message = str(err)
+    assert message.startswith("evals.toml: commonsformat_evals is missing")
+    assert 'commonsformat_evals = "0.2"' in message
 
 
 def test_non_string_version_is_a_problem(tmp_path: Path) -> None:
@@ -518,13 +519,21 @@ def test_non_string_version_is_a_problem(tmp_path: Path) -> None:
     assert err.problems == ("commonsformat_evals must be a string such as '0.2', not a float",)
 
 
-def test_unknown_top_level_array_of_tables_is_a_warning(tmp_path: Path) -> None:
+def test_unknown_top_level_array_of_tables_is_refused_with_its_line(tmp_path: Path) -> None:
     text = HEAD + case("cases", "c1") + case("case", "typo") + case("case", "typo2")
-    suite = load(tmp_path, text)
-    assert [c.name for c in suite.cases] == ["c1"]
-    assert len(suite.warnings) == 1
-    assert "[[case]]" in suite.warnings[0]
-    assert "[[cases]]" in suite.warnings[0]
+    err = refuse(tmp_path, text)
+    assert len(err.problems) == 1
+    line = line_of(text, "[[case]]")
+    assert str(err).startswith(f"evals.toml:{line}:1: unknown array of tables [[case]] (2 entries)")
+    assert "did you mean [[cases]]?" in str(err)
+
+
+def test_misspelt_adversarial_array_is_refused(tmp_path: Path) -> None:
+    text = HEAD + case("cases", "c1") + '[[ "adversarials" ]]\nname = "a"\ncategory = "x"\n'
+    (problem,) = refuse(tmp_path, text).problems
+    header = '[[ "adversarials" ]]'
+    assert problem.startswith(f"{line_of(text, header)}:1: ")
+    assert "did you mean [[adversarial]]?" in problem
 
 
 def test_a_suite_without_cases_loads_with_a_warning(tmp_path: Path) -> None:
@@ -533,8 +542,41 @@ def test_a_suite_without_cases_loads_with_a_warning(tmp_path: Path) -> None:
     assert suite.warnings == ("the suite declares no cases",)
 
 
-def test_unknown_fields_and_top_level_keys_are_silently_ignored(tmp_path: Path) -> None:
-    text = HEAD + "extra = 1\n[meta]\nx = 1\n" + case("cases", "c1", extra="weight = 3")
+def test_unknown_top_level_keys_are_refused_with_line_and_suggestion(tmp_path: Path) -> None:
+    text = HEAD + "targets = 1\n[meta]\nx = 1\n" + case("cases", "c1")
+    problems = refuse(tmp_path, text).problems
+    assert len(problems) == 2
+    assert problems[0].startswith("3:1: unknown top-level key 'targets' (did you mean 'target'?);")
+    assert problems[1].startswith("4:1: unknown top-level key 'meta'")
+
+
+def test_unknown_case_fields_are_refused_with_line_and_suggestion(tmp_path: Path) -> None:
+    text = HEAD + case("cases", "c1", extra="expects = { output = 1 }\nweight = 3")
+    problems = refuse(tmp_path, text).problems
+    line = line_of(text, "[[cases]]")
+    assert problems == (
+        f"[[cases]] #1 \"c1\" (line {line}): unknown field 'expects' (did you mean "
+        "'expect'?); a case holds only category, description, expect, input, name, "
+        "severity, tags, verifies",
+        f"[[cases]] #1 \"c1\" (line {line}): unknown field 'weight'; a case holds only "
+        "category, description, expect, input, name, severity, tags, verifies",
+    )
+
+
+def test_every_documented_field_and_top_level_key_is_accepted(tmp_path: Path) -> None:
+    text = (
+        HEAD
+        + 'target_version = "^0.1.0"\n'
+        + "[properties]\nanything = 1\n"
+        + '[adversarial_coverage]\ncategories = ["input-validation"]\n'
+        + case(
+            "adversarial",
+            "a",
+            "input-validation",
+            extra='description = "d"\nverifies = ["x"]\ntags = ["t"]\nseverity = "error"\n'
+            "input = { a = 1 }\nexpect = { rejects = true }",
+        )
+    )
     assert load(tmp_path, text).warnings == ()
 
 

@@ -41,6 +41,21 @@ FIXTURE_SCHEME = "fixture://"
 """Prefix of an input string that names a file in the module's ``fixtures/`` folder."""
 
 _CASE_ARRAYS: tuple[str, ...] = tuple(ARRAY_TO_CASE_CLASS)
+_TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "commonsformat_evals",
+    "target",
+    "target_version",
+    *_CASE_ARRAYS,
+    "properties",
+    "adversarial_coverage",
+)
+"""Every top-level key the format defines; any other is refused, never skipped, so that
+a misspelt array (``[[case]]``) cannot make its cases vanish from a run."""
+_CASE_KEYS: frozenset[str] = frozenset(
+    ("name", "category", "input", "expect", "description", "verifies", "tags", "severity")
+)
+"""Every field a case may hold; any other is refused (``expects`` would otherwise leave
+the case with nothing to verify, and a misspelt ``input`` would run it on nothing)."""
 _LOCATED = re.compile(r"^\d+:\d+: ")
 _TOML_LOCATION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
 
@@ -252,7 +267,7 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
     problems: list[str] = []
     warnings: list[str] = []
 
-    format_version = _negotiate_version(document, path, problems, warnings)
+    format_version = _negotiate_version(document, path, problems)
     target = _optional_string(document, "target", problems)
     target_version = _optional_string(document, "target_version", problems)
 
@@ -276,54 +291,57 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
             else:
                 problems.append("adversarial_coverage.categories must be a list of strings")
 
-    for key, value in document.items():
-        if key in ARRAY_TO_CASE_CLASS or not _is_array_of_tables(value):
-            continue
-        hint = difflib.get_close_matches(key, _CASE_ARRAYS, n=1)
-        suggestion = f"; did you mean [[{hint[0]}]]?" if hint else ""
-        warnings.append(
-            f"unknown array of tables [[{key}]] ({len(value)} entries) is ignored{suggestion}"
-        )
+    for key in document:
+        if key not in _TOP_LEVEL_KEYS:
+            problems.append(_unknown_top_level(key, document[key], source))
 
     present = [name for name in _CASE_ARRAYS if name in document]
     counts = {name: len(document[name]) for name in present if isinstance(document[name], list)}
     order, header_lines = _scan_layout(source, counts)
-    arrays = [name for name in order if name in present]
-    arrays += [name for name in present if name not in arrays]
+
+    entries: list[tuple[str, int, Any, int | None]] = []
+    for array in [name for name in order if name in present] + [
+        name for name in present if name not in order
+    ]:
+        values = document[array]
+        if not isinstance(values, list):
+            problems.append(f"[[{array}]] must be an array of tables, not {_type_name(values)}")
+            continue
+        lines: list[int | None] = list(header_lines.get(array, ()))
+        if len(lines) != len(values):
+            lines = [None] * len(values)
+        entries.extend(
+            (array, index, entry, line)
+            for index, (entry, line) in enumerate(zip(values, lines, strict=True), start=1)
+        )
+    if all(line is not None for array, _, _, line in entries if array in header_lines):
+        # Every header was found: the file's own order, across interleaved arrays. An
+        # array written inline (``cases = [...]``) is a top-level key, so it sits before
+        # every header; the sort is stable, and such arrays keep their place in front.
+        entries.sort(key=lambda item: 0 if item[3] is None else item[3])
 
     cases: list[Case] = []
-    first_seen: dict[str, int] = {}
-    array_starts: list[tuple[int, str]] = []
-    position = 0
-    for array in arrays:
-        entries = document[array]
-        if not isinstance(entries, list):
-            problems.append(f"[[{array}]] must be an array of tables, not {_type_name(entries)}")
-            continue
-        array_starts.append((position + 1, array))
+    first_seen: dict[str, tuple[int, str, int]] = {}
+    for position, (array, index, entry, line) in enumerate(entries, start=1):
         case_class = ARRAY_TO_CASE_CLASS[array]
-        lines: list[int | None] = list(header_lines.get(array, ()))
-        if len(lines) != len(entries):
-            lines = [None] * len(entries)
-        for index, (entry, line) in enumerate(zip(entries, lines, strict=True), start=1):
-            position += 1
-            case = _build_case(entry, case_class, index, position, line)
-            if case is not None:
-                cases.append(case)
-                name: Any = case.name
-            else:
-                problems.extend(_case_problems(entry, array, index))
-                name = entry.get("name") if isinstance(entry, dict) else None
-                if not isinstance(name, str) or not name.strip():
-                    continue
-            earlier = first_seen.setdefault(name, position)
-            if earlier != position:
-                start, first_array = max(item for item in array_starts if item[0] <= earlier)
-                problems.append(
-                    f'[[{array}]] #{index} "{name}" (position {position}): duplicate name, '
-                    f"already used by [[{first_array}]] #{earlier - start + 1} "
-                    f"(position {earlier})"
-                )
+        case = _build_case(entry, case_class, index, position, line)
+        if case is not None:
+            cases.append(case)
+            name: Any = case.name
+        else:
+            problems.extend(_case_problems(entry, array, index, line))
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if not isinstance(name, str) or not name.strip():
+                continue
+        earlier = first_seen.setdefault(name, (position, array, index))
+        if earlier[0] != position:
+            first_position, first_array, first_index = earlier
+            problems.append(
+                f'[[{array}]] #{index} "{name}" (position {position}): duplicate name, '
+                f"already used by [[{first_array}]] #{first_index} "
+                f"(position {first_position})"
+            )
+    position = len(entries)
 
     if problems:
         raise SuiteError(path, problems)
@@ -343,15 +361,15 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
     )
 
 
-def _negotiate_version(
-    document: Mapping[str, Any], path: Path, problems: list[str], warnings: list[str]
-) -> str:
+def _negotiate_version(document: Mapping[str, Any], path: Path, problems: list[str]) -> str:
     """The suite's format version; an unknown one stops reading at once."""
     newest = SUPPORTED_VERSIONS[-1]
     if "commonsformat_evals" not in document:
-        warnings.append(
-            f"commonsformat_evals is missing; reading the suite as version {newest}, "
-            "the newest known"
+        supported = ", ".join(f'"{known}"' for known in SUPPORTED_VERSIONS)
+        problems.append(
+            "commonsformat_evals is missing: the suite must say which format version it "
+            f'is written in, e.g. commonsformat_evals = "{newest}" at the top '
+            f"(this runner reads versions {supported})"
         )
         return newest
     version = document["commonsformat_evals"]
@@ -381,7 +399,7 @@ def _build_case(
     This is the fast path every case of a large suite takes; :func:`_case_problems`
     explains a refusal.
     """
-    if not isinstance(entry, dict):
+    if not isinstance(entry, dict) or not entry.keys() <= _CASE_KEYS:
         return None
     get = entry.get
     name = get("name")
@@ -439,7 +457,7 @@ def _new_case(fields: dict[str, Any]) -> Case:
     return Case(**fields)
 
 
-def _case_problems(entry: Any, array: str, index: int) -> list[str]:
+def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list[str]:
     """Every problem of an entry that :func:`_build_case` refused, in field order."""
     if not isinstance(entry, dict):
         return [f"[[{array}]] #{index} must be a table, not {_type_name(entry)}"]
@@ -448,6 +466,13 @@ def _case_problems(entry: Any, array: str, index: int) -> list[str]:
     label = f"[[{array}]] #{index}"
     if isinstance(name, str) and name.strip():
         label += f' "{name}"'
+    for key in entry:
+        if key not in _CASE_KEYS:
+            where = f" (line {line})" if line is not None else ""
+            problems.append(
+                f"{label}{where}: unknown field {key!r}{_did_you_mean(key, _CASE_KEYS)}; "
+                f"a case holds only {', '.join(sorted(_CASE_KEYS))}"
+            )
 
     for key in ("name", "category"):
         value = entry.get(key)
@@ -467,6 +492,47 @@ def _case_problems(entry: Any, array: str, index: int) -> list[str]:
         if not _is_string_list(entry.get(key, [])):
             problems.append(f"{label}: {key} must be a list of strings")
     return problems
+
+
+def _unknown_top_level(key: str, value: Any, source: str) -> str:
+    """The problem of a top-level key the format does not define, located and with the
+    nearest known key as a suggestion."""
+    line = _top_level_line(key, source)
+    where = f"{line}:1: " if line is not None else ""
+    if _is_array_of_tables(value):
+        hint = difflib.get_close_matches(key, _CASE_ARRAYS, n=1)
+        suggestion = f"; did you mean [[{hint[0]}]]?" if hint else ""
+        return (
+            f"{where}unknown array of tables [[{key}]] ({len(value)} "
+            f"{'entry' if len(value) == 1 else 'entries'}); its cases would not run"
+            f"{suggestion} (the case arrays are [[cases]], [[adversarial]] and "
+            "[[generator_adversary]])"
+        )
+    return (
+        f"{where}unknown top-level key {key!r}{_did_you_mean(key, _TOP_LEVEL_KEYS)}; "
+        f"the format defines {', '.join(_TOP_LEVEL_KEYS)}"
+    )
+
+
+def _top_level_line(key: str, source: str) -> int | None:
+    """The first line that declares the top-level ``key`` (a header or an assignment),
+    found by a plain search; None when the spelling cannot be found that way."""
+    name = re.escape(key)
+    pattern = re.compile(
+        rf"""^[ \t]*(?:\[\[?[ \t]*(?P<q1>["']?){name}(?P=q1)[ \t]*[\].]"""
+        rf"""|(?P<q2>["']?){name}(?P=q2)[ \t]*[=.])""",
+        re.MULTILINE,
+    )
+    match = pattern.search(source)
+    if match is None:
+        return None
+    return source.count("\n", 0, match.start()) + 1
+
+
+def _did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the known name closest to ``key``, or nothing."""
+    hint = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""
 
 
 def _scan_layout(source: str, counts: Mapping[str, int]) -> tuple[list[str], dict[str, list[int]]]:
