@@ -662,7 +662,7 @@ def test_report_specs() -> None:
         parse_report_spec("xml")
     with pytest.raises(ValueError, match="needs a path"):
         parse_report_spec("junit=")
-    assert set(FORMATS) == {"junit", "json", "tap", "manifest", "github"}
+    assert set(FORMATS) == {"junit", "json", "tap", "manifest", "github", "html"}
 
 
 def test_write_report_replaces_whole_files(tmp_path: Path) -> None:

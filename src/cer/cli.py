@@ -20,6 +20,7 @@ from cer.categories import CategoryConfigError
 from cer.check import SuiteUnreadable, check_suite, render_check
 from cer.coverage import Coverage, CoverageError, suite_coverage
 from cer.history import (
+    KEEP_RUNS,
     History,
     HistoryError,
     RunDiff,
@@ -108,7 +109,8 @@ examples:
 Every run is recorded in .cer/history.sqlite beside the suite (--history PATH moves
 it, --no-history skips it); see `cer history` and `cer diff`. Reports: junit
 (cer-junit.xml), json (cer-results.json), tap (cer-results.tap), manifest
-(cer-manifest.json), github (stdout); FORMAT=PATH writes elsewhere, - is stdout.
+(cer-manifest.json), github (stdout), html (cer-report.html, needs
+pip install 'cer-tui[html]'); FORMAT=PATH writes elsewhere, - is stdout.
 
 exit codes:
   0  every case passed
@@ -462,7 +464,7 @@ def _run_and_report(
         coverage = suite_coverage(suite, run)
     except CoverageError as exc:
         _warning(f"coverage: {exc}")
-    context = ReportContext(run, suite, coverage, flaky)
+    context = ReportContext(run, suite, coverage, flaky, _chart_runs(args, history, suite))
     summary_line = console.summary_line(run) + "\n"
     if args.format == "json":
         text = (
@@ -600,8 +602,9 @@ def _run_matrix(
             if not coverages:
                 _warning(f"coverage: {exc}")
             coverages.append(None)
+    charted = _chart_runs(args, history, suite)
     contexts = [
-        ReportContext(run, suite, coverage, flaky_names)
+        ReportContext(run, suite, coverage, flaky_names, charted)
         for run, coverage, flaky_names in zip(runs, coverages, flaky, strict=True)
     ]
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
@@ -645,6 +648,20 @@ def _record(history: History | None, run: RunResult, suite: Suite) -> frozenset[
     except HistoryError as exc:
         _warning(f"history: {exc}; this run is not recorded")
         return None
+
+
+def _chart_runs(
+    args: argparse.Namespace, history: History | None, suite: Suite
+) -> tuple[RunRecord, ...]:
+    """The recorded runs of the suite, newest first, when a requested report charts
+    them (html); empty otherwise, or with a warning when history cannot be read."""
+    if history is None or not any(FORMATS[r.format].needs_history for r in args.reports):
+        return ()
+    try:
+        return history.runs(KEEP_RUNS, suite_path=suite.path)
+    except HistoryError as exc:
+        _warning(f"history: {exc}; the report shows no earlier runs")
+        return ()
 
 
 def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:

@@ -16,11 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cer import serialize
 from cer.coverage import Coverage
 from cer.model import RunResult, Suite
+
+if TYPE_CHECKING:
+    from cer.history import RunRecord
 
 __all__ = [
     "FORMATS",
@@ -49,6 +52,9 @@ class ReportContext:
     coverage: Coverage | None = None
     flaky: frozenset[str] | None = None
     """Cases flaky under this implementation id and suite hash; None without history."""
+    history: tuple[RunRecord, ...] = ()
+    """Recorded runs of the suite, newest first (for the HTML report's chart); empty
+    without history or when the report does not need them."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,11 @@ class ReportFormat:
     render: Callable[[ReportContext], str]
     line_oriented: bool = False
     """Whether it may share stdout with the text report (GitHub annotations may)."""
+    unavailable: Callable[[], str | None] | None = None
+    """Why the format cannot be written here (a missing optional dependency), or None;
+    asked when the report is requested, before anything runs."""
+    needs_history: bool = False
+    """Whether it shows the recorded runs (:attr:`ReportContext.history`)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +131,7 @@ def _render_json(context: ReportContext) -> str:
 
 
 def _formats() -> dict[str, ReportFormat]:
-    from cer.reports import github, junit, manifest, tap
+    from cer.reports import github, html, junit, manifest, tap
 
     return {
         "junit": ReportFormat(
@@ -140,6 +151,14 @@ def _formats() -> dict[str, ReportFormat]:
             github.render,
             line_oriented=True,
         ),
+        "html": ReportFormat(
+            "html",
+            "a self-contained HTML page with charts",
+            "cer-report.html",
+            html.render,
+            unavailable=html.missing_dependency,
+            needs_history=True,
+        ),
     }
 
 
@@ -148,7 +167,8 @@ FORMATS: Mapping[str, ReportFormat] = _formats()
 
 
 def parse_report_spec(text: str) -> ReportRequest:
-    """``FORMAT`` or ``FORMAT=PATH`` (``-`` is stdout); ValueError naming the formats."""
+    """``FORMAT`` or ``FORMAT=PATH`` (``-`` is stdout); ValueError naming the formats,
+    or saying how to install what a format needs."""
     name, sep, path = text.partition("=")
     name = name.strip().lower()
     if name not in FORMATS:
@@ -156,6 +176,10 @@ def parse_report_spec(text: str) -> ReportRequest:
         raise ValueError(f"unknown report format {name!r} (known: {known})")
     if sep and not path:
         raise ValueError(f"--report {name}= needs a path (or - for standard output)")
+    unavailable = FORMATS[name].unavailable
+    problem = unavailable() if unavailable is not None else None
+    if problem is not None:
+        raise ValueError(problem)
     return ReportRequest(name, path if sep else FORMATS[name].default_path)
 
 

@@ -1,0 +1,546 @@
+"""The HTML report: one self-contained page that people would rather look at than read.
+
+The verdict and counts at the top, a stacked bar per group of cases (case class,
+category, each tag prefix such as ``upstream-section:``), the counts of the recorded runs
+of the suite as a chart, every failed and errored case with its reason, diff and captured
+output (collapsible), constraint coverage and the conditions of the run.
+
+The page needs nothing but itself: inline CSS, charts as inline SVG, no script, and a
+Content-Security-Policy that forbids loading anything. It is rendered by a Jinja2
+template shipped in the package (``templates/report.html.j2``) with autoescaping on, and
+every value passes :func:`visible` first, so that text the implementation controls
+(reasons, captured output, observations) and names from the suite show as text: markup
+is escaped, control characters, lone surrogates and bidirectional overrides are written
+as ``\\xNN``/``\\uNNNN`` escapes. Jinja2 is an optional dependency (the ``html`` extra),
+imported only when a page is rendered; :func:`missing_dependency` says how to install it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from cer import __version__
+from cer.compare import format_value
+from cer.model import CASE_CLASS_TO_ARRAY, CASE_CLASSES, MISSING, CaseResult, Mismatch, Status
+from cer.reports import ReportContext, iso_time, suite_display_path
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from cer.history import RunRecord
+
+__all__ = [
+    "INSTALL_HINT",
+    "missing_dependency",
+    "page_model",
+    "render",
+    "visible",
+]
+
+INSTALL_HINT = "pip install 'cer-tui[html]'"
+"""How to get the optional dependency of the HTML report."""
+
+TEMPLATE = "report.html.j2"
+DIFF_LINES = 400
+"""Lines of a diff shown before the rest is cut (with a note saying how much)."""
+VALUE_LIMIT = 4000
+"""Characters of an expected or observed value shown when it is not a string."""
+CHART_WIDTH = 720
+CHART_HEIGHT = 160
+CHART_LEFT = 36
+CHART_BOTTOM = 20
+
+ORDER: tuple[Status, ...] = (Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED)
+WORDS = {
+    Status.PASS: "passed",
+    Status.FAIL: "failed",
+    Status.ERRORED: "errored",
+    Status.SKIPPED: "skipped",
+}
+
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff\ufeff\ufffe\uffff]|\r(?!\n)"
+)
+
+
+def missing_dependency() -> str | None:
+    """Why HTML reports cannot be written here (Jinja2 is missing), or None."""
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        return f"the html report needs Jinja2, which is not installed: {INSTALL_HINT}"
+    return None
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character a page would hide or that would break it (C0 and
+    C1 controls but tab and newline, lone surrogates, bidirectional overrides,
+    noncharacters) written as a ``\\xNN`` or ``\\uNNNN`` escape. Markup is left to the
+    template's autoescaping."""
+    return _INVISIBLE.sub(_escape_char, text)
+
+
+# --- the page model --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One status's share of a bar, in the bar's own units (0 to 1000)."""
+
+    status: str
+    count: int
+    x: float
+    width: float
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A stacked bar of the four statuses of some cases."""
+
+    label: str
+    total: int
+    counts: tuple[tuple[str, int], ...]
+    """(status, count) for each status present, in pass, fail, errored, skipped order."""
+    segments: tuple[Segment, ...]
+
+    def count(self, status: str) -> int:
+        return dict(self.counts).get(status, 0)
+
+    @property
+    def passed(self) -> int:
+        return self.count(Status.PASS.value)
+
+    @property
+    def summary(self) -> str:
+        words = ", ".join(f"{n} {WORDS[Status(s)]}" for s, n in self.counts)
+        return f"{self.label}: {words}" if words else f"{self.label}: no cases"
+
+
+@dataclass(frozen=True)
+class GroupSet:
+    """The bars of one way of grouping the cases (by category, by a tag prefix...)."""
+
+    title: str
+    bars: tuple[Bar, ...]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One recorded run in the history chart, its stack drawn bottom up."""
+
+    x: float
+    width: float
+    rects: tuple[tuple[str, float, float], ...]
+    """(status, y, height) in chart units."""
+    title: str
+    current: bool
+
+
+@dataclass(frozen=True)
+class Chart:
+    """The counts of the recorded runs, oldest left."""
+
+    columns: tuple[Column, ...]
+    ticks: tuple[tuple[float, int], ...]
+    """(y, count) for the axis labels."""
+    width: int
+    height: int
+    left: int
+    bottom: float
+    runs: int
+    first_label: str
+    last_label: str
+    pass_line: str
+    """SVG points of the pass counts, when there are at least two runs."""
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: Literal["add", "del", "ctx", "hunk", "note"]
+    text: str
+
+
+@dataclass(frozen=True)
+class MismatchView:
+    path: str
+    message: str
+    diff: tuple[DiffLine, ...]
+    expected: str | None
+    observed: str | None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed or errored case, as the page shows it."""
+
+    number: int
+    name: str
+    status: str
+    category: str
+    case_class: str
+    where: str
+    reason: str
+    mismatches: tuple[MismatchView, ...]
+    streams: tuple[tuple[str, str], ...]
+    """(name, text) of stdout, stderr and the traceback, those that are not empty."""
+    elapsed_ms: int | None
+    flaky: bool
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CoverageView:
+    total: int
+    covered: int
+    verified: int
+    evaluated: bool
+    bar: Bar
+    needs_a_case: tuple[tuple[str, str], ...]
+    not_verified: tuple[tuple[str, str], ...]
+    unknown: tuple[str, ...]
+    problems: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Page:
+    """Everything the template shows; built by :func:`page_model`."""
+
+    title: str
+    target: str
+    implementation: str
+    verdict: str
+    seconds: float
+    overall: Bar
+    groups: tuple[GroupSet, ...]
+    chart: Chart | None
+    history_note: str
+    failures: tuple[Failure, ...]
+    skipped: tuple[tuple[str, int], ...]
+    flaky: tuple[str, ...]
+    coverage: CoverageView | None
+    conditions: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+    generated: str
+    version: str
+
+
+def _bar(label: str, statuses: Iterable[Status]) -> Bar:
+    counts = Counter(statuses)
+    total = sum(counts.values())
+    present = tuple((s.value, counts[s]) for s in ORDER if counts[s])
+    segments = []
+    x = 0.0
+    for status, count in present:
+        width = 1000 * count / total
+        segments.append(Segment(status, count, round(x, 2), round(width, 2)))
+        x += width
+    return Bar(label, total, present, tuple(segments))
+
+
+def _groups(context: ReportContext) -> tuple[GroupSet, ...]:
+    """Bars by case class, by category, and by each tag prefix (``area:x`` → ``area``);
+    groups in order of first appearance. A way of grouping with one group only is left
+    out: it would repeat the overall bar."""
+    declared = {case.name: case for case in context.suite.cases}
+    by_class: dict[str, list[Status]] = {name: [] for name in CASE_CLASSES}
+    by_category: dict[str, list[Status]] = {}
+    by_tag: dict[str, dict[str, list[Status]]] = {}
+    for result in context.run.results:
+        by_class.setdefault(result.case_class, []).append(result.status)
+        by_category.setdefault(result.category, []).append(result.status)
+        case = declared.get(result.case_name)
+        for tag in case.tags if case is not None else ():
+            prefix, colon, value = tag.partition(":")
+            if colon and prefix and value:
+                by_tag.setdefault(prefix, {}).setdefault(value, []).append(result.status)
+            else:
+                by_tag.setdefault("", {}).setdefault(tag, []).append(result.status)
+    sets = []
+    classes = {name: statuses for name, statuses in by_class.items() if statuses}
+    for title, groups in (("case class", classes), ("category", by_category)):
+        if len(groups) > 1:
+            sets.append(
+                GroupSet(title, tuple(_bar(name, statuses) for name, statuses in groups.items()))
+            )
+    for prefix, groups in by_tag.items():
+        title = f"tag {prefix}:" if prefix else "tag"
+        sets.append(
+            GroupSet(title, tuple(_bar(name, statuses) for name, statuses in groups.items()))
+        )
+    return tuple(sets)
+
+
+def _run_label(record: RunRecord) -> str:
+    return datetime.fromtimestamp(record.started_at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
+    """The stacked counts of ``records`` (newest first, as history lists them)."""
+    if not records:
+        return None
+    runs = list(reversed(records))
+    top = max(max(r.summary.total for r in runs), 1)
+    plot_w = CHART_WIDTH - CHART_LEFT - 4
+    plot_h = CHART_HEIGHT - CHART_BOTTOM - 8
+    base = CHART_HEIGHT - CHART_BOTTOM
+    step = plot_w / len(runs)
+    gap = min(step * 0.2, 4.0) if len(runs) > 1 else step * 0.6
+    columns = []
+    points = []
+    for index, record in enumerate(runs):
+        s = record.summary
+        y = float(base)
+        rects = []
+        for status, count in (
+            (Status.PASS, s.passed),
+            (Status.FAIL, s.failed),
+            (Status.ERRORED, s.errored),
+            (Status.SKIPPED, s.skipped),
+        ):
+            if not count:
+                continue
+            height = plot_h * count / top
+            y -= height
+            rects.append((status.value, round(y, 2), round(height, 2)))
+        x = CHART_LEFT + index * step + gap / 2
+        title = (
+            f"{record.short_id} · {_run_label(record)} UTC · {record.implementation_id}\n"
+            f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"
+            f" — {s.verdict}"
+        )
+        columns.append(
+            Column(round(x, 2), round(step - gap, 2), tuple(rects), title, record.run_id == current)
+        )
+        points.append(f"{x + (step - gap) / 2:.2f},{base - plot_h * s.passed / top:.2f}")
+    ticks = tuple(
+        (round(base - plot_h * value / top, 2), value) for value in sorted({0, top // 2, top})
+    )
+    return Chart(
+        columns=tuple(columns),
+        ticks=ticks,
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        left=CHART_LEFT,
+        bottom=base,
+        runs=len(runs),
+        first_label=_run_label(runs[0]),
+        last_label=_run_label(runs[-1]),
+        pass_line=" ".join(points) if len(points) > 1 else "",
+    )
+
+
+def _shown(value: Any) -> str:
+    if value is MISSING:
+        return "nothing"
+    return format_value(value, VALUE_LIMIT)
+
+
+def _diff(expected: str, observed: str) -> tuple[DiffLine, ...]:
+    """A unified line diff of two strings, cut after :data:`DIFF_LINES` lines."""
+    lines: list[DiffLine] = []
+    raw = difflib.unified_diff(
+        expected.splitlines(), observed.splitlines(), "expected", "observed", lineterm="", n=3
+    )
+    for number, line in enumerate(raw):
+        if number < 2:
+            continue  # the ---/+++ header: the legend says which side is which
+        if len(lines) >= DIFF_LINES:
+            lines.append(DiffLine("note", "… the rest of the diff is not shown"))
+            break
+        kind: Literal["add", "del", "ctx", "hunk"]
+        if line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        lines.append(DiffLine(kind, line))
+    if not lines and expected != observed:
+        # Same lines, different line endings or a trailing newline.
+        lines.append(DiffLine("note", "the lines are equal; the line endings differ"))
+        lines.append(DiffLine("del", "-" + format_value(expected, VALUE_LIMIT)))
+        lines.append(DiffLine("add", "+" + format_value(observed, VALUE_LIMIT)))
+    return tuple(lines)
+
+
+def _mismatch(mismatch: Mismatch) -> MismatchView:
+    expected, observed = mismatch.expected, mismatch.observed
+    if isinstance(expected, str) and isinstance(observed, str):
+        return MismatchView(mismatch.path, mismatch.message, _diff(expected, observed), None, None)
+    return MismatchView(mismatch.path, mismatch.message, (), _shown(expected), _shown(observed))
+
+
+def _failures(context: ReportContext) -> tuple[Failure, ...]:
+    declared = {case.name: case for case in context.suite.cases}
+    file = suite_display_path(context.suite)
+    flaky = context.flaky or frozenset()
+    failures = []
+    bad = [r for r in context.run.results if r.status in (Status.FAIL, Status.ERRORED)]
+    for number, result in enumerate(bad, start=1):
+        case = declared.get(result.case_name)
+        where = file
+        if case is not None and case.line:
+            where += f":{case.line}"
+        if case is not None:
+            where += f" [[{CASE_CLASS_TO_ARRAY.get(case.case_class, case.case_class)}]]"
+        failures.append(
+            Failure(
+                number=number,
+                name=result.case_name,
+                status=result.status.value,
+                category=result.category,
+                case_class=result.case_class,
+                where=where,
+                reason=result.reason or "",
+                mismatches=tuple(_mismatch(m) for m in result.mismatches),
+                streams=_streams(result),
+                elapsed_ms=result.elapsed_ms,
+                flaky=result.case_name in flaky,
+                tags=case.tags if case is not None else (),
+            )
+        )
+    return tuple(failures)
+
+
+def _streams(result: CaseResult) -> tuple[tuple[str, str], ...]:
+    pairs = (("stdout", result.stdout), ("stderr", result.stderr), ("traceback", result.traceback))
+    return tuple((name, text) for name, text in pairs if text)
+
+
+def _coverage(context: ReportContext) -> CoverageView | None:
+    coverage = context.coverage
+    if coverage is None:
+        return None
+    statuses = []
+    for item in coverage.constraints:
+        if not item.covered:
+            statuses.append(Status.SKIPPED)
+        elif not coverage.evaluated or item.verified:
+            statuses.append(Status.PASS)
+        else:
+            statuses.append(Status.FAIL)
+    not_verified = tuple(
+        (item.name, ", ".join(f"{name} {status}" for name, status in item.not_passed))
+        for item in coverage.constraints
+        if item.covered and item.verified is False
+    )
+    return CoverageView(
+        total=coverage.total,
+        covered=coverage.covered,
+        verified=coverage.verified,
+        evaluated=coverage.evaluated,
+        bar=_bar("constraints", statuses),
+        needs_a_case=tuple((c.name, c.text) for c in coverage.constraints if not c.covered),
+        not_verified=not_verified,
+        unknown=tuple(reference.message for reference in coverage.unknown),
+        problems=tuple(coverage.problems),
+        source=coverage.source.name,
+    )
+
+
+def _conditions(context: ReportContext) -> tuple[tuple[str, str], ...]:
+    """What the run records about itself, as (label, value) rows."""
+    run, suite = context.run, context.suite
+    rows = [
+        ("target", run.target_module),
+        ("target version", suite.target_version or ""),
+        ("implementation", run.implementation or run.implementation_id.split("@")[0]),
+        ("implementation id", run.implementation_id),
+        ("suite", suite_display_path(suite)),
+        ("suite sha256", run.suite_hash or suite.content_hash),
+        ("format version", run.format_version or suite.format_version),
+        ("run id", run.run_id),
+        ("started", iso_time(run.started_at_ms)),
+        ("completed", iso_time(run.completed_at_ms)),
+        ("history", "not used" if context.flaky is None else "recorded"),
+    ]
+    return tuple((label, value) for label, value in rows if value)
+
+
+def page_model(context: ReportContext) -> Page:
+    """What the page shows, computed from the context (no markup)."""
+    run = context.run
+    summary = run.summary
+    skipped = Counter(r.reason or "" for r in run.results if r.status is Status.SKIPPED)
+    flaky = context.flaky or frozenset()
+    target = run.target_module
+    if context.suite.target_version:
+        target += f" {context.suite.target_version}"
+    history_note = ""
+    records = context.history
+    if not records:
+        history_note = "No recorded runs: run with the history on to see the trend."
+    elif all(record.run_id != run.run_id for record in records):
+        history_note = "This run is not among the recorded runs shown."
+    return Page(
+        title=f"{target} · {run.implementation_id} · {summary.verdict}",
+        target=target,
+        implementation=run.implementation_id,
+        verdict=summary.verdict,
+        seconds=(run.completed_at_ms - run.started_at_ms) / 1000,
+        overall=_bar("all cases", (r.status for r in run.results)),
+        groups=_groups(context),
+        chart=_chart(records, run.run_id),
+        history_note=history_note,
+        failures=_failures(context),
+        skipped=tuple(sorted(skipped.items(), key=lambda item: (-item[1], item[0]))),
+        flaky=tuple(r.case_name for r in run.results if r.case_name in flaky),
+        coverage=_coverage(context),
+        conditions=_conditions(context),
+        notes=run.notes,
+        generated=datetime.now(tz=UTC).isoformat(timespec="seconds"),
+        version=__version__,
+    )
+
+
+# --- rendering --------------------------------------------------------------------------
+
+
+def _finalize(value: Any) -> Any:
+    """Applied to every ``{{ value }}`` before autoescaping: None prints nothing, text
+    is made :func:`visible`."""
+    from markupsafe import Markup
+
+    if value is None:
+        return ""
+    if isinstance(value, Markup):
+        return value
+    return visible(str(value))
+
+
+@functools.cache
+def _environment() -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    return Environment(
+        loader=PackageLoader("cer.reports", "templates"),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(context: ReportContext) -> str:
+    """The run as one self-contained HTML page; ImportError without Jinja2."""
+    page = page_model(context)
+    text = _environment().get_template(TEMPLATE).render(page=page, words=WORDS, Status=Status)
+    return text if text.endswith("\n") else text + "\n"
