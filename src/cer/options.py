@@ -45,6 +45,7 @@ _CONFIG_KEYS = frozenset(
         "watch",
         "theme",
         "jobs",
+        "pytest_suites",
     }
 )
 _SINGLE_KEYS = (

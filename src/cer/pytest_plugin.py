@@ -1,0 +1,697 @@
+"""The pytest plugin: every case of an eval suite as a pytest item, run by cer's engine.
+
+Registered through the ``pytest11`` entry point, so it is loaded in every pytest run of
+an environment where cer is installed; it does nothing unless a suite is named on the
+command line, listed in ``[tool.cer] pytest_suites``, or given with a cer option (see
+docs/pytest.md). Collection makes one item per case; execution never judges anything
+itself: the first item of a suite that runs in a process runs the cases of every item
+of that suite the process still has to run, in one :func:`cer.runner.run_suite` call,
+and each item then reports its case's result. cer's ``pass``, ``fail``, ``errored`` and
+``skipped`` become pytest's passed, failed, error and skipped, one to one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cer import console, serialize
+from cer.categories import CategoryConfigError
+from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
+from cer.history import History, HistoryError, default_history_path
+from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite
+from cer.options import ProjectConfig, UsageError, find_project_config, resolve_run
+from cer.runner import RunCancelled, RunOptions, WarmWorkers, run_suite
+from cer.selection import Selection
+from cer.suite import SuiteError, load_suite
+
+MARKER_PREFIX = "cer_"
+"""Put before a case's marker name when pytest or another plugin already uses the
+name (``skip``, ``xfail``, ``timeout``…), so that a tag never changes how pytest runs
+a case."""
+_NOT_RUN = "not run: the run stopped before this case (-x, --maxfail or --sw)"
+_WORKEROUTPUT_KEY = "cer_runs"
+_ENTRY_IMPL_KEYS = ("impl", "impl_cmd", "impl_cmd_per_case")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cer", "cer: Commons Format eval suites (docs/pytest.md)")
+    group.addoption(
+        "--cer-impl",
+        metavar="MODULE:ATTR",
+        help="run the evals.toml files named on the command line (and [tool.cer] "
+        "pytest_suites) against this Python implementation",
+    )
+    group.addoption(
+        "--cer-impl-cmd",
+        metavar="'COMMAND ARGS'",
+        help="the implementation is a long-lived command speaking cer's protocol",
+    )
+    group.addoption(
+        "--cer-impl-cmd-per-case",
+        metavar="'COMMAND ARGS'",
+        help="the implementation is a command run once per case",
+    )
+    group.addoption(
+        "--cer-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add DIR to the implementation's import path (repeatable)",
+    )
+    group.addoption(
+        "--cer-timeout", type=float, metavar="SECONDS", help="per-case time limit (default 10)"
+    )
+    group.addoption(
+        "--cer-isolation", choices=("fork", "none"), help="fork (default) or none, as cer run"
+    )
+    group.addoption(
+        "--cer-history",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="record each suite's run in cer's history (default: .cer/history.sqlite "
+        "beside the suite), as cer run does",
+    )
+    parser.addini("cer_impl", "the implementation (MODULE:ATTR) for cer suites", default=None)
+
+
+# --- configuration ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """A suite pytest collects, and the implementation it names itself (if any)."""
+
+    path: Path
+    implementation: tuple[str, str] | None = None
+    """``(kind key, value)`` from a ``pytest_suites`` table, e.g. ``("impl", "m:f")``."""
+
+
+def configured_suites(project: ProjectConfig) -> tuple[SuiteEntry, ...]:
+    """``[tool.cer] pytest_suites``: paths, or tables with ``suite`` and at most one of
+    ``impl``, ``impl_cmd`` and ``impl_cmd_per_case``; UsageError when malformed."""
+    value = project.values.get("pytest_suites")
+    if value is None:
+        return ()
+    where = f"{project.path}: [tool.cer] pytest_suites"
+    if not isinstance(value, list):
+        raise UsageError(f'{where} must be a list, e.g. pytest_suites = ["spec/evals.toml"]')
+    entries = []
+    for index, item in enumerate(value):
+        if isinstance(item, str):
+            entries.append(SuiteEntry((project.root / item).resolve()))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("suite"), str):
+            raise UsageError(
+                f"{where}[{index}] must be a path or a table with a suite path, "
+                f'e.g. {{ suite = "spec/evals.toml", impl = "pkg.mod:func" }}'
+            )
+        unknown = sorted(set(item) - {"suite", *_ENTRY_IMPL_KEYS})
+        if unknown:
+            raise UsageError(
+                f"{where}[{index}]: unknown keys {', '.join(unknown)} "
+                f"(known: suite, {', '.join(_ENTRY_IMPL_KEYS)})"
+            )
+        named = [key for key in _ENTRY_IMPL_KEYS if key in item]
+        if len(named) > 1 or any(not isinstance(item[key], str) for key in named):
+            raise UsageError(
+                f"{where}[{index}] may name one implementation as a string: "
+                f"one of {', '.join(_ENTRY_IMPL_KEYS)}"
+            )
+        implementation = (named[0], str(item[named[0]])) if named else None
+        entries.append(SuiteEntry((project.root / item["suite"]).resolve(), implementation))
+    return tuple(entries)
+
+
+def _command_line_implementation(config: pytest.Config) -> tuple[str, str] | None:
+    for option, key in (
+        ("cer_impl", "impl"),
+        ("cer_impl_cmd", "impl_cmd"),
+        ("cer_impl_cmd_per_case", "impl_cmd_per_case"),
+    ):
+        value = config.getoption(option)
+        if value:
+            return key, str(value)
+    return None
+
+
+def _ini_implementation(config: pytest.Config) -> tuple[str, str] | None:
+    value = config.getini("cer_impl")
+    return ("impl", str(value)) if value else None
+
+
+def _has_format_marker(path: Path) -> bool:
+    """Whether the file declares ``commonsformat_evals`` at its top level (a cheap look
+    at the text: the suite loader checks the real thing)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(r"(?m)^\s*commonsformat_evals\s*=", text) is not None
+
+
+def _paths_given(config: pytest.Config) -> bool:
+    """Whether the command line named what to collect (then configured suites are not
+    added to it); True when this pytest cannot tell."""
+    sources = getattr(pytest.Config, "ArgsSource", None)
+    source = getattr(config, "args_source", None)
+    return sources is None or source is None or source == sources.ARGS
+
+
+def _argument_path(argument: str, invocation_dir: Path) -> Path:
+    """The file a command-line argument names, without its ``::node`` part."""
+    return (invocation_dir / argument.split("::", 1)[0]).resolve()
+
+
+# --- markers -----------------------------------------------------------------------------
+
+
+def marker_word(text: str) -> str:
+    """A marker name for a category, class or tag: every character that cannot appear
+    in a ``-m`` expression word becomes ``_`` (``area:literals`` → ``area_literals``)."""
+    word = re.sub(r"[^0-9A-Za-z_]", "_", text)
+    if not word or word[0].isdigit() or word.startswith("_"):
+        word = MARKER_PREFIX + word.lstrip("_")
+    return word
+
+
+def _marker_names(lines: Sequence[str] | str | None) -> set[str]:
+    if lines is None:
+        return set()
+    items = lines.splitlines() if isinstance(lines, str) else [str(line) for line in lines]
+    return {line.split(":", 1)[0].split("(", 1)[0].strip() for line in items if line.strip()}
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+@dataclass
+class SuiteState:
+    """What one process knows about one collected suite: its options, and the result of
+    every case it ran."""
+
+    suite: Suite
+    options: RunOptions
+    results: dict[str, CaseResult] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    """Cases whose run could not happen at all, with the reason (errored in pytest)."""
+    attempted: set[str] = field(default_factory=set)
+    implementation_id: str = ""
+    notes: list[str] = field(default_factory=list)
+    started_at_ms: int = 0
+    completed_at_ms: int = 0
+
+    def run(self, names: Sequence[str], stop_after: int, warm: WarmWorkers | None = None) -> None:
+        """Run ``names`` (in this order) in one cer run; with ``stop_after`` > 0 the run
+        is cancelled once ``stop_after`` of them failed or errored with every case
+        before them in ``names`` decided (pytest stops there: -x, --maxfail, --sw)."""
+        self.attempted.update(names)
+        started = int(time.time() * 1000)
+        self.started_at_ms = self.started_at_ms or started
+        cancel = threading.Event()
+        order = list(names)
+        wanted = set(order)
+
+        def stop_now() -> bool:
+            bad = 0
+            for name in order:
+                found = self.results.get(name)
+                if found is None:
+                    return False
+                if found.status in (Status.FAIL, Status.ERRORED):
+                    bad += 1
+                    if bad >= stop_after:
+                        return True
+            return False
+
+        def on_event(event: RunEvent) -> None:
+            if isinstance(event, ImplementationLoaded) and not self.implementation_id:
+                self.implementation_id = event.implementation_id
+            elif isinstance(event, CaseFinished) and event.result.case_name in wanted:
+                self.results[event.result.case_name] = event.result
+                if stop_after > 0 and not cancel.is_set() and stop_now():
+                    cancel.set()
+            elif isinstance(event, RunFinished):
+                run = event.run
+                self.implementation_id = run.implementation_id
+                self.notes.extend(note for note in run.notes if note not in self.notes)
+
+        options = replace(self.options, selection=Selection(names=frozenset(names)))
+        try:
+            run_suite(self.suite, options, on_event=on_event, cancel=cancel, warm=warm)
+        except RunCancelled:
+            pass
+        except (CategoryConfigError, ValueError) as exc:
+            for name in names:
+                self.failures.setdefault(name, f"the run could not start: {exc}")
+        finally:
+            self.completed_at_ms = int(time.time() * 1000)
+
+    def combined(self) -> RunResult | None:
+        """One run holding every case this process ran; the others are skipped as
+        ``deselected`` (they prove nothing). None when nothing ran."""
+        if not self.results:
+            return None
+        results = []
+        for case in self.suite.cases:
+            found = self.results.get(case.name)
+            if found is None:
+                found = CaseResult(
+                    case.name,
+                    case.case_class,
+                    case.category,
+                    Status.SKIPPED,
+                    "deselected",
+                    position=case.position,
+                )
+            results.append(found)
+        return RunResult(
+            run_id=os.urandom(16).hex(),
+            target_module=self.suite.target or self.suite.directory.name,
+            implementation_id=self.implementation_id or self.options.impl,
+            started_at_ms=self.started_at_ms,
+            completed_at_ms=self.completed_at_ms or self.started_at_ms,
+            results=tuple(results),
+            suite_path=str(self.suite.path),
+            suite_hash=self.suite.content_hash,
+            format_version=self.suite.format_version,
+            implementation=self.options.impl,
+            notes=tuple(self.notes),
+        )
+
+
+def merge_process_runs(runs: Sequence[RunResult]) -> RunResult:
+    """Combine the runs of several processes (xdist workers) of one suite: for each
+    case the result of a process that ran it, else the deselected skip."""
+    first = runs[0]
+    results = []
+    for index, base in enumerate(first.results):
+        chosen = base
+        for run in runs:
+            candidate = run.results[index]
+            if not (candidate.status is Status.SKIPPED and candidate.reason == "deselected"):
+                chosen = candidate
+                break
+        results.append(chosen)
+    notes: list[str] = []
+    for run in runs:
+        notes.extend(note for note in run.notes if note not in notes)
+    identities = sorted({run.implementation_id for run in runs})
+    if len(identities) > 1:
+        notes.append(
+            "the implementation's source changed during the run: processes imported "
+            f"{', '.join(identities)}, so results may mix versions"
+        )
+    return replace(
+        first,
+        run_id=os.urandom(16).hex(),
+        started_at_ms=min(run.started_at_ms for run in runs),
+        completed_at_ms=max(run.completed_at_ms for run in runs),
+        results=tuple(results),
+        notes=tuple(notes),
+    )
+
+
+# --- failure text ------------------------------------------------------------------------
+
+
+class CaseFailed(Exception):
+    """Raised by an item whose case failed; its text is the whole failure report."""
+
+
+def failure_text(suite: Suite, case: Case, result: CaseResult) -> str:
+    """cer's verdict for pytest: where the case is, its input, then the reason with
+    every line marked ``E`` as pytest marks an assertion's explanation."""
+    line = f":{case.line}" if case.line else ""
+    status = {Status.FAIL: "failed", Status.ERRORED: "errored"}.get(result.status, "")
+    lines = [
+        f"{suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]] "
+        f'"{case.name}" ({case.category}) {status}'
+    ]
+    if case.input:
+        shown = json.dumps(serialize.value_to_json(dict(case.input)), ensure_ascii=False)
+        lines.append(f"    input: {shown if len(shown) <= 300 else shown[:300] + '…'}")
+    for text in (result.reason or "no reason given").splitlines() or [""]:
+        lines.append(f"E   {text}")
+    if result.traceback and result.status is Status.ERRORED:
+        lines.append("")
+        lines.append("implementation traceback:")
+        lines.extend(f"    {text}" for text in result.traceback.rstrip().splitlines())
+    return "\n".join(lines)
+
+
+# --- collection --------------------------------------------------------------------------
+
+
+class CerPlugin:
+    """The plugin's state for one pytest session (one per process with xdist)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.given = _command_line_implementation(config)
+        try:
+            self.project = find_project_config(config.rootpath)
+        except UsageError as exc:
+            if self.given or _ini_implementation(config):
+                raise
+            # Without a cer option this run may have nothing to do with cer: a
+            # [tool.cer] it cannot read must not stop the project's own tests.
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"cer: {exc}; [tool.cer] is ignored"), stacklevel=2
+            )
+            self.project = ProjectConfig()
+        self.entries = {entry.path: entry for entry in configured_suites(self.project)}
+        self.active = bool(self.given or _ini_implementation(config) or self.entries)
+        self.states: dict[Path, SuiteState] = {}
+        self.worker_runs: list[dict[str, Any]] = []
+        self._foreign_markers: set[str] | None = None
+        self._our_markers: set[str] = set()
+        self._positions: dict[int, int] = {}
+        self.warm = WarmWorkers(1) if hasattr(config, "workerinput") else None
+        """Under xdist a process runs its cases in several batches (it is handed items
+        a few at a time); a worker started ahead saves each batch an interpreter start."""
+        if self.entries and not _paths_given(config):
+            present = {_argument_path(arg, config.invocation_params.dir) for arg in config.args}
+            for path in self.entries:
+                if path not in present:
+                    config.args.append(str(path))
+        self.explicit = {
+            _argument_path(arg, config.invocation_params.dir)
+            for arg in config.args
+            if arg.split("::", 1)[0].endswith(".toml")
+        }
+
+    # collection
+
+    @pytest.hookimpl
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+        if file_path.suffix != ".toml":
+            return None
+        resolved = file_path.resolve()
+        if resolved not in self.explicit and resolved not in self.entries:
+            return None
+        if not (self.active or resolved in self.entries or _has_format_marker(resolved)):
+            return None
+        return SuiteFile.from_parent(parent, path=file_path)
+
+    def options_for(self, path: Path) -> RunOptions:
+        """The run options of a suite: the command line first, then its
+        ``pytest_suites`` entry, then the ``cer_impl`` ini option, then ``[tool.cer]``."""
+        entry = self.entries.get(path.resolve())
+        implementation = (
+            self.given
+            or (entry.implementation if entry is not None else None)
+            or _ini_implementation(self.config)
+        )
+        values: dict[str, Any] = {key: None for key in _ENTRY_IMPL_KEYS}
+        if implementation is not None:
+            values[implementation[0]] = implementation[1]
+        namespace = argparse.Namespace(
+            suite=path,
+            paths=list(self.config.getoption("cer_path") or []),
+            timeout=self.config.getoption("cer_timeout"),
+            isolation=self.config.getoption("cer_isolation"),
+            max_memory=None,
+            capture_limit=None,
+            case_globs=[],
+            categories=[],
+            classes=[],
+            tags=[],
+            substrings=[],
+            jobs=1 if hasattr(self.config, "workerinput") else None,
+            **values,
+        )
+        try:
+            resolved = resolve_run(namespace, self.project)
+        except UsageError as exc:
+            message = str(exc).replace("pass --impl MODULE:ATTR (or --impl-cmd COMMAND)", "")
+            if "no implementation given" in message:
+                message = (
+                    "no implementation given: pass --cer-impl MODULE:ATTR, or set cer_impl "
+                    "in pytest's configuration or impl in [tool.cer]"
+                )
+            raise UsageError(message) from None
+        if resolved.several:
+            raise UsageError(
+                "[tool.cer] impls names several implementations; pytest runs one: "
+                "pass --cer-impl, or name one in pytest_suites"
+            )
+        return resolved.options
+
+    def marker_for(self, text: str) -> str:
+        """The registered marker name of a category, class or tag."""
+        if self._foreign_markers is None:
+            registered = _marker_names(self.config.getini("markers"))
+            try:
+                declared = _marker_names(self.config.inicfg.get("markers"))
+            except Exception:  # the ini layout is pytest's own business
+                declared = set()
+            self._foreign_markers = registered - declared
+        word = marker_word(text)
+        if word in self._foreign_markers:
+            word = MARKER_PREFIX + word
+        if word not in self._our_markers:
+            self._our_markers.add(word)
+            self.config.addinivalue_line("markers", f"{word}: cer case marker ({text})")
+        return word
+
+    # running
+
+    def _xdist_queue(self) -> list[pytest.Item] | None:
+        """The items this xdist worker was handed and has not run yet, in order."""
+        if not hasattr(self.config, "workerinput"):
+            return None
+        for plugin in self.config.pluginmanager.get_plugins():
+            queue = getattr(plugin, "torun", None)
+            session = getattr(plugin, "session", None)
+            if queue is None or session is None or not hasattr(queue, "lock"):
+                continue
+            try:
+                with queue.lock() as pending:
+                    indices = [i for i in pending if isinstance(i, int)]
+                items: list[pytest.Item] = session.items
+                upcoming = getattr(plugin, "nextitem_index", None)
+                head = [upcoming] if isinstance(upcoming, int) else []
+                return [items[i] for i in head + indices]
+            except Exception:
+                return None
+        return None
+
+    def batch_for(self, item: CaseItem) -> list[str]:
+        """The cases to run now: this item's, and those of the items of the same suite
+        this process runs after it and has not run yet."""
+        state = item.state
+        upcoming = self._xdist_queue()
+        if upcoming is None:
+            items = item.session.items
+            if not self._positions:
+                self._positions = {id(each): index for index, each in enumerate(items)}
+            start = self._positions.get(id(item), 0)
+            upcoming = items[start + 1 :]
+        names = [item.name]
+        for other in upcoming:
+            if (
+                isinstance(other, CaseItem)
+                and other.parent is item.parent
+                and other.name not in state.attempted
+                and other.name not in names
+            ):
+                names.append(other.name)
+        return names
+
+    def stop_after(self, session: pytest.Session) -> int:
+        """How many more failures pytest takes before it stops (0: it never stops)."""
+        maxfail = int(self.config.getoption("maxfail") or 0)
+        if self.config.getoption("stepwise", False):
+            maxfail = 1 if maxfail == 0 else min(maxfail, 1)
+        if maxfail <= 0:
+            return 0
+        return max(1, maxfail - session.testsfailed)
+
+    # reporting
+
+    def process_runs(self) -> list[RunResult]:
+        runs = []
+        for state in self.states.values():
+            run = state.combined()
+            if run is not None:
+                runs.append(run)
+        return runs
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.warm is not None:
+            self.warm.close()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[_WORKEROUTPUT_KEY] = json.dumps(
+                [serialize.run_to_dict(run) for run in self.process_runs()]
+            )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        text = output.get(_WORKEROUTPUT_KEY)
+        if text:
+            self.worker_runs.extend(json.loads(text))
+
+    def session_runs(self) -> list[RunResult]:
+        """One run per suite for the whole session: this process's, or the workers'."""
+        runs = self.process_runs() + [serialize.run_from_dict(d) for d in self.worker_runs]
+        by_suite: dict[str, list[RunResult]] = {}
+        for run in runs:
+            by_suite.setdefault(run.suite_path, []).append(run)
+        return [merge_process_runs(group) for group in by_suite.values()]
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        runs = self.session_runs()
+        if not runs:
+            return
+        terminalreporter.section("cer")
+        history_option = self.config.getoption("cer_history")
+        for run in runs:
+            terminalreporter.write_line(f"{self.shown(run.suite_path)} · {run.implementation_id}")
+            terminalreporter.write_line(f"  {console.summary_line(run)}")
+            for note in run.notes:
+                terminalreporter.write_line(f"  note: {note}")
+            if history_option is not None:
+                terminalreporter.write_line(f"  {self.record(run, history_option)}")
+
+    def shown(self, path: str) -> str:
+        """``path`` relative to the root directory when it is below it."""
+        try:
+            return str(Path(path).relative_to(self.config.rootpath))
+        except ValueError:
+            return path
+
+    def record(self, run: RunResult, option: str) -> str:
+        """Record ``run`` in cer's history, as ``cer run`` does; a line saying where."""
+        path = Path(option) if option else default_history_path(run.suite_path)
+        try:
+            suite = load_suite(run.suite_path)
+        except SuiteError:
+            suite = None
+        try:
+            with History.open(path) as history:
+                history.record(run, suite)
+        except HistoryError as exc:
+            return f"cer: warning: history: {exc}; this run is not recorded"
+        return f"recorded in {path}"
+
+
+def _plugin(config: pytest.Config) -> CerPlugin:
+    plugin = config.pluginmanager.get_plugin("cer-session")
+    assert isinstance(plugin, CerPlugin)
+    return plugin
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        plugin = CerPlugin(config)
+    except UsageError as exc:
+        raise pytest.UsageError(f"cer: {exc}") from None
+    config.pluginmanager.register(plugin, "cer-session")
+
+
+class SuiteFile(pytest.File):
+    """An eval suite: one item per case, in declared order."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        plugin = _plugin(self.config)
+        try:
+            suite = load_suite(self.path)
+            options = plugin.options_for(self.path)
+        except SuiteError as exc:
+            raise self.CollectError(str(exc)) from None
+        except UsageError as exc:
+            raise self.CollectError(f"{self.path}: {exc}") from None
+        for warning in suite.warnings:
+            self.warn(pytest.PytestWarning(f"{self.path.name}: {warning}"))
+        state = SuiteState(suite, options)
+        plugin.states[self.path.resolve()] = state
+        for case in suite.cases:
+            item = CaseItem.from_parent(self, name=case.name, case=case, state=state)
+            for text in dict.fromkeys((case.category, case.case_class, *case.tags)):
+                item.add_marker(plugin.marker_for(text))
+            yield item
+
+
+def _skip_here(reason: str) -> None:
+    """Skip the running item, reported at the case's own location when this pytest
+    can do that (it otherwise names the line of this module)."""
+    try:
+        error = pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:
+        error = pytest.skip.Exception(reason)
+    raise error
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite. Its result comes from the suite's cer run."""
+
+    def __init__(self, *, case: Case, state: SuiteState, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.state = state
+
+    def setup(self) -> None:
+        state = self.state
+        if self.name not in state.attempted:
+            plugin = _plugin(self.config)
+            state.run(plugin.batch_for(self), plugin.stop_after(self.session), plugin.warm)
+        failure = state.failures.get(self.name)
+        if failure is not None:
+            pytest.fail(f"cer: {failure}", pytrace=False)
+        result = state.results.get(self.name)
+        if result is None:
+            pytest.fail(f"cer: {_NOT_RUN}", pytrace=False)
+        if result.stdout:
+            self.add_report_section("call", "stdout", result.stdout)
+        if result.stderr:
+            self.add_report_section("call", "stderr", result.stderr)
+        if result.status is Status.ERRORED:
+            pytest.fail(failure_text(state.suite, self.case, result), pytrace=False)
+        if result.status is Status.SKIPPED:
+            _skip_here(result.reason or "skipped")
+
+    def runtest(self) -> None:
+        result = self.state.results.get(self.name)
+        if result is None or result.status is not Status.PASS:
+            raise CaseFailed(
+                failure_text(self.state.suite, self.case, result)
+                if result is not None
+                else f"cer: {_NOT_RUN}"
+            )
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.case.line - 1 if self.case.line else None
+        return self.path, line, f"{self.case.label} ({self.case.category})"
