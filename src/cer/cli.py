@@ -9,13 +9,14 @@ import argparse
 import enum
 import json
 import shutil
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cer import __version__, console, serialize
+from cer import __version__, console, procs, serialize
 from cer.categories import CategoryConfigError
 from cer.check import SuiteUnreadable, check_suite, render_check
 from cer.coverage import Coverage, CoverageError, suite_coverage
@@ -66,6 +67,45 @@ class ExitCode(enum.IntEnum):
     INCOMPLETE = 3
     """Nothing failed, but some cases were skipped: the run proves nothing complete."""
     INTERRUPTED = 130
+    """Interrupted by SIGINT (Ctrl-C); SIGHUP gives 129 and SIGTERM 143 (128 + the
+    signal's number), see :class:`Terminated`."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (a CI timeout, a closed terminal): the run is
+    stopped exactly as on Ctrl-C, every process of it ended, and ``cer`` exits with
+    128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def interrupted_code(exc: KeyboardInterrupt) -> int:
+    """The exit code for an interrupted run: 130 for Ctrl-C, else 128 + the signal."""
+    if isinstance(exc, Terminated):
+        return 128 + exc.signum
+    return int(ExitCode.INTERRUPTED)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> str:
+    if isinstance(exc, Terminated):
+        return f"stopped by {signal.Signals(exc.signum).name}"
+    return "interrupted"
+
+
+def _stop_on_signals() -> None:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread, once: a
+    second signal while the run is being stopped is ignored, so that the cleanup
+    (ending every worker and what it left) is not cut short."""
+
+    def handler(signum: int, frame: object) -> None:
+        for each in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(each, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    for each in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(each, handler)
 
 
 def exit_code_for(run: RunResult) -> ExitCode:
@@ -344,6 +384,37 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
     return None
 
 
+def _report_paths(args: argparse.Namespace, labels: Sequence[str]) -> list[Path]:
+    """Every file this run writes a report to (``--output`` and each ``--report``)."""
+    paths = [Path(args.output)] if args.output is not None else []
+    for request in args.reports:
+        if not request.to_stdout:
+            names = [labelled_path(request.path, label) for label in labels] or [request.path]
+            paths.extend(Path(name) for name in names)
+    return paths
+
+
+def _remove_stale_reports(args: argparse.Namespace, labels: Sequence[str], suite: Path) -> None:
+    """Remove the reports of an earlier run before this one starts.
+
+    Reports are written whole when the run finishes (cer.reports.write_report); a run
+    that does not finish (interrupted, stopped by SIGTERM, crashed, killed) writes
+    none, and must not leave an earlier run's report in their place, which could say
+    "conformant" about code that no longer is. The suite file is never removed.
+    """
+    try:
+        suite_file = suite.resolve()
+    except OSError:
+        suite_file = suite
+    for path in _report_paths(args, labels):
+        try:
+            if path.resolve() == suite_file or path.is_dir():
+                continue
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            _warning(f"cannot remove the earlier report {path}: {exc}")
+
+
 def _open_history(path: Path) -> History | None:
     """The history for recording; a warning and None when it cannot be used."""
     try:
@@ -379,7 +450,7 @@ def _rerun_selection(
     return frozenset(latest.names), ""
 
 
-def cmd_run(args: argparse.Namespace) -> ExitCode:
+def cmd_run(args: argparse.Namespace) -> int:
     try:
         resolved = resolve_run(args)
     except UsageError as exc:
@@ -399,6 +470,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if problem is not None:
         _error(problem)
         return ExitCode.USAGE
+    _remove_stale_reports(args, resolved.labels if resolved.several else (), suite.path)
     if args.failed and args.no_history:
         _error("--failed needs the run history; it cannot be used with --no-history")
         return ExitCode.USAGE
@@ -440,7 +512,7 @@ def _failed_only(
 
 def _run_and_report(
     args: argparse.Namespace, options: RunOptions, suite: Suite, history: History | None
-) -> ExitCode:
+) -> int:
     """Run (``--failed``: only what failed last time), record, and write every output."""
     if args.failed:
         rerun, stop = _failed_only(history, suite, [options], several=False)
@@ -453,10 +525,10 @@ def _run_and_report(
     except CategoryConfigError as exc:
         _error(f"[tool.cer.categories]: {exc}")
         return ExitCode.USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         progress.clear()
-        _error("interrupted; no results were reported")
-        return ExitCode.INTERRUPTED
+        _error(f"{_interrupted(exc)}; no results were reported")
+        return interrupted_code(exc)
     progress.clear()
     flaky = _record(history, run, suite)
     coverage: Coverage | None = None
@@ -560,7 +632,7 @@ def _rerun_selection_many(
 
 def _run_matrix(
     args: argparse.Namespace, resolved: ResolvedRun, suite: Suite, history: History | None
-) -> ExitCode:
+) -> int:
     """Run every implementation in turn, record each run on its own, and report the
     matrix (text or JSON) and one report file per implementation."""
     implementations = list(resolved.implementations)
@@ -581,15 +653,15 @@ def _run_matrix(
         except CategoryConfigError as exc:
             _error(f"[tool.cer.categories]: {exc}")
             return ExitCode.USAGE
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             progress.clear()
             recorded = ""
             if runs and history is not None:
                 recorded = (
                     f"; {len(runs)} finished run{'s were' if len(runs) != 1 else ' was'} recorded"
                 )
-            _error(f"interrupted; no results were reported{recorded}")
-            return ExitCode.INTERRUPTED
+            _error(f"{_interrupted(exc)}; no results were reported{recorded}")
+            return interrupted_code(exc)
         progress.clear()
         flaky.append(_record(history, run, suite))
         runs.append(run)
@@ -885,7 +957,21 @@ def _forgiving_streams() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``cer`` program. Called without ``argv`` (as the program itself), it also
+    adopts the orphans of the processes it starts (cer.procs) and stops cleanly on
+    SIGTERM and SIGHUP as on Ctrl-C."""
     _forgiving_streams()
+    if argv is None:
+        procs.adopt_orphans()
+        _stop_on_signals()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:
+        _error(f"{_interrupted(exc)}")
+        return interrupted_code(exc)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

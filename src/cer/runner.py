@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cer import plaindata
+from cer import plaindata, procs
 from cer.categories import CategoryRegistry, build_registry
 from cer.events import (
     CaseFinished,
@@ -286,6 +286,8 @@ class _Execution:
         self._seq = 0
         self._attempts: dict[int, int] = {}
         self._window = _WINDOW
+        self.children_before = procs.children()
+        """The supervisor's children before the run: not the run's to end."""
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -350,8 +352,18 @@ class _Execution:
         if lane.worker is not None:
             lane.worker.kill()
             lane.worker = None
+            self.end_strays()
         lane.loading = False
         lane.begun_at = None
+
+    def end_strays(self) -> None:
+        """End every process the run left with the supervisor: what a lost worker had
+        adopted, a harness's daemon (see cer.procs); live workers are kept."""
+        keep = set(self.children_before)
+        keep.update(lane.worker.process.pid for lane in self.lanes if lane.worker is not None)
+        if self.warm is not None:
+            keep.update(self.warm.pids())
+        procs.end_strays(keep)
 
     def stop_worker(self) -> None:
         """End every worker: ask them all to quit first, then make sure they are gone."""
@@ -827,11 +839,13 @@ def run_suite(
         execution.run(runnable)
     except BaseException:
         execution.kill_worker()
+        execution.end_strays()
         if warm is not None:
             warm.fill()
         raise
     execution.flush_deferred()
     execution.stop_worker()
+    execution.end_strays()
     if warm is not None:
         warm.fill()
     results = []

@@ -311,6 +311,11 @@ class WarmWorkers:
             self._drop_stale()
             return self._ready.pop(0) if self._ready else None
 
+    def pids(self) -> frozenset[int]:
+        """The process ids of the waiting workers."""
+        with self._lock:
+            return frozenset(worker.process.pid for worker in self._ready)
+
     def close(self) -> None:
         """Kill every waiting worker; later calls to :meth:`fill` start none."""
         with self._lock:
