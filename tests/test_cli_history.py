@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cer import cli
 from cer.cli import main
 from conftest import Module
 
@@ -320,3 +321,51 @@ def test_failed_follows_its_own_implementation_after_a_matrix_run(
     code, document = run_json(capsys, bad, "--failed")
     assert code == 1
     assert [r["status"] for r in document["results"]] == ["skipped", "fail", "skipped"]
+
+
+TRIGGER = (
+    "CREATE TRIGGER all_pass AFTER INSERT ON eval_case_results BEGIN "
+    "UPDATE eval_case_results SET status = 'pass' WHERE run_id = NEW.run_id; END"
+)
+
+
+def test_a_tampered_history_stops_the_run_and_the_rerun(
+    project: Module, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad, good = project.impl(BAD_ON_THREE), project.impl(GOOD)
+    assert run_json(capsys, bad)[0] == 1
+    with sqlite3.connect(HISTORY) as db:
+        db.execute(TRIGGER)
+    code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--failed")
+    assert code == 2 and out == ""
+    assert "nothing to rerun" not in err
+    assert f"cer: error: history: {HISTORY} is not a history cer made: " in err
+    assert "trigger 'all_pass'" in err and "--no-history" in err
+    code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{bad}:f")
+    assert code == 2 and out == "" and "is not a history cer made" in err
+    code, _, err = cer(capsys, "history")
+    assert code == 2 and "is not a history cer made" in err
+    assert run_json(capsys, bad, "--no-history")[0] == 1
+    with sqlite3.connect(HISTORY) as db:
+        assert db.execute("SELECT COUNT(*) FROM eval_runs").fetchone()[0] == 1
+
+
+def test_a_history_tampered_during_the_run_is_not_written(
+    project: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run_json(capsys, project.impl(GOOD))[0] == 0
+    real_run = cli.run_suite
+
+    def run_then_tamper(*args: Any, **kwargs: Any) -> Any:
+        run = real_run(*args, **kwargs)
+        with sqlite3.connect(HISTORY) as db:  # as a case of the run could have done
+            db.execute(TRIGGER)
+        return run
+
+    monkeypatch.setattr(cli, "run_suite", run_then_tamper)
+    code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{project.impl(BAD_ON_THREE)}:f")
+    assert code == 2  # whatever the results: the record could not be made
+    assert "✘ FAIL  doubles-three" in out
+    assert "is not a history cer made" in err and "this run is not recorded" in err
+    with sqlite3.connect(HISTORY) as db:
+        assert db.execute("SELECT COUNT(*) FROM eval_runs").fetchone()[0] == 1

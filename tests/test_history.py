@@ -18,6 +18,7 @@ from cer import resources
 from cer.history import (
     History,
     HistoryError,
+    HistoryUntrusted,
     default_history_path,
     diff_statuses,
 )
@@ -575,3 +576,116 @@ def test_only_the_newest_runs_of_a_suite_are_kept(
             "SELECT COUNT(*) FROM eval_case_results WHERE run_id IN (?, ?)", ids[:2]
         ).fetchone()[0]
     assert left == 0
+
+
+# --- a database cer did not make -------------------------------------------------------
+
+
+def _made(tmp_path: Path) -> Path:
+    """A history cer made, holding one recorded run."""
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        history.record(make_run("r1", [("a", Status.FAIL), ("b", Status.PASS)]))
+    return path
+
+
+def _tamper(path: Path, *statements: str) -> None:
+    db = sqlite3.connect(path)
+    try:
+        for statement in statements:
+            db.execute(statement)
+        db.commit()
+    finally:
+        db.close()
+
+
+TAMPERS = {
+    "trigger": (
+        "CREATE TRIGGER all_pass AFTER INSERT ON eval_case_results BEGIN "
+        "UPDATE eval_case_results SET status = 'pass' WHERE run_id = NEW.run_id; END",
+        "trigger 'all_pass' on eval_case_results that cer never creates",
+    ),
+    "view": (
+        "CREATE VIEW nothing_failed AS SELECT * FROM eval_runs",
+        "view 'nothing_failed' that cer never creates",
+    ),
+    "altered table": (
+        "ALTER TABLE eval_case_results ADD COLUMN status_override TEXT",
+        "table 'eval_case_results' is not declared the way cer declares it",
+    ),
+    "extra index": (
+        "CREATE INDEX sneaky ON eval_runs (target_module)",
+        "index 'sneaky' on eval_runs that cer never creates",
+    ),
+    "application id": (
+        "PRAGMA application_id = 1234",
+        "it belongs to another application (application_id 1234)",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(TAMPERS))
+def test_a_tampered_history_is_refused_on_opening(tmp_path: Path, kind: str) -> None:
+    path = _made(tmp_path)
+    statement, found = TAMPERS[kind]
+    _tamper(path, statement)
+    before = path.read_bytes()
+    with pytest.raises(HistoryUntrusted) as info:
+        History.open(path)
+    message = str(info.value)
+    assert message.startswith(f"{path} is not a history cer made: ")
+    assert found in message
+    assert f"mv {path} {path}.suspect" in message
+    assert isinstance(info.value, HistoryError)
+    assert path.read_bytes() == before  # neither repaired nor written
+
+
+def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    _tamper(path, "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    with pytest.raises(HistoryUntrusted, match="table 'notes' that cer never creates"):
+        History.open(path)
+    with pytest.raises(HistoryUntrusted):
+        History.open(path, create=False)
+
+
+def test_a_database_with_only_the_schema_tables_is_completed(tmp_path: Path) -> None:
+    path = tmp_path / "spec.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(resources.schema_sql())
+    db.close()
+    with History.open(path) as history:
+        history.record(make_run("r1", [("a", Status.PASS)]))
+        assert [r.run_id for r in history.runs()] == ["r1"]
+    with History.open(path) as history:  # made by cer now, and accepted again
+        assert history.latest_failed() is not None
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA application_id").fetchone()[0] == history_module.APPLICATION_ID
+    db.close()
+
+
+def test_a_trigger_added_while_open_is_refused_before_recording(tmp_path: Path) -> None:
+    path = _made(tmp_path)
+    with History.open(path) as history:
+        _tamper(path, TAMPERS["trigger"][0])
+        with pytest.raises(HistoryUntrusted):
+            history.record(make_run("r2", [("a", Status.FAIL), ("b", Status.FAIL)]))
+        with pytest.raises(HistoryUntrusted):
+            history.latest_failed()
+        with pytest.raises(HistoryUntrusted):
+            history.flaky_names("impl:f@aaaa", "h1")
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT COUNT(*) FROM eval_runs").fetchone()[0] == 1
+    db.close()
+
+
+def test_layout_of_a_declaration_does_not_matter(tmp_path: Path) -> None:
+    path = _made(tmp_path)
+    declared = history_module._normal_sql
+    assert declared("CREATE TABLE t (\n  a TEXT, -- note\n  b INT\n)") == declared(
+        "CREATE TABLE t(a TEXT,b INT)"
+    )
+    assert declared("CREATE TABLE t (a TEXT)") != declared("CREATE TABLE t (a TEXT NOT NULL)")
+    _tamper(path, "ANALYZE")  # statistics only guide the planner
+    with History.open(path) as history:
+        assert len(history.runs()) == 1

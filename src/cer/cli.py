@@ -24,6 +24,7 @@ from cer.history import (
     KEEP_RUNS,
     History,
     HistoryError,
+    HistoryUntrusted,
     RunDiff,
     RunRecord,
     default_history_path,
@@ -416,9 +417,14 @@ def _remove_stale_reports(args: argparse.Namespace, labels: Sequence[str], suite
 
 
 def _open_history(path: Path) -> History | None:
-    """The history for recording; a warning and None when it cannot be used."""
+    """The history for recording; a warning and None when it cannot be used.
+
+    A database cer did not make is not a mere inconvenience: something may have
+    tampered with it, so HistoryUntrusted goes up and stops the run."""
     try:
         return History.open(path)
+    except HistoryUntrusted:
+        raise
     except HistoryError as exc:
         _warning(f"history: {exc}; this run is not recorded")
         return None
@@ -476,7 +482,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     history = None
     if not args.no_history:
-        history = _open_history(args.history or default_history_path(suite.path))
+        try:
+            history = _open_history(args.history or default_history_path(suite.path))
+        except HistoryUntrusted as exc:
+            _error(f"history: {exc}")
+            return ExitCode.USAGE
     try:
         if resolved.several:
             return _run_matrix(args, resolved, suite, history)
@@ -530,7 +540,7 @@ def _run_and_report(
         _error(f"{_interrupted(exc)}; no results were reported")
         return interrupted_code(exc)
     progress.clear()
-    flaky = _record(history, run, suite)
+    flaky, untrusted = _record(history, run, suite)
     coverage: Coverage | None = None
     try:
         coverage = suite_coverage(suite, run)
@@ -554,7 +564,7 @@ def _run_and_report(
             coverage_details=args.coverage,
             flaky=flaky,
         )
-    code = exit_code_for(run)
+    code = ExitCode.USAGE if untrusted else exit_code_for(run)
     stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports)
     if not _write_main_report(args, text, summary_line, stdout_taken):
         return ExitCode.USAGE
@@ -643,6 +653,7 @@ def _run_matrix(
             return stop
     runs: list[RunResult] = []
     flaky: list[frozenset[str] | None] = []
+    untrusted = False
     show_progress = not args.quiet and sys.stderr.isatty()
     for index, (options, label) in enumerate(zip(implementations, labels, strict=True)):
         progress = console.Progress(
@@ -663,7 +674,10 @@ def _run_matrix(
             _error(f"{_interrupted(exc)}; no results were reported{recorded}")
             return interrupted_code(exc)
         progress.clear()
-        flaky.append(_record(history, run, suite))
+        flaky_names, refused = _record(history, run, suite)
+        if refused:
+            untrusted, history = True, None  # the history is closed by the caller
+        flaky.append(flaky_names)
         runs.append(run)
     matrix = build_matrix(suite, runs, labels)
     coverages: list[Coverage | None] = []
@@ -694,7 +708,7 @@ def _run_matrix(
             coverages=coverages,
             flaky=flaky,
         )
-    code = exit_code_for_runs(runs)
+    code = ExitCode.USAGE if untrusted else exit_code_for_runs(runs)
     if not _write_main_report(args, text, summary_line, stdout_taken=False):
         return ExitCode.USAGE
     for request in args.reports:
@@ -709,17 +723,24 @@ def _run_matrix(
     return code
 
 
-def _record(history: History | None, run: RunResult, suite: Suite) -> frozenset[str] | None:
-    """Record the run; the flaky cases under its implementation and suite, or None when
-    history is off or failed (which only ever costs a warning)."""
+def _record(
+    history: History | None, run: RunResult, suite: Suite
+) -> tuple[frozenset[str] | None, bool]:
+    """Record the run. Returns the flaky cases under its implementation and suite (None
+    when history is off or failed, which only costs a warning) and whether the history
+    turned out to be a database cer did not make (changed during the run): an error,
+    and the run's exit code becomes 2 whatever its results."""
     if history is None:
-        return None
+        return None, False
     try:
         history.record(run, suite)
-        return history.flaky_names(run.implementation_id, run.suite_hash)
+        return history.flaky_names(run.implementation_id, run.suite_hash), False
+    except HistoryUntrusted as exc:
+        _error(f"history: {exc}; this run is not recorded")
+        return None, True
     except HistoryError as exc:
         _warning(f"history: {exc}; this run is not recorded")
-        return None
+        return None, False
 
 
 def _chart_runs(

@@ -14,8 +14,10 @@ Used by ``cer run`` / ``cer history`` / ``cer diff`` and by the TUI.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -39,6 +41,7 @@ __all__ = [
     "FlakyCase",
     "History",
     "HistoryError",
+    "HistoryUntrusted",
     "RunDiff",
     "RunRecord",
     "default_history_path",
@@ -51,6 +54,10 @@ DEFAULT_DIR = ".cer"
 DEFAULT_NAME = "history.sqlite"
 HISTORY_VERSION = 1
 """Version of cer's extension tables; a newer database is refused, never rewritten."""
+
+APPLICATION_ID = 0x63657231
+"""SQLite's ``application_id`` of a history cer made (``cer1``); 0 is accepted too, for
+a database made before cer set it or not yet initialised."""
 
 KEEP_RUNS = 200
 """Runs kept per suite; recording one more forgets the oldest."""
@@ -113,6 +120,23 @@ _MIN_PREFIX = 5
 
 class HistoryError(Exception):
     """The history database cannot be opened, read or written; the message says why."""
+
+
+class HistoryUntrusted(HistoryError):
+    """The file holds something cer did not make: a trigger, a view, an altered table,
+    another application's tables. A trigger could rewrite every run recorded from then
+    on, so such a database is neither read nor written; the message says what was found
+    and how to start afresh."""
+
+    def __init__(self, path: Path, problems: Sequence[str]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        aside = f"{path}.suspect"
+        super().__init__(
+            f"{path} is not a history cer made: {'; '.join(self.problems)}. cer neither "
+            f"reads nor writes it; move it aside (mv {path} {aside}) to start a new "
+            "history, or run with --no-history"
+        )
 
 
 def default_history_path(suite_path: str | Path) -> Path:
@@ -273,6 +297,42 @@ def diff_statuses(
     )
 
 
+def _creation_sql() -> str:
+    """Every statement that creates cer's history: ``schema.sql`` and cer's own."""
+    return schema_sql() + "\n" + _EXTENSION_SQL
+
+
+_SQL_COMMENT = re.compile(r"--[^\n]*")
+_SQL_SPACE = re.compile(r"\s+")
+_SQL_TIGHT = re.compile(r" ?([(),]) ?")
+
+
+def _normal_sql(sql: object) -> str | None:
+    """A declaration with comments and layout removed, so that only a change of meaning
+    (a column, a constraint, a clause) makes two declarations differ. A column added by
+    ``ALTER TABLE ... ADD COLUMN`` reads the same as one declared last in the table."""
+    if sql is None:
+        return None
+    text = _SQL_COMMENT.sub(" ", str(sql))
+    text = _SQL_SPACE.sub(" ", text).strip()
+    return _SQL_TIGHT.sub(r"\1", text)
+
+
+@functools.cache
+def _expected_schema() -> Mapping[str, tuple[str, str, str | None]]:
+    """name → (type, table, normalised declaration) of every object cer creates, read
+    from a scratch in-memory database made with the same script (computed once)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.executescript(_creation_sql())
+        rows = scratch.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+        return {
+            str(name): (str(kind), str(table), _normal_sql(sql)) for kind, name, table, sql in rows
+        }
+    finally:
+        scratch.close()
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
@@ -332,6 +392,10 @@ class History:
     def _prepare(self) -> None:
         """Check the file is a history cer can use, creating its tables on first use."""
         with self._errors("open"):
+            # Nothing a database file declares (a view, a trigger, an index expression)
+            # may call a function with side effects on cer's behalf.
+            self._db.execute("PRAGMA trusted_schema = OFF")
+            self._verify_schema()
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL
             version = self._version()
@@ -347,11 +411,10 @@ class History:
             # version mark appear together or not at all.
             script = (
                 "BEGIN IMMEDIATE;\n"
-                + schema_sql()
-                + "\n"
-                + _EXTENSION_SQL
+                + _creation_sql()
                 + "\nINSERT OR REPLACE INTO cer_meta (key, value) VALUES "
-                f"('history_version', '{HISTORY_VERSION}');\nCOMMIT;\n"
+                f"('history_version', '{HISTORY_VERSION}');\n"
+                f"PRAGMA application_id = {APPLICATION_ID};\nCOMMIT;\n"
             )
             try:
                 self._db.executescript(script)
@@ -375,6 +438,44 @@ class History:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
+
+    def _verify_schema(self) -> None:
+        """Refuse a database whose schema is not (a part of) the one cer creates.
+
+        Every object in ``sqlite_master`` must be one that cer's own creation script
+        makes, declared with the same statement; objects not there yet are fine (a new
+        file, or one that holds only the tables of ``schema.sql``), since cer creates
+        them. Anything else (a trigger, a view, an extra table or index, a table whose
+        columns or constraints were changed) raises :class:`HistoryUntrusted`. Called on
+        opening, inside every recording transaction and before every read, so that a
+        change made while the file is open is caught before it can matter.
+        """
+        expected = _expected_schema()
+        problems = []
+        app_id = int(self._db.execute("PRAGMA application_id").fetchone()[0])
+        if app_id not in (0, APPLICATION_ID):
+            problems.append(f"it belongs to another application (application_id {app_id})")
+        rows = self._db.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid"
+        ).fetchall()
+        for kind, name, table, sql in rows:
+            if str(name).startswith("sqlite_stat"):
+                continue  # statistics ANALYZE keeps; they only guide the query planner
+            found = expected.get(str(name))
+            if found is None:
+                where = f" on {table}" if kind in ("trigger", "index") else ""
+                problems.append(f"it holds a {kind} {name!r}{where} that cer never creates")
+            elif found != (kind, table, _normal_sql(sql)):
+                problems.append(f"its {kind} {name!r} is not declared the way cer declares it")
+        if problems:
+            raise HistoryUntrusted(self.path, problems)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read of the history, after checking its schema is still cer's own."""
+        with self._errors("read"):
+            self._verify_schema()
+            yield
 
     def _version(self) -> int | None:
         row = self._db.execute(
@@ -459,6 +560,7 @@ class History:
         with self._errors("record the run in"):
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._verify_schema()
                 self._write(run, suite_path, suite_hash, summary, results, details)
             except BaseException:
                 if self._db.in_transaction:
@@ -560,7 +662,7 @@ class History:
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
-        with self._errors("read"):
+        with self._reading():
             rows = self._db.execute(sql, params).fetchall()
             records = [self._record_from_row(row) for row in rows]
             groups = self._flaky_groups({(r.implementation_id, r.suite_hash) for r in records})
@@ -589,7 +691,7 @@ class History:
             )
         pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         sql = f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} WHERE r.run_id LIKE ? ESCAPE '\\' LIMIT 2"
-        with self._errors("read"):
+        with self._reading():
             rows = self._db.execute(sql, (pattern,)).fetchall()
             if not rows:
                 raise HistoryError(f"no recorded run has an id starting with {ref!r}")
@@ -605,7 +707,7 @@ class History:
 
     def load_run(self, run_id: str) -> RunResult:
         """The full recorded run (results with their evidence), as a RunResult."""
-        with self._errors("read"):
+        with self._reading():
             row = self._db.execute(
                 f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} WHERE r.run_id = ?", (run_id,)
             ).fetchone()
@@ -682,7 +784,7 @@ class History:
 
     def statuses(self, run_id: str) -> tuple[StatusRow, ...]:
         """(case name, status, reason) of every result of one run, in declared order."""
-        with self._errors("read"):
+        with self._reading():
             rows = self._db.execute(
                 "SELECT e.case_name, e.status, e.reason FROM eval_case_results e"
                 " LEFT JOIN cer_case_details d"
@@ -710,7 +812,7 @@ class History:
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
-        with self._errors("read"):
+        with self._reading():
             rows = self._db.execute(sql, params).fetchall()
             groups = self._flaky_groups({(row[2], row[3]) for row in rows})
         return tuple(
@@ -754,7 +856,7 @@ class History:
             clauses.append("c.suite_hash = ?")
             params.append(suite_hash)
         where = f"WHERE {' OR '.join(clauses)}" if clauses else ""
-        with self._errors("read"):
+        with self._reading():
             row = self._db.execute(
                 f"SELECT r.run_id FROM {_RUN_FROM} {where} {_NEWEST_FIRST} LIMIT 1", params
             ).fetchone()
@@ -791,7 +893,7 @@ class History:
             " GROUP BY r.implementation_id, c.suite_hash, e.case_name, e.status"
             " ORDER BY r.implementation_id, c.suite_hash, e.case_name, e.status"
         )
-        with self._errors("read"):
+        with self._reading():
             rows = self._db.execute(sql, params).fetchall()
         grouped: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
         for impl, hash_, name, status, count in rows:
