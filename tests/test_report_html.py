@@ -459,3 +459,100 @@ def test_a_browser_parses_and_draws_the_page(real: ReportContext, tmp_path: Path
     )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size > 10_000
+
+
+# --- from the command line ----------------------------------------------------------------
+
+
+def _chart_columns(path: Path) -> int:
+    page = Page(path.read_text(encoding="utf-8"))
+    charts = page.find("svg", "chart")
+    if not charts:
+        return 0
+    return len([e for e in page.within(charts[0]) if e.tag == "g"])
+
+
+def test_cer_run_charts_the_recorded_runs(module: Module) -> None:
+    module.suite(SUITE)
+    impl = module.impl(IMPL)
+    suite = str(module.root / "evals.toml")
+    report = module.root / "out" / "report.html"
+    for _ in range(2):
+        code = main(["run", suite, "--impl", f"{impl}:f", "-q", "--report", f"html={report}"])
+        assert code == 1
+    assert _chart_columns(report) == 2
+    assert len(Page(report.read_text(encoding="utf-8")).find("details", "case")) == 3
+    main(["run", suite, "--impl", f"{impl}:f", "-q", "--no-history", "--report", f"html={report}"])
+    assert _chart_columns(report) == 0
+    assert "No recorded runs" in report.read_text(encoding="utf-8")
+
+
+def test_cer_history_html_renders_the_newest_recorded_run(
+    module: Module, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module.suite(SUITE)
+    (module.root / "commonsformat.md").write_text(MODULE_DOC, encoding="utf-8")
+    impl = module.impl(IMPL)
+    suite = module.root / "evals.toml"
+    for _ in range(3):
+        main(["run", str(suite), "--impl", f"{impl}:f", "-q"])
+    capsys.readouterr()
+    page_path = module.root / "history.html"
+    assert main(["history", "--suite", str(suite), "--html", str(page_path)]) == 0
+    assert "3 recorded runs charted" in capsys.readouterr().out
+    assert _chart_columns(page_path) == 3
+    text = page_path.read_text(encoding="utf-8")
+    page = Page(text)
+    assert len(page.find("details", "case")) == 3
+    assert "1 of 2 constraints covered" in page.text_in(page.find("section")[3])
+    assert [page.text_in(h) for h in page.find("h3")][:3] == [
+        "case class",
+        "category",
+        "tag upstream-section:",
+    ]
+    assert "<script>alert(1)</script>" in page.text and not page.find("script")
+    assert_self_contained(text)
+    # -n limits the chart; the page still shows the newest run.
+    assert main(["history", "--suite", str(suite), "--html", str(page_path), "-n", "2"]) == 0
+    assert _chart_columns(page_path) == 2
+    # A suite changed since the run: a warning, and a page without tags or coverage.
+    suite.write_text(suite.read_text() + "\n# edited\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["history", "--suite", str(suite), "--html", str(page_path)]) == 0
+    assert "changed since the run" in capsys.readouterr().err
+    page = Page(page_path.read_text(encoding="utf-8"))
+    assert len(page.find("details", "case")) == 3
+    assert not [e for e in page.find("section") if e.attrs.get("id") == "coverage"]
+    assert "tag upstream-section:" not in [page.text_in(h) for h in page.find("h3")]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--case", "fails"], "cannot be combined"),
+        (["--format", "json"], "cannot be combined"),
+    ],
+)
+def test_cer_history_html_usage_errors(
+    module: Module, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    suite = module.suite(SUITE)
+    code = main(["history", "--suite", str(suite), "--html", str(module.root / "h.html"), *extra])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cer_history_html_needs_a_recorded_run_and_jinja2(
+    module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = module.suite(SUITE)
+    target = module.root / "h.html"
+    assert main(["history", "--suite", str(suite), "--html", str(target)]) == 2
+    assert "no history" in capsys.readouterr().err
+    impl = module.impl(IMPL)
+    main(["run", str(suite), "--impl", f"{impl}:f", "-q"])
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    capsys.readouterr()
+    assert main(["history", "--suite", str(suite), "--html", str(target)]) == 2
+    assert INSTALL_HINT in capsys.readouterr().err
+    assert not target.exists()

@@ -261,11 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit",
         "-n",
         type=_positive_int,
-        default=20,
         metavar="N",
         help="show at most N runs (default 20)",
     )
     hist.add_argument("--format", choices=("text", "json"), default="text")
+    hist.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="write the newest recorded run as an HTML page, with the counts of the "
+        f"recorded runs as a chart (the newest N with -n, else {KEEP_RUNS}); "
+        "needs pip install 'cer-tui[html]'",
+    )
 
     diff = commands.add_parser(
         "diff",
@@ -801,7 +808,54 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
     }
 
 
+HISTORY_LIMIT = 20
+"""Runs ``cer history`` lists without ``-n``."""
+
+
+def _history_html(args: argparse.Namespace) -> ExitCode:
+    """``cer history --html PATH``: the newest recorded run of the suite as a page."""
+    from cer.reports import html
+    from cer.reports.recorded import recorded_context
+
+    problem = html.missing_dependency()
+    if problem is not None:
+        _error(problem)
+        return ExitCode.USAGE
+    if args.case is not None or args.format != "text":
+        _error("--html cannot be combined with --case or --format")
+        return ExitCode.USAGE
+    try:
+        history, suite = _open_for_reading(args)
+    except (UsageError, HistoryError) as exc:
+        _error(str(exc))
+        return ExitCode.USAGE
+    with history:
+        try:
+            found = recorded_context(history, suite, args.limit or KEEP_RUNS)
+        except HistoryError as exc:
+            _error(str(exc))
+            return ExitCode.USAGE
+    if found is None:
+        _error(f"no recorded run{f' of {suite}' if suite else ''} in {history.path}")
+        return ExitCode.USAGE
+    for warning in found.warnings:
+        _warning(warning)
+    try:
+        write_report(html.render(found.context), args.html)
+    except OSError as exc:
+        _error(f"cannot write {args.html}: {exc}")
+        return ExitCode.USAGE
+    run = found.context.run
+    sys.stdout.write(
+        f"{args.html}: run {run.run_id[:8]} ({run.implementation_id}), "
+        f"{len(found.context.history)} recorded runs charted\n"
+    )
+    return ExitCode.OK
+
+
 def cmd_history(args: argparse.Namespace) -> ExitCode:
+    if args.html is not None:
+        return _history_html(args)
     try:
         path, _ = _history_location(args)
         if not path.exists():
@@ -817,7 +871,9 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
     with history:
         try:
             if args.case is not None:
-                entries = history.case_history(args.case, suite_path=suite, limit=args.limit)
+                entries = history.case_history(
+                    args.case, suite_path=suite, limit=args.limit or HISTORY_LIMIT
+                )
                 if args.format == "json":
                     document: Any = {
                         "case": args.case,
@@ -839,7 +895,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                 else:
                     text = console.render_case_history(args.case, entries, str(history.path))
             else:
-                records = history.runs(args.limit, suite_path=suite)
+                records = history.runs(args.limit or HISTORY_LIMIT, suite_path=suite)
                 if args.format == "json":
                     document = {
                         "history": str(history.path),
