@@ -198,7 +198,8 @@ def test_history_records_the_run_like_cer_run(tmp_path: Path) -> None:
         CALC,
         "-k",
         "not division",
-        f"--cer-history={database}",
+        "--cer-history-path",
+        database,
     )
     assert "3 failed, 53 passed, 14 deselected" in done.stdout, done.stdout
     assert f"recorded in {database}" in done.stdout

@@ -77,12 +77,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--cer-history",
-        nargs="?",
-        const="",
-        default=None,
+        action="store_true",
+        help="record each suite's run in cer's history (.cer/history.sqlite beside the "
+        "suite), as cer run does",
+    )
+    group.addoption(
+        "--cer-history-path",
         metavar="PATH",
-        help="record each suite's run in cer's history (default: .cer/history.sqlite "
-        "beside the suite), as cer run does",
+        help="record each suite's run in the history database at PATH",
     )
     parser.addini("cer_impl", "the implementation (MODULE:ATTR) for cer suites", default=None)
 
@@ -568,14 +570,15 @@ class CerPlugin:
         if not runs:
             return
         terminalreporter.section("cer")
-        history_option = self.config.getoption("cer_history")
+        history_path = self.config.getoption("cer_history_path")
+        history_wanted = bool(history_path or self.config.getoption("cer_history"))
         for run in runs:
             terminalreporter.write_line(f"{self.shown(run.suite_path)} · {run.implementation_id}")
             terminalreporter.write_line(f"  {console.summary_line(run)}")
             for note in run.notes:
                 terminalreporter.write_line(f"  note: {note}")
-            if history_option is not None:
-                terminalreporter.write_line(f"  {self.record(run, history_option)}")
+            if history_wanted:
+                terminalreporter.write_line(f"  {self.record(run, history_path)}")
 
     def shown(self, path: str) -> str:
         """``path`` relative to the root directory when it is below it."""
@@ -584,9 +587,9 @@ class CerPlugin:
         except ValueError:
             return path
 
-    def record(self, run: RunResult, option: str) -> str:
+    def record(self, run: RunResult, database: str | None) -> str:
         """Record ``run`` in cer's history, as ``cer run`` does; a line saying where."""
-        path = Path(option) if option else default_history_path(run.suite_path)
+        path = Path(database) if database else default_history_path(run.suite_path)
         try:
             suite = load_suite(run.suite_path)
         except SuiteError:
