@@ -10,7 +10,7 @@ from pathlib import Path
 from cer import options
 from cer.history import default_history_path
 from cer.tui.app import create_app
-from cer.tui.themes import DEFAULT_THEME, find_themes
+from cer.tui.themes import DEFAULT_THEME, ThemeError, find_themes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--theme",
         metavar="NAME",
         default=None,
-        help=f"colour theme: {', '.join(find_themes()) or DEFAULT_THEME} "
+        help=f"colour theme: {_theme_names()} "
         f"(default {DEFAULT_THEME}; t switches while running)",
     )
     history = parser.add_argument_group("history")
@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _theme_names() -> str:
+    """The themes' names for the help; a broken theme file is reported when it is used."""
+    try:
+        return ", ".join(find_themes()) or DEFAULT_THEME
+    except ThemeError:
+        return DEFAULT_THEME
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, merge ``[tool.cer]``, run the app; 2 on a usage error."""
     parser = build_parser()
@@ -70,7 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     config = resolved.config
     theme = args.theme or config.values.get("theme") or DEFAULT_THEME
-    themes = find_themes()
+    try:
+        themes = find_themes()
+    except ThemeError as error:
+        parser.error(str(error))
     if theme not in themes:
         parser.error(f"unknown theme {theme!r}; choose from {', '.join(themes)}")
     extra: list[Path] = [*config.paths_value("watch"), *(Path(p) for p in args.watch)]

@@ -32,6 +32,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
+from textual.theme import BUILTIN_THEMES, Theme
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 from watchfiles import awatch
@@ -134,6 +135,13 @@ def repro_command_many(
     return shlex.join(words)
 
 
+def textual_theme(theme: ThemeFile) -> Theme:
+    """``theme`` as a Textual theme: its base's colours for the stock widgets (footer,
+    tabs, inputs), under its own name, with its ``cer-*`` colours as extra variables."""
+    base = BUILTIN_THEMES[theme.base]
+    return replace(base, name=theme.name, variables={**base.variables, **theme.variables})
+
+
 def _run_subprocess(command: Sequence[str]) -> int:
     return subprocess.call(list(command))
 
@@ -190,8 +198,10 @@ class CerApp(App[None]):
         if theme not in self.themes:
             known = ", ".join(self.themes) or "none found"
             raise ValueError(f"unknown theme {theme!r} (known: {known})")
-        self.theme_file: ThemeFile = self.themes[theme]
-        super().__init__(css_path=[APP_CSS, self.theme_file.path])
+        super().__init__(css_path=[APP_CSS])
+        for each in self.themes.values():
+            self.register_theme(textual_theme(each))
+        self.theme = theme
         self.suite_path = suite_path
         self.options = options
         """The first implementation's options (the only one's, usually)."""
@@ -280,7 +290,7 @@ class CerApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.theme = self.theme_file.base
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.case_list.focus()
         self._refresh_header()
         self._refresh_summary()
@@ -1401,21 +1411,17 @@ class CerApp(App[None]):
         self.use_theme(following)
         self.notify(f"Theme: {following}", timeout=2)
 
+    @property
+    def theme_file(self) -> ThemeFile:
+        """The theme in use."""
+        return self.themes[self.theme]
+
     def use_theme(self, name: str) -> None:
-        """Swap the theme stylesheet in place and restyle everything."""
-        new = self.themes[name]
-        old = self.theme_file
-        if new == old:
-            return
-        self.stylesheet.source.pop((str(old.path), ""), None)
-        self.stylesheet.add_source(
-            new.path.read_text(encoding="utf-8"), read_from=(str(new.path), "")
-        )
-        self.css_path = [APP_CSS, new.path]
-        self.theme_file = new
-        if self.theme != new.base:
-            self.theme = new.base
-        self.refresh_css(animate=False)
+        """Switch to the theme ``name``; Textual restyles everything."""
+        self.theme = name
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """The styles are the new theme's now: render the details with them."""
         self._detail_styles = None
         self.case_list.refresh()
         self._refresh_details()
