@@ -40,8 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--theme",
         metavar="NAME",
         default=None,
-        help=f"colour theme: {_theme_names()} "
-        f"(default {DEFAULT_THEME}; t switches while running)",
+        help=f"colour theme: {_theme_names()} (default {DEFAULT_THEME}; t switches while running)",
     )
     history = parser.add_argument_group("history")
     where = history.add_mutually_exclusive_group()
