@@ -12,7 +12,14 @@ from cer.runner import RunOptions
 from cer.tui.app import APP_CSS, create_app
 from cer.tui.themes import COLOURS, ThemeError, find_themes, read_theme
 
-from .helpers import FakeRunner, fixed_loader, settle, triage_outcome, triage_suite
+from .helpers import (
+    FakeRunner,
+    fixed_loader,
+    settle,
+    triage_outcome,
+    triage_suite,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +63,7 @@ async def test_themes_are_switched_through_textual() -> None:
         assert app.current_theme.dark is False
         light = app.detail_styles().statuses[Status.PASS]
         app.use_theme("high-contrast")
-        await settle(app)
         assert app.theme == "high-contrast" and app.theme_file.name == "high-contrast"
         assert app.current_theme.variables["cer-pass"] == "#56b4e9"
-        assert app.detail_styles().statuses[Status.PASS] != light
+        # The new colours reach the panes once Textual has restyled the screen.
+        await wait_until(lambda: app.detail_styles().statuses[Status.PASS] != light)
