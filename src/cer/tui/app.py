@@ -31,6 +31,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import BindingType
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.theme import BUILTIN_THEMES, Theme
 from textual.widgets import Footer, Input, TabbedContent, TabPane
@@ -1175,8 +1176,12 @@ class CerApp(App[None]):
     def on_details_rendered(self, message: messages.DetailsRendered) -> None:
         if message.token != self._details_token:
             return
+        try:
+            reason = self.query_one("#reason-pane", TextPane)
+        except NoMatches:
+            return  # a late answer while the app closes: the panes are gone
         self.details_shown = (message.case_name, message.token)
-        self.query_one("#reason-pane", TextPane).show(message.reason)
+        reason.show(message.reason)
         self.query_one("#diff-pane", DiffPane).set_lines(message.diff)
         self.query_one("#output-pane", OutputPane).set_lines(message.output)
         self.query_one("#case-pane", TextPane).show(message.case)
@@ -1421,8 +1426,11 @@ class CerApp(App[None]):
         self.theme = name
 
     def _theme_changed(self, theme: Theme) -> None:
-        """The styles are the new theme's now: render the details with them."""
+        """The styles are the new theme's now: render the details with them (once the
+        panes are there: the first theme is announced while the screen is built)."""
         self._detail_styles = None
+        if not self.query("#diff-pane"):
+            return
         self.case_list.refresh()
         self._refresh_details()
 
