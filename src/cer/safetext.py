@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "RETAINED_TOTAL",
     "bound_text",
     "bound_value",
+    "displayed",
     "for_terminal",
     "retained",
     "scrub",
@@ -84,25 +85,31 @@ def for_terminal(text: str, *, multiline: bool = True) -> str:
     return pattern.sub(_escape, text)
 
 
-def scrub_value(value: Any) -> Any:
-    """Plain data with every string (and table key) scrubbed; other values as they
-    are. Containers are copied only where something changed."""
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """Plain data with ``change`` applied to every string and table key; containers
+    are copied only where something changed."""
     kind = type(value)
     if kind is str:
-        return scrub(value)
+        return change(value)
     if kind is list:
-        items = [scrub_value(item) for item in value]
+        items = [_map_strings(item, change) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if kind is dict:
         changed = False
         table: dict[Any, Any] = {}
         for key, item in value.items():
-            new_key = scrub(key) if type(key) is str else key
-            new_item = scrub_value(item)
+            new_key = change(key) if type(key) is str else key
+            new_item = _map_strings(item, change)
             changed = changed or new_key is not key or new_item is not item
             table[new_key] = new_item
         return table if changed else value
     return value
+
+
+def scrub_value(value: Any) -> Any:
+    """Plain data with every string (and table key) scrubbed; other values as they
+    are. Containers are copied only where something changed."""
+    return _map_strings(value, scrub)
 
 
 def _digest(data: str | bytes) -> str:
@@ -219,6 +226,34 @@ def retained(result: CaseResult) -> CaseResult:
                 _keep_text(m.message),
                 _keep_value(m.expected),
                 _keep_value(m.observed),
+            )
+            for m in result.mismatches
+        ),
+    )
+
+
+def _shown_value(value: Any) -> Any:
+    return value if value is MISSING else _map_strings(value, for_terminal)
+
+
+def displayed(result: CaseResult) -> CaseResult:
+    """A copy of ``result`` for a screen: every text the implementation could have
+    written (reason, output, traceback, observed and compared strings) passed through
+    :func:`for_terminal`. Only for showing; the case name is the suite's and kept."""
+    observation = result.observation
+    return replace(
+        result,
+        reason=None if result.reason is None else for_terminal(result.reason),
+        stdout=for_terminal(result.stdout),
+        stderr=for_terminal(result.stderr),
+        traceback=None if result.traceback is None else for_terminal(result.traceback),
+        observation=None if observation is None else _shown_value(dict(observation)),
+        mismatches=tuple(
+            Mismatch(
+                for_terminal(m.path),
+                for_terminal(m.message),
+                _shown_value(m.expected),
+                _shown_value(m.observed),
             )
             for m in result.mismatches
         ),

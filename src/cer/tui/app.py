@@ -45,6 +45,7 @@ from cer.matrix import Matrix, build_matrix, short_label, unique_labels
 from cer.model import Case, RunResult, Status, Suite
 from cer.options import implementation_stem
 from cer.runner import RunCancelled, RunOptions, WarmWorkers, resolve_jobs, run_suite
+from cer.safetext import displayed, for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
 from cer.tui import messages
@@ -399,7 +400,9 @@ class CerApp(App[None]):
             if cancel.is_set():
                 return
             if isinstance(event, events.CaseFinished):
-                if stream.add(event.result, event.done, event.total):
+                # Shown, never obeyed: the implementation's text cannot drive the
+                # terminal (cer.safetext.displayed).
+                if stream.add(displayed(event.result), event.done, event.total):
                     post(messages.CasesFinished(generation, stream, index))
             elif isinstance(event, events.RunStarted):
                 post(messages.RunStarted(generation, event.total, index))
@@ -411,7 +414,12 @@ class CerApp(App[None]):
                 )
             elif isinstance(event, events.ImplementationFailed):
                 post(
-                    messages.ImplementationFailed(generation, event.reason, event.traceback, index)
+                    messages.ImplementationFailed(
+                        generation,
+                        for_terminal(event.reason),
+                        for_terminal(event.traceback),
+                        index,
+                    )
                 )
 
         try:
@@ -425,7 +433,13 @@ class CerApp(App[None]):
         if cancel.is_set():
             post(messages.RunCancelled(generation))
             return None
-        post(messages.RunFinished(generation, run, index))
+        shown = replace(
+            run,
+            results=tuple(displayed(result) for result in run.results),
+            notes=tuple(for_terminal(note) for note in run.notes),
+            implementation_id=for_terminal(run.implementation_id, multiline=False),
+        )
+        post(messages.RunFinished(generation, shown, index))
         if self.history_path is not None:
             post(self._record(self.history_path, generation, suite, run, index))
         return 1
