@@ -143,27 +143,28 @@ def make_module(root: Path, cases: int) -> Path:
 
 
 MARKDOWN_PIECES = [
-    "# Heading {i}\n",
-    "## Sub *heading* {i}\n",
-    "Setext {i}\n======\n",
-    "Some *emphasis*, **strong** and `code {i}`.\n",
-    'A [link](http://example.com/{i} "t").\n',
-    "- item {i}\n- item two\n  - nested\n",
-    "1. first\n2. second {i}\n",
-    "> quote {i}\n> > nested quote\n",
-    "    indented code {i}\n",
-    "```python\nx = {i}\n```\n",
-    "***\n",
-    "<div>\nhtml block {i}\n</div>\n",
-    "line one  \nline two {i}\n",
-    "&copy; &amp; &#123; {i}\n",
-    "![image {i}](/path/to/img.png)\n",
-    "Autolink <https://example.com/{i}>\n",
-    "\\*not emphasis\\* {i}\n",
-    "Hard\\\nbreak {i}\n",
-    "[ref {i}]\n\n[ref {i}]: /url\n",
-    "* loose\n\n* list {i}\n",
+    ("# Heading {i}\n", "ATX headings"),
+    ("## Sub *heading* {i}\n", "ATX headings"),
+    ("Setext {i}\n======\n", "Setext headings"),
+    ("Some *emphasis*, **strong** and `code {i}`.\n", "Emphasis and strong emphasis"),
+    ('A [link](http://example.com/{i} "t").\n', "Links"),
+    ("- item {i}\n- item two\n  - nested\n", "Lists"),
+    ("1. first\n2. second {i}\n", "Lists"),
+    ("> quote {i}\n> > nested quote\n", "Block quotes"),
+    ("    indented code {i}\n", "Indented code blocks"),
+    ("```python\nx = {i}\n```\n", "Fenced code blocks"),
+    ("***\n", "Thematic breaks"),
+    ("<div>\nhtml block {i}\n</div>\n", "HTML blocks"),
+    ("line one  \nline two {i}\n", "Hard line breaks"),
+    ("&copy; &amp; &#123; {i}\n", "Entity and numeric character references"),
+    ("![image {i}](/path/to/img.png)\n", "Images"),
+    ("Autolink <https://example.com/{i}>\n", "Autolinks"),
+    ("\\*not emphasis\\* {i}\n", "Backslash escapes"),
+    ("Hard\\\nbreak {i}\n", "Hard line breaks"),
+    ("[ref {i}]\n\n[ref {i}]: /url\n", "Link reference definitions"),
+    ("* loose\n\n* list {i}\n", "Lists"),
 ]
+"""Markdown snippets, each with the section of the CommonMark spec it exercises."""
 
 
 def commonmark_cases(count: int) -> list[str]:
@@ -173,10 +174,13 @@ def commonmark_cases(count: int) -> list[str]:
     cases = []
     for i in range(count):
         pieces = [MARKDOWN_PIECES[(i * 7 + k * 3) % len(MARKDOWN_PIECES)] for k in range(1 + i % 4)]
-        markdown = "\n".join(piece.format(i=i) for piece in pieces)
+        markdown = "\n".join(piece.format(i=i) for piece, _ in pieces)
         html = parser.render(markdown)
+        sections = dict.fromkeys(f"upstream-section:{section}" for _, section in pieces)
+        tags = ", ".join(toml_string(tag) for tag in sections)
         cases.append(
             f'[[cases]]\nname = "example-{i + 1:03d}"\ncategory = "functional"\n'
+            f"tags = [{tags}]\n"
             f"input = {{ markdown = {toml_string(markdown)} }}\n"
             f"expect = {{ html = {toml_string(html)} }}\n\n"
         )

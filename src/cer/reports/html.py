@@ -56,6 +56,8 @@ CHART_WIDTH = 720
 CHART_HEIGHT = 160
 CHART_LEFT = 36
 CHART_BOTTOM = 20
+COLUMN_MAX = 48
+"""Widest a run's column is drawn (a few runs do not fill the chart)."""
 
 ORDER: tuple[Status, ...] = (Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED)
 WORDS = {
@@ -163,6 +165,8 @@ class Chart:
     runs: int
     first_label: str
     last_label: str
+    """Start time of the newest run; empty when its column is too close to the first's."""
+    last_x: float
     pass_line: str
     """SVG points of the pass counts, when there are at least two runs."""
 
@@ -297,7 +301,7 @@ def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
     plot_w = CHART_WIDTH - CHART_LEFT - 4
     plot_h = CHART_HEIGHT - CHART_BOTTOM - 8
     base = CHART_HEIGHT - CHART_BOTTOM
-    step = plot_w / len(runs)
+    step = min(plot_w / len(runs), COLUMN_MAX)
     gap = min(step * 0.2, 4.0) if len(runs) > 1 else step * 0.6
     columns = []
     points = []
@@ -338,7 +342,8 @@ def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
         bottom=base,
         runs=len(runs),
         first_label=_run_label(runs[0]),
-        last_label=_run_label(runs[-1]),
+        last_label=_run_label(runs[-1]) if len(runs) * step > 220 else "",
+        last_x=round(CHART_LEFT + len(runs) * step, 2),
         pass_line=" ".join(points) if len(points) > 1 else "",
     )
 
