@@ -203,9 +203,10 @@ def test_flaky_cases_are_marked_in_history_and_json(
     project: Module, capsys: pytest.CaptureFixture[str]
 ) -> None:
     wobbly = project.impl(WOBBLY)
-    code, first = run_json(capsys, wobbly)
+    # Without the sandbox: the wobble is a flag file beside the suite.
+    code, first = run_json(capsys, wobbly, "--sandbox", "off")
     assert code == 0 and first["flaky"] == []
-    code, second = run_json(capsys, wobbly)
+    code, second = run_json(capsys, wobbly, "--sandbox", "off")
     assert code == 1
     assert second["run"]["implementation_id"] == first["run"]["implementation_id"]
     assert second["flaky"] == ["doubles-three"]
@@ -214,7 +215,7 @@ def test_flaky_cases_are_marked_in_history_and_json(
     assert out.splitlines()[1].endswith("1: doubles-three")
     _, out, _ = cer(capsys, "history", "--case", "doubles-three")
     assert all("flaky" in line.split() for line in out.splitlines()[2:4])
-    _, out, _ = cer(capsys, "run", "evals.toml", "--impl", f"{wobbly}:f")
+    _, out, _ = cer(capsys, "run", "evals.toml", "--impl", f"{wobbly}:f", "--sandbox", "off")
     assert "flaky (1): doubles-three" in out
 
 

@@ -421,7 +421,8 @@ def test_failed_restart_errors_the_remaining_cases(
         )
     )
     marker = tmp_path / "started-once"
-    run = run_command(module.root / "evals.toml", f"{PYTHON} {broken} once {marker}")
+    # Without the sandbox: the harness leaves a marker outside the scratch folder.
+    run = run_command(module.root / "evals.toml", f"{PYTHON} {broken} once {marker}", sandbox="off")
     assert statuses(run) == [("before", P), ("crash", E), ("after", E), ("later", E)]
     for name in ("after", "later"):
         why = reason(run, name)
@@ -450,7 +451,10 @@ def test_cancel_kills_a_hanging_harness(module: Module, broken: Path, tmp_path: 
                 run_suite(
                     load_suite(module.root / "evals.toml"),
                     RunOptions(
-                        impl=f"{PYTHON} {broken} pidfile {pidfile}", kind="command", timeout=30.0
+                        impl=f"{PYTHON} {broken} pidfile {pidfile}",
+                        kind="command",
+                        timeout=30.0,
+                        sandbox="off",  # the harness writes its pid beside the suite
                     ),
                     cancel=cancel,
                 )
@@ -724,7 +728,12 @@ def test_per_case_cancel_kills_the_process(module: Module, tmp_path: Path) -> No
         try:
             run_suite(
                 load_suite(module.root / "evals.toml"),
-                RunOptions(impl=f"{PYTHON} {script}", kind="command-per-case", timeout=30.0),
+                RunOptions(
+                    impl=f"{PYTHON} {script}",
+                    kind="command-per-case",
+                    timeout=30.0,
+                    sandbox="off",  # the process writes its pid beside the suite
+                ),
                 cancel=cancel,
             )
         except BaseException as exc:

@@ -29,5 +29,15 @@ def test_worker_imports_only_what_it_needs() -> None:
     code = "import sys, cer.worker; print(sorted(m for m in sys.modules if m.startswith('cer')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(
-        sorted(["cer", "cer.worker", "cer.plaindata", "cer.framing", "cer.caseview"])
+        sorted(
+            [
+                "cer",
+                "cer.worker",
+                "cer.plaindata",
+                "cer.framing",
+                "cer.caseview",
+                "cer.sandbox",
+                "cer.landlock",
+            ]
+        )
     )

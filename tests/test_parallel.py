@@ -295,7 +295,8 @@ def f(x):
 
 def test_a_lost_worker_costs_only_its_own_case(module: Module) -> None:
     module.suite(hostile_cases(8))
-    run = module.run(f"{module.impl(KILL_WORKER_IMPL)}:f", timeout=2.0, jobs=2)
+    # Without the sandbox, which refuses the signal to the worker.
+    run = module.run(f"{module.impl(KILL_WORKER_IMPL)}:f", timeout=2.0, jobs=2, sandbox="off")
     statuses = {r.case_name: r.status for r in run.results}
     assert statuses == {
         f"c{x:02d}": Status.ERRORED if x in (2, 5) else Status.PASS for x in range(1, 9)
@@ -389,7 +390,8 @@ def test_cancel_stops_every_worker(module: Module) -> None:
     with pytest.raises(RunCancelled):
         run_suite(
             load_suite(module.root / "evals.toml"),
-            RunOptions(impl=f"{name}:f", jobs=2, timeout=60.0),
+            # Without the sandbox: each case writes its pid beside the suite.
+            RunOptions(impl=f"{name}:f", jobs=2, timeout=60.0, sandbox="off"),
             on_event=on_event,
             cancel=cancel,
         )

@@ -494,6 +494,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except HistoryUntrusted as exc:
             _error(f"history: {exc}")
             return ExitCode.USAGE
+    resolved = _protect_outputs(args, resolved, history)
     try:
         if resolved.several:
             return _run_matrix(args, resolved, suite, history)
@@ -501,6 +502,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if history is not None:
             history.close()
+
+
+def _protect_outputs(
+    args: argparse.Namespace, resolved: ResolvedRun, history: History | None
+) -> ResolvedRun:
+    """``resolved`` with the run's report files and history database added to what the
+    sandbox keeps the implementation away from."""
+    outputs = [args.output] if args.output is not None else []
+    outputs.extend(r.path for r in args.reports if not r.to_stdout)
+    paths = [str(Path(p).resolve()) for p in outputs]
+    if resolved.several:
+        paths.extend(labelled_path(p, label) for p in list(paths) for label in resolved.labels)
+    if history is not None:
+        paths.append(str(Path(history.path).resolve()))
+    protected = tuple(paths)
+    implementations = tuple(replace(o, protected=protected) for o in resolved.implementations)
+    return replace(resolved, options=implementations[0], implementations=implementations)
 
 
 def _failed_only(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import math
@@ -44,6 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cer import sandbox
 from cer.categories import CALL
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.verdict import Outcome, judge
@@ -527,7 +529,22 @@ class _Process:
     keeps the last ``capture_limit`` bytes.
     """
 
-    def __init__(self, words: list[str], capture_limit: int) -> None:
+    def __init__(
+        self,
+        words: list[str],
+        capture_limit: int,
+        policy: sandbox.Policy | None = None,
+        abi: int = 0,
+    ) -> None:
+        env = None
+        if policy is not None:
+            # Started through the sandbox's launcher, which confines itself and then
+            # becomes the command: nothing of the command ever runs unconfined.
+            program = words[0]
+            if shutil.which(program) is None:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+            words = sandbox.launcher_command(policy, words, abi)
+            env = {**os.environ, **policy.environment()}
         self.popen = subprocess.Popen(
             words,
             stdin=subprocess.PIPE,
@@ -535,6 +552,7 @@ class _Process:
             stderr=subprocess.PIPE,
             bufsize=0,
             start_new_session=True,
+            env=env,
         )
         assert self.popen.stdin and self.popen.stdout and self.popen.stderr
         self._in: int | None = self.popen.stdin.fileno()
@@ -892,7 +910,12 @@ class _Harness:
     def start(self) -> dict[str, Any]:
         """Start the harness and shake hands; returns its ``implementation`` table."""
         try:
-            process = _Process(self.words, self.options.capture_limit)
+            process = _Process(
+                self.words,
+                self.options.capture_limit,
+                self.execution.policy,
+                self.execution.sandbox.abi,
+            )
         except OSError as exc:
             raise _StartFailed(f"cannot run {self.words[0]!r}: {exc.strerror or exc}", "") from None
         self.process = process
@@ -1218,7 +1241,12 @@ class _PerCase:
         """Run the command once for one case and say what happened."""
         timeout = self.options.timeout
         started = time.monotonic()
-        process = _Process(self.words, self.options.capture_limit)
+        process = _Process(
+            self.words,
+            self.options.capture_limit,
+            self.execution.policy,
+            self.execution.sandbox.abi,
+        )
         try:
             process.send(request, then_close=True)
             kind, stdout = process.read_to_end(started + timeout, self.execution.check_cancel)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cer.confinement import NETWORK_MODES, SANDBOX_MODES, SandboxUnavailable, decide
 from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.runner import ISOLATION_MODES, RunOptions, parse_jobs
@@ -46,6 +47,8 @@ _CONFIG_KEYS = frozenset(
         "theme",
         "jobs",
         "pytest_suites",
+        "sandbox",
+        "network",
     }
 )
 _SINGLE_KEYS = (
@@ -250,6 +253,18 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="run cases on N workers at once (default: auto, one per CPU); results stay "
         "in declared order; use -j 1 for timing-sensitive suites",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        help="confine the implementation with Linux Landlock (docs/trust.md): auto (the "
+        "default) where the kernel has it, require (refuse to run without it), off",
+    )
+    parser.add_argument(
+        "--network",
+        choices=NETWORK_MODES,
+        help="deny: the sandboxed implementation may not open TCP connections or listen "
+        "(default allow)",
     )
     parser.add_argument(
         "--max-memory",
@@ -502,6 +517,16 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             raise UsageError(f"[tool.cer] jobs: {exc}") from None
         if jobs < 0:
             raise UsageError('[tool.cer] jobs must be a number of workers or "auto"')
+    sandbox_mode = getattr(args, "sandbox", None) or values.get("sandbox", "auto")
+    if sandbox_mode not in SANDBOX_MODES:
+        raise UsageError(f"[tool.cer] sandbox must be one of {', '.join(SANDBOX_MODES)}")
+    network = getattr(args, "network", None) or values.get("network", "allow")
+    if network not in NETWORK_MODES:
+        raise UsageError(f"[tool.cer] network must be one of {', '.join(NETWORK_MODES)}")
+    try:
+        decide(sandbox_mode, network)
+    except SandboxUnavailable as exc:
+        raise UsageError(str(exc)) from None
     paths = (*config.paths_value("paths"), *(Path(p) for p in args.paths))
     selection = Selection(
         case_globs=tuple(args.case_globs),
@@ -523,6 +548,8 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             category_models=dict(categories),
             jobs=jobs,
             shard=getattr(args, "shard", None),
+            sandbox=sandbox_mode,
+            network=network,
         )
         for item in given
     )

@@ -16,15 +16,17 @@ from __future__ import annotations
 import hashlib
 import os
 import select
+import shutil
+import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cer import plaindata, procs
+from cer import confinement, plaindata, procs
 from cer.categories import CategoryRegistry, build_registry
 from cer.events import (
     CaseFinished,
@@ -40,6 +42,9 @@ from cer.selection import Selection
 from cer.suite import resolve_fixtures
 from cer.verdict import Outcome, judge, outcome_from_worker
 from cer.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
+
+if TYPE_CHECKING:
+    from cer.sandbox import Policy
 
 __all__ = [
     "IMPLEMENTATION_KINDS",
@@ -71,6 +76,7 @@ START_ATTEMPTS = 3
 OTHER_SHARD = "in another shard"
 """The reason of every case a sharded run leaves to the other shards."""
 _POLL = 0.05
+_EXPLAINED = (Status.ERRORED, Status.FAIL)
 _WINDOW = 4
 """Cases sent ahead to one worker, so that it never waits for the supervisor."""
 
@@ -103,6 +109,14 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     """``(I, N)``: run only the I-th of N slices of the suite (see :func:`in_shard`);
     the other cases are reported skipped with the reason :data:`OTHER_SHARD`."""
+    sandbox: str = "auto"
+    """``auto`` (Landlock where the kernel has it), ``require`` (refuse to run
+    without it) or ``off``; see :mod:`cer.confinement`."""
+    network: str = "allow"
+    """``deny`` refuses the implementation TCP bind and connect (needs the sandbox)."""
+    protected: tuple[str, ...] = ()
+    """Paths the implementation may not reach at all besides the suite's own (the
+    report outputs, a history database given by path)."""
 
 
 def parse_jobs(text: str) -> int:
@@ -288,6 +302,10 @@ class _Execution:
         self._window = _WINDOW
         self.children_before = procs.children()
         """The supervisor's children before the run: not the run's to end."""
+        self.sandbox = confinement.Decision(0, "none: disabled")
+        """The sandbox the run is under (set by :func:`run_suite`)."""
+        self.policy: Policy | None = None
+        """What the sandbox allows, when there is one."""
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -307,6 +325,10 @@ class _Execution:
             self.record(result)
 
     def record(self, result: CaseResult) -> None:
+        if self.policy is not None and result.reason and result.status in _EXPLAINED:
+            explained = confinement.explain_denial(result.reason, self.policy)
+            if explained != result.reason:
+                result = replace(result, reason=explained)
         if result.position in self.results:
             raise AssertionError(f"two results for case {result.case_name!r}")
         # Judged on everything observed; kept scrubbed and bounded (cer.safetext).
@@ -345,6 +367,8 @@ class _Execution:
                 "capture_limit": self.options.capture_limit,
                 "max_memory": self.options.max_memory,
                 "timeout": self.options.timeout,
+                "sandbox": self.policy.to_json() if self.policy is not None else None,
+                "sandbox_abi": self.sandbox.abi,
             }
         )
 
@@ -787,6 +811,10 @@ def _check_options(options: RunOptions) -> None:
         index, count = options.shard
         if not (type(index) is int and type(count) is int and 1 <= index <= count):
             raise ValueError("shard must be (I, N) with 1 <= I <= N")
+    if options.sandbox not in confinement.SANDBOX_MODES:
+        raise ValueError(f"sandbox must be one of {', '.join(confinement.SANDBOX_MODES)}")
+    if options.network not in confinement.NETWORK_MODES:
+        raise ValueError(f"network must be one of {', '.join(confinement.NETWORK_MODES)}")
 
 
 def _shard_note(shard: tuple[int, int], total: int) -> str:
@@ -816,14 +844,39 @@ def run_suite(
     refilled when the run ends, for the next one.
 
     Raises RunCancelled when ``cancel`` is set before the run completes (the workers
-    are killed first), and ValueError for options that make no sense.
+    are killed first), ValueError for options that make no sense, and
+    :class:`cer.confinement.SandboxUnavailable` (a ValueError) when the sandbox the
+    options ask for cannot be had here.
     """
     _check_options(options)
+    decision = confinement.decide(options.sandbox, options.network)
+    scratch = tempfile.mkdtemp(prefix="cer-scratch-") if decision.abi else None
+    try:
+        return _run_suite(suite, options, decision, scratch, on_event, cancel, warm)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_suite(
+    suite: Suite,
+    options: RunOptions,
+    decision: confinement.Decision,
+    scratch: str | None,
+    on_event: Callable[[RunEvent], None] | None,
+    cancel: threading.Event | None,
+    warm: WarmWorkers | None,
+) -> RunResult:
     emit = on_event or (lambda event: None)
     registry = build_registry(options.category_models)
     run_id = os.urandom(16).hex()  # like uuid4().hex, without importing uuid
     started = _now_ms()
     execution = _Execution(suite, options, emit, cancel, warm)
+    execution.sandbox = decision
+    if scratch is not None:
+        execution.policy = confinement.build_policy(
+            suite, options, scratch, search_paths(suite, options)
+        )
     if options.isolation == "fork" and not hasattr(os, "fork"):
         execution.notes.append("fork is not available here: cases ran without isolation")
         options = replace(options, isolation="none")

@@ -23,7 +23,8 @@ Input keys of a self-check case:
 ``options``
     ``timeout`` (seconds, default 2), ``isolation``, ``max_memory`` and
     ``capture_limit`` (bytes, or a size such as ``"512M"``), ``categories`` (a table
-    like ``[tool.cer.categories]``), and the selections ``case``, ``category``,
+    like ``[tool.cer.categories]``), ``sandbox`` (``auto``, ``require`` or ``off``), and
+    the selections ``case``, ``category``,
     ``class``, ``tag`` and ``k`` (lists of strings).
 ``runs``
     Run the suite this many times (default 1) and report whether every run produced
@@ -86,7 +87,7 @@ DEFAULT_TIMEOUT = 2.0
 
 _SELECTIONS = ("case", "category", "class", "tag", "k")
 _OPTION_KEYS = frozenset(
-    {"timeout", "isolation", "max_memory", "capture_limit", "categories", *_SELECTIONS}
+    {"timeout", "isolation", "max_memory", "capture_limit", "categories", "sandbox", *_SELECTIONS}
 )
 _INPUT_KEYS = frozenset(
     {"suite", "impl", "entry", "modules", "fixtures", "options", "runs", "suite_encoding"}
@@ -210,6 +211,7 @@ def _options(data: Mapping[str, Any]) -> RunOptions:
         impl=impl,
         timeout=float(timeout) if isinstance(timeout, int | float) else timeout,
         isolation=str(given.get("isolation", "fork")),
+        sandbox=str(given.get("sandbox", "auto")),
         selection=selection,
         category_models={str(k): str(v) for k, v in _table(given, "categories").items()},
         **extra,

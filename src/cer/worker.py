@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata
+from cer import plaindata, sandbox
 from cer.caseview import CaseView
 from cer.framing import (
     HEADER,
@@ -565,6 +565,8 @@ class Worker:
         self.capture_fd = _NO_FD
         self.set_death_signal = _parent_death_signal_setter()
         self.set_memory_limit: Callable[[], None] = lambda: None
+        self.sandbox_abi = 0
+        """The Landlock ABI this worker confined itself with (0: not sandboxed)."""
         self.spare: _Child | None = None
         """The next case's process, forked ahead of time (fork isolation)."""
         self.running: _Child | None = None
@@ -635,6 +637,10 @@ class Worker:
                 resource.setrlimit(resource.RLIMIT_AS, limit)
             else:  # applied in each case's process; imported here, not once per case
                 self.set_memory_limit = lambda: resource.setrlimit(resource.RLIMIT_AS, limit)
+        failure = self._confine(message.get("sandbox"), message.get("sandbox_abi"))
+        if failure is not None:
+            self.send({"op": "loaded", "ok": False, "reason": failure, "files": []})
+            return
         self._open_capture()
         self._reset_capture()
         module_name, _, attr = message["impl"].partition(":")
@@ -673,6 +679,22 @@ class Worker:
         )
         if self.isolation == "fork":
             self.spare = self._fork_child()  # ready before the first case arrives
+
+    def _confine(self, policy_text: Any, abi: Any) -> str | None:
+        """Apply the run's sandbox policy before anything of the implementation is
+        imported, so that the import, every case process and everything they start
+        are confined; the reason when it cannot be applied (the run then errors)."""
+        if not policy_text:
+            return None
+        try:
+            policy = sandbox.Policy.from_json(str(policy_text))
+            os.environ.update(policy.environment())
+            if "tempfile" in sys.modules:  # forget a temporary folder chosen earlier
+                vars(sys.modules["tempfile"])["tempdir"] = None
+            self.sandbox_abi = sandbox.apply(policy, int(abi) if abi else None)
+        except (sandbox.SandboxError, ValueError, KeyError) as exc:
+            return f"the sandbox could not be applied: {exc}"
+        return None
 
     # --- running cases ---------------------------------------------------------------
 
@@ -763,6 +785,10 @@ class Worker:
         assert self.target is not None
         os.setpgid(0, 0)
         self.set_death_signal()
+        if self.sandbox_abi:
+            # A domain of its own inside the worker's: the case cannot signal or trace
+            # the worker, nor any other case.
+            sandbox.confine_case(self.sandbox_abi)
         for fd in close:
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -311,6 +311,7 @@ HOSTILE: dict[str, Hostile] = {
         ERRORED,
         "the runner lost this case",
         isolations=("fork",),
+        options={"sandbox": "off"},  # the defence behind the sandbox, which refuses this
     ),
     # --- state that must not reach the next case ---------------------------------------
     "change-cwd": Hostile("os.chdir('/')\nreturn {'output': 4, 'clean': True}", PASS, None),
@@ -395,6 +396,7 @@ HOSTILE: dict[str, Hostile] = {
         ERRORED,
         "",
         isolations=("fork",),
+        options={"sandbox": "off"},  # the defence behind the sandbox, which refuses this
     ),
     "rewrite-the-suite-file": Hostile(
         "path = os.path.join(HERE, 'evals.toml')\n"
@@ -404,6 +406,7 @@ HOSTILE: dict[str, Hostile] = {
         "return {'output': 5, 'clean': True}",
         FAIL,
         "expected int 4, observed int 5",
+        options={"sandbox": "off"},  # the defence behind the sandbox, which refuses this
     ),
     # --- time ----------------------------------------------------------------------------
     "sleep-past-timeout-ignoring-sigterm": Hostile(
@@ -532,7 +535,8 @@ def _alive(pid: int) -> bool:
 def test_grandchild_in_its_own_session_neither_holds_nor_outlives_the_run(
     module: Module, isolation: str
 ) -> None:
-    hostile = Hostile(GRANDCHILD, PASS, None)
+    # Without the sandbox, which would refuse the pid file beside the suite.
+    hostile = Hostile(GRANDCHILD, PASS, None, options={"sandbox": "off"})
     run, wall = run_hostile(module, hostile, isolation)
     check(run, wall, hostile, isolation)
     pid = int((module.root / "grandchild.pid").read_text())
@@ -570,9 +574,11 @@ def test_tampered_history_does_not_change_the_recorded_run(module: Module) -> No
     module.suite(SUITE.format(second=hostile.expect))
     name = module.impl(_impl_source(body))
     with history_module.History.open(history_path) as history:
-        first = module.run(f"{name}:f", timeout=2.0)
+        # Without the sandbox, which keeps the history out of reach: this checks the
+        # defence behind it.
+        first = module.run(f"{name}:f", timeout=2.0, sandbox="off")
         history.record(first)
-    run = module.run(f"{name}:f", timeout=2.0)
+    run = module.run(f"{name}:f", timeout=2.0, sandbox="off")
     check(run, 0.0, hostile, "fork")
     with history_module.History.open(history_path) as history:
         history.record(run)
@@ -638,7 +644,8 @@ def test_helper_started_at_import_serves_every_case_and_ends_with_the_run(
             "clean = true", "helper = true"
         )
     )
-    run = module.run(f"{module.impl(HELPER)}:f", timeout=2.0, isolation=isolation)
+    # Without the sandbox, which would refuse the pid file beside the suite.
+    run = module.run(f"{module.impl(HELPER)}:f", timeout=2.0, isolation=isolation, sandbox="off")
     assert [r.status for r in run.results] == [PASS, PASS, PASS], [r.reason for r in run.results]
     pid = int((module.root / "helper.pid").read_text())
     deadline = time.monotonic() + 2

@@ -1,0 +1,185 @@
+"""What the sandbox allows one run's implementation, decided by the supervisor.
+
+The supervisor decides, from the suite and the run options, whether a run is sandboxed
+(``--sandbox auto|require|off``) and with what policy (:func:`build_policy`); the
+worker and the command launcher only apply it (see :mod:`cer.sandbox`). The policy:
+
+- read and execute: the implementation's import roots (``--path`` folders, the suite's
+  folder, the working directory), the folders a command names, the Python installation
+  and everything on this interpreter's ``sys.path``, ``cer`` itself, the folders on
+  ``PATH``, the suite's fixtures, the system's programs, libraries and configuration
+  (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, ``/opt``), ``/proc``, ``/sys``,
+  ``/dev/urandom``, ``/dev/random`` and ``/dev/zero``;
+- write: the run's scratch folder (``TMPDIR``, ``TEMP`` and ``TMP`` point at it),
+  ``/dev/null`` and ``/dev/shm``;
+- nothing at all: the suite file, ``commonsformat.md`` and ``commonsformat.toml``
+  beside it, ``.cer`` folders (the history) beside the suite and in the working
+  directory, and every path in ``RunOptions.protected`` (report outputs, a history
+  given by path). A folder that holds one of them is allowed entry by entry.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cer import sandbox
+from cer.model import Suite
+
+if TYPE_CHECKING:
+    from cer.runner import RunOptions
+
+SANDBOX_MODES = ("auto", "require", "off")
+NETWORK_MODES = ("allow", "deny")
+
+_SYSTEM_READ = (
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+)
+_SYSTEM_WRITE = ("/dev/null", "/dev/shm")
+_MODULE_FILES = ("commonsformat.md", "commonsformat.toml")
+
+
+class SandboxUnavailable(ValueError):
+    """``--sandbox require`` (or ``--network deny``) on a machine that cannot honour it."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a run is sandboxed: the Landlock ABI to use (0: not sandboxed) and how
+    run records name it (``landlock ABI 7``, ``none: disabled``, ``none: <why>``)."""
+
+    abi: int
+    description: str
+
+
+def decide(mode: str, network: str) -> Decision:
+    """The sandbox a run with ``--sandbox mode`` and ``--network network`` gets here;
+    SandboxUnavailable when the run must not start (``require`` without Landlock, or a
+    network it cannot deny)."""
+    if mode not in SANDBOX_MODES:
+        raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
+    if network not in NETWORK_MODES:
+        raise ValueError(f"network must be one of {', '.join(NETWORK_MODES)}, not {network!r}")
+    if mode == "off":
+        if network == "deny":
+            raise SandboxUnavailable(
+                "--network deny needs the sandbox, which --sandbox off turns off"
+            )
+        return Decision(0, "none: disabled")
+    found = sandbox.status()
+    if not found.available:
+        if mode == "require":
+            raise SandboxUnavailable(
+                "--sandbox require: this machine cannot sandbox the implementation: "
+                + found.why_not
+            )
+        if network == "deny":
+            raise SandboxUnavailable(
+                f"--network deny needs the sandbox, and this machine has none: {found.why_not}"
+            )
+        return Decision(0, found.describe())
+    if network == "deny" and found.abi < 4:
+        raise SandboxUnavailable(
+            f"--network deny needs Landlock ABI 4 or later; this kernel has ABI {found.abi}"
+        )
+    return Decision(found.abi, found.describe())
+
+
+def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
+    """Everything the implementation must not reach at all."""
+    folder = suite.directory
+    paths = [str(suite.path)]
+    paths.extend(str(folder / name) for name in _MODULE_FILES)
+    paths.append(str(folder / ".cer"))
+    paths.append(str(Path.cwd() / ".cer"))
+    for path in options.protected:
+        paths.append(path)
+        # SQLite keeps its journal beside the database.
+        paths.extend(f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal"))
+    return paths
+
+
+def _command_folders(options: RunOptions) -> list[str]:
+    """The folders of the files a command implementation names (its program, its
+    scripts), so that a harness outside the working directory can run."""
+    if options.kind == "python":
+        return []
+    try:
+        words = shlex.split(options.impl)
+    except ValueError:
+        return []
+    folders = []
+    for index, word in enumerate(words):
+        found = shutil.which(word) if index == 0 and os.sep not in word else word
+        if found and os.path.exists(found):
+            folders.append(os.path.dirname(os.path.realpath(found)))
+            folders.append(os.path.dirname(os.path.abspath(found)))
+    return folders
+
+
+def build_policy(
+    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str]
+) -> sandbox.Policy:
+    """The policy of one run: see the module's docstring."""
+    import cer
+
+    read = [*import_roots, *_command_folders(options)]
+    read.append(str(Path(cer.__file__).resolve().parent.parent))
+    read.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+    read.extend(entry for entry in sys.path if entry)
+    read.append(os.path.dirname(os.path.realpath(sys.executable)))
+    read.extend(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry)
+    read.append(str(suite.fixtures_dir))
+    read.extend(_SYSTEM_READ)
+    for link in ("/etc/resolv.conf", "/etc/localtime"):
+        read.append(os.path.realpath(link))
+    return sandbox.expand(
+        read,
+        [scratch, *_SYSTEM_WRITE],
+        protected_paths(suite, options),
+        network="deny" if options.network == "deny" else "allow",
+        scratch=scratch,
+    )
+
+
+_DENIED = re.compile(
+    r"(?:\[Errno 13\] Permission denied: |\[Errno 1\] Operation not permitted: "
+    r"|EACCES: permission denied, \w+ |EPERM: operation not permitted, \w+ )'([^']+)'"
+)
+
+
+def explain_denial(reason: str, policy: sandbox.Policy) -> str:
+    """``reason`` with a note naming the path the sandbox refused, when it holds a
+    permission error for a path (Python's and Node's wording) that the policy does not
+    allow; unchanged otherwise."""
+    match = _DENIED.search(reason)  # Python's wording, then Node's
+    if match is None or "the sandbox denied access" in reason:
+        return reason
+    path = match.group(1)
+    if not os.path.isabs(path):
+        return reason
+    if any(_within(path, root) for root in policy.write):
+        return reason
+    return f"{reason}; {policy.explain(path)}"
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -1,0 +1,237 @@
+"""The sandbox's policy, its decision and its launcher (docs/trust.md#the-sandbox).
+
+The attacks themselves are in tests/hostile/test_sandbox_battery.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cer import confinement, landlock, sandbox
+from cer.cli import main as cer_main
+from cer.model import Status
+from cer.runner import RunOptions, run_suite
+from cer.suite import load_suite
+
+LANDLOCK = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here")
+
+SUITE = """commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "reads-the-suite"
+category = "functional"
+input = {}
+expect = { output = "SECRET-1" }
+"""
+
+CHEAT = """
+import os
+def f():
+    text = open(os.path.join(os.path.dirname(__file__), "evals.toml")).read()
+    return "SECRET-1" if "SECRET-1" in text else "no"
+"""
+
+
+def _folder(root: Path) -> None:
+    (root / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (root / "cheat.py").write_text(CHEAT, encoding="utf-8")
+    (root / "lib").mkdir()
+    (root / "lib" / "helper.py").write_text("X = 1\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- expand
+
+
+def test_a_folder_holding_a_denied_file_is_allowed_entry_by_entry(tmp_path: Path) -> None:
+    _folder(tmp_path)
+    root = str(tmp_path.resolve())
+    policy = sandbox.expand([root], [], [os.path.join(root, "evals.toml")])
+    assert policy.read == (os.path.join(root, "cheat.py"), os.path.join(root, "lib"))
+    assert policy.listable == (root,)
+
+
+def test_a_folder_without_denied_paths_is_allowed_whole(tmp_path: Path) -> None:
+    _folder(tmp_path)
+    policy = sandbox.expand([str(tmp_path / "lib")], [], [str(tmp_path / "evals.toml")])
+    assert policy.read == (str((tmp_path / "lib").resolve()),)
+    assert policy.listable == ()
+
+
+def test_links_to_a_denied_file_are_left_out(tmp_path: Path) -> None:
+    _folder(tmp_path)
+    (tmp_path / "lib" / "soft.toml").symlink_to(tmp_path / "evals.toml")
+    os.link(tmp_path / "evals.toml", tmp_path / "hard.toml")
+    policy = sandbox.expand([str(tmp_path)], [], [str(tmp_path / "lib" / "soft.toml")])
+    # The symbolic link resolves to the suite, which is then denied itself.
+    assert str((tmp_path / "evals.toml").resolve()) not in policy.read
+    assert str((tmp_path / "hard.toml").resolve()) not in policy.read
+    assert str((tmp_path / "cheat.py").resolve()) in policy.read
+
+
+def test_a_denied_folder_is_left_out_whole_and_missing_roots_are_dropped(tmp_path: Path) -> None:
+    _folder(tmp_path)
+    policy = sandbox.expand([str(tmp_path), str(tmp_path / "absent")], [], [str(tmp_path / "lib")])
+    assert not any(path.endswith("/lib") or "/lib/" in path for path in policy.read)
+    assert str((tmp_path / "evals.toml").resolve()) in policy.read
+
+
+def test_a_policy_survives_its_text_form() -> None:
+    policy = sandbox.Policy(("/a", "/b"), ("/s",), "deny", "/s", ("/c",))
+    assert sandbox.Policy.from_json(policy.to_json()) == policy
+    with pytest.raises(ValueError, match="network"):
+        sandbox.Policy.from_json('{"read": [], "write": [], "network": "maybe"}')
+
+
+def test_the_launcher_rules_round_trip_and_refuse_garbage() -> None:
+    text = landlock.encode(7, ["/r"], ["/w"], ["/l", "/bad\nline"], True)
+    assert text == "landlock 7 deny\nr /r\nw /w\nl /l"
+    with pytest.raises(landlock.LandlockError, match="not a Landlock rule text"):
+        landlock.apply_encoded("something else")
+    with pytest.raises(landlock.LandlockError, match="not a Landlock rule"):
+        landlock.apply_encoded("landlock 7 allow\nx /y")
+
+
+def test_denying_the_network_needs_abi_4() -> None:
+    with pytest.raises(sandbox.SandboxError, match="needs ABI 4"):
+        sandbox.apply(sandbox.Policy((), (), "deny"), abi=3)
+
+
+# --------------------------------------------------------------------------- decide
+
+
+def test_the_test_hook_makes_landlock_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    found = sandbox.status()
+    assert not found.available
+    assert found.describe() == f"none: Landlock is unavailable ({sandbox.DISABLE_ENV} is set)"
+
+
+def test_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert confinement.decide("off", "allow") == confinement.Decision(0, "none: disabled")
+    with pytest.raises(confinement.SandboxUnavailable, match="--sandbox off turns off"):
+        confinement.decide("off", "deny")
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    assert confinement.decide("auto", "allow").description.startswith(
+        "none: Landlock is unavailable"
+    )
+    with pytest.raises(confinement.SandboxUnavailable, match="--sandbox require"):
+        confinement.decide("require", "allow")
+    with pytest.raises(confinement.SandboxUnavailable, match="--network deny needs the sandbox"):
+        confinement.decide("auto", "deny")
+
+
+@LANDLOCK
+def test_auto_and_require_use_landlock_here() -> None:
+    found = sandbox.status()
+    assert confinement.decide("auto", "allow").description == f"landlock ABI {found.abi}"
+    assert confinement.decide("require", "deny").abi == found.abi
+
+
+def test_require_without_landlock_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _folder(tmp_path)
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    code = cer_main(
+        ["run", str(tmp_path / "evals.toml"), "--impl", "cheat:f", "--sandbox", "require"]
+    )
+    assert code == 2
+    assert "--sandbox require: this machine cannot sandbox the implementation" in (
+        capsys.readouterr().err
+    )
+
+
+def test_require_is_checked_by_the_runner_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _folder(tmp_path)
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    with pytest.raises(confinement.SandboxUnavailable):
+        run_suite(load_suite(tmp_path / "evals.toml"), RunOptions("cheat:f", sandbox="require"))
+
+
+def test_auto_without_landlock_runs_unconfined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _folder(tmp_path)
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    run = run_suite(load_suite(tmp_path / "evals.toml"), RunOptions("cheat:f"))
+    assert run.results[0].status is Status.PASS
+
+
+@LANDLOCK
+@pytest.mark.parametrize("mode", ["auto", "require"])
+def test_the_sandbox_keeps_the_suite_out_of_reach(tmp_path: Path, mode: str) -> None:
+    _folder(tmp_path)
+    run = run_suite(load_suite(tmp_path / "evals.toml"), RunOptions("cheat:f", sandbox=mode))
+    (result,) = run.results
+    assert result.status is Status.ERRORED
+    suite = tmp_path.resolve() / "evals.toml"
+    assert result.reason == (
+        f"the implementation raised PermissionError: [Errno 13] Permission denied: "
+        f"'{suite}'; the sandbox denied access to {suite} (not in the implementation's "
+        "allowed paths)"
+    )
+
+
+def test_off_runs_unconfined(tmp_path: Path) -> None:
+    _folder(tmp_path)
+    run = run_suite(load_suite(tmp_path / "evals.toml"), RunOptions("cheat:f", sandbox="off"))
+    assert run.results[0].status is Status.PASS
+
+
+# --------------------------------------------------------------------------- reasons
+
+
+def test_a_denied_path_is_explained_in_python_and_node_wording() -> None:
+    policy = sandbox.Policy(("/opt/impl",), ("/tmp/scratch",), scratch="/tmp/scratch")
+    python = "the implementation raised PermissionError: [Errno 13] Permission denied: '/x/y'"
+    assert confinement.explain_denial(python, policy) == (
+        f"{python}; the sandbox denied access to /x/y (not in the implementation's allowed paths)"
+    )
+    node = "raised Error: EACCES: permission denied, open '/opt/impl/out.txt'"
+    assert confinement.explain_denial(node, policy).endswith(
+        "the sandbox denied access to /opt/impl/out.txt (the implementation may only read "
+        "there; it may write only to its scratch folder (/tmp/scratch))"
+    )
+    inside = "[Errno 13] Permission denied: '/tmp/scratch/a'"
+    assert confinement.explain_denial(inside, policy) == inside
+    relative = "[Errno 13] Permission denied: 'a/b'"
+    assert confinement.explain_denial(relative, policy) == relative
+
+
+# --------------------------------------------------------------------------- launcher
+
+
+def _launch(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-I", "-S", landlock.__file__, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_launcher_never_runs_a_command_it_cannot_confine() -> None:
+    done = _launch("not rules", "--", "echo", "ran")
+    assert done.returncode == 126
+    assert "cannot confine the command" in done.stderr
+    assert "ran" not in done.stdout
+
+
+@LANDLOCK
+def test_the_launcher_confines_then_executes(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("s", encoding="utf-8")
+    version = sandbox.status().abi
+    rules = landlock.encode(version, ["/usr", "/lib", "/lib64", "/bin", "/etc"], [], [], False)
+    done = _launch(rules, "--", "cat", str(tmp_path / "secret"))
+    assert done.returncode != 0
+    assert "Permission denied" in done.stderr
+    missing = _launch(rules, "--", "no-such-program-here")
+    assert missing.returncode == 127
+    assert "cannot run 'no-such-program-here'" in missing.stderr
