@@ -131,7 +131,9 @@ def test_a_case_that_kills_its_worker_leaves_no_daemon(tmp_path: Path) -> None:
     marker = f"cer-test-{uuid.uuid4().hex}"
     _module(tmp_path, KILLS_ITS_WORKER, marker)
     started = time.monotonic()
-    out, err = _cer(tmp_path, "--impl", "hostile_impl:f", "--timeout", "5").communicate(timeout=60)
+    # Without the sandbox, which refuses the signal to the worker.
+    process = _cer(tmp_path, "--impl", "hostile_impl:f", "--timeout", "5", "--sandbox", "off")
+    out, err = process.communicate(timeout=60)
     assert time.monotonic() - started < 15
     assert b"the runner lost this case" in out, err
     assert b"1 errored" in out
@@ -239,6 +241,8 @@ def test_a_signal_to_cer_stops_the_run_and_everything_in_it(tmp_path: Path, sign
         str(report),
         "--report",
         "junit",
+        "--sandbox",
+        "off",  # the case marks its start with a file beside the suite
     )
     deadline = time.monotonic() + 30
     while not (tmp_path / "case-started").exists():
