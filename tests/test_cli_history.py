@@ -370,3 +370,28 @@ def test_a_history_tampered_during_the_run_is_not_written(
     assert "is not a history cer made" in err and "this run is not recorded" in err
     with sqlite3.connect(HISTORY) as db:
         assert db.execute("SELECT COUNT(*) FROM eval_runs").fetchone()[0] == 1
+
+
+def test_coverage_is_judged_on_the_files_as_read_before_the_run(
+    project: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = project.impl(GOOD)
+    code, before = run_json(capsys, good, "--no-history")
+    assert code == 0
+    real_run = cli.run_suite
+    doc = project.root / "commonsformat.md"
+
+    def run_and_rewrite(*args: Any, **kwargs: Any) -> Any:
+        run = real_run(*args, **kwargs)
+        # What an implementation without a sandbox could do while its cases run.
+        doc.write_text("<constraints>\n- dobules: claimed.\n</constraints>\n", encoding="utf-8")
+        (project.root / "evals.toml").write_text(SUITE.replace("dobules", "doubles"))
+        return run
+
+    monkeypatch.setattr(cli, "run_suite", run_and_rewrite)
+    code, after = run_json(capsys, good, "--no-history")
+    assert code == 0
+    assert after["coverage"] == before["coverage"]
+    assert after["coverage"]["constraints_total"] == 2
+    assert [u["constraint"] for u in after["coverage"]["unknown_references"]] == ["dobules"]
+    assert after["run"]["suite_hash"] == before["run"]["suite_hash"]

@@ -12,14 +12,14 @@ import shutil
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cer import __version__, console, procs, serialize
 from cer.categories import CategoryConfigError
 from cer.check import SuiteUnreadable, check_suite, render_check
-from cer.coverage import Coverage, CoverageError, suite_coverage
+from cer.coverage import ConstraintSet, Coverage, CoverageError, read_module_doc, suite_coverage
 from cer.history import (
     KEEP_RUNS,
     History,
@@ -479,6 +479,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not suite.cases:
         _error(f"{suite.path}: the suite declares no cases")
         return ExitCode.USAGE
+    module_doc = _ModuleDoc.read(suite)
     problem = _check_reports(args, resolved.labels if resolved.several else ())
     if problem is not None:
         _error(problem)
@@ -497,8 +498,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     resolved = _protect_outputs(args, resolved, history)
     try:
         if resolved.several:
-            return _run_matrix(args, resolved, suite, history)
-        return _run_and_report(args, resolved.options, suite, history)
+            return _run_matrix(args, resolved, suite, history, module_doc)
+        return _run_and_report(args, resolved.options, suite, history, module_doc)
     finally:
         if history is not None:
             history.close()
@@ -545,8 +546,36 @@ def _failed_only(
     ], None
 
 
+@dataclass(frozen=True)
+class _ModuleDoc:
+    """The module's commonsformat.md as read before the run: coverage is judged on this
+    snapshot, whatever the implementation does to the file while it runs."""
+
+    declared: ConstraintSet | None
+    problem: str | None = None
+
+    @classmethod
+    def read(cls, suite: Suite) -> _ModuleDoc:
+        try:
+            return cls(read_module_doc(suite))
+        except CoverageError as exc:
+            return cls(None, str(exc))
+
+    def coverage(self, suite: Suite, run: RunResult, *, warn: bool = True) -> Coverage | None:
+        """Coverage of ``run`` on the snapshot; a warning when the file was unreadable."""
+        if self.problem is not None and warn:
+            _warning(f"coverage: {self.problem}")
+        if self.declared is None:
+            return None
+        return suite_coverage(suite, run, self.declared)
+
+
 def _run_and_report(
-    args: argparse.Namespace, options: RunOptions, suite: Suite, history: History | None
+    args: argparse.Namespace,
+    options: RunOptions,
+    suite: Suite,
+    history: History | None,
+    module_doc: _ModuleDoc,
 ) -> int:
     """Run (``--failed``: only what failed last time), record, and write every output."""
     if args.failed:
@@ -566,11 +595,7 @@ def _run_and_report(
         return interrupted_code(exc)
     progress.clear()
     flaky, untrusted = _record(history, run, suite)
-    coverage: Coverage | None = None
-    try:
-        coverage = suite_coverage(suite, run)
-    except CoverageError as exc:
-        _warning(f"coverage: {exc}")
+    coverage = module_doc.coverage(suite, run)
     context = ReportContext(run, suite, coverage, flaky, _chart_runs(args, history, suite))
     summary_line = console.summary_line(run) + "\n"
     if args.format == "json":
@@ -666,7 +691,11 @@ def _rerun_selection_many(
 
 
 def _run_matrix(
-    args: argparse.Namespace, resolved: ResolvedRun, suite: Suite, history: History | None
+    args: argparse.Namespace,
+    resolved: ResolvedRun,
+    suite: Suite,
+    history: History | None,
+    module_doc: _ModuleDoc,
 ) -> int:
     """Run every implementation in turn, record each run on its own, and report the
     matrix (text or JSON) and one report file per implementation."""
@@ -705,14 +734,7 @@ def _run_matrix(
         flaky.append(flaky_names)
         runs.append(run)
     matrix = build_matrix(suite, runs, labels)
-    coverages: list[Coverage | None] = []
-    for run in runs:
-        try:
-            coverages.append(suite_coverage(suite, run))
-        except CoverageError as exc:
-            if not coverages:
-                _warning(f"coverage: {exc}")
-            coverages.append(None)
+    coverages = [module_doc.coverage(suite, run, warn=index == 0) for index, run in enumerate(runs)]
     charted = _chart_runs(args, history, suite)
     contexts = [
         ReportContext(run, suite, coverage, flaky_names, charted)

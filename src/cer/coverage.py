@@ -32,6 +32,7 @@ __all__ = [
     "find_module_doc",
     "parse_constraints",
     "read_constraints",
+    "read_module_doc",
     "suite_coverage",
 ]
 
@@ -313,15 +314,33 @@ def compute_coverage(
     )
 
 
-def suite_coverage(suite: Suite, run: RunResult | None = None) -> Coverage | None:
-    """Coverage for the module beside the suite; None when it has no commonsformat.md.
+def read_module_doc(suite: Suite) -> ConstraintSet | None:
+    """The constraints of the module beside the suite, read now; None when it has no
+    commonsformat.md. Raises CoverageError when the document cannot be read.
 
-    Raises CoverageError when the document exists but cannot be read.
+    A run reads this once, before the implementation runs, and judges coverage on that
+    snapshot with :func:`suite_coverage`: the implementation could rewrite the file while
+    it runs, and must not decide which constraints it is judged against.
     """
     doc = find_module_doc(suite.path)
     if doc is None:
         return None
-    return compute_coverage(suite, read_constraints(doc), run)
+    return read_constraints(doc)
+
+
+def suite_coverage(
+    suite: Suite, run: RunResult | None = None, declared: ConstraintSet | None = None
+) -> Coverage | None:
+    """Coverage for the module beside the suite; None when it has no commonsformat.md.
+
+    ``declared`` is the snapshot :func:`read_module_doc` took before the run; without
+    it the document is read now. Raises CoverageError when it cannot be read.
+    """
+    if declared is None:
+        declared = read_module_doc(suite)
+        if declared is None:
+            return None
+    return compute_coverage(suite, declared, run)
 
 
 def describe_unknown(reference: UnknownReference, suite_name: str) -> str:

@@ -370,3 +370,22 @@ async def test_recording_into_a_watched_folder_does_not_trigger_a_run(tmp_path: 
         await wait_until(lambda: app.runs_recorded == 2)
         await asyncio.sleep(0.3)
         assert app.runs_started == 2
+
+
+async def test_coverage_is_judged_on_the_document_read_before_the_run(tmp_path: Path) -> None:
+    doc = tmp_path / "commonsformat.md"
+    doc.write_text(MODULE_DOC)
+
+    def rewriting_outcome(case: Case) -> CaseResult:
+        # What an implementation could do to the file while its cases run.
+        doc.write_text("<constraints>\n- alpha: the only rule.\n</constraints>\n")
+        return coverage_outcome(case)
+
+    app = app_with(coverage_suite(tmp_path), FakeRunner(rewriting_outcome), None)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        await wait_until(lambda: app.coverage_view.coverage is not None)
+        await settle(app)
+        coverage = app.coverage_view.coverage
+        assert coverage is not None
+        assert (coverage.total, coverage.covered, coverage.verified) == (3, 2, 1)

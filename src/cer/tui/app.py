@@ -52,7 +52,7 @@ from cer.tui import messages
 from cer.tui.banner import Banner
 from cer.tui.board import Board, GroupKey, Row
 from cer.tui.case_list import CaseList
-from cer.tui.coverage_view import CoverageView, compute_view
+from cer.tui.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
 from cer.tui.details import DetailStyles, render_details
 from cer.tui.diff_pane import DiffPane
 from cer.tui.formatting import SYMBOLS
@@ -250,6 +250,8 @@ class CerApp(App[None]):
         self._coverage_token = 0
         """Counts coverage requests; only the answer to the latest one is shown."""
         self._coverage_input: tuple[Suite, RunResult] | None = None
+        self.module_doc = ModuleDoc(self.suite_path)
+        """The module's commonsformat.md as the current run read it before it started."""
         self._flaky_generation = 0
         count = len(chosen)
         self.implementation_ids: list[str] = [""] * count
@@ -368,7 +370,9 @@ class CerApp(App[None]):
         except Exception as error:
             post(messages.RunCrashed(generation, str(error), traceback.format_exc()))
             return
-        post(messages.SuiteLoaded(generation, suite))
+        # Read with the suite, before the implementation runs: coverage is judged on
+        # this snapshot, whatever a case does to the file.
+        post(messages.SuiteLoaded(generation, suite, read_doc(self.suite_path)))
         completed = 0
         for index, options in enumerate(self.implementations):
             if index and cancel.is_set():
@@ -495,6 +499,7 @@ class CerApp(App[None]):
         suite = message.suite
         changed = self.suite is None or suite.content_hash != self.suite.content_hash
         self.suite = suite
+        self.module_doc = message.module_doc
         if changed or not self.board.rows:
             for board in self.boards:
                 board.set_suite(suite)
@@ -729,12 +734,11 @@ class CerApp(App[None]):
         description="compute constraint coverage",
     )
     def _compute_coverages(
-        self, token: int, inputs: tuple[tuple[Suite, RunResult] | None, ...]
+        self, token: int, doc: ModuleDoc, inputs: tuple[tuple[Suite, RunResult] | None, ...]
     ) -> None:
         """Each implementation's coverage, off the event loop (several implementations)."""
         views = tuple(
-            CoverageView() if given is None else compute_view(self.suite_path, *given)
-            for given in inputs
+            CoverageView() if given is None else compute_view(doc, *given) for given in inputs
         )
         self.post_message(messages.CoveragesComputed(token, views))
 
@@ -752,23 +756,23 @@ class CerApp(App[None]):
         group="coverage",
         description="compute constraint coverage",
     )
-    def _compute_coverage(self, token: int, suite: Suite, run: RunResult) -> None:
-        """Read commonsformat.md and judge its constraints, off the event loop."""
-        self.post_message(
-            messages.CoverageComputed(token, compute_view(self.suite_path, suite, run))
-        )
+    def _compute_coverage(self, token: int, doc: ModuleDoc, suite: Suite, run: RunResult) -> None:
+        """Judge the constraints the run read before it started, off the event loop."""
+        self.post_message(messages.CoverageComputed(token, compute_view(doc, suite, run)))
 
     def _request_coverage(self) -> None:
         """Judge the last results again (after a run, or when the constraints changed)."""
         if self.several:
             if any(given is not None for given in self._coverage_inputs):
                 self._coverage_token += 1
-                self._compute_coverages(self._coverage_token, tuple(self._coverage_inputs))
+                self._compute_coverages(
+                    self._coverage_token, self.module_doc, tuple(self._coverage_inputs)
+                )
             return
         if self._coverage_input is None:
             return
         self._coverage_token += 1
-        self._compute_coverage(self._coverage_token, *self._coverage_input)
+        self._compute_coverage(self._coverage_token, self.module_doc, *self._coverage_input)
 
     def on_coverage_computed(self, message: messages.CoverageComputed) -> None:
         if message.generation != self._coverage_token:
@@ -921,8 +925,11 @@ class CerApp(App[None]):
         if any(path.resolve() not in sources for path in paths):
             self._suite_cache = None
         doc = (self.suite_path.parent / MODULE_DOC).resolve()
-        if all(path.resolve() == doc for path in paths):
-            # Only the constraints changed: judge the last results again, no rerun.
+        if all(path.resolve() == doc for path in paths) and not any(b.running for b in self.boards):
+            # Only the constraints changed, between runs: judge the last results again
+            # on the file as it is now, no rerun. During a run the change may come from
+            # the implementation, so it is judged on what the next run reads first.
+            self.module_doc = read_doc(self.suite_path)
             self._request_coverage()
             return
         if self.paused:

@@ -1,7 +1,9 @@
 """What the Coverage pane says: the module's constraints against the suite and its results.
 
-Pure Rich, no Textual. :func:`compute_view` reads ``commonsformat.md`` and judges the
-constraints (it does file I/O, so the app calls it from a thread worker after each run);
+Pure Rich, no Textual. :func:`read_doc` reads ``commonsformat.md`` once, when a run
+loads its suite and before the implementation runs (the implementation must not decide
+which constraints it is judged against); :func:`compute_view` judges that snapshot's
+constraints after the run (the app calls both from thread workers);
 :func:`render_coverage` turns the result into text for the pane, with the selected case's
 own constraints first, and runs in the detail worker with the other panes.
 """
@@ -20,6 +22,7 @@ from rich.text import Text
 from cer.coverage import (
     MODULE_DOC,
     ConstraintCoverage,
+    ConstraintSet,
     Coverage,
     CoverageError,
     compute_coverage,
@@ -60,23 +63,41 @@ class CoverageView:
         return self.coverage is None and self.message is None
 
 
-def compute_view(suite_path: Path, suite: Suite, run: RunResult | None) -> CoverageView:
-    """Coverage of the module beside ``suite_path``, judged by ``run``'s results.
+@dataclass(frozen=True)
+class ModuleDoc:
+    """The module's ``commonsformat.md`` as read before a run, or why there is none."""
+
+    suite_path: Path
+    declared: ConstraintSet | None = None
+    problem: str | None = None
+    """Why the document could not be read; None when it was read or does not exist."""
+
+
+def read_doc(suite_path: Path) -> ModuleDoc:
+    """Read the ``commonsformat.md`` beside ``suite_path`` now (file I/O)."""
+    doc = find_module_doc(suite_path)
+    if doc is None:
+        return ModuleDoc(suite_path)
+    try:
+        return ModuleDoc(suite_path, read_constraints(doc))
+    except CoverageError as error:
+        return ModuleDoc(suite_path, problem=str(error))
+
+
+def compute_view(doc: ModuleDoc, suite: Suite, run: RunResult | None) -> CoverageView:
+    """Coverage of the constraints ``doc`` holds, judged by ``run``'s results.
 
     ``run`` may merge several runs (the app passes what its list shows, so that a rerun
     of the failed cases does not turn every other constraint unverified).
     """
-    doc = find_module_doc(suite_path)
-    if doc is None:
+    if doc.problem is not None:
+        return CoverageView(message=doc.problem, error=True)
+    if doc.declared is None:
         return CoverageView(
-            message=f"This module has no {MODULE_DOC} beside {suite_path.name}, so it "
+            message=f"This module has no {MODULE_DOC} beside {doc.suite_path.name}, so it "
             "declares no constraints: there is no coverage to show."
         )
-    try:
-        declared = read_constraints(doc)
-    except CoverageError as error:
-        return CoverageView(message=str(error), error=True)
-    return CoverageView(coverage=compute_coverage(suite, declared, run))
+    return CoverageView(coverage=compute_coverage(suite, doc.declared, run))
 
 
 def headline(coverage: Coverage) -> str:

@@ -19,7 +19,7 @@ from textual.message import Message
 
 from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, Suite
-from cer.tui.coverage_view import CoverageView
+from cer.tui.coverage_view import CoverageView, ModuleDoc
 
 
 class ResultStream:
@@ -64,6 +64,8 @@ class RunMessage(Message):
 @dataclass
 class SuiteLoaded(RunMessage):
     suite: Suite
+    module_doc: ModuleDoc
+    """The module's commonsformat.md, read with the suite before the run."""
 
 
 @dataclass
