@@ -308,3 +308,30 @@ def test_an_unreadable_tool_cer_does_not_stop_a_plain_run(tmp_path: Path) -> Non
     done = pytest_run("--cer-impl", "calc:evaluate", "spec/evals.toml", cwd=project)
     assert done.returncode == 4
     assert "unknown [tool.cer] keys: colour" in done.stderr
+
+
+def test_the_implementation_comes_from_ini_or_the_suite_entry(tmp_path: Path) -> None:
+    project = _project(tmp_path, '[tool.cer]\npaths = ["src"]\n')
+    pyproject = project / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace("testpaths", 'cer_impl = "calc:evaluate"\ntestpaths'))
+    done = pytest_run("spec/evals.toml", "-k", "literal", cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "calc:evaluate@" in done.stdout
+    (project / "src" / "other.py").write_text("def evaluate(expr):\n    return 0\n")
+    pyproject.write_text(
+        text + 'pytest_suites = [{ suite = "spec/evals.toml", impl = "other:evaluate" }]\n'
+    )
+    done = pytest_run("-k", "integer-literal", cwd=project)
+    assert "1 failed" in done.stdout, done.stdout
+    assert "other:evaluate@" in done.stdout
+    assert "E   value: expected int 42, observed int 0" in done.stdout
+
+
+def test_stepwise_stops_at_the_first_failure_and_resumes_there(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
+    assert "1 failed, 7 passed" in first.stdout, first.stdout
+    second = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
+    # it starts again at the case that failed (still failing), and stops there
+    assert "1 failed, 7 deselected" in second.stdout, second.stdout
