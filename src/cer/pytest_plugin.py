@@ -32,6 +32,7 @@ from cer.history import History, HistoryError, default_history_path
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite
 from cer.options import ProjectConfig, UsageError, find_project_config, resolve_run
 from cer.runner import RunCancelled, RunOptions, WarmWorkers, run_suite
+from cer.safetext import for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
 
@@ -351,7 +352,8 @@ def failure_text(suite: Suite, case: Case, result: CaseResult) -> str:
         lines.append("")
         lines.append("implementation traceback:")
         lines.extend(f"    {text}" for text in result.traceback.rstrip().splitlines())
-    return "\n".join(lines)
+    # The implementation's text is shown, never obeyed by the terminal (cer.safetext).
+    return for_terminal("\n".join(lines))
 
 
 # --- collection --------------------------------------------------------------------------
@@ -675,7 +677,7 @@ class CaseItem(pytest.Item):
         if result.status is Status.ERRORED:
             pytest.fail(failure_text(state.suite, self.case, result), pytrace=False)
         if result.status is Status.SKIPPED:
-            _skip_here(result.reason or "skipped")
+            _skip_here(for_terminal(result.reason or "skipped"))
 
     def runtest(self) -> None:
         result = self.state.results.get(self.name)

@@ -317,3 +317,22 @@ def test_supervisor_memory_does_not_grow_with_the_number_of_huge_observations(
     many = _peak_rss_kib(tmp_path, 8)
     # Six more cases of 20 MiB each: kept whole, they would add over 120 MiB.
     assert many - few < 40 * 1024, (few, many)
+
+
+def test_the_pytest_failure_text_shows_hostile_text_as_escapes(hostile_module: Path) -> None:
+    from cer.pytest_plugin import failure_text
+    from cer.suite import load_suite
+
+    suite = load_suite(hostile_module / "evals.toml")
+    case = suite.cases[0]
+    result = CaseResult(
+        case_name=case.name,
+        case_class=case.case_class,
+        category=case.category,
+        status=Status.ERRORED,
+        reason=f"the implementation raised ValueError: {HOSTILE_TEXT}",
+        traceback=f"Traceback:\nValueError: {HOSTILE_TEXT}",
+    )
+    text = failure_text(suite, case, retained(result))
+    _assert_inert(text)
+    assert "\\x1b[2J" in text
