@@ -556,3 +556,31 @@ def test_cer_history_html_needs_a_recorded_run_and_jinja2(
     assert main(["history", "--suite", str(suite), "--html", str(target)]) == 2
     assert INSTALL_HINT in capsys.readouterr().err
     assert not target.exists()
+
+
+def test_huge_failures_are_cut_but_every_one_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cer.reports import html
+
+    monkeypatch.setattr(html, "DETAILED_FAILURES", 2)
+    suite = load_suite(DATA / "greet" / "evals.toml")
+    results = tuple(
+        CaseResult(
+            f"case-{n}",
+            "functional",
+            "functional",
+            Status.FAIL,
+            "r" * (html.TEXT_LIMIT + 5),
+            stdout=f"output of {n}",
+            mismatches=(Mismatch("output", "m", "a", "b"),),
+        )
+        for n in range(4)
+    )
+    run = RunResult("r", "greet", "greet:greet@abc", 0, 1, results)
+    model = page_model(ReportContext(run, suite))
+    assert [f.detailed for f in model.failures] == [True, True, False, False]
+    assert [len(f.streams) for f in model.failures] == [1, 1, 0, 0]
+    assert model.failures[0].reason.endswith("5 more characters (the json report has all)")
+    page = Page(render_report("html", ReportContext(run, suite)))
+    assert len(page.find("details", "case")) == 4
+    assert "output of 1" in page.text and "output of 2" not in page.text
+    assert "shown for the first 2 failures" in page.text

@@ -51,6 +51,11 @@ TEMPLATE = "report.html.j2"
 DIFF_LINES = 400
 """Lines of a diff shown before the rest is cut (with a note saying how much)."""
 VALUE_LIMIT = 4000
+TEXT_LIMIT = 20_000
+"""Characters of a reason or a captured stream shown; the rest is cut with a note."""
+DETAILED_FAILURES = 2000
+"""Failures shown with their diffs and captured output; later ones show their reason
+only, so that a huge failing suite still makes a page a browser can open."""
 """Characters of an expected or observed value shown when it is not a string."""
 CHART_WIDTH = 720
 CHART_HEIGHT = 160
@@ -203,6 +208,8 @@ class Failure:
     elapsed_ms: int | None
     flaky: bool
     tags: tuple[str, ...]
+    detailed: bool = True
+    """False past :data:`DETAILED_FAILURES`: no mismatches or streams shown."""
 
 
 @dataclass(frozen=True)
@@ -404,6 +411,7 @@ def _failures(context: ReportContext) -> tuple[Failure, ...]:
             where += f":{case.line}"
         if case is not None:
             where += f" [[{CASE_CLASS_TO_ARRAY.get(case.case_class, case.case_class)}]]"
+        detailed = number <= DETAILED_FAILURES
         failures.append(
             Failure(
                 number=number,
@@ -412,20 +420,29 @@ def _failures(context: ReportContext) -> tuple[Failure, ...]:
                 category=result.category,
                 case_class=result.case_class,
                 where=where,
-                reason=result.reason or "",
-                mismatches=tuple(_mismatch(m) for m in result.mismatches),
-                streams=_streams(result),
+                reason=_cut(result.reason or ""),
+                mismatches=tuple(_mismatch(m) for m in result.mismatches) if detailed else (),
+                streams=_streams(result) if detailed else (),
                 elapsed_ms=result.elapsed_ms,
                 flaky=result.case_name in flaky,
                 tags=case.tags if case is not None else (),
+                detailed=detailed,
             )
         )
     return tuple(failures)
 
 
+def _cut(text: str) -> str:
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return (
+        f"{text[:TEXT_LIMIT]}\n… {len(text) - TEXT_LIMIT} more characters (the json report has all)"
+    )
+
+
 def _streams(result: CaseResult) -> tuple[tuple[str, str], ...]:
     pairs = (("stdout", result.stdout), ("stderr", result.stderr), ("traceback", result.traceback))
-    return tuple((name, text) for name, text in pairs if text)
+    return tuple((name, _cut(text)) for name, text in pairs if text)
 
 
 def _coverage(context: ReportContext) -> CoverageView | None:
@@ -547,5 +564,9 @@ def _environment() -> Environment:
 def render(context: ReportContext) -> str:
     """The run as one self-contained HTML page; ImportError without Jinja2."""
     page = page_model(context)
-    text = _environment().get_template(TEMPLATE).render(page=page, words=WORDS, Status=Status)
+    text = (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(page=page, words=WORDS, Status=Status, detailed_failures=DETAILED_FAILURES)
+    )
     return text if text.endswith("\n") else text + "\n"
