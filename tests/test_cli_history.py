@@ -140,7 +140,10 @@ def test_a_corrupt_history_costs_a_warning_not_the_results(
     code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{project.impl(BAD_ON_THREE)}:f")
     assert code == 1
     assert "cer: warning: history:" in err and "not recorded" in err
-    assert "✘ FAIL  doubles-three" in out and out.rstrip().endswith("nonconformant")
+    assert (
+        "✘ FAIL  doubles-three" in out
+        and "— nonconformant · sandbox: " in out.rstrip().splitlines()[-1]
+    )
     assert HISTORY.read_bytes() == b"garbage " * 512  # left alone
     code, _, err = cer(capsys, "history")
     assert code == 2 and "cer: error:" in err
@@ -250,7 +253,7 @@ def test_reports_and_coverage_from_one_run(
     assert manifest["conformance"] == "nonconformant"
     assert manifest["coverage"]["constraints_verified"] == 0
     lines = out.splitlines()
-    assert lines[0].endswith("nonconformant")  # the summary line, then the annotations
+    assert "— nonconformant · sandbox: " in lines[0]  # the summary line, then the annotations
     assert lines[1].startswith("::error file=evals.toml,line=")
     assert lines[-1].startswith("::notice title=cer::demo")
 

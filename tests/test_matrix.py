@@ -827,7 +827,7 @@ def test_single_implementation_output_is_unchanged(
     assert lines[-2].startswith(f"demo · {impl}:f@")
     assert re.fullmatch(
         r"2 cases: 1 passed, 1 failed, 0 errored, 0 skipped in \d+\.\d\ds "
-        r"— nonconformant",
+        r"— nonconformant · sandbox: (landlock ABI \d+|none: .*)",
         lines[-1],
     )
     assert "agreement" not in text and "implementations:" not in text

@@ -189,7 +189,10 @@ def summary_line(run: RunResult, *, colour: bool = False) -> str:
             (Status.SKIPPED, summary.skipped, "skipped"),
         )
     )
-    return f"{summary.total} cases: {counts} in {seconds:.2f}s — {summary.verdict}"
+    line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {summary.verdict}"
+    if run.conditions is not None:
+        line += f" · sandbox: {run.conditions.sandbox}"
+    return line
 
 
 def _local_time(ms: int) -> str:

@@ -52,7 +52,7 @@ __all__ = [
 
 DEFAULT_DIR = ".cer"
 DEFAULT_NAME = "history.sqlite"
-HISTORY_VERSION = 1
+HISTORY_VERSION = 2
 """Version of cer's extension tables; a newer database is refused, never rewritten."""
 
 APPLICATION_ID = 0x63657231
@@ -95,6 +95,18 @@ CREATE TABLE IF NOT EXISTS cer_case_details (
     mismatches TEXT NOT NULL,
     PRIMARY KEY (run_id, case_name),
     FOREIGN KEY (run_id, case_name) REFERENCES eval_case_results (run_id, case_name)
+);
+
+CREATE TABLE IF NOT EXISTS cer_run_conditions (
+    run_id TEXT NOT NULL PRIMARY KEY REFERENCES eval_runs (run_id),
+    isolation TEXT NOT NULL,
+    sandbox TEXT NOT NULL,
+    network TEXT NOT NULL,
+    timeout_s REAL NOT NULL,
+    jobs INTEGER NOT NULL,
+    category_remaps TEXT NOT NULL,
+    cer_version TEXT NOT NULL,
+    python_version TEXT NOT NULL
 );
 
 CREATE INDEX IF NOT EXISTS cer_runs_by_suite ON cer_runs (suite_key);
@@ -626,6 +638,24 @@ class History:
                 summary.errored,
             ),
         )
+        conditions = run.conditions
+        if conditions is not None:
+            db.execute(
+                "INSERT INTO cer_run_conditions (run_id, isolation, sandbox, network, timeout_s,"
+                " jobs, category_remaps, cer_version, python_version)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.run_id,
+                    conditions.isolation,
+                    conditions.sandbox,
+                    conditions.network,
+                    conditions.timeout,
+                    conditions.jobs,
+                    _json(dict(conditions.category_remaps)),
+                    conditions.cer_version,
+                    conditions.python_version,
+                ),
+            )
         if suite_path:
             self._prune(suite_key(suite_path))
 
@@ -641,6 +671,7 @@ class History:
             )
         ]
         for table in (
+            "cer_run_conditions",
             "cer_case_details",
             "eval_case_results",
             "eval_run_summary",
@@ -723,6 +754,11 @@ class History:
                 " WHERE e.run_id = ? ORDER BY COALESCE(d.position, 0), e.rowid",
                 (run_id,),
             ).fetchall()
+            conditions = self._db.execute(
+                "SELECT isolation, sandbox, network, timeout_s, jobs, category_remaps,"
+                " cer_version, python_version FROM cer_run_conditions WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
         results = []
         for (
             name,
@@ -774,6 +810,24 @@ class History:
                 "suite_hash": record.suite_hash,
                 "suite_format_version": record.format_version,
                 "notes": list(record.notes),
+                "conditions": None
+                if conditions is None
+                else dict(
+                    zip(
+                        (
+                            "isolation",
+                            "sandbox",
+                            "network",
+                            "timeout_s",
+                            "jobs",
+                            "category_remaps",
+                            "cer_version",
+                            "python_version",
+                        ),
+                        (*conditions[:5], json.loads(conditions[5]), *conditions[6:]),
+                        strict=True,
+                    )
+                ),
             },
             "results": results,
         }

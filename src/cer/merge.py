@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer import serialize
-from cer.model import CaseResult, RunResult, Status, Summary
+from cer.model import CaseResult, RunConditions, RunResult, Status, Summary
 from cer.runner import OTHER_SHARD
 
 __all__ = [
@@ -105,6 +105,41 @@ def _check_uniform(shards: Sequence[Shard], what: str, values: Sequence[str]) ->
         raise MergeError(f"the documents come from different {what} ({listing})")
 
 
+def _conditions(shards: Sequence[Shard]) -> tuple[RunConditions | None, list[str]]:
+    """The conditions of the merged run, and notes on those the shards differ in.
+
+    The conditions that change what a result means (isolation, sandbox, network,
+    timeout, category remaps) must be the same in every document that records them;
+    the number of workers and the versions of cer and Python may differ, and the
+    merged run then keeps the first document's with a note listing them all."""
+    recorded = [(shard, shard.run.conditions) for shard in shards]
+    known = [(shard, c) for shard, c in recorded if c is not None]
+    if not known:
+        return None, []
+    if len(known) != len(recorded):
+        missing = [shard.name for shard, c in recorded if c is None]
+        raise MergeError(f"{_names(missing)}: no run conditions, so they cannot be checked")
+    names = [shard for shard, _ in known]
+    every = [c for _, c in known]
+    _check_uniform(names, "isolation modes", [c.isolation for c in every])
+    _check_uniform(names, "sandboxes", [c.sandbox for c in every])
+    _check_uniform(names, "network rules", [c.network for c in every])
+    _check_uniform(names, "timeouts", [f"{c.timeout:g} s" for c in every])
+    _check_uniform(names, "category remaps", [repr(c.category_remaps) for c in every])
+    notes = []
+    for what, values in (
+        ("workers", [str(c.jobs) for c in every]),
+        ("cer versions", [c.cer_version for c in every]),
+        ("Python versions", [c.python_version for c in every]),
+    ):
+        if len(set(values)) > 1:
+            listing = "; ".join(
+                f"{shard.name}: {v}" for shard, v in zip(names, values, strict=True)
+            )
+            notes.append(f"the shards ran with different {what} ({listing})")
+    return every[0], notes
+
+
 def _implementation_id(shards: Sequence[Shard]) -> str:
     """The implementation id every shard agrees on.
 
@@ -147,6 +182,7 @@ def merge_runs(shards: Sequence[Shard | RunResult]) -> RunResult:
     _check_uniform(given, "suites (suite hashes)", hashes)
     _check_uniform(given, "suite format versions", [s.run.format_version for s in given])
     implementation_id = _implementation_id(given)
+    conditions, condition_notes = _conditions(given)
 
     first = given[0]
     order = [result.case_name for result in first.run.results]
@@ -200,6 +236,7 @@ def merge_runs(shards: Sequence[Shard | RunResult]) -> RunResult:
         for note in run.notes:
             if not note.startswith("shard ") and note not in notes:
                 notes.append(note)
+    notes.extend(condition_notes)
     notes.append(f"merged from {len(runs)} result document{'s' if len(runs) != 1 else ''}")
     run_id = hashlib.sha256(
         "\n".join(sorted(run.run_id for run in runs)).encode("utf-8")
@@ -216,4 +253,5 @@ def merge_runs(shards: Sequence[Shard | RunResult]) -> RunResult:
         format_version=first.run.format_version,
         implementation=first.run.implementation,
         notes=tuple(notes),
+        conditions=conditions,
     )

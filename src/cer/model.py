@@ -200,6 +200,51 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class RunConditions:
+    """What a run ran under, recorded with it so that a result can be read in context:
+    how cases were isolated, the sandbox (``landlock ABI 7`` or ``none: <why>``), the
+    network rule, the per-case timeout, the number of workers, the categories mapped
+    onto other models, and the versions of cer and Python."""
+
+    isolation: str
+    sandbox: str
+    network: str
+    timeout: float
+    jobs: int
+    category_remaps: tuple[tuple[str, str], ...] = ()
+    cer_version: str = ""
+    python_version: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        """The conditions as JSON-ready data (the ``conditions`` table of reports)."""
+        return {
+            "isolation": self.isolation,
+            "sandbox": self.sandbox,
+            "network": self.network,
+            "timeout_s": self.timeout,
+            "jobs": self.jobs,
+            "category_remaps": dict(self.category_remaps),
+            "cer_version": self.cer_version,
+            "python_version": self.python_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConditions:
+        """Rebuild from :meth:`to_dict`; KeyError, TypeError or ValueError otherwise."""
+        remaps = data.get("category_remaps") or {}
+        return cls(
+            isolation=str(data["isolation"]),
+            sandbox=str(data["sandbox"]),
+            network=str(data["network"]),
+            timeout=float(data["timeout_s"]),
+            jobs=int(data["jobs"]),
+            category_remaps=tuple(sorted((str(k), str(v)) for k, v in dict(remaps).items())),
+            cer_version=str(data.get("cer_version", "")),
+            python_version=str(data.get("python_version", "")),
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """One run of a suite against one implementation: ``eval_runs`` plus its cases."""
 
@@ -216,6 +261,8 @@ class RunResult:
     """What the user named (``pkg.mod:attr``), without the source hash."""
     notes: tuple[str, ...] = ()
     """Run-level facts the user must see (an import failure, a fallback)."""
+    conditions: RunConditions | None = None
+    """What the run ran under; None for a run recorded before conditions were."""
 
     @cached_property
     def summary(self) -> Summary:

@@ -36,7 +36,7 @@ from cer.events import (
     RunFinished,
     RunStarted,
 )
-from cer.model import Case, CaseResult, RunResult, Status, Suite
+from cer.model import Case, CaseResult, RunConditions, RunResult, Status, Suite
 from cer.safetext import retained, scrub
 from cer.selection import Selection
 from cer.suite import resolve_fixtures
@@ -919,6 +919,25 @@ def _run_suite(
         format_version=suite.format_version,
         implementation=scrub(options.impl),
         notes=tuple(scrub(note) for note in execution.notes),
+        conditions=run_conditions(options, decision),
     )
     emit(RunFinished(run))
     return run
+
+
+def run_conditions(options: RunOptions, decision: confinement.Decision) -> RunConditions:
+    """What a run with ``options`` ran under, as its records keep it."""
+    import platform
+
+    import cer
+
+    return RunConditions(
+        isolation=options.isolation if options.kind == "python" else "process",
+        sandbox=decision.description,
+        network=options.network,
+        timeout=options.timeout,
+        jobs=resolve_jobs(options.jobs) if options.kind == "python" else 1,
+        category_remaps=tuple(sorted(options.category_models.items())),
+        cer_version=cer.__version__,
+        python_version=platform.python_version(),
+    )

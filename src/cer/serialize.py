@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cer import plaindata
-from cer.model import MISSING, CaseResult, Mismatch, RunResult, Status, Summary
+from cer.model import MISSING, CaseResult, Mismatch, RunConditions, RunResult, Status, Summary
 
 FORMAT = "cer-results"
 FORMAT_VERSION = 1
@@ -96,6 +96,7 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
             "suite_hash": run.suite_hash,
             "suite_format_version": run.format_version,
             "notes": list(run.notes),
+            "conditions": None if run.conditions is None else run.conditions.to_dict(),
         },
         "summary": summary_to_dict(run.summary),
         "results": [result_to_dict(result) for result in run.results],
@@ -168,4 +169,7 @@ def run_from_dict(data: Mapping[str, Any]) -> RunResult:
         format_version=run.get("suite_format_version", ""),
         implementation=run.get("implementation", ""),
         notes=tuple(run.get("notes", ())),
+        conditions=None
+        if run.get("conditions") is None
+        else RunConditions.from_dict(run["conditions"]),
     )

@@ -68,6 +68,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
             "started_at": iso_time(run.started_at_ms),
             "completed_at": iso_time(run.completed_at_ms),
             "notes": list(run.notes),
+            "conditions": None if run.conditions is None else run.conditions.to_dict(),
         },
         "case_classes": [name for name in CASE_CLASSES if name in present],
         "assertions": assertions,
