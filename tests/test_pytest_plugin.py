@@ -335,3 +335,11 @@ def test_stepwise_stops_at_the_first_failure_and_resumes_there(tmp_path: Path) -
     second = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
     # it starts again at the case that failed (still failing), and stops there
     assert "1 failed, 7 deselected" in second.stdout, second.stdout
+
+
+def test_sandbox_options_reach_the_run(tmp_path: Path) -> None:
+    done = pytest_run(
+        "--cer-impl", "calc_ref:evaluate", CALC, "--cer-sandbox", "off", "--cer-network", "deny"
+    )
+    assert done.returncode != 0
+    assert "needs the sandbox, which --sandbox off turns off" in done.stdout, done.stdout

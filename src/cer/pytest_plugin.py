@@ -27,6 +27,7 @@ import pytest
 
 from cer import console, serialize
 from cer.categories import CategoryConfigError
+from cer.confinement import NETWORK_MODES, SANDBOX_MODES
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.history import History, HistoryError, default_history_path
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite
@@ -75,6 +76,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--cer-isolation", choices=("fork", "none"), help="fork (default) or none, as cer run"
+    )
+    group.addoption(
+        "--cer-sandbox",
+        choices=SANDBOX_MODES,
+        help="confine the implementation with Landlock: auto (default), require or off, "
+        "as cer run --sandbox",
+    )
+    group.addoption(
+        "--cer-network",
+        choices=NETWORK_MODES,
+        help="deny: the sandboxed implementation may not open TCP connections (default allow)",
     )
     group.addoption(
         "--cer-history",
@@ -427,6 +439,8 @@ class CerPlugin:
             paths=list(self.config.getoption("cer_path") or []),
             timeout=self.config.getoption("cer_timeout"),
             isolation=self.config.getoption("cer_isolation"),
+            sandbox=self.config.getoption("cer_sandbox"),
+            network=self.config.getoption("cer_network"),
             max_memory=None,
             capture_limit=None,
             case_globs=[],
@@ -452,7 +466,18 @@ class CerPlugin:
                 "[tool.cer] impls names several implementations; pytest runs one: "
                 "pass --cer-impl, or name one in pytest_suites"
             )
-        return resolved.options
+        return replace(resolved.options, protected=self.protected_outputs())
+
+    def protected_outputs(self) -> tuple[str, ...]:
+        """What this session writes that the implementation must not reach: the
+        history database given by path and the JUnit XML file (the sandbox keeps it
+        away from them, as from ``cer run``'s outputs)."""
+        paths = []
+        for option in ("cer_history_path", "xmlpath"):
+            value = self.config.getoption(option, None)
+            if value:
+                paths.append(str((self.config.invocation_params.dir / str(value)).resolve()))
+        return tuple(paths)
 
     def marker_for(self, text: str) -> str:
         """The registered marker name of a category, class or tag."""
