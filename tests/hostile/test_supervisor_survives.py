@@ -336,3 +336,32 @@ def test_the_pytest_failure_text_shows_hostile_text_as_escapes(hostile_module: P
     text = failure_text(suite, case, retained(result))
     _assert_inert(text)
     assert "\\x1b[2J" in text
+
+
+def test_a_run_ended_by_an_error_leaves_no_earlier_report(hostile_module: Path) -> None:
+    """The mapping error surfaces only once the run starts; the reports that an
+    earlier run wrote at the same paths must not stay behind saying "conformant"."""
+    root = hostile_module
+    (root / "pyproject.toml").write_text(
+        '[tool.cer.categories]\nfunctional = "no-such-model"\n', encoding="utf-8"
+    )
+    old = "4 cases: 4 passed, 0 failed, 0 errored, 0 skipped in 0.01s — conformant\n"
+    (root / "out.txt").write_text(old, encoding="utf-8")
+    (root / "r.xml").write_text("<testsuites/>", encoding="utf-8")
+    done = _cer(
+        "run",
+        "evals.toml",
+        "--impl",
+        "hostile_impl:f",
+        "-o",
+        "out.txt",
+        "--report",
+        "junit=r.xml",
+        cwd=root,
+    )
+    _no_traceback(done)
+    assert done.returncode == 2, done.stderr
+    assert b"no-such-model" in done.stderr
+    assert not (root / "out.txt").exists()
+    assert not (root / "r.xml").exists()
+    assert (root / "evals.toml").is_file()
