@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cer import sandbox
 from cer.categories import CALL
 from cer.events import ImplementationFailed, ImplementationLoaded
+from cer.procs import end_process
 from cer.verdict import Outcome, judge
-from cer.workerproc import end_process
 
 if TYPE_CHECKING:
     from cer.runner import _Execution, _Planned

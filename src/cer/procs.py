@@ -1,4 +1,10 @@
-"""The supervisor's hold on every process of a run: adopt orphans, end what is left.
+"""The supervisor's hold on every process of a run: end a process with its tree,
+adopt orphans, and end what is left.
+
+:func:`end_process` ends one process the supervisor started (a worker, a command
+harness, a per-case command) with everything below it; the process-tree walking
+itself is shared with the worker (``cer.worker.kill_process_tree``, which the worker
+uses after each case).
 
 A worker adopts what its cases leave behind (it is a Linux child subreaper) and kills
 it after each case. That is not enough when the worker itself goes: a case that kills
@@ -18,11 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import subprocess
 from collections.abc import Collection
+from typing import Any
 
 from cer.worker import _children, _prctl, kill_process_tree
 
-__all__ = ["adopt_orphans", "adopting", "children", "end_strays"]
+__all__ = ["adopt_orphans", "adopting", "children", "end_process", "end_strays"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _ROUNDS = 100
@@ -53,6 +62,18 @@ def adopting() -> bool:
 def children() -> frozenset[int]:
     """The direct children of this process (on Linux; elsewhere none are found)."""
     return frozenset(_children(os.getpid()))
+
+
+def end_process(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process started in a session of its own (a worker, a command
+    harness, a per-case command), everything below it and its process group, and
+    reap it."""
+    if process.poll() is None:  # still ours: its pid cannot have been reused
+        kill_process_tree(process.pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
 
 
 def end_strays(keep: Collection[int]) -> int:

@@ -32,6 +32,7 @@ from cer.framing import (
     split_frames,
     write_all,
 )
+from cer.procs import end_process
 
 _SEQ = struct.Struct(">Q")
 
@@ -43,19 +44,6 @@ def _scratch_file() -> BinaryIO:
     import tempfile
 
     return tempfile.TemporaryFile()
-
-
-def end_process(process: subprocess.Popen[Any]) -> None:
-    """SIGKILL a process started in a session of its own, everything below it and its
-    process group, and reap it."""
-    if process.poll() is None:  # still ours: its pid cannot have been reused
-        from cer.worker import kill_process_tree
-
-        kill_process_tree(process.pid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=5)
 
 
 class WorkerLost(Exception):
