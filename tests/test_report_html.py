@@ -481,7 +481,16 @@ def test_cer_run_charts_the_recorded_runs(module: Module) -> None:
         code = main(["run", suite, "--impl", f"{impl}:f", "-q", "--report", f"html={report}"])
         assert code == 1
     assert _chart_columns(report) == 2
-    assert len(Page(report.read_text(encoding="utf-8")).find("details", "case")) == 3
+    page = Page(report.read_text(encoding="utf-8"))
+    assert len(page.find("details", "case")) == 3
+    # The run's conditions, with the options it was asked for.
+    terms = [page.text_in(e) for e in page.find("dt")]
+    values = dict(zip(terms, [page.text_in(e) for e in page.find("dd")], strict=True))
+    assert values["implementation"] == f"{impl}:f"
+    assert values["isolation"] == "fork"
+    assert values["timeout per case"] == "10 s"
+    assert values["sandbox requested"] == "auto"
+    assert values["python"].endswith(sys.version.split()[0])
     main(["run", suite, "--impl", f"{impl}:f", "-q", "--no-history", "--report", f"html={report}"])
     assert _chart_columns(report) == 0
     assert "No recorded runs" in report.read_text(encoding="utf-8")

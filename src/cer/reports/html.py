@@ -491,6 +491,7 @@ def _conditions(context: ReportContext) -> tuple[tuple[str, str], ...]:
         ("started", iso_time(run.started_at_ms)),
         ("completed", iso_time(run.completed_at_ms)),
         ("history", "not used" if context.flaky is None else "recorded"),
+        *context.conditions,
     ]
     return tuple((label, value) for label, value in rows if value)
 
