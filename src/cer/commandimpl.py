@@ -405,6 +405,12 @@ def _dumps(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
 
 
+def fresh_seq() -> int:
+    """The ``seq`` of one request: an unguessable number below 2**53 (exact in every
+    JSON reader), so that no answer can be written before its request was sent."""
+    return int.from_bytes(os.urandom(7), "big") % (2**53 - 1) + 1
+
+
 def run_request(seq: int, item: _Planned) -> bytes:
     """The ``run`` request line for one case; raises NotEncodable for an odd input."""
     case = item.case
@@ -883,7 +889,6 @@ class _Harness:
         self.words = words
         self.process: _Process | None = None
         self.held: _Held | None = None
-        self.seq = 0
 
     def run(self, planned: list[_Planned]) -> None:
         try:
@@ -1037,8 +1042,9 @@ class _Harness:
 
         process = self.process
         assert process is not None
+        seq = fresh_seq()
         try:
-            request = run_request(self.seq + 1, item)
+            request = run_request(seq, item)
         except NotEncodable as exc:
             self.execution.record(
                 _errored(
@@ -1046,8 +1052,6 @@ class _Harness:
                 )
             )
             return None
-        self.seq += 1
-        seq = self.seq
         before = process.take_stderr()
         sent = time.monotonic()
         process.send(request)
@@ -1114,7 +1118,13 @@ class _Harness:
             self.execution.record(
                 judge(
                     item.case,
-                    Outcome("crashed", detail=detail, stderr=captured, elapsed_ms=elapsed_ms),
+                    Outcome(
+                        "crashed",
+                        detail=detail,
+                        stderr=captured,
+                        elapsed_ms=elapsed_ms,
+                        seen=code is not None,
+                    ),
                 )
             )
             return f"{item.case.name}: {detail}"
@@ -1216,7 +1226,8 @@ class _PerCase:
         identity, sources = command_identity(self.options.kind, self.words)
         self.execution.implementation_id = identity
         self.execution.emit(ImplementationLoaded(identity, sources))
-        for seq, item in enumerate(planned, start=1):
+        for item in planned:
+            seq = fresh_seq()
             self.execution.check_cancel()
             try:
                 request = run_request(seq, item)
@@ -1281,10 +1292,11 @@ def _per_case_outcome(
 ) -> Outcome:
     """Judge-ready outcome of one per-case process from its exit status and output.
 
-    Exit 0 with an observation: returned. An ``error`` document (any exit status): raised.
-    A non-zero exit without one: raised, typed ``exit status N`` with stderr as the
-    message (a rejection, as a command-line tool signals one). Killed by a signal:
-    crashed. Exit 0 with anything else on stdout: lost.
+    Exit 0 with an observation: returned. An ``error`` document (any exit status): raised,
+    the implementation's own refusal. A non-zero exit without one: lost (errored, with
+    the status and stderr): a command that could not start (a missing script, a syntax
+    error, ``false``) exits non-zero too, and that is no refusal of the input. Killed by
+    a signal: crashed. Exit 0 with anything else on stdout: lost.
     """
     text = stdout.decode("utf-8", "replace")
     if code is None or code < 0:
@@ -1294,6 +1306,7 @@ def _per_case_outcome(
             stdout=text,
             stderr=stderr,
             elapsed_ms=elapsed_ms,
+            seen=code is not None,
         )
     outcome: Outcome | None = None
     problem = ""
@@ -1314,10 +1327,11 @@ def _per_case_outcome(
     if outcome is not None:
         return replace(outcome, stderr=stderr, elapsed_ms=elapsed_ms)
     if code != 0:
+        printed = f" after printing {_clip(repr(text))}" if problem else ""
         return Outcome(
-            "raised",
-            error_type=f"exit status {code}",
-            error_message=stderr.strip() or f"exit status {code}",
+            "lost",
+            detail=f"the process exited with status {code} without an error document"
+            f"{printed}" + _stderr_hint(stderr),
             stdout=text,
             stderr=stderr,
             elapsed_ms=elapsed_ms,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import Any
 
 HEADER = struct.Struct(">IB")
 """A frame's header: the payload's length and its kind."""
@@ -37,15 +38,21 @@ class FrameError(Exception):
         self.frames: list[tuple[int, bytes]] = frames or []
 
 
-def pack(kind: int, payload: bytes) -> bytes:
-    return _HEADER.pack(len(payload), kind) + payload
+# What the functions below use is bound when they are defined, so that rebinding a
+# name (``struct.pack``, ``os.write``, this module's globals) in the worker while a case
+# runs in it cannot change a frame.
 
 
-def write_all(fd: int, data: bytes) -> None:
+def pack(kind: int, payload: bytes, _pack: Any = _HEADER.pack, _len: Any = len) -> bytes:
+    header: bytes = _pack(_len(payload), kind)
+    return header + payload
+
+
+def write_all(fd: int, data: bytes, _write: Any = os.write, _view: Any = memoryview) -> None:
     """Write every byte of ``data`` to ``fd`` (pipes may accept partial writes)."""
-    view = memoryview(data)
+    view = _view(data)
     while view:
-        written = os.write(fd, view)
+        written = _write(fd, view)
         view = view[written:]
 
 

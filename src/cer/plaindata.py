@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import json
+from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 100
@@ -161,9 +162,38 @@ def _from_wire_object(obj: dict[str, Any]) -> Any:
     return obj
 
 
+def _no_default(value: Any) -> Any:
+    raise TypeError(f"value of type {_type(value).__name__} is not JSON serializable")
+
+
+def _bind_encoder() -> Callable[[Any], str]:
+    """The encoding function, made once: the C encoder when there is one, so that no
+    name looked up while encoding (``json.dumps``, ``JSONEncoder`` methods) can be
+    rebound to change what is sent. Output is exactly ``json.dumps(message,
+    separators=(",", ":"))``."""
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+    except ImportError:  # pragma: no cover - CPython always has _json
+        fallback: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":")).encode
+        return fallback
+    encoder = make_encoder(
+        None, _no_default, encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    join = "".join
+
+    def encode(message: Any) -> str:
+        text: str = join(encoder(message, 0))
+        return text
+
+    return encode
+
+
+_encode_json = _bind_encoder()
+
+
 def dumps(message: Any) -> bytes:
     """Serialise a message whose values already went through :func:`to_wire`."""
-    return json.dumps(message, separators=(",", ":")).encode("utf-8")
+    return _encode_json(message).encode("utf-8")
 
 
 def loads(data: bytes) -> Any:

@@ -40,7 +40,13 @@ from cer.model import Case, CaseResult, RunConditions, RunResult, Status, Suite
 from cer.safetext import retained, scrub
 from cer.selection import Selection
 from cer.suite import resolve_fixtures
-from cer.verdict import Outcome, judge, outcome_from_worker
+from cer.verdict import (
+    Outcome,
+    judge,
+    outcome_from_worker,
+    unmeasured_keys,
+    unmeasured_reason,
+)
 from cer.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
 
 if TYPE_CHECKING:
@@ -66,8 +72,10 @@ ISOLATION_MODES = ("fork", "none")
 IMPLEMENTATION_KINDS = ("python", "command", "command-per-case")
 LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""
-WATCHDOG_GRACE = 5.0
-"""How long past a case's timeout the supervisor waits for the worker's own report."""
+REPORT_GRACE = 1.0
+"""How long past a case's deadline the supervisor waits for the worker's own report of
+the timeout (so that the worker can be kept). The case has timed out either way: the
+deadline is the supervisor's own, fixed when the case was handed over."""
 RESTART_BUDGET = 3
 """Consecutive losses of one worker, with no case finished between them, before that
 worker is given up."""
@@ -77,8 +85,6 @@ OTHER_SHARD = "in another shard"
 """The reason of every case a sharded run leaves to the other shards."""
 _POLL = 0.05
 _EXPLAINED = (Status.ERRORED, Status.FAIL)
-_WINDOW = 4
-"""Cases sent ahead to one worker, so that it never waits for the supervisor."""
 
 
 class RunCancelled(Exception):
@@ -181,10 +187,11 @@ class _Planned:
     model: str
 
 
-def _times_matter(case: Case) -> bool:
-    """Whether the case's verdict depends on its measured time (``elapsed_ms``, or an
-    operator on it such as ``elapsed_ms_max``)."""
-    return any(type(key) is str and key.startswith("elapsed_ms") for key in case.expect)
+def _case_id() -> int:
+    """A fresh, unguessable identifier for one hand-over of one case: a result is
+    accepted only when it names the case in flight, so that nothing can answer a case
+    before it was handed over."""
+    return int.from_bytes(os.urandom(8), "big")
 
 
 def _now_ms() -> int:
@@ -262,9 +269,9 @@ class _Lane:
         self.in_flight: deque[_Flight] = deque()
         self.losses = 0
         """Losses of this lane's worker since a case of it last finished."""
-        self.begun_at: float | None = None
-        """When the worker said the first case in flight began (no isolation only)."""
-        self.last_heard = 0.0
+        self.reported_late = False
+        """The case in flight passed its deadline; the worker's own report is awaited
+        for a short grace, so that the worker can be kept."""
         self.expecting_exit = False
 
 
@@ -297,9 +304,7 @@ class _Execution:
         """Whether ImplementationLoaded or ImplementationFailed was emitted."""
         self.finished = False
         """Set when the implementation failed to load: every remaining case is decided."""
-        self._seq = 0
         self._attempts: dict[int, int] = {}
-        self._window = _WINDOW
         self.children_before = procs.children()
         """The supervisor's children before the run: not the run's to end."""
         self.sandbox = confinement.Decision(0, "none: disabled")
@@ -354,10 +359,9 @@ class _Execution:
             worker = WorkerProcess()
         lane.worker = worker
         lane.loading = True
-        lane.begun_at = None
+        lane.reported_late = False
         lane.expecting_exit = False
         lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
-        lane.last_heard = time.monotonic()
         worker.send(
             {
                 "op": "load",
@@ -378,7 +382,7 @@ class _Execution:
             lane.worker = None
             self.end_strays()
         lane.loading = False
-        lane.begun_at = None
+        lane.reported_late = False
 
     def end_strays(self) -> None:
         """End every process the run left with the supervisor: what a lost worker had
@@ -421,9 +425,6 @@ class _Execution:
         self.pending = deque(planned)
         count = min(resolve_jobs(self.options.jobs), len(planned))
         self.lanes = [_Lane(index) for index in range(count)]
-        # With several workers, fewer cases wait in each one, so that none of them is
-        # left holding a backlog while another has run out of work.
-        self._window = _WINDOW if count == 1 else 2
         self.execute()
 
     def execute(self) -> None:
@@ -477,32 +478,27 @@ class _Execution:
             )
 
     def fill(self, lane: _Lane) -> None:
-        """Send the lane's worker cases from the shared queue, up to the window.
+        """Hand the lane's worker the next case from the shared queue, when it has none.
 
-        Without isolation, a case whose verdict depends on its time travels alone, so
-        that the time from sending it to its result is its own.
+        One case at a time: the worker holds no other case's input, a result can only
+        be for the case in flight, and the time from handing it over to its answer is
+        that case's own (``elapsed_ms``), measured here on the supervisor's clock.
         """
         worker, pending, in_flight = lane.worker, self.pending, lane.in_flight
         assert worker is not None
-        inline = self.options.isolation == "none"
-        window = self._window
-        while pending and len(in_flight) < window and not lane.expecting_exit:
-            item = pending[0]
-            if (
-                inline
-                and in_flight
-                and (_times_matter(item.case) or _times_matter(in_flight[-1].item.case))
-            ):
-                break
-            pending.popleft()
-            self._seq += 1
-            try:
-                worker.send_case(self._seq, self.encode(item))
-            except WorkerLost as lost:
-                pending.appendleft(item)
-                self.salvage(lane, lost.description)
-                return
-            in_flight.append(_Flight(self._seq, item, time.monotonic()))
+        if not pending or in_flight or lane.expecting_exit:
+            return
+        item = pending.popleft()
+        seq = _case_id()
+        body = self.encode(item)
+        handed_over = time.monotonic()
+        try:
+            worker.send_case(seq, body)
+        except WorkerLost as lost:
+            pending.appendleft(item)
+            self.salvage(lane, lost.description)
+            return
+        in_flight.append(_Flight(seq, item, handed_over))
 
     @staticmethod
     def encode(item: _Planned) -> bytes:
@@ -524,8 +520,16 @@ class _Execution:
         channels = {lane.worker.fileno(): lane for lane in lanes if lane.worker is not None}
         if not channels:
             return
-        ready, _, _ = select.select(list(channels), [], [], _POLL)
+        deaths: dict[int, _Lane] = {}
+        for lane in lanes:
+            death = lane.worker.death_fd() if lane.worker is not None else None
+            if death is not None:
+                deaths[death] = lane
+        ready, _, _ = select.select([*channels, *deaths], [], [], _POLL)
+        now = time.monotonic()
         for fd in ready:
+            if fd in deaths:
+                continue
             lane = channels[fd]
             worker = lane.worker
             if worker is None:
@@ -533,11 +537,29 @@ class _Execution:
             try:
                 worker.read_available()
             except WorkerLost as lost:
-                self.drain(lane)
+                self.drain(lane, now)
                 if lane.worker is worker:
-                    self.lost(lane, lost.description)
+                    self.lost(lane, lost.description, ended=lost.ended)
                 continue
-            self.drain(lane)
+            self.drain(lane, now)
+        for fd in ready:
+            # The worker process ended. What it wrote before it ended is read first;
+            # the supervisor never waits for the channel's end of file, which a process
+            # the worker left behind may hold open.
+            dead = deaths.get(fd)
+            if dead is None or dead.worker is None or dead.worker.death_fd() != fd:
+                continue
+            lane, worker = dead, dead.worker
+            try:
+                worker.read_remaining()
+            except WorkerLost as lost:
+                self.drain(lane, now)
+                if lane.worker is worker:
+                    self.lost(lane, lost.description, ended=lost.ended)
+                continue
+            self.drain(lane, now)
+            if lane.worker is worker:
+                self.lost(lane, worker.exit_description(), ended=True)
 
     def salvage(self, lane: _Lane, description: str) -> None:
         """Sending to the lane's worker failed: it has gone. What it sent before it went
@@ -555,15 +577,15 @@ class _Execution:
                 description = lost.description
                 break
             finally:
-                self.drain(lane)
+                self.drain(lane, time.monotonic())
         if lane.worker is worker:
-            self.drain(lane)
+            self.drain(lane, time.monotonic())
         if lane.worker is worker:
             self.lost(lane, description)
 
-    def drain(self, lane: _Lane) -> None:
-        """Handle the messages of the lane's worker that have arrived whole."""
-        now = time.monotonic()
+    def drain(self, lane: _Lane, now: float) -> None:
+        """Handle the messages of the lane's worker that have arrived whole; ``now`` is
+        when they were read."""
         while lane.worker is not None:
             worker = lane.worker
             try:
@@ -573,7 +595,6 @@ class _Execution:
                 return
             if message is None:
                 return
-            lane.last_heard = now
             if lane.loading:
                 self.loaded(lane, message)
             else:
@@ -650,33 +671,55 @@ class _Execution:
             self.record(_errored(item.case, note, traceback=trace, stdout=output))
 
     def answer(self, lane: _Lane, message: Message, now: float) -> None:
-        """A message from a worker that runs cases."""
+        """A message from a worker that runs cases.
+
+        The worker is on the implementation's side: what it sends is data. A result is
+        accepted only for the case in flight (it names the case's unguessable id), once;
+        anything else ends the worker and errors the case in flight. The time and the
+        timeout are the supervisor's own: from handing the case over to reading its
+        answer, on this process's clock.
+        """
         body = message.body
         op = body.get("op")
-        if op == "begin":
-            lane.begun_at = now
-            return
         in_flight = lane.in_flight
         if op != "result" or not in_flight or body.get("seq") != in_flight[0].seq:
-            self.lost(lane, f"the worker sent an unexpected message {op!r}", expected=False)
+            what = f"a {op!r} message" if type(op) is str else "a message"
+            self.lost(
+                lane,
+                f"the worker sent {what} that answers no case in flight (it was replaced)",
+                expected=False,
+            )
             return
         flight = in_flight.popleft()
-        lane.begun_at = None
+        late = lane.reported_late
+        lane.reported_late = False
+        timeout = self.options.timeout
+        elapsed_ms = (now - flight.sent_at) * 1000.0
         how = body.get("exit")
-        if isinstance(how, dict) and how.get("how") == "unstarted":
+        if isinstance(how, dict) and how.get("how") == "unstarted" and not late:
             self.restart_case(flight.item)
             return
         lane.losses = 0
-        timeout = self.options.timeout
-        outcome = outcome_from_worker(body, message.raw, timeout, self.options.capture_limit)
-        if (
-            self.options.isolation == "none"
-            and outcome.elapsed_ms is not None
-            and _times_matter(flight.item.case)
-        ):
-            # Without isolation the case could tamper with the worker's clock; a case
-            # whose verdict depends on its time travelled alone and is timed here.
-            outcome = replace(outcome, elapsed_ms=(now - flight.sent_at) * 1000.0)
+        outcome = outcome_from_worker(
+            body, message.raw, timeout, self.options.capture_limit, elapsed_ms
+        )
+        if late or elapsed_ms > timeout * 1000.0:
+            # Past the supervisor's own deadline: whatever the worker says now, the case
+            # did not answer in time.
+            outcome = Outcome(
+                "timed_out",
+                detail=f"timed out after {timeout:g} s",
+                elapsed_ms=timeout * 1000.0,
+                stdout=outcome.stdout,
+                stderr=outcome.stderr,
+            )
+        elif outcome.kind == "timed_out":
+            outcome = Outcome(
+                "lost",
+                detail=f"the worker reported a timeout after {elapsed_ms:.0f} ms, before "
+                f"the {timeout:g} s deadline: the runner did not see one",
+                elapsed_ms=elapsed_ms,
+            )
         self.record(judge(flight.item.case, outcome))
         if body.get("anomaly"):
             lane.expecting_exit = True
@@ -698,20 +741,34 @@ class _Execution:
             return
         self.pending.appendleft(item)
 
-    def lost(self, lane: _Lane, description: str, *, expected: bool | None = None) -> None:
-        """The lane's worker vanished or broke its channel."""
+    def lost(
+        self,
+        lane: _Lane,
+        description: str,
+        *,
+        expected: bool | None = None,
+        ended: bool = False,
+    ) -> None:
+        """The lane's worker vanished or broke its channel (``ended``: the supervisor
+        saw the worker process end)."""
         if lane.loading:
             self.load_failed(lane, None, description)
             return
         expecting = lane.expecting_exit if expected is None else expected
-        self.handle_loss(lane, description, expecting)
+        self.handle_loss(lane, description, expecting, ended)
         if not expecting:
             lane.losses += 1
         self.kill_lane(lane)
         self.requeue(lane)
 
     def check_deadlines(self, lane: _Lane, now: float) -> None:
-        """The load timeout, the case timeout without isolation, and the watchdog."""
+        """The load timeout and the case's deadline.
+
+        The deadline is fixed when the case is handed over (its timeout after that) and
+        nothing the worker sends moves it. With ``fork`` the worker kills the case's
+        process at its own deadline and reports it; it gets a short grace to do so, so
+        that it can be kept. The case has timed out either way.
+        """
         if lane.loading:
             if now > lane.load_deadline:
                 limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
@@ -721,47 +778,47 @@ class _Execution:
             return
         if not lane.in_flight:
             return
-        timeout = self.options.timeout
-        overdue = (
-            lane.begun_at is not None and now - lane.begun_at > timeout
-        ) or now - lane.last_heard > timeout + WATCHDOG_GRACE
-        if overdue:
-            self.handle_timeout(lane, lane.begun_at is not None)
-            self.kill_lane(lane)
-            lane.losses = 0
-            self.requeue(lane)
+        deadline = lane.in_flight[0].sent_at + self.options.timeout
+        if now <= deadline:
+            return
+        if self.options.isolation == "fork" and now <= deadline + REPORT_GRACE:
+            lane.reported_late = True
+            return
+        self.handle_timeout(lane)
+        self.kill_lane(lane)
+        lane.losses = 0
+        self.requeue(lane)
 
-    def handle_loss(self, lane: _Lane, description: str, expected: bool) -> None:
+    def handle_loss(self, lane: _Lane, description: str, expected: bool, ended: bool) -> None:
         """The worker vanished: the case it was running is errored (or crashed)."""
         if expected or not lane.in_flight:
             return
-        item = lane.in_flight.popleft().item
+        flight = lane.in_flight.popleft()
         worker = lane.worker
-        if self.options.isolation == "none" and lane.begun_at is not None:
+        if self.options.isolation == "none" and ended:
+            # The case ran in the worker, a process the supervisor started and saw end:
+            # a crash the runner observed itself.
             outcome = Outcome(
                 "crashed",
                 detail=f"the case ended the worker process: {description.split(': ', 1)[-1]}",
+                elapsed_ms=(time.monotonic() - flight.sent_at) * 1000.0,
+                seen=True,
             )
-            self.record(judge(item.case, outcome))
+            self.record(judge(flight.item.case, outcome))
             return
         tail = worker.stderr_tail() if worker is not None else ""
-        self.record(_errored(item.case, f"the runner lost this case: {description}", stderr=tail))
+        self.record(
+            _errored(flight.item.case, f"the runner lost this case: {description}", stderr=tail)
+        )
 
-    def handle_timeout(self, lane: _Lane, precise: bool) -> None:
+    def handle_timeout(self, lane: _Lane) -> None:
         item = lane.in_flight.popleft().item
+        lane.reported_late = False
         timeout = self.options.timeout
-        if precise:
-            outcome = Outcome(
-                "timed_out", detail=f"timed out after {timeout:g} s", elapsed_ms=timeout * 1000.0
-            )
-            self.record(judge(item.case, outcome))
-        else:
-            self.record(
-                _errored(
-                    item.case,
-                    f"the worker stopped responding for {timeout + WATCHDOG_GRACE:g} s",
-                )
-            )
+        outcome = Outcome(
+            "timed_out", detail=f"timed out after {timeout:g} s", elapsed_ms=timeout * 1000.0
+        )
+        self.record(judge(item.case, outcome))
 
 
 def plan(
@@ -786,6 +843,10 @@ def plan(
             continue
         if not case.expect:
             decided.append(_errored(case, "could not verify: the case's expect table is empty"))
+            continue
+        unmeasured = unmeasured_keys(case.expect)
+        if unmeasured:
+            decided.append(_errored(case, unmeasured_reason(unmeasured)))
             continue
         resolved, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
         if missing:

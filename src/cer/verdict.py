@@ -42,12 +42,25 @@ class Outcome:
     elapsed_ms: float | None = None
     stdout: str = ""
     stderr: str = ""
+    seen: bool = False
+    """For ``crashed``: the supervisor saw a process it started itself end (a worker
+    running the case inline, a harness, a per-case command). A crash only reported by
+    the implementation's side (a worker about its own child, an exception) is data: it
+    can fail a case, but it cannot satisfy ``crashed = true``."""
 
 
 def outcome_from_worker(
-    meta: Mapping[str, Any], raw: bytes, timeout: float, capture_limit: int
+    meta: Mapping[str, Any],
+    raw: bytes,
+    timeout: float,
+    capture_limit: int,
+    elapsed_ms: float | None = None,
 ) -> Outcome:
-    """Interpret a worker's ``result`` message and the case's raw result bytes."""
+    """Interpret a worker's ``result`` message and the case's raw result bytes.
+
+    ``elapsed_ms`` is the supervisor's own measurement; no time the worker or the case
+    reports is ever used.
+    """
     stdout = str(meta.get("stdout", ""))
     stderr = str(meta.get("stderr", ""))
     dropped = meta.get("dropped", 0)
@@ -66,13 +79,11 @@ def outcome_from_worker(
         stderr += f"\n[the case left {strays} process{plural} running; they were killed]"
 
     def out(kind: str, **fields: Any) -> Outcome:
+        fields.setdefault("elapsed_ms", elapsed_ms)
         return Outcome(kind, stdout=stdout, stderr=stderr, **fields)
 
     how = meta.get("exit", {})
     kind = how.get("how") if isinstance(how, Mapping) else None
-    outside = how.get("ms") if isinstance(how, Mapping) else None
-    # Time measured outside the case's process wins over what the case's process says.
-    outside_ms = float(outside) if isinstance(outside, int | float) else None
     if kind == "timeout":
         return out(
             "timed_out", detail=f"timed out after {_seconds(timeout)}", elapsed_ms=timeout * 1000.0
@@ -113,26 +124,20 @@ def outcome_from_worker(
         tag = payload["k"]
     except (ValueError, TypeError, KeyError) as exc:
         return out("lost", detail=f"the case sent a malformed result: {exc}")
-    elapsed = payload.get("ms")
-    elapsed_ms = float(elapsed) if type(elapsed) in (int, float) else None
-    if outside_ms is not None:
-        elapsed_ms = outside_ms
     if tag == "ret":
-        return out("returned", value=payload.get("v"), elapsed_ms=elapsed_ms)
+        return out("returned", value=payload.get("v"))
     if tag == "exc":
         return out(
             "raised",
             error_type=str(payload.get("type")),
             error_message=str(payload.get("msg")),
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms,
         )
     if tag == "bad":
         return out(
             "not_plain",
             detail=f"the implementation returned something that is not plain data: "
             f"{payload.get('path') or '<return value>'}: {payload.get('why')}",
-            elapsed_ms=elapsed_ms,
         )
     if tag == "base":
         return out(
@@ -140,28 +145,37 @@ def outcome_from_worker(
             detail=f"the implementation raised {payload.get('type')} "
             f"(a BaseException, not an Exception): {payload.get('msg')}",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms,
         )
     if tag == "setup":
         return out(
             "lost",
             detail=f"the implementation could not be set up for the case: {payload.get('msg')}",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms,
+        )
+    if tag == "after":
+        return out(
+            "lost",
+            detail=f"the implementation returned, then {payload.get('type')} was raised "
+            f"outside it (a hook, or another thread): {_short(str(payload.get('msg')))}",
+            traceback=str(payload.get("tb")),
+        )
+    if tag == "encode":
+        return out(
+            "lost",
+            detail="the runner could not encode what the implementation returned: "
+            f"{_short(str(payload.get('msg')))}",
         )
     if tag == "mem":
         return out(
             "crashed",
             detail="the implementation ran out of memory (MemoryError)",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms,
         )
     if tag == "thread":
         return out(
             "crashed",
             detail="an exception escaped a thread the case started",
             traceback=str(payload.get("tb")),
-            elapsed_ms=elapsed_ms,
         )
     return out("lost", detail=f"the case sent an unknown result kind {tag!r}")
 
@@ -213,6 +227,9 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
 
     if not expect:
         return result(Status.ERRORED, "could not verify: the case's expect table is empty")
+    unmeasured = unmeasured_keys(expect)
+    if unmeasured:
+        return result(Status.ERRORED, unmeasured_reason(unmeasured))
     health = {"elapsed_ms": outcome.elapsed_ms}
     if outcome.kind == "returned":
         value = outcome.value
@@ -247,8 +264,52 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     if outcome.kind == "timed_out" and "hung" in expect:
         return _with_detail(compared({"hung": True, "crashed": False, **health}), outcome.detail)
     if outcome.kind == "crashed" and "crashed" in expect:
+        if not outcome.seen and expect["crashed"] is True:
+            return result(
+                Status.ERRORED,
+                f"could not verify crashed = true: {outcome.detail}; that was reported by "
+                "the implementation's side, and the runner saw no process of its own end "
+                "(run with --isolation none, where the case runs in a process the runner "
+                "started)",
+            )
         return _with_detail(compared({"crashed": True, "hung": False, **health}), outcome.detail)
     return result(Status.ERRORED, outcome.detail)
+
+
+RUNNER_MEASURED = frozenset({"elapsed_ms"})
+"""The measurements the runner makes itself."""
+
+_MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
+"""Name endings of a measurement of time or memory."""
+
+
+def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
+    """The measurements of time or memory ``expect`` asks about (as a value or through a
+    bound) that the runner does not make itself, such as ``resident_memory_mb`` or
+    ``first_render_ms``. A value the implementation reports about itself is no evidence
+    of them, so such a case cannot be verified."""
+    found: list[str] = []
+    for key in expect:
+        if type(key) is not str:
+            continue
+        base = key
+        for suffix in ("_max", "_min"):
+            if key.endswith(suffix) and len(key) > len(suffix):
+                base = key[: -len(suffix)]
+        if base in RUNNER_MEASURED or not base.endswith(_MEASUREMENT_UNITS):
+            continue
+        if base not in found:
+            found.append(base)
+    return found
+
+
+def unmeasured_reason(keys: list[str]) -> str:
+    """The reason of a case that asks about measurements the runner does not make."""
+    return (
+        f"could not verify {', '.join(keys)}: the runner does not measure "
+        f"{'it' if len(keys) == 1 else 'them'}, and a value the implementation reports "
+        "about itself is not evidence"
+    )
 
 
 _str, _int, _bool, _float, _list, _dict, _NoneType = str, int, bool, float, list, dict, type(None)

@@ -94,8 +94,13 @@ class _Target:
         if self.kind == "callable":
             self.signature = _signature(obj)
 
-    def invoke(self, view: CaseView) -> Any:
-        """Call the implementation for one case and return what it returned."""
+    def invoke(self, view: CaseView, box: list[Any]) -> None:
+        """Call the implementation for one case and put what it returned in ``box[0]``.
+
+        The value is stored in the frame that made the call, on the same line, so that
+        anything raised after the implementation returned (a profile or trace hook, the
+        runner's own code) is told apart from the implementation's own refusal.
+        """
         if self.kind == "class":
             try:
                 instance = self.obj()
@@ -103,15 +108,18 @@ class _Target:
                 raise SetupFailed(f"instantiating {self.obj.__name__}() raised") from exc
             run_case = getattr(instance, "run_case", None)
             if callable(run_case):
-                return _await_if_async(run_case, (view,), {})
+                _call(run_case, _signature(run_case), (view,), {}, box)
+                return
             if not callable(instance):
                 raise TypeError(
                     f"instances of {self.obj.__name__} have neither run_case(case) nor __call__"
                 )
-            return _call_with_input(instance, _signature(instance), view.input)
+            _call_with_input(instance, _signature(instance), view.input, box)
+            return
         if self.kind == "run_case":
-            return _await_if_async(self.obj.run_case, (view,), {})
-        return _call_with_input(self.obj, self.signature, view.input)
+            _call(self.obj.run_case, _signature(self.obj.run_case), (view,), {}, box)
+            return
+        _call_with_input(self.obj, self.signature, view.input, box)
 
 
 def _signature(func: Any) -> inspect.Signature | None:
@@ -121,25 +129,52 @@ def _signature(func: Any) -> inspect.Signature | None:
         return None
 
 
-def _call_with_input(func: Any, signature: inspect.Signature | None, data: dict[str, Any]) -> Any:
+def _name_of(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+    return name if type(name) is str else type(func).__name__
+
+
+def _call_with_input(
+    func: Any, signature: inspect.Signature | None, data: dict[str, Any], box: list[Any]
+) -> None:
+    """Call ``func`` with the input's keys as keyword arguments when its signature
+    takes them, else with the input table as its one argument."""
     if signature is not None:
         try:
             signature.bind(**data)
         except TypeError:
             pass
         else:
-            return _await_if_async(func, (), data)
-    return _await_if_async(func, (data,), {})
+            _call(func, None, (), data, box)
+            return
+    _call(func, signature, (data,), {}, box)
 
 
-def _await_if_async(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _call(
+    func: Any,
+    signature: inspect.Signature | None,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    box: list[Any],
+) -> None:
+    """Call ``func`` once the arguments are known to bind: a function that cannot even
+    be called with the case's input did not refuse the input, so that is never a
+    rejection (SetupFailed)."""
+    if signature is not None:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise SetupFailed(
+                f"cannot call {_name_of(func)} with the case's input: {exc}"
+            ) from None
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004
     ):
         import asyncio
 
-        return asyncio.run(func(*args, **kwargs))
-    return func(*args, **kwargs)
+        box[0] = asyncio.run(func(*args, **kwargs))
+        return
+    box[0] = func(*args, **kwargs)
 
 
 _MODELS: dict[str, Any] = {}
@@ -165,7 +200,7 @@ def payload_text(exc: BaseException) -> str:
         return f"<str() of the exception raised {type(inner).__name__}>"
 
 
-def _exception_payload(kind: str, exc: BaseException, elapsed_ms: float) -> dict[str, Any]:
+def _exception_payload(kind: str, exc: BaseException) -> dict[str, Any]:
     exc_type = type(exc)
     try:
         message = str(exc)
@@ -181,7 +216,6 @@ def _exception_payload(kind: str, exc: BaseException, elapsed_ms: float) -> dict
         "qualname": f"{exc_type.__module__}.{exc_type.__qualname__}",
         "msg": message,
         "tb": formatted,
-        "ms": elapsed_ms,
     }
 
 
@@ -210,55 +244,75 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
     to_wire, dumps, not_plain = plaindata.to_wire, plaindata.dumps, plaindata.NotPlainData
     namespace = _BUILTINS
     saved_builtins = dict(namespace)
-    started = _perf_counter()
-    payload: dict[str, Any]
+    box: list[Any] = [_UNSET]
+    payload: dict[str, Any] | None = None
     try:
         model = message.get("model", "call")
         try:
             if model == "call":
-                value = target.invoke(view)
+                target.invoke(view, box)
             else:
                 try:
                     loaded = _load_model(model)
                 except Exception as exc:
                     raise SetupFailed(f"loading the category model {model!r} raised") from exc
-                value = loaded.execute(
-                    lambda data: target.invoke(
-                        CaseView(view.name, view.case_class, view.category, data, view.tags)
-                    ),
-                    view,
-                )
+
+                def invoke(data: Any) -> Any:
+                    inner: list[Any] = [_UNSET]
+                    target.invoke(
+                        CaseView(view.name, view.case_class, view.category, data, view.tags),
+                        inner,
+                    )
+                    return inner[0]
+
+                box[0] = loaded.execute(invoke, view)
         finally:
             _restore_builtins(namespace, saved_builtins)
-        elapsed_ms = (_perf_counter() - started) * 1000.0
-        if inspect.iscoroutine(value) or inspect.isgenerator(value):
-            with contextlib.suppress(BaseException):
-                value.close()
-        try:
-            wire = to_wire(value)
-        except not_plain as bad:
-            payload = {"k": "bad", "path": bad.path, "why": bad.problem, "ms": elapsed_ms}
-        else:
-            payload = {"k": "ret", "v": wire, "ms": elapsed_ms}
     except SetupFailed as exc:
-        payload = _exception_payload("setup", exc, (_perf_counter() - started) * 1000.0)
+        payload = _exception_payload("setup", exc)
         cause = exc.__cause__
         if cause is not None:
             payload["msg"] = f"{exc} {type(cause).__name__}: {payload_text(cause)}"
     except MemoryError as exc:
-        payload = _exception_payload("mem", exc, (_perf_counter() - started) * 1000.0)
+        payload = _exception_payload("mem" if box[0] is _UNSET else "after", exc)
     except Exception as exc:
-        payload = _exception_payload("exc", exc, (_perf_counter() - started) * 1000.0)
+        payload = _exception_payload("exc" if box[0] is _UNSET else "after", exc)
     except BaseException as exc:
-        payload = _exception_payload("base", exc, (_perf_counter() - started) * 1000.0)
+        payload = _exception_payload("base" if box[0] is _UNSET else "after", exc)
     finally:
         threading.excepthook = previous_hook
+    if payload is None:
+        # The implementation returned. Encoding its value is the runner's work, outside
+        # the try above: whatever fails here (a value another thread keeps changing, a
+        # hook raising) is never the implementation's refusal of the input.
+        payload = _encode_returned(box[0], to_wire, not_plain)
     if thread_failures and payload["k"] in ("ret", "bad"):
-        payload = {"k": "thread", "tb": "\n".join(thread_failures), "ms": payload["ms"]}
+        payload = {"k": "thread", "tb": "\n".join(thread_failures)}
     try:
         return dumps(payload)
-    except (TypeError, ValueError) as exc:
-        return dumps({"k": "bad", "path": "", "why": f"cannot encode: {exc}", "ms": 0.0})
+    except BaseException as exc:
+        return dumps({"k": "encode", "msg": f"cannot encode the result: {type(exc).__name__}"})
+
+
+_UNSET: Any = object()
+"""What a case's box holds until the implementation returned."""
+
+
+def _encode_returned(value: Any, to_wire: Any, not_plain: Any) -> dict[str, Any]:
+    """The payload for a returned value; failures of the encoding are the runner's."""
+    try:
+        if inspect.iscoroutine(value) or inspect.isgenerator(value):
+            with contextlib.suppress(BaseException):
+                value.close()
+        wire = to_wire(value)
+    except not_plain as bad:
+        return {"k": "bad", "path": bad.path, "why": bad.problem}
+    except BaseException as exc:
+        return {
+            "k": "encode",
+            "msg": f"{type(exc).__name__}: {payload_text(exc)[:500]}",
+        }
+    return {"k": "ret", "v": wire}
 
 
 _BUILTINS: dict[str, Any] = builtins.__dict__
@@ -707,7 +761,6 @@ class Worker:
 
     def _run_inline(self, seq: int, message: dict[str, Any]) -> None:
         assert self.target is not None
-        self.send({"op": "begin", "seq": seq})
         snapshot = _Snapshot.take()
         helpers = frozenset(_children(os.getpid()))
         self._reset_capture()
@@ -862,7 +915,6 @@ class Worker:
     def _supervise_child(self, child: _Child) -> None:
         seq, pid, started = self._case_seq, child.pid, self._started
         deadline = started + self.timeout
-        ended: float | None = None
         result = bytearray()
         out = bytearray()
         err = bytearray()
@@ -903,7 +955,6 @@ class Worker:
                 waited, raw_status = os.waitpid(pid, os.WNOHANG)
                 if waited:
                     status = raw_status
-                    ended = _monotonic()
         # Whatever happened, nothing of the case may outlive it: its process group, and
         # whatever it started in a session of its own (adopted here, as the subreaper).
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -930,9 +981,6 @@ class Worker:
                 how = {"how": "signal", "signal": number, "name": _describe_signal(number)}
             else:
                 how = {"how": "exited", "code": os.WEXITSTATUS(status)}
-        if ended is not None:
-            # Measured here, outside the case's process, so the case cannot fake it.
-            how["ms"] = (ended - started) * 1000.0
         self.send(
             {
                 "op": "result",
@@ -990,10 +1038,17 @@ _GUARDED_MODULES = (
     "struct",
     "contextlib",
     "importlib",
+    "operator",
 )
 """Modules the worker itself relies on; rebinding a name in one is a change of state."""
 
 # Bound once, so that a case rebinding these names cannot change what the checks see.
+_is = operator.is_
+_getcwd = os.getcwd
+_fstat = os.fstat
+_gettrace = sys.gettrace
+_getprofile = sys.getprofile
+_getrecursionlimit = sys.getrecursionlimit
 _environ = os.environ
 _active_count = threading.active_count
 _raw_signal: Any = importlib.import_module("_signal")  # without signal's enum wrapping
@@ -1005,7 +1060,7 @@ _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 
 def _same_items(saved: list[Any] | tuple[Any, ...], now: list[Any] | tuple[Any, ...]) -> bool:
     """The same objects (by identity) in the same order."""
-    return len(saved) == len(now) and all(map(operator.is_, saved, now))
+    return len(saved) == len(now) and all(map(_is, saved, now))
 
 
 def _same_namespace(saved: dict[Any, Any], now: dict[Any, Any]) -> bool:
@@ -1013,7 +1068,7 @@ def _same_namespace(saved: dict[Any, Any], now: dict[Any, Any]) -> bool:
     return (
         len(saved) == len(now)
         and _same_items(list(saved), list(now))
-        and all(map(operator.is_, saved.values(), now.values()))
+        and all(map(_is, saved.values(), now.values()))
     )
 
 
@@ -1034,7 +1089,7 @@ def _signal_handlers() -> list[object]:
 
 def _fd_identity(fd: int) -> tuple[int, int] | None:
     try:
-        stat = os.fstat(fd)
+        stat = _fstat(fd)
     except OSError:
         return None
     return stat.st_dev, stat.st_ino
@@ -1105,8 +1160,8 @@ class _Snapshot:
                 snap.modules.append((name, module, dict(vars(module))))
         snap.signals = _signal_handlers()
         snap.timers = tuple(_getitimer(which) for which in _TIMERS)
-        snap.tracing = (sys.gettrace(), sys.getprofile())
-        snap.recursion = sys.getrecursionlimit()
+        snap.tracing = (_gettrace(), _getprofile())
+        snap.recursion = _getrecursionlimit()
         return snap
 
     def differences(self) -> str | None:
@@ -1141,8 +1196,8 @@ class _Snapshot:
         timers = tuple(_getitimer(which) for which in _TIMERS)
         if not _same_items(self.signals, _signal_handlers()) or timers != self.timers:
             changes.append("changed signal handlers or left a timer armed")
-        tracing = (sys.gettrace(), sys.getprofile())
-        if not _same_items(self.tracing, tracing) or sys.getrecursionlimit() != self.recursion:
+        tracing = (_gettrace(), _getprofile())
+        if not _same_items(self.tracing, tracing) or _getrecursionlimit() != self.recursion:
             changes.append("installed a trace or profile function or changed the recursion limit")
         return "; ".join(changes) or None
 
@@ -1160,7 +1215,7 @@ class _Snapshot:
 
 def _safe_cwd() -> str:
     try:
-        return os.getcwd()
+        return _getcwd()
     except OSError:
         return "<unavailable>"
 

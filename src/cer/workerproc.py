@@ -47,11 +47,12 @@ def _scratch_file() -> BinaryIO:
 
 
 class WorkerLost(Exception):
-    """The worker process ended or broke its channel."""
+    """The worker process ended (``ended``) or broke its channel."""
 
-    def __init__(self, description: str) -> None:
+    def __init__(self, description: str, *, ended: bool = False) -> None:
         super().__init__(description)
         self.description = description
+        self.ended = ended
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,10 @@ class WorkerProcess:
         """Whether anything was ever sent to this worker."""
         self.started_in = os.getcwd() if cwd is None else cwd
         self.started_with = dict(os.environ)
+        self._pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self._pidfd = os.pidfd_open(self.process.pid)
 
     @property
     def fresh(self) -> bool:
@@ -163,7 +168,7 @@ class WorkerProcess:
         except OSError as exc:
             raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
         if not chunk:
-            raise WorkerLost(self._death_description("the worker process ended"))
+            raise WorkerLost(self._death_description("the worker process ended"), ended=True)
         if self._corrupted is not None:
             return  # nothing after the corruption can be trusted
         self._buffer += chunk
@@ -174,6 +179,24 @@ class WorkerProcess:
             # (a case's result must not be lost to what the next case wrote).
             self._pending.extend(exc.frames)
             self._corrupted = f"the worker's channel was corrupted: {exc}"
+
+    def death_fd(self) -> int | None:
+        """A descriptor that becomes readable when the worker process ends (Linux), so
+        that its end is seen even while a process it left behind holds the channel."""
+        return None if self.closed else self._pidfd
+
+    def read_remaining(self) -> None:
+        """Read whatever the channel holds now, without waiting for its end (the worker
+        has ended; a process it left behind may still hold the channel open)."""
+        os.set_blocking(self._from_worker, False)
+        for _ in range(1024):  # bounded: the pipe holds at most its buffer
+            try:
+                self.read_available()
+            except BlockingIOError:
+                return
+            ready, _, _ = select.select([self._from_worker], [], [], 0)
+            if not ready:
+                return
 
     def next_message(self) -> Message | None:
         """The next complete message already read, or None."""
@@ -242,6 +265,10 @@ class WorkerProcess:
         if self.closed:
             return
         self.closed = True
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
         # The whole tree (the worker adopts what its cases leave behind, even in
         # sessions of their own), then its process group.
         end_process(self.process)
