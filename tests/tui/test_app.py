@@ -15,14 +15,14 @@ from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.suite import load_suite
 from cer.tui.app import CerApp, create_app, editor_command, repro_command
-from cer.tui.banner import Banner
-from cer.tui.case_list import CaseList
-from cer.tui.diff_pane import DiffPane
-from cer.tui.group_screen import GroupScreen
-from cer.tui.help_screen import HelpScreen
 from cer.tui.keys import APP_KEYS, LIST_KEYS
-from cer.tui.output_pane import OutputPane
-from cer.tui.text_pane import TextPane
+from cer.tui.screens.group import GroupScreen
+from cer.tui.screens.help import HelpScreen
+from cer.tui.widgets.banner import Banner
+from cer.tui.widgets.case_list import CaseList
+from cer.tui.widgets.diff_pane import DiffPane
+from cer.tui.widgets.output_pane import OutputPane
+from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
     FakeRunner,

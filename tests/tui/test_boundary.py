@@ -10,15 +10,15 @@ import sys
 def test_pure_ui_modules_do_not_import_textual() -> None:
     """The state, diff and watch logic of the UI stays testable without Textual."""
     pure = [
-        "cer.tui.board",
-        "cer.tui.coverage_view",
-        "cer.tui.details",
-        "cer.tui.diffing",
-        "cer.tui.formatting",
-        "cer.tui.matrix_layout",
-        "cer.tui.side_by_side",
-        "cer.tui.themes",
-        "cer.tui.watching",
+        "cer.tui.state.board",
+        "cer.tui.state.coverage_view",
+        "cer.tui.state.details",
+        "cer.tui.state.diffing",
+        "cer.tui.state.formatting",
+        "cer.tui.state.matrix_layout",
+        "cer.tui.state.side_by_side",
+        "cer.tui.state.themes",
+        "cer.tui.state.watching",
     ]
     script = (
         "import importlib, sys\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cer.model import MISSING, CaseResult, Mismatch, Status
-from cer.tui.diffing import (
+from cer.tui.state.diffing import (
     DiffStyles,
     Sides,
     describe_value,

@@ -14,7 +14,7 @@ from cer.history import History
 from cer.model import Case, CaseResult, Status, Suite
 from cer.runner import RunOptions
 from cer.tui.app import CerApp, create_app
-from cer.tui.text_pane import TextPane
+from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
     FakeRunner,

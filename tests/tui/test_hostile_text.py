@@ -10,7 +10,7 @@ import pytest
 from cer.model import Status
 from cer.runner import RunOptions
 from cer.tui.app import create_app
-from cer.tui.text_pane import TextPane
+from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import screen_text, settle
 

@@ -17,9 +17,10 @@ from cer.model import Status
 from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.tui.app import create_app
-from cer.tui.diff_pane import DiffPane
-from cer.tui.matrix_view import MatrixScreen, MatrixTable
-from cer.tui.text_pane import TextPane
+from cer.tui.screens.matrix import MatrixScreen
+from cer.tui.widgets.diff_pane import DiffPane
+from cer.tui.widgets.matrix_table import MatrixTable
+from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import screen_text, settle, wait_until
 

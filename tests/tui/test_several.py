@@ -17,11 +17,12 @@ from cer.matrix import Agreement
 from cer.model import Case, CaseResult, Status
 from cer.runner import RunOptions
 from cer.tui.app import CerApp, create_app, repro_command_many
-from cer.tui.diff_pane import DiffPane
-from cer.tui.help_screen import HelpScreen
-from cer.tui.matrix_view import MatrixScreen, MatrixTable
-from cer.tui.output_pane import OutputPane
-from cer.tui.text_pane import TextPane
+from cer.tui.screens.help import HelpScreen
+from cer.tui.screens.matrix import MatrixScreen
+from cer.tui.widgets.diff_pane import DiffPane
+from cer.tui.widgets.matrix_table import MatrixTable
+from cer.tui.widgets.output_pane import OutputPane
+from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
     FakeRunner,
@@ -488,7 +489,7 @@ async def test_65000_cases_by_two_implementations_draw_only_the_screen(
     the header line) are drawn, however long the suite."""
     from textual.strip import Strip
 
-    from cer.tui.case_list import CaseList
+    from cer.tui.widgets.case_list import CaseList
 
     from .helpers import make_case, make_suite
 

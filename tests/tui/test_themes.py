@@ -10,7 +10,7 @@ import pytest
 from cer.model import Status
 from cer.runner import RunOptions
 from cer.tui.app import APP_CSS, create_app
-from cer.tui.themes import COLOURS, ThemeError, find_themes, read_theme
+from cer.tui.state.themes import COLOURS, ThemeError, find_themes, read_theme
 
 from .helpers import (
     FakeRunner,

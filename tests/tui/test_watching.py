@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cer.tui.watching import WatchPlan, is_ignored
+from cer.tui.state.watching import WatchPlan, is_ignored
 
 
 def test_noise_is_ignored() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from cer import options
 from cer.history import default_history_path
 from cer.tui.app import create_app
-from cer.tui.themes import DEFAULT_THEME, ThemeError, find_themes
+from cer.tui.state.themes import DEFAULT_THEME, ThemeError, find_themes
 
 
 def build_parser() -> argparse.ArgumentParser:

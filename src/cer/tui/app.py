@@ -49,25 +49,25 @@ from cer.safetext import displayed, for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
 from cer.tui import messages
-from cer.tui.banner import Banner
-from cer.tui.board import Board, GroupKey, Row
-from cer.tui.case_list import CaseList
-from cer.tui.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
-from cer.tui.details import DetailStyles, render_details
-from cer.tui.diff_pane import DiffPane
-from cer.tui.formatting import SYMBOLS
-from cer.tui.group_screen import GroupScreen
-from cer.tui.header_bar import HeaderBar, HeaderState
-from cer.tui.help_screen import HelpScreen
 from cer.tui.keys import app_keys, bindings
-from cer.tui.line_pane import LinePane
-from cer.tui.matrix_view import MatrixScreen
-from cer.tui.output_pane import OutputPane
-from cer.tui.side_by_side import Lane, render_details_many
-from cer.tui.summary_bar import LaneSummary, SummaryBar, SummaryState
-from cer.tui.text_pane import TextPane
-from cer.tui.themes import DEFAULT_THEME, ThemeFile, find_themes
-from cer.tui.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
+from cer.tui.screens.group import GroupScreen
+from cer.tui.screens.help import HelpScreen
+from cer.tui.screens.matrix import MatrixScreen
+from cer.tui.state.board import Board, GroupKey, Row
+from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
+from cer.tui.state.details import DetailStyles, render_details
+from cer.tui.state.formatting import SYMBOLS
+from cer.tui.state.side_by_side import Lane, render_details_many
+from cer.tui.state.themes import DEFAULT_THEME, ThemeFile, find_themes
+from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
+from cer.tui.widgets.banner import Banner
+from cer.tui.widgets.case_list import CaseList
+from cer.tui.widgets.diff_pane import DiffPane
+from cer.tui.widgets.header_bar import HeaderBar, HeaderState
+from cer.tui.widgets.line_pane import LinePane
+from cer.tui.widgets.output_pane import OutputPane
+from cer.tui.widgets.summary_bar import LaneSummary, SummaryBar, SummaryState
+from cer.tui.widgets.text_pane import TextPane
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 PANES: tuple[str, ...] = ("reason", "diff", "output", "case", "coverage")

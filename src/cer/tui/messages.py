@@ -19,7 +19,7 @@ from textual.message import Message
 
 from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, Suite
-from cer.tui.coverage_view import CoverageView, ModuleDoc
+from cer.tui.state.coverage_view import CoverageView, ModuleDoc
 
 
 class ResultStream:

@@ -1,11 +1,6 @@
-"""The Matrix view (``m``): cases by implementations, disagreements first.
-
-A modal screen over the main one, like the group-by view: a title, the labels' header,
-a Line API table that draws only the lines on screen (a matrix has as many rows as the
-suite has cases), and per-implementation totals with a legend. ``enter`` closes it on
-the highlighted case, which the main list then selects so that the detail panes show
-each implementation's observation side by side.
-"""
+"""The matrix table: cases by lanes under a fixed header line, a Line API view that
+draws only the lines on screen (a matrix has as many rows as the suite has cases); the
+cursor moves over cases only."""
 
 from __future__ import annotations
 
@@ -17,18 +12,14 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.geometry import Region, Size
-from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Static
 
 from cer.matrix import Matrix
 from cer.model import Status
-from cer.tui.matrix_layout import Entry, MatrixLayout
+from cer.tui.state.matrix_layout import Entry, MatrixLayout
 
 STATUS_COMPONENTS: dict[Status | None, str] = {
     Status.PASS: "matrix-table--pass",
@@ -240,63 +231,6 @@ class MatrixTable(ScrollView, can_focus=True):
             segment for segment in text.render(self.app.console, end="") if segment.text != "\n"
         ]
         return Strip(Segment.apply_style(segments, base))
-
-
-class MatrixScreen(ModalScreen[str | None]):
-    """Dismisses with the chosen case's name, or None when left with ``esc``."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,m,q", "leave", "Close", key_display="esc"),
-        Binding("enter", "choose", "Show the case"),
-    ]
-
-    def __init__(
-        self,
-        matrix: Matrix,
-        suite_name: str,
-        current: str | None = None,
-        statuses: Mapping[Status | None, Style] | None = None,
-    ) -> None:
-        super().__init__()
-        self.matrix = matrix
-        self.suite_name = suite_name
-        self.current = current
-        """The case to highlight first (the one selected in the list)."""
-        self.statuses = statuses
-
-    def compose(self) -> ComposeResult:
-        # The box and its title take the group-by view's ids, so that every theme
-        # draws both views alike.
-        with Vertical(id="group-box", classes="matrix-box"):
-            yield Static("", id="group-title")
-            yield MatrixTable(self.matrix, statuses=self.statuses, id="matrix-table")
-            yield Static("", id="matrix-totals")
-
-    @property
-    def table(self) -> MatrixTable:
-        return self.query_one(MatrixTable)
-
-    def on_mount(self) -> None:
-        table = self.table
-        table.focus()
-        self._fill(self.matrix, self.current)
-
-    def update(self, matrix: Matrix) -> None:
-        """Show a newer matrix (a run finished while the view was open)."""
-        self._fill(matrix, self.table.cursor_name)
-
-    def _fill(self, matrix: Matrix, keep: str | None) -> None:
-        self.matrix = matrix
-        layout = self.table.show(matrix, keep=keep)
-        self.query_one("#group-title", Static).update(Text(layout.title(self.suite_name)))
-        totals = Text("\n").join(layout.totals())
-        self.query_one("#matrix-totals", Static).update(totals)
-
-    def action_leave(self) -> None:
-        self.dismiss(None)
-
-    def action_choose(self) -> None:
-        self.dismiss(self.table.cursor_name)
 
 
 def _name(entry: Entry) -> str:

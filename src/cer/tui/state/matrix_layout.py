@@ -19,7 +19,7 @@ from rich.text import Text
 
 from cer.matrix import Agreement, Matrix, Row
 from cer.model import Status
-from cer.tui.formatting import SYMBOLS
+from cer.tui.state.formatting import SYMBOLS
 
 WORDS: dict[Status | None, str] = {
     Status.PASS: "pass",

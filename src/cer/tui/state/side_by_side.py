@@ -7,7 +7,7 @@ pane opens with the differences *between* implementations that observed differen
 things, whatever the suite expects, then each one's diff against the suite; Output and
 Coverage have a section per implementation. Pure Rich, no Textual: the app calls
 :func:`render_details_many` from its detail worker, as it calls
-:func:`~cer.tui.details.render_details` for one implementation.
+:func:`~cer.tui.state.details.render_details` for one implementation.
 
 Implementations are compared as :mod:`cer.matrix` compares them (strictly, without
 ``elapsed_ms``), on the results the list shows now, so the panes agree with the cells
@@ -28,11 +28,11 @@ from rich.text import Text
 from cer.compare import format_value, values_equal
 from cer.matrix import IGNORED_KEYS, comparable, differing_keys
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
-from cer.tui.board import Row
-from cer.tui.coverage_view import CoverageView, render_coverage
-from cer.tui.details import Details, DetailStyles, render_case, render_output, render_reason
-from cer.tui.diffing import Sides, describe_value, render_mismatch, render_result_diff
-from cer.tui.formatting import SYMBOLS, column_labels, format_ms
+from cer.tui.state.board import Row
+from cer.tui.state.coverage_view import CoverageView, render_coverage
+from cer.tui.state.details import Details, DetailStyles, render_case, render_output, render_reason
+from cer.tui.state.diffing import Sides, describe_value, render_mismatch, render_result_diff
+from cer.tui.state.formatting import SYMBOLS, column_labels, format_ms
 
 CELL_LIMIT = 60
 """Characters of a value shown in a cell of the side-by-side table."""

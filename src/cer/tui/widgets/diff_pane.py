@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from cer.tui.diffing import DiffStyles
-from cer.tui.line_pane import LinePane
+from cer.tui.state.diffing import DiffStyles
+from cer.tui.widgets.line_pane import LinePane
 
 
 class DiffPane(LinePane):

@@ -26,9 +26,9 @@ from textual.strip import Strip
 
 from cer.matrix import Agreement
 from cer.model import Status
-from cer.tui.board import Board, Change, Row
-from cer.tui.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, column_labels, format_ms
 from cer.tui.keys import LIST_KEYS, bindings
+from cer.tui.state.board import Board, Change, Row
+from cer.tui.state.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, column_labels, format_ms
 
 STATUS_COMPONENTS: dict[Status | None, str] = {
     Status.PASS: "case-list--pass",

@@ -17,10 +17,10 @@ from rich.style import Style
 from rich.text import Text
 
 from cer.model import Case, CaseResult, Status
-from cer.tui.board import Change, Row
-from cer.tui.coverage_view import CoverageView, render_coverage
-from cer.tui.diffing import DiffStyles, render_result_diff
-from cer.tui.formatting import FLAKY_MARK, SYMBOLS, format_ms
+from cer.tui.state.board import Change, Row
+from cer.tui.state.coverage_view import CoverageView, render_coverage
+from cer.tui.state.diffing import DiffStyles, render_result_diff
+from cer.tui.state.formatting import FLAKY_MARK, SYMBOLS, format_ms
 
 
 @dataclass(frozen=True)

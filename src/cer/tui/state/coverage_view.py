@@ -33,7 +33,7 @@ from cer.coverage import (
 from cer.model import Case, RunResult, Status, Suite
 
 if TYPE_CHECKING:
-    from cer.tui.details import DetailStyles
+    from cer.tui.state.details import DetailStyles
 
 VERIFIED = "✔"
 NOT_VERIFIED = "✘"

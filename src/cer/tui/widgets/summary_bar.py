@@ -13,8 +13,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from cer.tui.board import Counts
-from cer.tui.formatting import FLAKY_MARK, format_ms
+from cer.tui.state.board import Counts
+from cer.tui.state.formatting import FLAKY_MARK, format_ms
 
 PROGRESS_WIDTH = 20
 LANE_PROGRESS_WIDTH = 10

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from rich.style import Style
 
-from cer.tui.line_pane import LinePane
+from cer.tui.widgets.line_pane import LinePane
 
 
 class OutputPane(LinePane):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cer.model import Status
-from cer.tui.board import Change
+from cer.tui.state.board import Change
 
 SYMBOLS: dict[Status | None, str] = {
     Status.PASS: "✔",

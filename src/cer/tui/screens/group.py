@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from cer.tui.board import GroupKey, GroupSection, GroupStats
+from cer.tui.state.board import GroupKey, GroupSection, GroupStats
 
 CLEAR_GROUP = "__all__"
 

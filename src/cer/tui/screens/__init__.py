@@ -1,0 +1,1 @@
+"""The modal screens of cer-tui: help, group-by, matrix."""

@@ -1,0 +1,1 @@
+"""The widgets of the cer-tui screen, one per module."""
