@@ -31,3 +31,21 @@ def test_pure_ui_modules_do_not_import_textual() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"textual imported by a pure module: {done.stdout}"
+
+
+def test_every_state_module_is_free_of_textual() -> None:
+    """The whole ``cer.tui.state`` package, found by walking it rather than listed."""
+    script = (
+        "import importlib, pkgutil, sys\n"
+        "import cer.tui.state as state\n"
+        "names = [m.name for m in pkgutil.iter_modules(state.__path__, 'cer.tui.state.')]\n"
+        "assert 'cer.tui.state.session' in names, names\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'textual')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"textual imported by a state module: {done.stdout}"

@@ -11,7 +11,8 @@ from cer.tui.state.board import Row
 from cer.tui.state.details import DetailStyles
 from cer.tui.state.formatting import column_labels
 from cer.tui.state.matrix_layout import MatrixLayout, differs_in, sections
-from cer.tui.state.side_by_side import Lane, compare_lanes, render_details_many
+from cer.tui.state.side_by_side import LaneRow as Lane
+from cer.tui.state.side_by_side import compare_lanes, render_details_many
 
 from .helpers import make_case, make_suite, passing, result_for
 

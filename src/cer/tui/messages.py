@@ -1,9 +1,9 @@
 """Messages the background workers post to the app.
 
 Every run carries a ``generation``: a run that was cancelled may still post a message
-or two after its successor has started, and the app drops those by comparing it. With
-several implementations one generation runs each of them in turn, and the messages of
-one implementation's run carry its place (``implementation``, 0 for the first).
+or two after its successor has started, and the app drops those by comparing it. One
+generation runs every lane of the session in turn (one per implementation), and the
+messages of one lane's run carry its place (``lane``, 0 for the first).
 """
 
 from __future__ import annotations
@@ -79,21 +79,21 @@ class SuiteFailed(RunMessage):
 @dataclass
 class RunStarted(RunMessage):
     total: int
-    implementation: int = 0
+    lane: int = 0
 
 
 @dataclass
 class ImplementationLoaded(RunMessage):
     implementation_id: str
     source_files: tuple[str, ...]
-    implementation: int = 0
+    lane: int = 0
 
 
 @dataclass
 class ImplementationFailed(RunMessage):
     reason: str
     traceback: str
-    implementation: int = 0
+    lane: int = 0
 
 
 @dataclass
@@ -101,19 +101,19 @@ class CasesFinished(RunMessage):
     """Some results are waiting in ``stream``."""
 
     stream: ResultStream
-    implementation: int = 0
+    lane: int = 0
 
 
 @dataclass
 class RunFinished(RunMessage):
     run: RunResult
-    implementation: int = 0
+    lane: int = 0
 
 
 @dataclass
 class RunsFinished(RunMessage):
-    """Every implementation has had its turn (several implementations only);
-    ``completed`` counts the runs that finished rather than crashed."""
+    """Every lane has had its turn: the cycle is over; ``completed`` counts the lanes'
+    runs that finished rather than crashed."""
 
     completed: int
 
@@ -129,7 +129,7 @@ class RunCrashed(RunMessage):
 
     message: str
     traceback: str
-    implementation: int = 0
+    lane: int = 0
 
 
 @dataclass
@@ -143,28 +143,20 @@ class HistoryRecorded(RunMessage):
     run_id: str
     flaky: frozenset[str] = frozenset()
     error: str | None = None
-    implementation: int = 0
-
-
-@dataclass
-class CoverageComputed(RunMessage):
-    """The constraint coverage of the results shown after a run; ``generation`` here
-    counts coverage requests, so that a late answer to an older one is dropped."""
-
-    view: CoverageView
+    lane: int = 0
 
 
 @dataclass
 class CoveragesComputed(RunMessage):
-    """Each implementation's constraint coverage (several implementations), in column
-    order; ``generation`` counts coverage requests, as for :class:`CoverageComputed`."""
+    """Each lane's constraint coverage, in column order; ``generation`` here counts
+    coverage requests, so that a late answer to an older one is dropped."""
 
     views: tuple[CoverageView, ...]
 
 
 @dataclass
 class MatrixComputed(RunMessage):
-    """The matrix of what the list shows (several implementations); ``generation``
+    """The matrix of what the list shows (two lanes or more); ``generation``
     counts matrix requests, so that a late answer to an older one is dropped."""
 
     matrix: Matrix

@@ -60,6 +60,10 @@ class Row:
     def status(self) -> Status | None:
         return None if self.result is None else self.result.status
 
+    def snapshot(self) -> Row:
+        """A copy of the row as it is now, for a worker thread to read."""
+        return Row(self.case, self.result, self.stale, self.baseline)
+
     @property
     def change(self) -> Change | None:
         status = self.status
@@ -162,6 +166,17 @@ class Filters:
     @property
     def active(self) -> bool:
         return self.failures_only or bool(self.text.strip()) or self.group is not None
+
+    def describe(self) -> list[str]:
+        """The filters in force, as the summary bar names them."""
+        described = []
+        if self.failures_only:
+            described.append("failures only")
+        if self.text.strip():
+            described.append(f"“{self.text.strip()}”")
+        if self.group is not None:
+            described.append(self.group.label)
+        return described
 
 
 @dataclass

@@ -30,7 +30,14 @@ from cer.matrix import IGNORED_KEYS, comparable, differing_keys
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
-from cer.tui.state.details import Details, DetailStyles, render_case, render_output, render_reason
+from cer.tui.state.details import (
+    Details,
+    DetailStyles,
+    render_case,
+    render_details,
+    render_output,
+    render_reason,
+)
 from cer.tui.state.diffing import Sides, describe_value, render_mismatch, render_result_diff
 from cer.tui.state.formatting import SYMBOLS, column_labels, format_ms
 
@@ -39,8 +46,8 @@ CELL_LIMIT = 60
 
 
 @dataclass(frozen=True)
-class Lane:
-    """One implementation's side of the selected case."""
+class LaneRow:
+    """One lane's row of the selected case, with what the panes say beside it."""
 
     label: str
     row: Row
@@ -88,7 +95,7 @@ class Comparison:
         )
 
 
-def compare_lanes(lanes: Sequence[Lane], unobserved: Sequence[str] = ()) -> Comparison:
+def compare_lanes(lanes: Sequence[LaneRow], unobserved: Sequence[str] = ()) -> Comparison:
     """Group the implementations that ran the case by status and strictly equal
     observation; the first implementation's group first. ``unobserved`` labels are left
     out, as the matrix leaves them out."""
@@ -125,7 +132,7 @@ def _differing(sides: Sequence[Side]) -> tuple[str, ...]:
 
 def render_details_many(
     case: Case | None,
-    lanes: Sequence[Lane],
+    lanes: Sequence[LaneRow],
     styles: DetailStyles,
     *,
     coverages: Sequence[tuple[str, CoverageView]] = (),
@@ -147,6 +154,33 @@ def render_details_many(
         output=render_output_many(lanes, styles),
         case=render_case(case, styles),
         coverage=coverage,
+    )
+
+
+def render_selected(
+    case: Case | None,
+    rows: Sequence[LaneRow],
+    styles: DetailStyles,
+    *,
+    coverages: Sequence[tuple[str, CoverageView]],
+    unobserved: Sequence[str] = (),
+    suite_name: str = "evals.toml",
+) -> Details:
+    """Every pane for the selected case (None: none is): one lane's as the panes of one
+    implementation, several lanes' side by side. ``rows`` and ``coverages`` hold each
+    lane's, in column order."""
+    if len(coverages) > 1:
+        return render_details_many(
+            case, rows, styles, coverages=coverages, unobserved=unobserved, suite_name=suite_name
+        )
+    only = rows[0] if case is not None and rows else None
+    return render_details(
+        None if only is None else only.row,
+        styles,
+        () if only is None else only.notes,
+        flaky=only is not None and only.flaky,
+        coverage=coverages[0][1] if coverages else None,
+        suite_name=suite_name,
     )
 
 
@@ -202,7 +236,7 @@ def headline(comparison: Comparison, styles: DetailStyles) -> Text:
 
 
 def render_reason_many(
-    case: Case, lanes: Sequence[Lane], comparison: Comparison, styles: DetailStyles
+    case: Case, lanes: Sequence[LaneRow], comparison: Comparison, styles: DetailStyles
 ) -> RenderableType:
     """The agreement, the observations side by side, then each implementation's reason."""
     top = Text()
@@ -221,7 +255,9 @@ def render_reason_many(
     return Group(*parts)
 
 
-def observation_table(lanes: Sequence[Lane], comparison: Comparison, styles: DetailStyles) -> Table:
+def observation_table(
+    lanes: Sequence[LaneRow], comparison: Comparison, styles: DetailStyles
+) -> Table:
     """Status, time and every observation key, one column per implementation; keys
     whose values differ between implementations are marked ``≠`` and come first."""
     table = Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False)
@@ -286,7 +322,7 @@ def _observation(result: CaseResult | None) -> Mapping[str, Any] | None:
 
 
 def render_diff_many(
-    lanes: Sequence[Lane], comparison: Comparison, styles: DetailStyles
+    lanes: Sequence[LaneRow], comparison: Comparison, styles: DetailStyles
 ) -> list[Text]:
     """First the differences between implementations (each group against the first
     one), then each implementation's diff against the suite."""
@@ -361,7 +397,7 @@ def _between(first: Side, other: Side, styles: DetailStyles) -> list[Text]:
     return lines
 
 
-def render_output_many(lanes: Sequence[Lane], styles: DetailStyles) -> list[Text]:
+def render_output_many(lanes: Sequence[LaneRow], styles: DetailStyles) -> list[Text]:
     """Each implementation's captured output, under its label."""
     lines: list[Text] = []
     for number, lane in enumerate(lanes):

@@ -3,10 +3,15 @@ to import, a runner that crashed. Hidden when all is well."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from rich.text import Text
 from textual.widgets import Static
 
-BANNER_KINDS = ("suite-error", "import-error", "run-error")
+BannerKind = Literal["suite-error", "import-error", "run-error"]
+"""What went wrong: the suite does not load, an implementation does not, the runner
+crashed."""
+BANNER_KINDS: tuple[BannerKind, ...] = get_args(BannerKind)
 
 
 class Banner(Static):
@@ -26,10 +31,10 @@ class Banner(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
-        self.kind: str | None = None
+        self.kind: BannerKind | None = None
         self.body = ""
 
-    def show_error(self, kind: str, title: str, body: str) -> None:
+    def show_error(self, kind: BannerKind, title: str, body: str) -> None:
         """Show an error of ``kind`` (one of :data:`BANNER_KINDS`)."""
         for known in BANNER_KINDS:
             self.set_class(known == kind, f"-{known}")

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
 
-
-@dataclass(frozen=True)
-class HeaderState:
-    """What the header shows; the app builds one after every change."""
-
-    target: str = ""
-    implementation: str = ""
-    watch: str = ""
-    trigger: str = ""
+from cer.tui.state.bars import HeaderState
 
 
 class HeaderBar(Widget):
@@ -34,14 +26,8 @@ class HeaderBar(Widget):
     }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.state = HeaderState()
-
-    def show(self, state: HeaderState) -> None:
-        if state != self.state:
-            self.state = state
-            self.refresh()
+    state: reactive[HeaderState] = reactive(HeaderState())
+    """What the bar shows; the app binds it to its own (a new value repaints the bar)."""
 
     def render(self) -> Text:
         state = self.state

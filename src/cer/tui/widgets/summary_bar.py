@@ -6,50 +6,18 @@ With several implementations it shows each one's totals instead, by label.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
 
-from cer.tui.state.board import Counts
+from cer.tui.state.bars import SummaryState
 from cer.tui.state.formatting import FLAKY_MARK, format_ms
 
 PROGRESS_WIDTH = 20
 LANE_PROGRESS_WIDTH = 10
-
-
-@dataclass(frozen=True)
-class LaneSummary:
-    """One implementation's totals, for the bar of several implementations."""
-
-    label: str
-    counts: Counts = field(default_factory=Counts)
-    flaky: int = 0
-
-
-@dataclass(frozen=True)
-class SummaryState:
-    """What the bar shows; the app builds one after every change."""
-
-    counts: Counts = field(default_factory=Counts)
-    running: bool = False
-    done: int = 0
-    total: int = 0
-    elapsed_ms: int | None = None
-    shown: int = 0
-    rows: int = 0
-    filters: str = ""
-    flaky: int = 0
-    """How many cases the history marks flaky."""
-    lanes: tuple[LaneSummary, ...] = ()
-    """Each implementation's totals when there are several; the bar then shows these
-    instead of ``counts``, and ``done``/``total`` are the running implementation's."""
-    running_label: str = ""
-    """The implementation running now, and its place (``calc_sloppy 2/3``)."""
-    disagreements: int | None = None
-    """Cases the implementations observed differently, once a matrix is built."""
 
 
 class SummaryBar(Widget):
@@ -79,14 +47,8 @@ class SummaryBar(Widget):
     }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.state = SummaryState()
-
-    def show(self, state: SummaryState) -> None:
-        if state != self.state:
-            self.state = state
-            self.refresh()
+    state: reactive[SummaryState] = reactive(SummaryState())
+    """What the bar shows; the app binds it to its own (a new value repaints the bar)."""
 
     def render(self) -> Text:
         state = self.state

@@ -1,0 +1,577 @@
+"""Run control for cer-tui: starting and cancelling runs, the workers they run in, the
+generation that tells a current message from a stale one, and the watch loop.
+
+The controller owns no widget. Its workers report only through messages posted to the
+app (:mod:`cer.tui.messages`), stamped with the generation of the cycle they belong to;
+the app applies them to the session and the widgets.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from textual.worker import Worker
+from watchfiles import awatch
+
+from cer import events
+from cer.coverage import MODULE_DOC
+from cer.history import History, HistoryError
+from cer.matrix import build_matrix
+from cer.model import RunResult, Status, Suite
+from cer.options import implementation_stem
+from cer.runner import RunCancelled, RunOptions
+from cer.safetext import displayed, for_terminal
+from cer.selection import Selection
+from cer.suite import SuiteError
+from cer.tui import messages
+from cer.tui.state.board import Row
+from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
+from cer.tui.state.details import DetailStyles
+from cer.tui.state.side_by_side import render_selected
+from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
+
+if TYPE_CHECKING:
+    from cer.tui.app import CerApp
+
+WorkerGroup = Literal["run", "watch", "details", "coverage", "matrix", "history"]
+"""The app's kinds of worker; one of each kind runs at a time."""
+
+
+class RunFunction(Protocol):
+    """The shape of :func:`cer.runner.run_suite`, which tests replace with a fake."""
+
+    def __call__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        on_event: Callable[[events.RunEvent], None] | None = ...,
+        cancel: threading.Event | None = ...,
+    ) -> RunResult: ...
+
+
+LoadFunction = Callable[[Path], Suite]
+
+
+@dataclass
+class SuiteCache:
+    """The last suite loaded, and the file state it was loaded from."""
+
+    key: tuple[int, int, int]
+    suite: Suite
+
+
+class RunController:
+    """Starts each run cycle in a thread worker (every lane in turn), cancels the one in
+    flight, and runs the watch loop; see the module's docstring."""
+
+    def __init__(
+        self,
+        app: CerApp,
+        *,
+        run: RunFunction,
+        load: LoadFunction,
+        history: Path | None,
+        extra_watch: Iterable[str | Path] = (),
+    ) -> None:
+        self.app = app
+        self.session = app.session
+        self.suite_path = app.suite_path
+        self.implementations: tuple[RunOptions, ...] = tuple(
+            lane.options for lane in app.session.lanes
+        )
+        self.labels = app.session.labels
+        self.history_path = history
+        self.extra_watch = tuple(Path(p) for p in extra_watch)
+        self.generation = 0
+        self.selection = app.base_selection
+        """What the cycle in flight runs."""
+        self.plan: WatchPlan | None = None
+        self.watcher: Worker[None] | None = None
+        """The watch loop's worker, once watching started."""
+        self.suite_cache: SuiteCache | None = None
+        self._run = run
+        self._load = load
+        self._cancel: threading.Event | None = None
+        self._fallback: bool | None = None
+        self._sources: tuple[str, ...] = ()
+        self.paused = False
+        self.pending_changes: set[Path] = set()
+        """Files changed while watching was paused; a run follows the resume."""
+        self.runs_recorded = 0
+        self.history_problem: str | None = None
+        """The last history failure, if any; the first one is shown in a toast."""
+        self._flaky_generation = 0
+        self.module_doc = ModuleDoc(self.suite_path)
+        """The module's commonsformat.md as the current run read it before it started."""
+        self.coverage_token = 0
+        """Counts coverage requests; only the answer to the latest one is shown."""
+        self.matrix_token = 0
+        """Counts matrix requests; only the answer to the latest one is shown."""
+
+    # -- runs -------------------------------------------------------------------------
+
+    def start(self, selection: Selection, trigger: str) -> None:
+        """Cancel the cycle in flight, if any, and start a new one."""
+        self.cancel()
+        self.generation += 1
+        self._cancel = cancel = threading.Event()
+        self.selection = selection
+        self.session.begin(trigger)
+        generation = self.generation
+        self._worker(
+            lambda: self._run_cycle(generation, selection, cancel),
+            "run",
+            "load and run the suite",
+        )
+
+    def cancel(self) -> None:
+        """Ask the cycle in flight to stop (quitting never waits for it)."""
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def is_current(self, message: messages.RunMessage) -> bool:
+        return message.generation == self.generation and self.app.is_running
+
+    def _run_cycle(self, generation: int, selection: Selection, cancel: threading.Event) -> None:
+        """Load the suite and run every lane on it in turn, reporting only through
+        messages; the cycle ends with :class:`messages.RunsFinished`."""
+        post = self.app.post_message
+        try:
+            suite = self._load_suite()
+        except SuiteError as error:
+            post(messages.SuiteFailed(generation, str(error), error.problems))
+            return
+        except Exception as error:
+            post(messages.RunCrashed(generation, str(error), traceback.format_exc()))
+            return
+        # Read with the suite, before the implementation runs: coverage is judged on
+        # this snapshot, whatever a case does to the file.
+        post(messages.SuiteLoaded(generation, suite, read_doc(self.suite_path)))
+        completed = 0
+        for index, options in enumerate(self.implementations):
+            if index and cancel.is_set():
+                post(messages.RunCancelled(generation))
+                return
+            lane_options = replace(options, selection=selection)
+            outcome = self._run_lane(generation, index, lane_options, suite, cancel)
+            if outcome is None:
+                return
+            completed += outcome
+        post(messages.RunsFinished(generation, completed))
+
+    def _run_lane(
+        self,
+        generation: int,
+        index: int,
+        options: RunOptions,
+        suite: Suite,
+        cancel: threading.Event,
+    ) -> int | None:
+        """Run one lane and record its run; 1 when it finished, 0 when the runner
+        crashed (the next lane still runs), None when cancelled."""
+        post = self.app.post_message
+        stream = messages.ResultStream()
+
+        def on_event(event: events.RunEvent) -> None:
+            if cancel.is_set():
+                return
+            if isinstance(event, events.CaseFinished):
+                # Shown, never obeyed: the implementation's text cannot drive the
+                # terminal (cer.safetext.displayed).
+                if stream.add(displayed(event.result), event.done, event.total):
+                    post(messages.CasesFinished(generation, stream, index))
+            elif isinstance(event, events.RunStarted):
+                post(messages.RunStarted(generation, event.total, index))
+            elif isinstance(event, events.ImplementationLoaded):
+                post(
+                    messages.ImplementationLoaded(
+                        generation, event.implementation_id, event.source_files, index
+                    )
+                )
+            elif isinstance(event, events.ImplementationFailed):
+                post(
+                    messages.ImplementationFailed(
+                        generation,
+                        for_terminal(event.reason),
+                        for_terminal(event.traceback),
+                        index,
+                    )
+                )
+
+        try:
+            run = self._run(suite, options, on_event=on_event, cancel=cancel)
+        except RunCancelled:
+            post(messages.RunCancelled(generation))
+            return None
+        except Exception as error:
+            post(messages.RunCrashed(generation, str(error), traceback.format_exc(), index))
+            return 0
+        if cancel.is_set():
+            post(messages.RunCancelled(generation))
+            return None
+        shown = replace(
+            run,
+            results=tuple(displayed(result) for result in run.results),
+            notes=tuple(for_terminal(note) for note in run.notes),
+            implementation_id=for_terminal(run.implementation_id, multiline=False),
+        )
+        post(messages.RunFinished(generation, shown, index))
+        if self.history_path is not None:
+            post(record_run(self.history_path, generation, suite, run, index))
+        return 1
+
+    def _load_suite(self) -> Suite:
+        """The suite, reloaded only when its file changed since the last load."""
+        try:
+            stat = self.suite_path.stat()
+        except OSError:
+            return self._load(self.suite_path)
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        cache = self.suite_cache
+        if cache is not None and cache.key == key:
+            return cache.suite
+        suite = self._load(self.suite_path)
+        self.suite_cache = SuiteCache(key, suite)
+        return suite
+
+    # -- what follows a run: coverage, matrix, details ---------------------------------
+
+    def request_coverage(self) -> None:
+        """Judge each lane's last results again (after a cycle, or when the constraints
+        changed), off the event loop."""
+        inputs = self.session.coverage_inputs()
+        if all(given is None for given in inputs):
+            return
+        self.coverage_token += 1
+        token, doc, post = self.coverage_token, self.module_doc, self.app.post_message
+
+        def compute() -> None:
+            views = tuple(
+                CoverageView() if given is None else compute_view(doc, *given) for given in inputs
+            )
+            post(messages.CoveragesComputed(token, views))
+
+        self._worker(compute, "coverage", "compute constraint coverage")
+
+    def request_matrix(self) -> None:
+        """Compare the lanes case by case (cer.matrix), off the event loop."""
+        suite = self.session.suite
+        if suite is None:
+            return
+        self.matrix_token += 1
+        token, runs, labels = self.matrix_token, self.session.matrix_runs(), self.labels
+        post = self.app.post_message
+
+        def build() -> None:
+            post(messages.MatrixComputed(token, build_matrix(suite, runs, labels)))
+
+        self._worker(build, "matrix", "build the matrix")
+
+    def render_details(self, row: Row | None, styles: DetailStyles, token: int) -> None:
+        """Snapshot every lane's row of ``row``'s case on the event loop, then diff and
+        format it in a worker: :class:`messages.DetailsRendered` answers."""
+        rows = () if row is None else self.session.lane_rows(row.name)
+        case = row.case if row is not None and rows else None
+        coverages = tuple((lane.label, lane.coverage) for lane in self.session.lanes)
+        matrix = self.session.matrix
+        unobserved = () if matrix is None else matrix.unobserved
+        suite_name, post = self.suite_path.name, self.app.post_message
+
+        def render() -> None:
+            details = render_selected(
+                case,
+                rows,
+                styles,
+                coverages=coverages,
+                unobserved=unobserved,
+                suite_name=suite_name,
+            )
+            post(
+                messages.DetailsRendered(
+                    None if case is None else case.name,
+                    token,
+                    details.reason,
+                    details.diff,
+                    details.output,
+                    details.case,
+                    details.coverage,
+                )
+            )
+
+        self._worker(render, "details", "render the selected case")
+
+    def _worker(self, work: Callable[[], None], group: WorkerGroup, description: str) -> None:
+        """Run ``work`` in a thread worker of ``group``, replacing the one in flight; its
+        errors reach the user through the app's worker handler."""
+        self.app.run_worker(
+            work,
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+            group=group,
+            description=description,
+        )
+
+    def history_recorded(self, message: messages.HistoryRecorded) -> bool:
+        """A run was recorded (or could not be: a toast, once); True when the lane's
+        flaky marks changed."""
+        if message.error is not None:
+            first = self.history_problem is None
+            self.history_problem = message.error
+            if first:
+                self.app.notify(
+                    f"{message.error}. The run is not recorded; its results are unaffected "
+                    "and cer-tui goes on.",
+                    title="History",
+                    severity="warning",
+                    timeout=10,
+                )
+            return False
+        self.runs_recorded += 1
+        if message.generation < self._flaky_generation:
+            return False
+        self._flaky_generation = message.generation
+        return self.session.lanes[message.lane].board.set_flaky(message.flaky)
+
+    # -- rerun what failed --------------------------------------------------------------
+
+    def rerun_failed(self) -> None:
+        """Rerun the failed and errored cases; before this session has finished a run,
+        those of the last recorded one (the history answers in a worker)."""
+        path = self.history_path
+        if self.session.runs_finished == 0 and path is not None:
+            suite = self.session.suite
+            suite_hash = None if suite is None else suite.content_hash
+            post = self.app.post_message
+
+            def read() -> None:
+                post(self._recorded_failures(path, suite_hash))
+
+            self._worker(read, "history", "read the last recorded failures")
+            return
+        self._rerun_session_failures()
+
+    def _rerun_session_failures(self) -> None:
+        failed = self.session.board.failed_names()
+        if not failed:
+            self.app.notify("No failed or errored cases to rerun.", title="Rerun failed")
+            return
+        count = len(failed)
+        self.app.start_run(
+            replace(self.app.base_selection, names=failed),
+            f"rerun: {count} failed case{'s' if count != 1 else ''}",
+        )
+
+    def recorded_failures_arrived(self, message: messages.RecordedFailures) -> None:
+        """The history answered: rerun the recorded failures still in the suite."""
+        if self.session.runs_finished:
+            # A run of this session finished meanwhile: its results are newer.
+            self._rerun_session_failures()
+            return
+        if message.names is None:
+            self.app.notify(
+                f"Nothing to rerun: {message.problem}.",
+                title="Rerun failed",
+                severity="warning" if message.error else "information",
+            )
+            return
+        names = message.names
+        if self.session.suite is not None:
+            present = {case.name for case in self.session.suite.cases}
+            names = tuple(name for name in names if name in present)
+        runs = "runs" if self.session.several else "run"
+        if not names:
+            have = "have" if self.session.several else "has"
+            self.app.notify(
+                f"The last recorded {runs} ({message.run_id}) {have} no failed or errored "
+                "case in this suite.",
+                title="Rerun failed",
+            )
+            return
+        count = len(names)
+        self.app.start_run(
+            replace(self.app.base_selection, names=frozenset(names)),
+            f"rerun: {count} failed case{'s' if count != 1 else ''} of recorded "
+            f"{runs} {message.run_id}",
+        )
+
+    # -- what failed last time --------------------------------------------------------
+
+    def _recorded_failures(self, path: Path, suite_hash: str | None) -> messages.RecordedFailures:
+        """The failed and errored cases of the latest recorded run of the suite (one
+        lane, matched by path or content), or of the newest recorded run of *each* lane
+        (as ``cer run --failed`` takes them), so that every lane reruns the same cases
+        and the matrix stays complete."""
+        if not path.is_file():
+            return messages.RecordedFailures(None, problem=f"no run history yet at {path}")
+        suite_name = self.suite_path.name
+        try:
+            with History.open(path, create=False) as history:
+                if len(self.implementations) == 1:
+                    latest = history.latest_failed(
+                        suite_path=self.suite_path, suite_hash=suite_hash
+                    )
+                    if latest is None:
+                        problem = f"no run of {suite_name} is recorded in {path}"
+                        return messages.RecordedFailures(None, problem=problem)
+                    return messages.RecordedFailures(latest.names, run_id=latest.run_id[:8])
+                names: set[str] = set()
+                run_ids: list[str] = []
+                for label, options in zip(self.labels, self.implementations, strict=True):
+                    record = history.newest_run_of(
+                        options.impl, implementation_stem(options), suite_path=self.suite_path
+                    )
+                    if record is None:
+                        problem = f"no run of {label} on {suite_name} is recorded in {path}"
+                        return messages.RecordedFailures(None, problem=problem)
+                    run_ids.append(record.short_id)
+                    names.update(
+                        name
+                        for name, status, _ in history.statuses(record.run_id)
+                        if status in (Status.FAIL.value, Status.ERRORED.value)
+                    )
+        except HistoryError as error:
+            return messages.RecordedFailures(None, problem=str(error), error=True)
+        return messages.RecordedFailures(tuple(sorted(names)), run_id=", ".join(run_ids))
+
+    # -- watching ---------------------------------------------------------------------
+
+    def sources_reported(self) -> bool:
+        """A lane reported its source files: True when what is watched must change."""
+        sources = self.session.sources()
+        fallback = self.session.needs_fallback()
+        if sources == self._sources and fallback == self._fallback:
+            return False
+        self._sources = sources
+        return True
+
+    def restart_watch(self) -> None:
+        """Plan what to watch from what the lanes reported, and (re)start the loop."""
+        import_dirs = (
+            self.suite_path.parent,
+            Path.cwd(),
+            *map(Path, self.implementations[0].paths),
+        )
+        self._fallback = self.session.needs_fallback()
+        self.plan = WatchPlan.build(
+            self.suite_path, self._sources, self.extra_watch, import_dirs, self._fallback
+        )
+        self.watcher = self.app.run_worker(
+            functools.partial(self._watch_loop, self.plan),
+            exclusive=True,
+            exit_on_error=False,
+            group="watch",
+            description="watch files",
+        )
+
+    async def _watch_loop(self, plan: WatchPlan) -> None:
+        """Post :class:`messages.FilesChanged` after each debounced burst of changes."""
+        async for changes in awatch(
+            *plan.directories,
+            watch_filter=plan.accepts,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            recursive=False,
+        ):
+            paths = tuple(sorted({Path(path) for _change, path in changes}))
+            if paths:
+                self.app.post_message(messages.FilesChanged(paths))
+
+    def files_changed(self, paths: Sequence[Path]) -> None:
+        """The watcher saw changes: rerun, judge the constraints again when only they
+        changed, or keep the changes for later while paused. The history database (a
+        ``--history`` inside a watched folder) never triggers the next run; a change
+        outside the lanes' sources drops the cached suite."""
+        paths = tuple(path for path in paths if not self._is_history_file(path))
+        if not paths:
+            return  # recording a run must never trigger the next one
+        sources = {Path(p).resolve() for p in self._sources}
+        if any(path.resolve() not in sources for path in paths):
+            self.suite_cache = None
+        doc = (self.suite_path.parent / MODULE_DOC).resolve()
+        running = any(lane.board.running for lane in self.session.lanes)
+        if all(path.resolve() == doc for path in paths) and not running:
+            # Only the constraints changed, between runs: judge the last results again
+            # on the file as it is now, no rerun. During a run the change may come from
+            # the implementation, so it is judged on what the next run reads first.
+            self.module_doc = read_doc(self.suite_path)
+            self.request_coverage()
+            return
+        if self.paused:
+            self.pending_changes.update(paths)
+            self.app.refresh_header()
+            return
+        self.app.start_run(self.app.base_selection, self.describe_trigger(paths))
+
+    def toggle_pause(self) -> None:
+        """Pause watching, or resume it and rerun for what changed meanwhile."""
+        self.paused = not self.paused
+        pending = tuple(sorted(self.pending_changes))
+        if not self.paused:
+            self.pending_changes.clear()
+        self.app.refresh_header()
+        if not self.paused and pending:
+            self.app.start_run(self.app.base_selection, self.describe_trigger(pending))
+
+    def describe_watch(self, watching: bool) -> str:
+        """What the header says about watching."""
+        if not watching:
+            return "not watching"
+        if self.paused:
+            waiting = len(self.pending_changes)
+            return "watching paused" + (f" ({waiting} changed)" if waiting else "")
+        count = self.plan.path_count if self.plan is not None else 0
+        return f"watching {count} path{'s' if count != 1 else ''}"
+
+    def _is_history_file(self, path: Path) -> bool:
+        """Whether ``path`` is the history database or one of SQLite's files beside it."""
+        if self.history_path is None:
+            return False
+        database = self.history_path.resolve()
+        return path.resolve() in {
+            database,
+            *(database.with_name(database.name + end) for end in ("-wal", "-shm", "-journal")),
+        }
+
+    def describe_trigger(self, paths: Sequence[Path]) -> str:
+        first = paths[0].resolve()
+        name = first.name
+        for base in (Path.cwd(), self.suite_path.parent):
+            try:
+                name = str(first.relative_to(base.resolve()))
+                break
+            except ValueError:
+                continue
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        return f"rerun: {name}{more} changed"
+
+
+def record_run(
+    path: Path, generation: int, suite: Suite, run: RunResult, index: int = 0
+) -> messages.HistoryRecorded:
+    """Write a finished run to the history and read back its flaky cases.
+
+    Runs in the run worker's thread, after the results are on their way to the screen.
+    Any failure becomes a message: the history never costs a run its results.
+    """
+    try:
+        with History.open(path) as history:
+            history.record(run, suite)
+            flaky = history.flaky_names(run.implementation_id, run.suite_hash or suite.content_hash)
+    except HistoryError as error:
+        return messages.HistoryRecorded(generation, run.run_id, error=str(error), lane=index)
+    except Exception as error:  # a bug in recording must not end the session
+        return messages.HistoryRecorded(
+            generation,
+            run.run_id,
+            error=f"cannot record the run in {path}: {error!r}",
+            lane=index,
+        )
+    return messages.HistoryRecorded(generation, run.run_id, flaky=flaky, lane=index)

@@ -1,0 +1,50 @@
+"""What the header and summary bars show: values the session builds after every change
+and the bars' reactive ``state`` takes (the bars repaint when it differs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cer.tui.state.board import Counts
+
+
+@dataclass(frozen=True)
+class HeaderState:
+    """What the header shows."""
+
+    target: str = ""
+    implementation: str = ""
+    watch: str = ""
+    trigger: str = ""
+
+
+@dataclass(frozen=True)
+class LaneSummary:
+    """One lane's totals, for the bar of several lanes."""
+
+    label: str
+    counts: Counts = field(default_factory=Counts)
+    flaky: int = 0
+
+
+@dataclass(frozen=True)
+class SummaryState:
+    """What the summary bar shows."""
+
+    counts: Counts = field(default_factory=Counts)
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    elapsed_ms: int | None = None
+    shown: int = 0
+    rows: int = 0
+    filters: str = ""
+    flaky: int = 0
+    """How many cases the history marks flaky."""
+    lanes: tuple[LaneSummary, ...] = ()
+    """Each lane's totals when there are several; the bar then shows these instead of
+    ``counts``, and ``done``/``total`` are the running lane's."""
+    running_label: str = ""
+    """The lane running now, and its place (``calc_sloppy 2/3``)."""
+    disagreements: int | None = None
+    """Cases the lanes observed differently, once a matrix is built."""

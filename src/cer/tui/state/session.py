@@ -1,0 +1,354 @@
+"""A cer-tui session: one suite and its lanes, one lane per implementation.
+
+Everything the screen shows is read from here, and every message from a run lands here
+first; pure Python, no Textual, so it is tested without an app. One implementation is a
+session with one lane: the data flows the same way whatever the number of lanes, and only
+the rendering (the header's wording, the summary bar's layout, the banners' and toasts'
+texts) chooses the one-lane form (:attr:`Session.several`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from cer.matrix import Matrix
+from cer.model import RunResult, Status, Suite
+from cer.runner import RunOptions
+from cer.selection import Selection
+from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
+from cer.tui.state.board import Board
+from cer.tui.state.coverage_view import CoverageView
+from cer.tui.state.formatting import SYMBOLS
+from cer.tui.state.side_by_side import LaneRow
+
+Severity = Literal["information", "warning", "error"]
+"""How loud a toast is (Textual's notification severities)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a lane's implementation did not load, or its runner crashed: the one-line
+    reason and the detail (a traceback) for the banner."""
+
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """A toast to show when a run cycle ends."""
+
+    title: str
+    message: str
+    severity: Severity
+
+
+@dataclass
+class Lane:
+    """One implementation's part of the session: what it is, its results (a board of
+    rows parallel to every other lane's) and what its last run reported."""
+
+    label: str
+    """Its short name, as ``cer run`` heads its matrix column."""
+    options: RunOptions
+    board: Board = field(default_factory=Board)
+    implementation_id: str = ""
+    sources: tuple[str, ...] | None = None
+    """Its source files as the runner reported them; None until it has loaded once."""
+    notes: tuple[str, ...] = ()
+    """The last finished run's notes."""
+    coverage: CoverageView = field(default_factory=CoverageView)
+    coverage_input: tuple[Suite, RunResult] | None = None
+    """What its coverage is judged by: the suite and the results the list shows."""
+    import_failure: Failure | None = None
+    crash: Failure | None = None
+
+    def finish(self, run: RunResult, suite: Suite | None) -> None:
+        """Take a finished run: it becomes the rows' baseline, and the results the list
+        now shows (a rerun of some cases keeps the others' earlier results) are what the
+        constraints' coverage is judged by."""
+        self.board.finish_run(run)
+        self.notes = run.notes
+        self.crash = None
+        if suite is not None:
+            shown = tuple(row.result for row in self.board.rows if row.result is not None)
+            self.coverage_input = (suite, replace(run, results=shown))
+
+    def row_at(self, index: int) -> LaneRow:
+        """A snapshot of this lane's row at ``index``, for a worker thread."""
+        row = self.board.rows[index]
+        return LaneRow(self.label, row.snapshot(), row.name in self.board.flaky, self.notes)
+
+
+class Session:
+    """The suite, its lanes, and the cycle of runs in flight.
+
+    The first lane's board owns the filters; the other boards are its peers, so that
+    failures-only, rerun-failed and the group-by view look at every lane.
+    """
+
+    def __init__(self, implementations: Sequence[RunOptions], labels: Sequence[str]) -> None:
+        if not implementations:
+            raise ValueError("a session needs at least one implementation")
+        if len(labels) != len(implementations):
+            raise ValueError(f"{len(labels)} labels for {len(implementations)} implementations")
+        self.lanes: tuple[Lane, ...] = tuple(
+            Lane(label, options) for label, options in zip(labels, implementations, strict=True)
+        )
+        self.board.peers = tuple(lane.board for lane in self.lanes[1:])
+        self.suite: Suite | None = None
+        self.trigger = "first run"
+        self.runs_started = 0
+        self.runs_finished = 0
+        """Run cycles that ended with at least one lane's run finished."""
+        self.running = 0
+        """The lane whose run is in flight (or ran last)."""
+        self.matrix: Matrix | None = None
+        """The lanes compared case by case, rebuilt after each cycle (two lanes or more)."""
+        self._previous: tuple[tuple[int, int, int, int], ...] | None = None
+
+    @property
+    def board(self) -> Board:
+        """The first lane's board, which owns the filters."""
+        return self.lanes[0].board
+
+    @property
+    def several(self) -> bool:
+        """Whether to render the lanes side by side rather than as one implementation."""
+        return len(self.lanes) > 1
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(lane.label for lane in self.lanes)
+
+    # -- the run cycle ----------------------------------------------------------------
+
+    def begin(self, trigger: str) -> None:
+        """A new cycle starts: every lane waits for its turn."""
+        self.runs_started += 1
+        self.trigger = trigger
+        for lane in self.lanes:
+            lane.board.running = True
+            lane.board.done = 0
+        self.running = 0
+
+    def load(self, suite: Suite, selection: Selection) -> bool:
+        """The suite loaded for the cycle; True when it differs from the last one."""
+        changed = self.suite is None or suite.content_hash != self.suite.content_hash
+        self.suite = suite
+        for lane in self.lanes:
+            if changed or not lane.board.rows:
+                lane.board.set_suite(suite)
+            lane.board.begin_run(selection)
+        return changed
+
+    def suite_failed(self) -> None:
+        for lane in self.lanes:
+            lane.board.fail_suite()
+
+    def abandon(self) -> None:
+        """The cycle was cancelled: every lane forgets its run in flight."""
+        for lane in self.lanes:
+            lane.board.abandon_run()
+
+    def crashed(self, index: int, failure: Failure) -> None:
+        """The runner crashed on lane ``index``; the next lane still runs."""
+        lane = self.lanes[index]
+        lane.board.abandon_run()
+        lane.crash = failure
+
+    def loaded(self, index: int, implementation_id: str, sources: Sequence[str]) -> None:
+        lane = self.lanes[index]
+        lane.import_failure = None
+        lane.implementation_id = implementation_id
+        lane.sources = tuple(sorted(sources))
+
+    def cycle_finished(self, completed: int) -> bool:
+        """Every lane has had its turn; True when at least one lane's run finished (the
+        cycle then counts as a finished run)."""
+        if completed:
+            self.runs_finished += 1
+        return bool(completed)
+
+    # -- what the lanes share ---------------------------------------------------------
+
+    def sources(self) -> tuple[str, ...]:
+        """Every lane's reported source files, sorted, without repeats."""
+        return tuple(sorted({path for lane in self.lanes if lane.sources for path in lane.sources}))
+
+    def needs_fallback(self) -> bool | None:
+        """Whether to watch the import folders' ``.py`` files for a lane not loaded yet:
+        with several lanes, when a Python one has not reported its files (command
+        implementations are watched through the files they report and ``--watch``);
+        None with one, which keeps the watch plan's own rule."""
+        if not self.several:
+            return None
+        return any(lane.sources is None and lane.options.kind == "python" for lane in self.lanes)
+
+    def lane_rows(self, name: str) -> tuple[LaneRow, ...]:
+        """Every lane's row of the case called ``name``; none when it is not listed."""
+        index = self.board.index_of(name)
+        if index is None:
+            return ()
+        return tuple(lane.row_at(index) for lane in self.lanes)
+
+    def coverage_inputs(self) -> tuple[tuple[Suite, RunResult] | None, ...]:
+        return tuple(lane.coverage_input for lane in self.lanes)
+
+    def matrix_runs(self) -> tuple[RunResult, ...]:
+        """Each lane's results as the list shows them, for the matrix; for a case the
+        list shows nothing for (deselected since the session started), the last run's
+        own result: skipped, deselected."""
+        suite = self.suite
+        runs = []
+        for lane in self.lanes:
+            base = lane.board.last_run
+            if base is None:
+                impl = lane.options.impl
+                base = RunResult(
+                    run_id="",
+                    target_module="" if suite is None else suite.target or "",
+                    implementation_id=lane.implementation_id or impl,
+                    started_at_ms=0,
+                    completed_at_ms=0,
+                    results=(),
+                    implementation=impl,
+                )
+            merged = {result.case_name: result for result in base.results}
+            for row in lane.board.rows:
+                if row.result is not None:
+                    merged[row.name] = row.result
+            runs.append(replace(base, results=tuple(merged.values())))
+        return tuple(runs)
+
+    def set_matrix(self, matrix: Matrix) -> None:
+        self.matrix = matrix
+        self.board.set_agreements({row.case_name: row.agreement for row in matrix.rows})
+
+    # -- rendering: the one-lane form or the side-by-side one ---------------------------
+
+    def header(self, watch: str) -> HeaderState:
+        """What the header says, given how the files are watched."""
+        target = ""
+        if self.suite is not None:
+            target = " ".join(p for p in (self.suite.target, self.suite.target_version) if p)
+        implementation = self.lanes[0].options.impl
+        if self.several:
+            implementation = f"{len(self.lanes)} implementations: {', '.join(self.labels)}"
+        return HeaderState(target, implementation, watch, self.trigger)
+
+    def summary(self) -> SummaryState:
+        """What the summary bar says: the counts (each lane's, with several), the
+        progress or the time of the last run, and the filters in force."""
+        board = self.board
+        filters = ", ".join(board.filters.describe())
+        if not self.several:
+            last = board.last_run
+            return SummaryState(
+                counts=replace(board.counts),
+                running=board.running,
+                done=board.done,
+                total=board.total or len(board.rows),
+                elapsed_ms=None
+                if last is None
+                else max(0, last.completed_at_ms - last.started_at_ms),
+                shown=len(board.visible()),
+                rows=len(board.rows),
+                filters=filters,
+                flaky=board.flaky_count,
+            )
+        finished = [lane.board.last_run for lane in self.lanes if lane.board.last_run]
+        elapsed = None
+        if finished:
+            elapsed = max(
+                0,
+                max(run.completed_at_ms for run in finished)
+                - min(run.started_at_ms for run in finished),
+            )
+        index = self.running
+        running = self.lanes[index].board
+        return SummaryState(
+            counts=replace(board.counts),
+            running=any(lane.board.running for lane in self.lanes),
+            done=running.done,
+            total=running.total or len(running.rows),
+            elapsed_ms=elapsed,
+            shown=len(board.visible()),
+            rows=len(board.rows),
+            filters=filters,
+            lanes=tuple(
+                LaneSummary(lane.label, replace(lane.board.counts), lane.board.flaky_count)
+                for lane in self.lanes
+            ),
+            running_label=f"{self.lanes[index].label} {index + 1}/{len(self.lanes)}",
+            disagreements=None if self.matrix is None else len(self.matrix.disagreements),
+        )
+
+    def import_banner(self) -> tuple[str, str] | None:
+        """The banner's title and body for the lanes that did not load, or None."""
+        failures = [(lane, lane.import_failure) for lane in self.lanes if lane.import_failure]
+        if not failures:
+            return None
+        if not self.several:
+            ((lane, failure),) = failures
+            title = f"The implementation {lane.options.impl} does not import: {failure.reason}"
+            return title, failure.detail
+        if len(failures) == 1:
+            ((lane, failure),) = failures
+            title = (
+                f"The implementation {lane.label} ({lane.options.impl}) "
+                f"does not load: {failure.reason}"
+            )
+        else:
+            names = ", ".join(lane.label for lane, _ in failures)
+            title = f"{len(failures)} implementations do not load: {names}"
+        body = "\n".join(
+            f"── {lane.label} ──\n{failure.detail or failure.reason}" for lane, failure in failures
+        )
+        return title, body
+
+    def crash_title(self, index: int, message: str) -> str:
+        if not self.several:
+            return f"The runner failed: {message}"
+        return f"The runner failed on {self.lanes[index].label}: {message}"
+
+    def announcement(self) -> Announcement | None:
+        """The toast for a cycle that ends with other counts, or with cases fixed or
+        regressed, than the last one; None otherwise."""
+        counts = [lane.board.counts for lane in self.lanes]
+        now = tuple(each.as_tuple() for each in counts)
+        previous, self._previous = self._previous, now
+        fixed = sum(each.fixed for each in counts)
+        regressed = sum(each.regressed for each in counts)
+        if previous is None or (previous == now and not (fixed or regressed)):
+            return None
+        parts = []
+        if fixed:
+            parts.append(f"+{fixed} fixed")
+        if regressed:
+            parts.append(f"−{regressed} regressed")
+        failing = any(each.failed or each.errored for each in counts)
+        severity: Severity = "warning" if regressed or failing else "information"
+        if not self.several:
+            (only,) = counts
+            statuses = (
+                (Status.PASS, only.passed),
+                (Status.FAIL, only.failed),
+                (Status.ERRORED, only.errored),
+                (Status.SKIPPED, only.skipped),
+            )
+            parts.append("  ".join(f"{SYMBOLS[status]} {count}" for status, count in statuses))
+            return Announcement("Run finished", "   ".join(parts), severity)
+        for lane, each in zip(self.lanes, counts, strict=True):
+            tally = [f"{SYMBOLS[Status.PASS]} {each.passed}"]
+            for status, count in (
+                (Status.FAIL, each.failed),
+                (Status.ERRORED, each.errored),
+                (Status.SKIPPED, each.skipped),
+            ):
+                if count:
+                    tally.append(f"{SYMBOLS[status]} {count}")
+            parts.append(f"{lane.label} {' '.join(tally)}")
+        return Announcement("Runs finished", "   ".join(parts), severity)
