@@ -17,7 +17,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal, get_args
+from typing import ClassVar
 
 from rich.console import RenderableType
 from textual import on
@@ -27,7 +27,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.theme import Theme
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Footer, Input, TabPane
 from textual.worker import Worker, WorkerState
 
 from cer.matrix import Matrix, short_label, unique_labels
@@ -52,6 +52,7 @@ from cer.tui.state.watching import WatchPlan
 from cer.tui.theming import detail_styles, textual_theme
 from cer.tui.widgets.banner import Banner
 from cer.tui.widgets.case_list import CaseList
+from cer.tui.widgets.detail_panes import DetailPanes
 from cer.tui.widgets.diff_pane import DiffPane
 from cer.tui.widgets.header_bar import HeaderBar
 from cer.tui.widgets.line_pane import LinePane
@@ -60,8 +61,6 @@ from cer.tui.widgets.summary_bar import SummaryBar
 from cer.tui.widgets.text_pane import TextPane
 
 APP_CSS = Path(__file__).with_name("app.tcss")
-Pane = Literal["reason", "diff", "output", "case", "coverage"]
-PANES: tuple[Pane, ...] = get_args(Pane)
 
 Launcher = Callable[[Sequence[str]], int]
 
@@ -211,7 +210,7 @@ class CerApp(App[None]):
         with Horizontal(id="main"):
             labels = self.labels if self.several else ()
             yield CaseList(self.board, labels=labels, id="cases")
-            with TabbedContent(id="details", initial="reason"):
+            with DetailPanes(id="details", initial="reason"):
                 with TabPane("Reason", id="reason"):
                     yield TextPane(id="reason-pane")
                 with TabPane("Diff", id="diff"):
@@ -462,15 +461,11 @@ class CerApp(App[None]):
         if message.token != self._details_token:
             return
         try:
-            reason = self.query_one("#reason-pane", TextPane)
+            panes = self.query_one("#details", DetailPanes)
         except NoMatches:
             return  # a late answer while the app closes: the panes are gone
         self.details_shown = (message.case_name, message.token)
-        reason.show(message.reason)
-        self.query_one("#diff-pane", DiffPane).set_lines(message.diff)
-        self.query_one("#output-pane", OutputPane).set_lines(message.output)
-        self.query_one("#case-pane", TextPane).show(message.case)
-        self.query_one("#coverage-pane", TextPane).show(message.coverage)
+        panes.show(message)
 
     @on(CaseList.CaseHighlighted)
     def _case_highlighted(self, event: CaseList.CaseHighlighted) -> None:
@@ -538,14 +533,10 @@ class CerApp(App[None]):
         self.push_screen(GroupScreen(self.board.groups(), self.board.filters.group), chosen)
 
     def action_focus_details(self) -> None:
-        tabs = self.query_one("#details", TabbedContent)
-        pane = self.query_one(f"#{tabs.active}-pane")
-        pane.focus()
+        self.query_one("#details", DetailPanes).focus_active()
 
     def action_cycle_pane(self) -> None:
-        tabs = self.query_one("#details", TabbedContent)
-        current = PANES.index(tabs.active) if tabs.active in PANES else -1
-        tabs.active = PANES[(current + 1) % len(PANES)]
+        self.query_one("#details", DetailPanes).cycle()
         if isinstance(self.focused, (LinePane, TextPane)):
             self.action_focus_details()
 

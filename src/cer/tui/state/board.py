@@ -12,6 +12,7 @@ import fnmatch
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, RunResult, Status, Suite
@@ -30,6 +31,10 @@ _WORST_FIRST: tuple[Status | None, ...] = (
 """How several implementations' statuses of one case fold into one for the group-by
 view: the worst wins, so that a group's pass rate counts the cases every implementation
 passed."""
+
+
+GroupKind = Literal["category", "case_class", "severity", "tag"]
+"""What a group of the group-by view gathers cases by."""
 
 
 class Change(enum.Enum):
@@ -80,7 +85,7 @@ class Row:
 class GroupKey:
     """A group of cases the list can be narrowed to; ``tag`` values may be globs."""
 
-    kind: str
+    kind: GroupKind
     value: str
 
     @property
@@ -413,7 +418,7 @@ class Board:
 
     def groups(self) -> tuple[GroupSection, ...]:
         """Counts per category, case class, severity, tag prefix and plain tag."""
-        by_kind: dict[str, dict[str, GroupStats]] = {
+        by_kind: dict[GroupKind, dict[str, GroupStats]] = {
             "category": {},
             "case_class": {},
             "severity": {},
@@ -422,7 +427,7 @@ class Board:
         plain: dict[str, GroupStats] = {}
 
         def bump(
-            table: dict[str, GroupStats], kind: str, value: str, status: Status | None
+            table: dict[str, GroupStats], kind: GroupKind, value: str, status: Status | None
         ) -> None:
             stats = table.get(value)
             if stats is None:
