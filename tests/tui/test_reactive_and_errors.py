@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from cer import events
+from cer.model import Status
 from cer.runner import RunOptions
 from cer.tui import controller
 from cer.tui.app import CerApp, create_app
@@ -16,7 +18,15 @@ from cer.tui.state.board import Counts
 from cer.tui.widgets.header_bar import HeaderBar
 from cer.tui.widgets.summary_bar import SummaryBar
 
-from .helpers import FakeRunner, fixed_loader, settle, triage_outcome, triage_suite, wait_until
+from .helpers import (
+    FakeRunner,
+    fixed_loader,
+    result_for,
+    settle,
+    triage_outcome,
+    triage_suite,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +101,29 @@ async def test_a_failing_matrix_worker_is_shown_to_the_user(
     async with app.run_test(size=SIZE):
         await wait_until(lambda: any("build the matrix" in t for t in notifications(app)))
         assert "Error: Cannot build the matrix: RuntimeError('no matrix')" in notifications(app)
+
+
+async def test_a_cycle_that_crashed_ends_with_a_banner_and_no_run_toast() -> None:
+    suite = triage_suite()
+    calls = {"n": 0}
+    fake = FakeRunner(triage_outcome)
+
+    def run(suite: Any, options: RunOptions, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return fake(suite, options, **kwargs)
+        on_event = kwargs["on_event"]
+        first = suite.cases[0]
+        on_event(events.CaseFinished(result_for(first, Status.FAIL), 1, len(suite.cases)))
+        raise RuntimeError("the runner broke")
+
+    app = create_app(Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(suite), watch=False)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        app.action_rerun_all()
+        await wait_until(lambda: app.banner.kind == "run-error")
+        await settle(app)
+        assert app.runs_finished == 1
+        titles = [n.title for n in app._notifications]
+        assert titles.count("Run finished") == 0  # the first run had nothing to compare
+        assert not any("regressed" in str(n.message) for n in app._notifications)

@@ -368,11 +368,12 @@ class CerApp(App[None]):
         a matrix of 65,000 cases takes seconds to build)."""
         if not self.control.is_current(message):
             return
-        if self.session.cycle_finished(message.completed):
-            self.control.request_coverage()
-            if self.several:
-                self.control.request_matrix()
         self._refresh_summary()
+        if not self.session.cycle_finished(message.completed):
+            return  # every lane crashed: the banner says so, no toast
+        self.control.request_coverage()
+        if self.several:
+            self.control.request_matrix()
         announcement = self.session.announcement()
         if announcement is not None:
             self.notify(
