@@ -25,8 +25,9 @@ class RunStarted:
 class ImplementationLoaded:
     implementation_id: str
     source_files: tuple[str, ...]
-    """Files the implementation's import read from outside the standard library and
-    site-packages: what a watcher should watch."""
+    """Files the implementation's import loaded from outside the standard library
+    (installed packages included), as checked and hashed by the supervisor: the files
+    the implementation id covers, and what a watcher should watch."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ at a time, exactly as with a single worker.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import select
 import shutil
@@ -21,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from cer.events import (
     RunFinished,
     RunStarted,
 )
+from cer.identity import UNKNOWN, identify
 from cer.model import Case, CaseResult, RunConditions, RunResult, Status, Suite
 from cer.safetext import retained, scrub
 from cer.selection import Selection
@@ -196,19 +196,6 @@ def _case_id() -> int:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _implementation_id(impl: str, files: Iterable[str]) -> str:
-    """``impl@hash``: the hash covers the content of the implementation's source files
-    (not their location), so the same code has the same id in any checkout."""
-    contents = []
-    for name in files:
-        try:
-            contents.append(hashlib.sha256(Path(name).read_bytes()).digest())
-        except OSError:
-            contents.append(b"<unreadable>")
-    digest = hashlib.sha256(b"".join(sorted(contents)))
-    return f"{impl}@{digest.hexdigest()[:10]}"
 
 
 def _skipped(case: Case, reason: str) -> CaseResult:
@@ -612,15 +599,22 @@ class _Execution:
             self.load_failed(lane, message, "")
             return
         lane.loading = False
-        files = tuple(str(f) for f in body.get("files", ()))
-        identity = _implementation_id(self.options.impl, files)
+        # The worker lists the files after importing the implementation: its list is
+        # data, checked and hashed here (see cer.identity).
+        identity = identify(self.options.impl, body.get("files"))
         if not self.announced:
-            self.implementation_id = identity
-            self.emit(ImplementationLoaded(identity, files))
-        elif identity != self.implementation_id:
+            self.implementation_id = identity.implementation_id
+            self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+        elif not identity.known:
+            self.implementation_id = identity.implementation_id  # it can no longer say
+        elif (
+            identity.implementation_id != self.implementation_id
+            and not self.implementation_id.rpartition("@")[2].startswith(UNKNOWN)
+        ):
             self.note_once(
                 "the implementation's source changed during the run: a worker started "
-                f"later imported {identity}, so results may mix both versions"
+                f"later imported {identity.implementation_id}, so results may mix both "
+                "versions"
             )
 
     def load_failed(self, lane: _Lane, message: Message | None, failure: str) -> None:
@@ -661,8 +655,8 @@ class _Execution:
         trace = str(body.get("traceback") or "") or None
         output = str(body.get("output") or "")
         if message is not None and not self.announced:
-            files = tuple(str(f) for f in body.get("files", ()))
-            self.implementation_id = _implementation_id(self.options.impl, files)
+            identity = identify(self.options.impl, body.get("files"))
+            self.implementation_id = identity.implementation_id
         self.kill_worker()
         note = f"the implementation {self.options.impl} could not be loaded: {reason}"
         self.notes.append(note)

@@ -683,6 +683,7 @@ class Worker:
             if path not in sys.path:
                 sys.path.insert(0, path)
         before = set(sys.modules)
+        stdlib = _StdlibTrees.find()  # before the import, which may change what it sees
         if self.max_memory:
             import resource
 
@@ -714,7 +715,7 @@ class Worker:
                     "reason": f"{type(exc).__name__}: {exc}",
                     "traceback": "".join(traceback.format_exception(exc)),
                     "output": output,
-                    "files": _source_files(before),
+                    "files": _source_files(before, stdlib),
                 }
             )
             return
@@ -728,7 +729,7 @@ class Worker:
                 "ok": True,
                 "kind": self.target.kind,
                 "output": output,
-                "files": _source_files(before),
+                "files": _source_files(before, stdlib),
             }
         )
         if self.isolation == "fork":
@@ -1001,21 +1002,55 @@ def _has_data(fd: int) -> bool:
     return bool(ready)
 
 
-def _source_files(before: set[str]) -> list[str]:
-    """Files of the modules the import added, outside the interpreter's own trees."""
-    excluded = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    files = []
+class _StdlibTrees:
+    """Where the standard library lives, and where installed packages live inside it
+    (``lib/python3.X/site-packages`` sits below the standard library's own folder)."""
+
+    def __init__(self, stdlib: tuple[str, ...], packages: tuple[str, ...]) -> None:
+        self.stdlib = stdlib
+        self.packages = packages
+
+    @classmethod
+    def find(cls) -> _StdlibTrees:
+        import site
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        stdlib = {paths.get(key) for key in ("stdlib", "platstdlib")}
+        packages = {paths.get(key) for key in ("purelib", "platlib")}
+        with contextlib.suppress(AttributeError):
+            packages.update(site.getsitepackages())
+        with contextlib.suppress(AttributeError):
+            packages.add(site.getusersitepackages())
+        return cls(
+            tuple(os.path.realpath(p) for p in stdlib if p),
+            tuple(os.path.realpath(p) for p in packages if p),
+        )
+
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` (already resolved) is a file of the standard library."""
+        return _below(path, self.stdlib) and not _below(path, self.packages)
+
+
+def _below(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
+
+
+def _source_files(before: set[str], stdlib: _StdlibTrees) -> list[str]:
+    """Files of the modules the import added, outside the standard library: the
+    implementation's own, and those of installed packages it loaded (``.py`` and
+    compiled extensions alike), so that the implementation id changes with any of them.
+    """
+    files = set()
     for name in set(sys.modules) - before:
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or not path.endswith(".py"):
+        if not isinstance(path, str) or not path:
             continue
         real = os.path.realpath(path)
-        if any(real.startswith(prefix + os.sep) for prefix in excluded):
+        if stdlib.holds(real) or not os.path.isfile(real):
             continue
-        if "site-packages" in real.split(os.sep):
-            continue
-        files.append(real)
+        files.add(real)
     return sorted(files)
 
 
