@@ -514,6 +514,10 @@ def main() -> None:
             for mode in ("none", "fork"):
                 seconds = best_run(folder, impl, "--isolation", mode, "-j", "1")
                 row[f"cer_{mode}"] = seconds / n * 1000
+            # The sandbox's cost: the same fork run without it (the rows above run
+            # under it where the kernel has Landlock; see the summary line).
+            seconds = best_run(folder, impl, "--isolation", "fork", "-j", "1", "--sandbox", "off")
+            row["cer_fork_sandbox_off"] = seconds / n * 1000
             per_case[n] = row
         results["per_case_ms"] = per_case
         small, large = per_case[1_000], per_case[10_000]
