@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -484,8 +485,13 @@ class CerPlugin:
         if self._foreign_markers is None:
             registered = _marker_names(self.config.getini("markers"))
             try:
-                declared = _marker_names(self.config.inicfg.get("markers"))
-            except Exception:  # the ini layout is pytest's own business
+                # The markers the project declares itself, as opposed to those of
+                # pytest and its plugins. pytest 9 deprecates inicfg and 10 drops it;
+                # without it every registered name counts as foreign (the safe side).
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    declared = _marker_names(self.config.inicfg.get("markers"))
+            except Exception:
                 declared = set()
             self._foreign_markers = registered - declared
         word = marker_word(text)
