@@ -1246,6 +1246,10 @@ class _PerCase:
                     _errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
                 )
                 continue
+            finally:
+                # What the command left running (a daemon in a session of its own,
+                # adopted by cer) ends with its case, before the next case starts.
+                self.execution.end_strays()
             self.execution.record(judge(item.case, outcome))
 
     def run_one(self, request: bytes, seq: int) -> Outcome:
