@@ -19,8 +19,8 @@ import pytest
 
 from cer.cli import main
 from cer.coverage import suite_coverage
-from cer.history import History
-from cer.model import CaseResult, Mismatch, RunResult, Status
+from cer.history import History, default_history_path
+from cer.model import CaseResult, Mismatch, RunConditions, RunResult, Status
 from cer.reports import FORMATS, ReportContext, parse_report_spec, render_report, write_report
 from cer.reports.html import INSTALL_HINT, page_model, visible
 from cer.suite import load_suite
@@ -360,6 +360,7 @@ def test_a_run_without_history_coverage_or_failures() -> None:
     assert not page.find("svg", "chart")
     assert "No recorded runs" in page.text
     assert "No case failed or errored." in page.text
+    assert "not recorded (a run from before cer recorded them)" in page.text
     assert_self_contained(text)
 
 
@@ -464,6 +465,16 @@ def test_a_browser_parses_and_draws_the_page(real: ReportContext, tmp_path: Path
 # --- from the command line ----------------------------------------------------------------
 
 
+def load_run_conditions(suite: Path) -> RunConditions:
+    """The conditions of the newest run recorded beside ``suite``."""
+    with History.open(default_history_path(suite), create=False) as history:
+        newest = history.latest_run(suite_path=suite)
+        assert newest is not None
+        conditions = history.load_run(newest.run_id).conditions
+    assert conditions is not None
+    return conditions
+
+
 def _chart_columns(path: Path) -> int:
     page = Page(path.read_text(encoding="utf-8"))
     charts = page.find("svg", "chart")
@@ -483,14 +494,17 @@ def test_cer_run_charts_the_recorded_runs(module: Module) -> None:
     assert _chart_columns(report) == 2
     page = Page(report.read_text(encoding="utf-8"))
     assert len(page.find("details", "case")) == 3
-    # The run's conditions, with the options it was asked for.
+    # The conditions the run recorded.
     terms = [page.text_in(e) for e in page.find("dt")]
     values = dict(zip(terms, [page.text_in(e) for e in page.find("dd")], strict=True))
+    conditions = load_run_conditions(module.root / "evals.toml")
     assert values["implementation"] == f"{impl}:f"
-    assert values["isolation"] == "fork"
+    assert values["isolation"] == conditions.isolation == "fork"
+    assert values["sandbox"] == conditions.sandbox
+    assert values["network"] == conditions.network
     assert values["timeout per case"] == "10 s"
-    assert values["sandbox requested"] == "auto"
-    assert values["python"].endswith(sys.version.split()[0])
+    assert values["workers"] == str(conditions.jobs)
+    assert values["python version"] == conditions.python_version
     main(["run", suite, "--impl", f"{impl}:f", "-q", "--no-history", "--report", f"html={report}"])
     assert _chart_columns(report) == 0
     assert "No recorded runs" in report.read_text(encoding="utf-8")
@@ -521,6 +535,9 @@ def test_cer_history_html_renders_the_newest_recorded_run(
     ]
     assert "<script>alert(1)</script>" in page.text and not page.find("script")
     assert_self_contained(text)
+    terms = [page.text_in(e) for e in page.find("dt")]
+    values = dict(zip(terms, [page.text_in(e) for e in page.find("dd")], strict=True))
+    assert values["sandbox"] == load_run_conditions(suite).sandbox
     # -n limits the chart; the page still shows the newest run.
     assert main(["history", "--suite", str(suite), "--html", str(page_path), "-n", "2"]) == 0
     assert _chart_columns(page_path) == 2

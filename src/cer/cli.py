@@ -48,7 +48,6 @@ from cer.reports import (
     iso_time,
     parse_report_spec,
     render_report,
-    requested_conditions,
     results_document,
     write_report,
 )
@@ -597,14 +596,7 @@ def _run_and_report(
     progress.clear()
     flaky, untrusted = _record(history, run, suite)
     coverage = module_doc.coverage(suite, run)
-    context = ReportContext(
-        run,
-        suite,
-        coverage,
-        flaky,
-        _chart_runs(args, history, suite),
-        requested_conditions(options),
-    )
+    context = ReportContext(run, suite, coverage, flaky, _chart_runs(args, history, suite))
     summary_line = console.summary_line(run) + "\n"
     if args.format == "json":
         text = (
@@ -745,10 +737,8 @@ def _run_matrix(
     coverages = [module_doc.coverage(suite, run, warn=index == 0) for index, run in enumerate(runs)]
     charted = _chart_runs(args, history, suite)
     contexts = [
-        ReportContext(run, suite, coverage, flaky_names, charted, requested_conditions(options))
-        for run, coverage, flaky_names, options in zip(
-            runs, coverages, flaky, implementations, strict=True
-        )
+        ReportContext(run, suite, coverage, flaky_names, charted)
+        for run, coverage, flaky_names in zip(runs, coverages, flaky, strict=True)
     ]
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
     if args.format == "json":

@@ -24,7 +24,6 @@ from cer.model import RunResult, Suite
 
 if TYPE_CHECKING:
     from cer.history import RunRecord
-    from cer.runner import RunOptions
 
 __all__ = [
     "FORMATS",
@@ -35,7 +34,6 @@ __all__ = [
     "iso_time",
     "parse_report_spec",
     "render_report",
-    "requested_conditions",
     "results_document",
     "suite_display_path",
     "write_report",
@@ -57,9 +55,6 @@ class ReportContext:
     history: tuple[RunRecord, ...] = ()
     """Recorded runs of the suite, newest first (for the HTML report's chart); empty
     without history or when the report does not need them."""
-    conditions: tuple[tuple[str, str], ...] = ()
-    """How the run was asked for, as (label, value) rows (:func:`requested_conditions`),
-    when the caller knows: the run itself does not record them."""
 
 
 @dataclass(frozen=True)
@@ -89,34 +84,6 @@ class ReportRequest:
     @property
     def to_stdout(self) -> bool:
         return self.path == STDOUT
-
-
-def requested_conditions(options: RunOptions) -> tuple[tuple[str, str], ...]:
-    """The options a run was made with, and the machine it ran on, as (label, value)
-    rows for reports. They say what was asked for (``sandbox requested: auto``), not
-    what the run observed."""
-    import platform
-
-    from cer import __version__
-
-    rows = [
-        ("implementation kind", options.kind),
-        ("isolation", options.isolation),
-        ("timeout per case", f"{options.timeout:g} s"),
-        ("jobs", "auto" if options.jobs == 0 else str(options.jobs)),
-        ("memory limit", f"{options.max_memory} MiB" if options.max_memory else "none"),
-        ("capture limit", f"{options.capture_limit} bytes"),
-    ]
-    rows.append(("sandbox requested", options.sandbox))
-    rows.append(("network requested", options.network))
-    if options.shard is not None:
-        rows.append(("shard", f"{options.shard[0]}/{options.shard[1]}"))
-    rows += [
-        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
-        ("platform", platform.platform(terse=True)),
-        ("cer", __version__),
-    ]
-    return tuple(rows)
 
 
 def iso_time(ms: int) -> str:

@@ -491,8 +491,22 @@ def _conditions(context: ReportContext) -> tuple[tuple[str, str], ...]:
         ("started", iso_time(run.started_at_ms)),
         ("completed", iso_time(run.completed_at_ms)),
         ("history", "not used" if context.flaky is None else "recorded"),
-        *context.conditions,
     ]
+    conditions = run.conditions
+    if conditions is None:
+        rows.append(("conditions", "not recorded (a run from before cer recorded them)"))
+    else:
+        remaps = ", ".join(f"{name} → {model}" for name, model in conditions.category_remaps)
+        rows += [
+            ("isolation", conditions.isolation),
+            ("sandbox", conditions.sandbox),
+            ("network", conditions.network),
+            ("timeout per case", f"{conditions.timeout:g} s"),
+            ("workers", str(conditions.jobs)),
+            ("category remaps", remaps),
+            ("cer version", conditions.cer_version),
+            ("python version", conditions.python_version),
+        ]
     return tuple((label, value) for label, value in rows if value)
 
 
