@@ -63,8 +63,8 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     """At least one case failed or errored."""
     USAGE = 2
-    """Bad arguments, an unreadable or invalid suite, an unknown format version, or a
-    suite with no cases."""
+    """Bad arguments, an unreadable or invalid suite, an unknown format version, a
+    suite with no cases, or a history database cer did not make."""
     INCOMPLETE = 3
     """Nothing failed, but some cases were skipped: the run proves nothing complete."""
     INTERRUPTED = 130
