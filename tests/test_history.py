@@ -689,3 +689,22 @@ def test_layout_of_a_declaration_does_not_matter(tmp_path: Path) -> None:
     _tamper(path, "ANALYZE")  # statistics only guide the planner
     with History.open(path) as history:
         assert len(history.runs()) == 1
+
+
+def test_the_default_folder_ignores_itself_in_git(tmp_path: Path) -> None:
+    path = tmp_path / ".cer" / "history.sqlite"
+    History.open(path).close()
+    assert (tmp_path / ".cer" / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
+
+
+def test_a_chosen_history_folder_is_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "records" / "history.sqlite"
+    History.open(path).close()
+    assert not (tmp_path / "records" / ".gitignore").exists()
+
+
+def test_an_existing_gitignore_in_the_folder_is_kept(tmp_path: Path) -> None:
+    (tmp_path / ".cer").mkdir()
+    (tmp_path / ".cer" / ".gitignore").write_text("mine\n", encoding="utf-8")
+    History.open(tmp_path / ".cer" / "history.sqlite").close()
+    assert (tmp_path / ".cer" / ".gitignore").read_text(encoding="utf-8") == "mine\n"

@@ -59,6 +59,10 @@ APPLICATION_ID = 0x63657231
 """SQLite's ``application_id`` of a history cer made (``cer1``); 0 is accepted too, for
 a database made before cer set it or not yet initialised."""
 
+GITIGNORE_TEXT = "# Created by cer automatically.\n*\n"
+"""What ``.cer/.gitignore`` holds, as ``.pytest_cache`` does: the history stays out of
+``git status``."""
+
 KEEP_RUNS = 200
 """Runs kept per suite; recording one more forgets the oldest."""
 
@@ -385,6 +389,7 @@ class History:
         try:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
+                _ignore_folder(path.parent)
             connection = sqlite3.connect(
                 str(path), timeout=timeout, isolation_level=None, check_same_thread=False
             )
@@ -1039,3 +1044,20 @@ class History:
 
 def _with_flaky(record: RunRecord, names: tuple[str, ...]) -> RunRecord:
     return replace(record, flaky=names) if names else record
+
+
+def _ignore_folder(folder: Path) -> None:
+    """Write ``.gitignore`` (ignoring everything) into a ``.cer`` folder that has none.
+
+    Only a folder named ``.cer`` gets one: a ``--history`` path elsewhere is the user's
+    folder, whose files may well belong in version control. Best effort: a folder that
+    cannot be written still gets its history error from opening the database itself.
+    """
+    if folder.name != DEFAULT_DIR:
+        return
+    marker = folder / ".gitignore"
+    try:
+        if not marker.exists():
+            marker.write_text(GITIGNORE_TEXT, encoding="utf-8")
+    except OSError:
+        pass
