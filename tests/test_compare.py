@@ -41,9 +41,8 @@ def only(mismatches: tuple[Mismatch, ...]) -> Mismatch:
 
 
 def test_constants() -> None:
-    assert frozenset({"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"}) == (
-        RUNNER_OBSERVED_KEYS
-    )
+    observed = {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"}
+    assert frozenset({*observed, "resident_memory_mb"}) == RUNNER_OBSERVED_KEYS
     assert frozenset({"rejects", "error_includes", "error_type"}) == REJECTION_KEYS
 
 

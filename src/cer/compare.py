@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from cer.model import MISSING, Mismatch
 
 RUNNER_OBSERVED_KEYS: frozenset[str] = frozenset(
-    {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms"}
+    {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms", "resident_memory_mb"}
 )
 """Keys the runner fills into an observation when the implementation did not report them."""
 

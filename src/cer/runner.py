@@ -13,9 +13,11 @@ at a time, exactly as with a single worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -42,6 +44,7 @@ from cer.selection import Selection
 from cer.suite import resolve_fixtures
 from cer.verdict import (
     Outcome,
+    asks_memory,
     judge,
     outcome_from_worker,
     unmeasured_keys,
@@ -185,6 +188,27 @@ class _Planned:
     case: Case
     input: dict[str, Any]
     model: str
+    alone: bool = False
+    """The case runs inline in a worker of its own, a process the supervisor started and
+    reaps itself: its crash and its memory are then the runner's own observation (see
+    :meth:`_Execution.run_alone`)."""
+
+
+def _peak_resident_mb(pid: int) -> float | None:
+    """The kernel's peak resident memory of the live process ``pid`` since it started
+    its program (``VmHWM`` of /proc/PID/status), in MiB; None when it cannot be read.
+
+    Not ``ru_maxrss`` from ``wait4``: that also holds the peak of the memory the
+    process had before it started its program, a copy of the supervisor's own.
+    """
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmHWM:"):
+                    return round(int(line.split()[1]) / 1024.0, 3)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _case_id() -> int:
@@ -409,10 +433,216 @@ class _Execution:
 
             execute_command(self, planned)
             return
-        self.pending = deque(planned)
-        count = min(resolve_jobs(self.options.jobs), len(planned))
-        self.lanes = [_Lane(index) for index in range(count)]
-        self.execute()
+        alone = [item for item in planned if item.alone]
+        planned = [item for item in planned if not item.alone]
+        if planned:
+            self.pending = deque(planned)
+            count = min(resolve_jobs(self.options.jobs), len(planned))
+            self.lanes = [_Lane(index) for index in range(count)]
+            self.execute()
+        for item in alone:
+            self.check_cancel()
+            if self.finished:  # the implementation could not be loaded
+                self.record(_errored(item.case, self.notes[-1] if self.notes else "not run"))
+                continue
+            worker = WorkerProcess()
+            try:
+                self.run_alone(worker, item)
+            finally:
+                worker.kill()
+
+    # --- a case in a worker of its own ---------------------------------------------------
+
+    def await_message(self, worker: WorkerProcess, deadline: float) -> tuple[str, Any]:
+        """The worker's next message, or how waiting for it ended: ``("message",
+        Message)``, ``("ended", description)`` (the process ended), ``("broken",
+        description)`` (the channel broke or was corrupted) or ``("timeout", "")``."""
+        while True:
+            try:
+                message = worker.next_message()
+            except WorkerLost as lost:
+                return ("ended" if lost.ended else "broken"), lost.description
+            if message is not None:
+                return "message", message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout", ""
+            death = worker.death_fd()
+            fds = [worker.fileno()] if death is None else [worker.fileno(), death]
+            ready, _, _ = select.select(fds, [], [], min(remaining, _POLL))
+            self.check_cancel()
+            try:
+                if death is not None and death in ready:
+                    worker.read_remaining()
+                    message = worker.next_message()
+                    if message is not None:
+                        return "message", message
+                    return "ended", worker.exit_description()
+                if worker.fileno() in ready:
+                    worker.read_available()
+            except WorkerLost as lost:
+                try:
+                    message = worker.next_message()
+                except WorkerLost:
+                    message = None
+                if message is not None:
+                    return "message", message
+                return ("ended" if lost.ended else "broken"), lost.description
+
+    def run_alone(self, worker: WorkerProcess, item: _Planned) -> None:
+        """Run one case inline in a fresh worker of its own, then end that worker.
+
+        The worker is a process the supervisor started, so its end is the runner's own
+        observation: a crash it sees itself (``crashed = true`` can be verified), and
+        the kernel's peak resident memory of it (``resident_memory_mb``). For a case
+        that asks about memory the worker is first forbidden, before the import, to
+        create any process or run another program, so that this one process is all the
+        case used.
+        """
+        options, case = self.options, item.case
+        measure = asks_memory(case.expect)
+        confined = "the worker did not say whether new processes were forbidden"
+        try:
+            worker.send(
+                {
+                    "op": "load",
+                    "impl": options.impl,
+                    "paths": search_paths(self.suite, options),
+                    "isolation": "none",
+                    "capture_limit": options.capture_limit,
+                    "max_memory": options.max_memory,
+                    "timeout": options.timeout,
+                    "sandbox": self.policy.to_json() if self.policy is not None else None,
+                    "sandbox_abi": self.sandbox.abi,
+                    "alone": True,
+                    "confine": measure,
+                }
+            )
+        except WorkerLost as lost:
+            self.alone_load_failed(item, None, lost.description)
+            return
+        limit = max(LOAD_TIMEOUT_MIN, options.timeout)
+        load_deadline = time.monotonic() + limit
+        loaded: Message | None = None
+        while loaded is None:
+            kind, got = self.await_message(worker, load_deadline)
+            if kind != "message":
+                failure = got or f"importing the implementation timed out after {limit:g} s"
+                self.alone_load_failed(item, None, failure)
+                return
+            if measure and got.body.get("op") == "confined":
+                confined = "" if got.body.get("ok") is True else str(got.body.get("why"))
+                continue
+            loaded = got
+        if loaded.body.get("op") != "loaded" or not loaded.body.get("ok"):
+            self.alone_load_failed(item, loaded, "the worker could not load the implementation")
+            return
+        self.announce(loaded.body)
+        seq, timeout = _case_id(), options.timeout
+        body = self.encode(item)
+        sent = time.monotonic()
+        with contextlib.suppress(WorkerLost):  # its end is seen below
+            worker.send_case(seq, body)
+        kind, got = self.await_message(worker, sent + timeout)
+        elapsed_ms = (time.monotonic() - sent) * 1000.0
+        if kind == "message":
+            answer = got.body
+            if answer.get("op") != "result" or answer.get("seq") != seq:
+                self.record(
+                    _errored(
+                        case,
+                        "the runner lost this case: the worker sent a message that answers "
+                        "no case in flight",
+                    )
+                )
+                return
+            outcome = outcome_from_worker(
+                answer, got.raw, timeout, options.capture_limit, elapsed_ms
+            )
+            if elapsed_ms > timeout * 1000.0 or outcome.kind == "timed_out":
+                outcome = replace(
+                    outcome, kind="timed_out", detail=f"timed out after {timeout:g} s"
+                )
+                outcome = replace(outcome, elapsed_ms=timeout * 1000.0)
+            else:
+                peak = _peak_resident_mb(worker.process.pid) if measure else None
+                worker.ask_to_quit()
+                after, _ = self.await_message(worker, time.monotonic() + REPORT_GRACE + 1)
+                if after == "message":
+                    self.record(
+                        _errored(
+                            case,
+                            "the runner lost this case: the worker sent another message "
+                            "after its answer",
+                        )
+                    )
+                    return
+                code = worker.reap(0.5)
+                if outcome.kind == "crashed" and code not in (0, None):
+                    outcome = replace(outcome, seen=True)
+        elif kind == "timeout":
+            peak = None
+            outcome = Outcome(
+                "timed_out", detail=f"timed out after {timeout:g} s", elapsed_ms=timeout * 1000.0
+            )
+        elif kind == "ended":
+            peak = None
+            outcome = Outcome(
+                "crashed",
+                detail=f"the case ended the worker process: {str(got).split(': ', 1)[-1]}",
+                elapsed_ms=elapsed_ms,
+                seen=True,
+            )
+        else:
+            self.record(_errored(case, f"the runner lost this case: {got}"))
+            return
+        if measure:
+            worker.reap(0.5)
+            if worker.process.returncode == -signal.SIGSYS:
+                self.record(
+                    _errored(
+                        case,
+                        "could not verify resident_memory_mb: the case tried to start a "
+                        "process (killed by SIGSYS), and a case whose memory is measured "
+                        "runs alone in one process",
+                    )
+                )
+                return
+            outcome = replace(outcome, **self.memory_of(peak, outcome, confined))
+        self.record(judge(case, outcome))
+
+    @staticmethod
+    def memory_of(peak: float | None, outcome: Outcome, confined: str) -> dict[str, Any]:
+        """``memory_mb`` (or ``memory_note``) for an outcome of a worker of its own."""
+        if outcome.kind == "timed_out":
+            return {"memory_note": "the case did not finish"}
+        if confined:
+            return {"memory_note": f"new processes could not be forbidden ({confined})"}
+        if peak is None:
+            return {
+                "memory_note": "the kernel's account of the process could not be read "
+                "(it ended before it was read)"
+            }
+        return {"memory_mb": peak}
+
+    def announce(self, body: dict[str, Any]) -> None:
+        """The implementation was loaded by a worker: say so once."""
+        identity = identify(self.options.impl, body.get("files"))
+        if not self.announced:
+            self.implementation_id = identity.implementation_id
+            self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+
+    def alone_load_failed(self, item: _Planned, message: Message | None, failure: str) -> None:
+        if not self.announced:
+            self.fail_import([item], message, failure)
+            return
+        body = message.body if message is not None else {}
+        reason = str(body.get("reason") or failure)
+        self.record(
+            _errored(
+                item.case, f"the implementation {self.options.impl} could not be loaded: {reason}"
+            )
+        )
 
     def execute(self) -> None:
         """Keep every lane busy until each case has a result."""
@@ -842,6 +1072,17 @@ def plan(
         if unmeasured:
             decided.append(_errored(case, unmeasured_reason(unmeasured)))
             continue
+        memory = asks_memory(case.expect)
+        if memory and options.kind != "python":
+            decided.append(
+                _errored(
+                    case,
+                    "could not verify resident_memory_mb: the runner measures it only for "
+                    "Python implementations (a command's processes are not its own to "
+                    "account for)",
+                )
+            )
+            continue
         resolved, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
         if missing:
             names = ", ".join(missing)
@@ -849,7 +1090,8 @@ def plan(
                 _errored(case, f"missing fixture: {names} (looked in {suite.fixtures_dir})")
             )
             continue
-        runnable.append(_Planned(case, resolved, model))
+        alone = options.kind == "python" and (memory or case.expect.get("crashed") is True)
+        runnable.append(_Planned(case, resolved, model, alone))
     return runnable, decided
 
 

@@ -47,6 +47,12 @@ class Outcome:
     running the case inline, a harness, a per-case command). A crash only reported by
     the implementation's side (a worker about its own child, an exception) is data: it
     can fail a case, but it cannot satisfy ``crashed = true``."""
+    memory_mb: float | None = None
+    """``resident_memory_mb``: the kernel's peak resident memory of the process that ran
+    the case, read by the supervisor (see docs/execution-model.md); None when the runner
+    did not measure it."""
+    memory_note: str = ""
+    """Why ``memory_mb`` could not be measured, when a case asked for it."""
 
 
 def outcome_from_worker(
@@ -230,7 +236,12 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     unmeasured = unmeasured_keys(expect)
     if unmeasured:
         return result(Status.ERRORED, unmeasured_reason(unmeasured))
-    health = {"elapsed_ms": outcome.elapsed_ms}
+    if outcome.memory_mb is None and asks_memory(expect):
+        why = outcome.memory_note or "the runner did not measure this case"
+        return result(Status.ERRORED, f"could not verify {MEMORY_KEY}: {why}")
+    health: dict[str, Any] = {"elapsed_ms": outcome.elapsed_ms}
+    if outcome.memory_mb is not None:
+        health[MEMORY_KEY] = outcome.memory_mb
     if outcome.kind == "returned":
         value = outcome.value
         observation = dict(value) if type(value) is dict else {binding_key(expect): value}
@@ -244,6 +255,8 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         # The time is the runner's own measurement: an implementation reporting its own
         # elapsed_ms must not be able to pass a time bound it did not meet.
         observation["elapsed_ms"] = outcome.elapsed_ms
+        if outcome.memory_mb is not None:
+            observation[MEMORY_KEY] = outcome.memory_mb
         return compared(observation)
     if outcome.kind == "raised":
         if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
@@ -268,16 +281,21 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
             return result(
                 Status.ERRORED,
                 f"could not verify crashed = true: {outcome.detail}; that was reported by "
-                "the implementation's side, and the runner saw no process of its own end "
-                "(run with --isolation none, where the case runs in a process the runner "
-                "started)",
+                "the implementation's side, and the runner saw no process of its own end",
             )
         return _with_detail(compared({"crashed": True, "hung": False, **health}), outcome.detail)
     return result(Status.ERRORED, outcome.detail)
 
 
-RUNNER_MEASURED = frozenset({"elapsed_ms"})
+MEMORY_KEY = "resident_memory_mb"
+RUNNER_MEASURED = frozenset({"elapsed_ms", MEMORY_KEY})
 """The measurements the runner makes itself."""
+
+
+def asks_memory(expect: Mapping[str, Any]) -> bool:
+    """Whether ``expect`` asks about ``resident_memory_mb`` (as a value or a bound)."""
+    return any(key in (MEMORY_KEY, f"{MEMORY_KEY}_max", f"{MEMORY_KEY}_min") for key in expect)
+
 
 _MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
 """Name endings of a measurement of time or memory."""

@@ -294,6 +294,9 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
         return dumps({"k": "encode", "msg": f"cannot encode the result: {type(exc).__name__}"})
 
 
+_CRASH_KINDS = frozenset({"base", "mem", "thread"})
+"""Payload kinds the supervisor treats as a crash."""
+
 _UNSET: Any = object()
 """What a case's box holds until the implementation returned."""
 
@@ -344,6 +347,68 @@ def _rehearse() -> None:
     """
     with contextlib.suppress(Exception):
         _execute(_Target(_rehearsal_target), plaindata.loads(_REHEARSAL))
+
+
+def _forbid_new_processes() -> str | None:
+    """Forbid this process to create processes (threads it still can) or to run another
+    program, with a seccomp filter, so that the kernel's peak resident memory of this
+    one process (VmHWM) is the whole of what its case used: an attempt kills the process
+    with SIGSYS. Returns None when the filter is in place, else why not."""
+    if not sys.platform.startswith("linux"):
+        return "only Linux can forbid new processes (seccomp)"
+    import ctypes
+    import platform
+
+    machine = platform.machine()
+    forks: tuple[int, ...]
+    if machine == "x86_64":
+        arch, forks, clone, clone3 = 0xC000003E, (57, 58, 59, 322), 56, 435
+    elif machine in ("aarch64", "arm64"):
+        arch, forks, clone, clone3 = 0xC00000B7, (221, 281), 220, 435
+    else:
+        return f"no seccomp filter is written for {machine}"
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    # An attempt is not refused but ends the process (SIGSYS): a refusal the runner
+    # caused must never look like the implementation's own failure or refusal.
+    allow, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 38
+    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, eperm), (ld, 0, 0, 0)]
+    if arch == 0xC000003E:
+        program += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # the x32 system calls
+    for number in forks:
+        program += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
+    program += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]  # threads fall back to clone
+    program += [
+        (jeq, 0, 3, clone),
+        (ld, 0, 0, 16),  # the low half of clone's flags
+        (jset, 1, 0, 0x00010000),  # CLONE_THREAD: a thread, not a process
+        (ret, 0, 0, eperm),
+        (ret, 0, 0, allow),
+    ]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_ushort),
+            ("jt", ctypes.c_ubyte),
+            ("jf", ctypes.c_ubyte),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*insn) for insn in program])
+    prog = Program(len(program), filters)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError) as exc:
+        return f"prctl is not available ({exc})"
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return f"PR_SET_NO_NEW_PRIVS failed: {os.strerror(ctypes.get_errno())}"
+    if prctl(22, 2, ctypes.addressof(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        return f"the seccomp filter was refused: {os.strerror(ctypes.get_errno())}"
+    return None
 
 
 def _restore_builtins(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -611,6 +676,10 @@ class Worker:
         self.ctrl_in = ctrl_in
         self.ctrl_out = ctrl_out
         self.target: _Target | None = None
+        self.alone = False
+        """This worker runs one case inline and ends: after a case that crashed (an
+        exception outside Exception, a thread's failure), it ends itself, so that the
+        supervisor sees the crash as its own child's end."""
         self.isolation = "fork"
         self.capture_limit = 65536
         self.max_memory: int | None = None
@@ -675,6 +744,11 @@ class Worker:
     # --- loading ---------------------------------------------------------------------
 
     def load(self, message: dict[str, Any]) -> None:
+        self.alone = bool(message.get("alone"))
+        if message.get("confine"):
+            # Before the import: nothing of the implementation's can undo it.
+            why = _forbid_new_processes()
+            self.send({"op": "confined", "ok": why is None, "why": why or ""})
         self.isolation = message["isolation"]
         self.capture_limit = int(message["capture_limit"])
         self.max_memory = message.get("max_memory")
@@ -784,6 +858,8 @@ class Worker:
             },
             payload,
         )
+        if self.alone and plaindata.loads(payload).get("k") in _CRASH_KINDS:
+            os._exit(70)
         if anomaly:
             os._exit(0)
 

@@ -107,6 +107,8 @@ class WorkerProcess:
         """Whether anything was ever sent to this worker."""
         self.started_in = os.getcwd() if cwd is None else cwd
         self.started_with = dict(os.environ)
+        self.rusage: Any = None
+        """The kernel's resource use of the ended worker (see :meth:`reap`)."""
         self._pidfd: int | None = None
         if hasattr(os, "pidfd_open"):
             with contextlib.suppress(OSError):
@@ -231,11 +233,29 @@ class WorkerProcess:
         self._next += 1
         return Message(body)
 
+    def reap(self, wait: float) -> int | None:
+        """The worker's exit code once it has ended (waiting up to ``wait`` seconds), or
+        None. The supervisor reaps it itself with ``wait4``, so that :attr:`rusage`
+        holds the kernel's account of it: its peak resident memory, and that of every
+        process it reaped."""
+        if self.process.returncode is not None:
+            return self.process.returncode
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.process.poll()
+            if pid:
+                self.rusage = usage
+                self.process.returncode = os.waitstatus_to_exitcode(status)
+                return self.process.returncode
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.002)
+
     def _death_description(self, what: str) -> str:
-        code = self.process.poll()
-        if code is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = self.process.wait(timeout=0.5)
+        code = self.reap(0.5)
         if code is None:
             return what
         if code < 0:

@@ -332,8 +332,8 @@ def f():
         ('{"how": "timeout"}', "{ hung = true }", "the worker reported a timeout after"),
         (
             '{"how": "signal", "signal": 11, "name": "SIGSEGV"}',
-            "{ crashed = true }",
-            "could not verify crashed = true",
+            "{ crashed = false, hung = false }",
+            "crashed: expected bool False, observed bool True",
         ),
     ],
     ids=["timeout", "crash"],
@@ -344,8 +344,67 @@ def test_a_worker_claiming_a_hang_or_a_crash_is_not_believed(
     source = LYING_ENDING_AT_IMPORT.replace("ENDING", ending)
     result, _ = run(module, source, suite(("a", "{}", expect)), timeout=1.0)
     ((status, why),) = outcome(result)
-    assert status is ERRORED
+    assert status is (ERRORED if "timeout" in ending else FAIL)
     assert evidence in why
+
+
+LYING_INLINE_CRASH_AT_IMPORT = """
+import sys
+worker = sys.modules["__main__"]
+
+def _lie(self, seq, message):
+    self.send({"op": "result", "seq": seq, "exit": {"how": "signal", "signal": 11,
+               "name": "SIGSEGV"}, "stdout": "", "stderr": "", "dropped": 0,
+               "anomaly": None}, b"")
+
+worker.Worker._run_inline = _lie
+
+def f():
+    return 1
+"""
+
+
+@pytest.mark.parametrize("isolation", MODES)
+def test_a_crash_only_the_worker_reports_cannot_satisfy_crashed_true(
+    module: Module, isolation: str
+) -> None:
+    result, _ = run(
+        module,
+        LYING_INLINE_CRASH_AT_IMPORT,
+        suite(("a", "{}", "{ crashed = true }")),
+        isolation=isolation,
+    )
+    ((status, why),) = outcome(result)
+    assert status is ERRORED
+    assert why.startswith(
+        "could not verify crashed = true: the case's process was killed by SIGSEGV"
+    )
+
+
+REAL_CRASHES = """
+import os, signal, sys
+
+def f(how):
+    if how == "exit":
+        os._exit(3)
+    if how == "signal":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "system-exit":
+        raise SystemExit(4)
+    return 1
+"""
+
+
+@pytest.mark.parametrize("isolation", MODES)
+def test_a_real_crash_satisfies_crashed_true_in_every_mode(module: Module, isolation: str) -> None:
+    cases = [
+        (how, f'{{ how = "{how}" }}', "{ crashed = true }")
+        for how in ("exit", "signal", "system-exit", "none")
+    ]
+    result, _ = run(module, REAL_CRASHES, suite(*cases), isolation=isolation)
+    got = outcome(result)
+    assert [status for status, _ in got] == [PASS, PASS, PASS, FAIL], got
+    assert "crashed: expected bool True, observed bool False" in got[3][1]
 
 
 PRE_ANSWERING_HARNESS = r"""
@@ -383,25 +442,79 @@ def test_a_harness_cannot_answer_a_request_before_it_is_sent(
     assert "seq" in (result.results[1].reason or "")
 
 
-# --- measurements the runner does not make ----------------------------------------------
+# --- measurements ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("expect", "key"),
-    [
-        ("{ output = 4, resident_memory_mb_max = 50 }", "resident_memory_mb"),
-        ("{ output = 4, resident_memory_mb = 1 }", "resident_memory_mb"),
-        ("{ first_render_ms_max = 100 }", "first_render_ms"),
-    ],
-)
-def test_a_measurement_the_implementation_reports_about_itself_is_not_evidence(
-    module: Module, expect: str, key: str
+def test_a_measurement_the_runner_does_not_make_is_not_taken_from_the_implementation(
+    module: Module,
 ) -> None:
-    source = "def f():\n    return {'output': 4, 'resident_memory_mb': 1, 'first_render_ms': 1}\n"
-    result, _ = run(module, source, suite(("a", "{}", expect)))
+    source = "def f():\n    return {'output': 4, 'first_render_ms': 1, 'binary_size_mb': 1}\n"
+    result, _ = run(
+        module,
+        source,
+        suite(
+            ("a", "{}", "{ first_render_ms_max = 100 }"),
+            ("b", "{}", "{ output = 4, binary_size_mb_max = 5 }"),
+        ),
+    )
+    got = outcome(result)
+    assert got[0][0] is ERRORED and got[0][1].startswith(
+        "could not verify first_render_ms: the runner does not measure it"
+    )
+    assert got[1][0] is ERRORED and got[1][1].startswith("could not verify binary_size_mb")
+
+
+MEMORY = """
+import subprocess
+
+def f(mb):
+    if mb < 0:
+        subprocess.run(["true"])
+    block = bytearray(mb * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    return {"output": 4, "resident_memory_mb": 1}
+"""
+
+
+@pytest.mark.parametrize("isolation", MODES)
+def test_resident_memory_is_the_kernels_account_never_the_implementations(
+    module: Module, isolation: str
+) -> None:
+    result, _ = run(
+        module,
+        MEMORY,
+        suite(
+            ("small", "{ mb = 1 }", "{ output = 4, resident_memory_mb_max = 100 }"),
+            ("large", "{ mb = 150 }", "{ output = 4, resident_memory_mb_max = 100 }"),
+            ("starts-a-process", "{ mb = -1 }", "{ output = 4, resident_memory_mb_max = 100 }"),
+            ("plain", "{ mb = 1 }", "{ output = 4 }"),
+        ),
+        isolation=isolation,
+    )
+    got = outcome(result)
+    assert got[0] == (PASS, "")
+    assert 1 < result.results[0].observation["resident_memory_mb"] < 100
+    assert got[1][0] is FAIL
+    assert "resident_memory_mb_max: expected resident_memory_mb <= 100, observed 1" in got[1][1]
+    assert result.results[1].observation["resident_memory_mb"] > 150
+    assert got[2] == (
+        ERRORED,
+        "could not verify resident_memory_mb: the case tried to start a process (killed by "
+        "SIGSYS), and a case whose memory is measured runs alone in one process",
+    )
+    assert got[3] == (PASS, "")
+
+
+def test_a_commands_memory_is_not_measured(module: Module) -> None:
+    module.suite(suite(("a", "{}", "{ resident_memory_mb_max = 100 }")))
+    result = run_suite(
+        load_suite(module.root / "evals.toml"),
+        RunOptions(impl="true", kind="command-per-case", timeout=5.0),
+    )
     ((status, why),) = outcome(result)
     assert status is ERRORED
-    assert why.startswith(f"could not verify {key}: the runner does not measure it")
+    assert why.startswith("could not verify resident_memory_mb: the runner measures it only")
 
 
 # --- class 7: --isolation none keeps its promises ----------------------------------------
