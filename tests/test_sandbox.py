@@ -235,3 +235,29 @@ def test_the_launcher_confines_then_executes(tmp_path: Path) -> None:
     missing = _launch(rules, "--", "no-such-program-here")
     assert missing.returncode == 127
     assert "cannot run 'no-such-program-here'" in missing.stderr
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _resolve(argv: list[str], values: dict[str, object]) -> RunOptions:
+    import argparse
+
+    from cer.options import ProjectConfig, add_run_arguments, resolve_run
+
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    config = ProjectConfig(values, Path("/proj/pyproject.toml"))
+    return resolve_run(parser.parse_args(["evals.toml", "--impl", "m:f", *argv]), config).options
+
+
+def test_sandbox_and_network_come_from_the_command_line_or_the_file() -> None:
+    from cer.options import UsageError
+
+    assert (_resolve([], {}).sandbox, _resolve([], {}).network) == ("auto", "allow")
+    assert _resolve([], {"sandbox": "off"}).sandbox == "off"
+    assert _resolve(["--sandbox", "auto"], {"sandbox": "off"}).sandbox == "auto"
+    with pytest.raises(UsageError, match="sandbox must be one of auto, require, off"):
+        _resolve([], {"sandbox": "maybe"})
+    with pytest.raises(UsageError, match="--network deny needs the sandbox"):
+        _resolve(["--network", "deny"], {"sandbox": "off"})
