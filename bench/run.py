@@ -250,7 +250,7 @@ def cer_command() -> str:
 _CLI_HAS_JOBS: bool | None = None
 DRIVER = """
 import sys
-from cer.runner import RunOptions, parse_jobs, run_suite
+from cer.engine.runner import RunOptions, parse_jobs, run_suite
 from cer.suite import load_suite
 
 suite_path, impl, isolation, jobs = sys.argv[1:5]
@@ -308,7 +308,7 @@ def pytest_run(folder: Path, repeat: int = 2) -> float:
 FORK_FLOOR = """
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
-import cer.worker, bench_impl
+import cer.worker.main, bench_impl
 best = float("inf")
 for _ in range(5):
     started = time.perf_counter()
@@ -345,7 +345,7 @@ TUI_SIZE = (120, 36)
 
 
 async def _tui_latency(folder: Path, impl: str, warm: bool, saves: int) -> dict[str, Any]:
-    from cer.runner import RunOptions, WarmWorkers, run_suite
+    from cer.engine.runner import RunOptions, WarmWorkers, run_suite
     from cer.tui.app import create_app
 
     pool = WarmWorkers(1) if warm else None
@@ -392,7 +392,7 @@ async def _tui_latency(folder: Path, impl: str, warm: bool, saves: int) -> dict[
 
 
 async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
-    from cer.runner import RunOptions
+    from cer.engine.runner import RunOptions
     from cer.tui.app import create_app
 
     options = RunOptions(impl=impl, isolation="none", jobs=jobs)
@@ -590,7 +590,7 @@ def worker_ready(folder: Path) -> float:
     """Seconds from starting a worker to its answer for a trivial implementation."""
     code = textwrap.dedent(f"""
         import statistics, time
-        from cer.workerproc import WorkerProcess
+        from cer.engine.workerproc import WorkerProcess
         times = []
         for _ in range(5):
             started = time.perf_counter()

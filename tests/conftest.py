@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from cer.engine.runner import RunOptions, run_suite
 from cer.model import RunResult, Status
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]

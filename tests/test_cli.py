@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli import ExitCode, main
+from cer.cli.main import ExitCode, main
 from conftest import EXAMPLES, Module
 
 CALC = EXAMPLES / "calc" / "evals.toml"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cer import cli
-from cer.cli import main
+import cer.cli.main as cli
+from cer.cli.main import main
 from conftest import Module
 
 SUITE = """

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from cer import commandimpl
-from cer.commandimpl import (
+from cer.engine.command import harness as commandimpl
+from cer.engine.command.harness import (
     ProtocolError,
     decode_value,
     encode_value,
@@ -32,9 +32,9 @@ from cer.commandimpl import (
     parse_message,
     run_request,
 )
+from cer.engine.runner import RunCancelled, RunOptions, _Execution, _Planned, run_suite
 from cer.events import ImplementationFailed, ImplementationLoaded, RunEvent
 from cer.model import RunResult, Status
-from cer.runner import RunCancelled, RunOptions, _Execution, _Planned, run_suite
 from cer.selection import Selection
 from cer.suite import load_suite
 from conftest import EXAMPLES, ROOT, Module, single_case_suite, statuses

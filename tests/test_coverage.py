@@ -12,8 +12,8 @@ from cer.coverage import (
     read_constraints,
     suite_coverage,
 )
+from cer.engine.runner import RunOptions, run_suite
 from cer.model import CaseResult, RunResult, Status
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 
 GREET = Path(__file__).parent / "data" / "greet"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cer.engine.runner import RunOptions, run_suite
 from cer.model import RunResult, Status
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 
 SUITE = Path(__file__).resolve().parents[1] / "examples" / "calc" / "evals.toml"

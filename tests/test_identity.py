@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cer import events
-from cer.identity import MAX_FILES, UNKNOWN, identify
-from cer.runner import RunOptions, run_suite
+from cer.engine.identity import MAX_FILES, UNKNOWN, identify
+from cer.engine.runner import RunOptions, run_suite
 from cer.suite import load_suite
 from conftest import Module, single_case_suite
 

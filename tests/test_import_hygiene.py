@@ -26,13 +26,16 @@ def test_core_module_does_not_import_textual(module: str) -> None:
 
 
 def test_worker_imports_only_what_it_needs() -> None:
-    code = "import sys, cer.worker; print(sorted(m for m in sys.modules if m.startswith('cer')))"
+    code = (
+        "import sys, cer.worker.main; print(sorted(m for m in sys.modules if m.startswith('cer')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(
         sorted(
             [
                 "cer",
                 "cer.worker",
+                "cer.worker.main",
                 "cer.plaindata",
                 "cer.framing",
                 "cer.caseview",

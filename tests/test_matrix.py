@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from cer import console
-from cer.cli import ExitCode, exit_code_for_runs, labelled_path, main
+from cer.cli import console
+from cer.cli.main import ExitCode, exit_code_for_runs, labelled_path, main
+from cer.engine.runner import RunOptions
 from cer.history import History
 from cer.matrix import (
     Agreement,
@@ -40,7 +41,6 @@ from cer.options import (
     resolve,
     resolve_run,
 )
-from cer.runner import RunOptions
 from cer.suite import load_suite
 from conftest import EXAMPLES, ROOT, Module
 

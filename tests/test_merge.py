@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cer import serialize
+from cer.engine.runner import OTHER_SHARD
 from cer.merge import (
     MergeError,
     Shard,
@@ -24,7 +25,6 @@ from cer.merge import (
 )
 from cer.model import RunResult, Status
 from cer.reports import ReportContext, results_document
-from cer.runner import OTHER_SHARD
 from cer.suite import load_suite
 from conftest import Module
 

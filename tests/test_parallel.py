@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished, RunStarted
-from cer.model import RunResult, Status
-from cer.runner import (
+from cer.engine.runner import (
     OTHER_SHARD,
     RunCancelled,
     RunOptions,
@@ -31,6 +29,8 @@ from cer.runner import (
     resolve_jobs,
     run_suite,
 )
+from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished, RunStarted
+from cer.model import RunResult, Status
 from cer.selection import Selection
 from cer.suite import load_suite
 from conftest import Module

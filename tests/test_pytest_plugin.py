@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from cer.engine.runner import RunOptions, run_suite
 from cer.history import History
 from cer.model import Status
 from cer.options import ProjectConfig, UsageError
 from cer.pytest_plugin import configured_suites, marker_word
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]

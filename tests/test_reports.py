@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cer.coverage import suite_coverage
+from cer.engine.runner import RunOptions, run_suite
 from cer.model import CaseResult, RunResult, Status
 from cer.reports import (
     FORMATS,
@@ -29,7 +30,6 @@ from cer.reports import (
 )
 from cer.reports.github import escape_data, escape_property
 from cer.reports.manifest import manifest_document
-from cer.runner import RunOptions, run_suite
 from cer.selection import Selection
 from cer.serialize import run_from_dict
 from cer.suite import load_suite

@@ -13,13 +13,13 @@ import pytest
 
 import cer
 from cer import sandbox, serialize
-from cer.console import summary_line
+from cer.cli.console import summary_line
+from cer.engine.runner import RunOptions, run_suite
 from cer.history import History
 from cer.merge import MergeError, Shard, merge_runs
 from cer.model import RunConditions, RunResult
 from cer.reports import ReportContext
 from cer.reports.manifest import manifest_document
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 from test_reports import validate_json
 

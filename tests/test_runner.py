@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cer.engine.runner import RunCancelled, RunOptions, run_suite
 from cer.events import CaseFinished, ImplementationFailed, ImplementationLoaded, RunStarted
 from cer.model import Status
-from cer.runner import RunCancelled, RunOptions, run_suite
 from cer.selection import Selection
 from cer.suite import load_suite
 from conftest import Module, single_case_suite, statuses

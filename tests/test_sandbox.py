@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cer import confinement, landlock, sandbox
-from cer.cli import main as cer_main
+from cer import landlock, sandbox
+from cer.cli.main import main as cer_main
+from cer.engine import confinement
+from cer.engine.runner import RunOptions, run_suite
 from cer.model import Status
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 
 LANDLOCK = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here")

@@ -80,7 +80,7 @@ MUTANTS = {
     ),
     # Exceptions the expectation does not ask about count as passes.
     "errors-become-passes": (
-        "import dataclasses, cer.runner, cer.verdict\n"
+        "import dataclasses, cer.engine.runner, cer.verdict\n"
         "from cer.model import Status\n"
         "real = cer.verdict.judge\n"
         "def judge(case, outcome):\n"
@@ -88,17 +88,17 @@ MUTANTS = {
         "    if result.status is Status.ERRORED:\n"
         "        return dataclasses.replace(result, status=Status.PASS, reason=None)\n"
         "    return result\n"
-        "cer.runner.judge = judge\n",
+        "cer.engine.runner.judge = judge\n",
         ["exception-without-rejection-keys-is-errored", "base-exceptions-are-crashes"],
     ),
     # Unsupported categories are run as functional instead of being skipped.
     "guesses-categories": (
-        "import cer.runner\nreal = cer.runner.build_registry\n"
+        "import cer.engine.runner\nreal = cer.engine.runner.build_registry\n"
         "def build(mapping=None, **kw):\n"
         "    registry = real(mapping, **kw)\n"
         "    return type(registry)({**registry.models, 'concurrency': 'call',"
         " 'made-up': 'call'})\n"
-        "cer.runner.build_registry = build\n",
+        "cer.engine.runner.build_registry = build\n",
         ["unsupported-category-is-skipped-visibly", "every-status-in-one-run"],
     ),
 }

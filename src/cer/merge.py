@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer import serialize
+from cer.engine.runner import OTHER_SHARD
 from cer.model import CaseResult, RunConditions, RunResult, Status, Summary
-from cer.runner import OTHER_SHARD
 
 __all__ = [
     "MergeError",

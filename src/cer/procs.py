@@ -3,7 +3,7 @@ adopt orphans, and end what is left.
 
 :func:`end_process` ends one process the supervisor started (a worker, a command
 harness, a per-case command) with everything below it; the process-tree walking
-itself is shared with the worker (``cer.worker.kill_process_tree``, which the worker
+itself is shared with the worker (``cer.worker.main.kill_process_tree``, which the worker
 uses after each case).
 
 A worker adopts what its cases leave behind (it is a Linux child subreaper) and kills
@@ -29,7 +29,7 @@ import subprocess
 from collections.abc import Collection
 from typing import Any
 
-from cer.worker import _children, _prctl, kill_process_tree
+from cer.worker.main import _children, _prctl, kill_process_tree
 
 __all__ = ["adopt_orphans", "adopting", "children", "end_process", "end_strays"]
 

@@ -5,7 +5,7 @@ an environment where cer is installed; it does nothing unless a suite is named o
 command line, listed in ``[tool.cer] pytest_suites``, or given with a cer option (see
 docs/pytest.md). Collection makes one item per case; execution never judges anything
 itself: the first item of a suite that runs in a process runs the cases of every item
-of that suite the process still has to run, in one :func:`cer.runner.run_suite` call,
+of that suite the process still has to run, in one :func:`cer.engine.runner.run_suite` call,
 and each item then reports its case's result. cer's ``pass``, ``fail``, ``errored`` and
 ``skipped`` become pytest's passed, failed, error and skipped, one to one.
 """
@@ -26,14 +26,15 @@ from typing import Any
 
 import pytest
 
-from cer import console, serialize
+from cer import serialize
 from cer.categories import CategoryConfigError
-from cer.confinement import NETWORK_MODES, SANDBOX_MODES
+from cer.cli import console
+from cer.engine.confinement import NETWORK_MODES, SANDBOX_MODES
+from cer.engine.runner import RunCancelled, RunOptions, WarmWorkers, run_suite
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.history import History, HistoryError, default_history_path
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite
 from cer.options import ProjectConfig, UsageError, find_project_config, resolve_run
-from cer.runner import RunCancelled, RunOptions, WarmWorkers, run_suite
 from cer.safetext import for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite

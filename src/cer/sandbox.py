@@ -2,7 +2,7 @@
 
 Shared by both sides, like a wire format, and importing nothing of the supervisor: the
 supervisor builds a :class:`Policy` (which paths the implementation may read, where it
-may write, whether it may use TCP; see :mod:`cer.confinement`) and hands it on; the
+may write, whether it may use TCP; see :mod:`cer.engine.confinement`) and hands it on; the
 worker applies it to itself before it imports the implementation (so every case
 process inherits it), each case process adds a layer of its own (so that it cannot
 signal or trace the worker), and command implementations are started through the

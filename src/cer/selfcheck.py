@@ -3,7 +3,7 @@
 The project's own ``evals.toml`` holds cases whose ``input`` is a whole module: an
 inline suite (TOML text), an inline implementation (Python source) and run options.
 :func:`run_case` writes them to a fresh temporary folder, runs the real
-:func:`cer.runner.run_suite` on them, and reports what the run produced as an
+:func:`cer.engine.runner.run_suite` on them, and reports what the run produced as an
 observation that the outer suite's ``expect`` tables check::
 
     cer run evals.toml --impl cer.selfcheck:run_case
@@ -73,9 +73,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cer.engine.runner import RunOptions, run_suite
 from cer.events import CaseFinished, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status, Suite
-from cer.runner import RunOptions, run_suite
 from cer.selection import Selection
 from cer.suite import SuiteError, load_suite
 

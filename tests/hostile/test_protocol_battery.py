@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from cer.engine.runner import RunOptions, run_suite
 from cer.model import RunResult, Status
-from cer.runner import RunOptions, run_suite
 from cer.suite import load_suite
 from conftest import Module
 
@@ -130,7 +130,7 @@ def test_a_result_the_runner_cannot_encode_is_errored_not_a_rejection(module: Mo
 
 def test_encoding_failures_are_the_runners_not_the_implementations() -> None:
     from cer.verdict import outcome_from_worker
-    from cer.worker import _encode_returned
+    from cer.worker.main import _encode_returned
 
     class Changing(Exception):
         pass

@@ -18,8 +18,8 @@ from typing import Any
 from textual.worker import WorkerState
 
 from cer import events
+from cer.engine.runner import RunCancelled, RunOptions
 from cer.model import Case, CaseResult, Mismatch, RunResult, Status, Suite
-from cer.runner import RunCancelled, RunOptions
 from cer.selection import Selection
 from cer.tui.app import CerApp
 

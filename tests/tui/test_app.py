@@ -10,8 +10,8 @@ import pytest
 from textual.strip import Strip
 from textual.widgets import Input, OptionList, TabbedContent
 
+from cer.engine.runner import RunOptions
 from cer.model import Case, CaseResult, RunResult, Status, Suite
-from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.suite import load_suite
 from cer.tui.app import CerApp, create_app

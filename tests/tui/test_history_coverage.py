@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console, RenderableType
 
+from cer.engine.runner import RunOptions
 from cer.history import History
 from cer.model import Case, CaseResult, Status, Suite
-from cer.runner import RunOptions
 from cer.tui.app import CerApp, create_app
 from cer.tui.widgets.text_pane import TextPane
 

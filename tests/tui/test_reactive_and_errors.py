@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cer import events
+from cer.engine.runner import RunOptions
 from cer.model import Status
-from cer.runner import RunOptions
 from cer.tui import controller
 from cer.tui.app import CerApp, create_app
 from cer.tui.state.bars import HeaderState, SummaryState

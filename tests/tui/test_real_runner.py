@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cer.engine.runner import RunOptions
 from cer.history import History
 from cer.model import Status
-from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.tui.app import create_app
 from cer.tui.screens.matrix import MatrixScreen

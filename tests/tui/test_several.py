@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console, RenderableType
 from textual.widgets import Input
 
+from cer.engine.runner import RunOptions
 from cer.history import History
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, Status
-from cer.runner import RunOptions
 from cer.tui.app import CerApp, create_app
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen

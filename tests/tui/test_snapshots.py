@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from cer.engine.runner import RunOptions
 from cer.model import Case, CaseResult, Status
-from cer.runner import RunOptions
 from cer.suite import SuiteError
 from cer.tui.app import CerApp, create_app
 

@@ -30,9 +30,9 @@ from textual.theme import Theme
 from textual.widgets import Footer, Input, TabPane
 from textual.worker import Worker, WorkerState
 
+from cer.engine.runner import RunOptions, WarmWorkers, resolve_jobs, run_suite
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
-from cer.runner import RunOptions, WarmWorkers, resolve_jobs, run_suite
 from cer.selection import Selection
 from cer.suite import load_suite
 from cer.tui import messages

@@ -21,11 +21,11 @@ from watchfiles import awatch
 
 from cer import events
 from cer.coverage import MODULE_DOC
+from cer.engine.runner import RunCancelled, RunOptions
 from cer.history import History, HistoryError
 from cer.matrix import build_matrix
 from cer.model import RunResult, Status, Suite
 from cer.options import implementation_stem
-from cer.runner import RunCancelled, RunOptions
 from cer.safetext import displayed, for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError
@@ -44,7 +44,7 @@ WorkerGroup = Literal["run", "watch", "details", "coverage", "matrix", "history"
 
 
 class RunFunction(Protocol):
-    """The shape of :func:`cer.runner.run_suite`, which tests replace with a fake."""
+    """The shape of :func:`cer.engine.runner.run_suite`, which tests replace with a fake."""
 
     def __call__(
         self,

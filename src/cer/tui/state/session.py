@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from cer.engine.runner import RunOptions
 from cer.matrix import Matrix
 from cer.model import RunResult, Status, Suite
-from cer.runner import RunOptions
 from cer.selection import Selection
 from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
 from cer.tui.state.board import Board

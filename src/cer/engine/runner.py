@@ -27,8 +27,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cer import confinement, plaindata, procs
+from cer import plaindata, procs
 from cer.categories import CategoryRegistry, build_registry
+from cer.engine import confinement
+from cer.engine.identity import UNKNOWN, identify
+from cer.engine.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
 from cer.events import (
     CaseFinished,
     ImplementationFailed,
@@ -37,7 +40,6 @@ from cer.events import (
     RunFinished,
     RunStarted,
 )
-from cer.identity import UNKNOWN, identify
 from cer.model import Case, CaseResult, RunConditions, RunResult, Status, Suite
 from cer.safetext import retained, scrub
 from cer.selection import Selection
@@ -50,7 +52,6 @@ from cer.verdict import (
     unmeasured_keys,
     unmeasured_reason,
 )
-from cer.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
 
 if TYPE_CHECKING:
     from cer.sandbox import Policy
@@ -120,7 +121,7 @@ class RunOptions:
     the other cases are reported skipped with the reason :data:`OTHER_SHARD`."""
     sandbox: str = "auto"
     """``auto`` (Landlock where the kernel has it), ``require`` (refuse to run
-    without it) or ``off``; see :mod:`cer.confinement`."""
+    without it) or ``off``; see :mod:`cer.engine.confinement`."""
     network: str = "allow"
     """``deny`` refuses the implementation TCP bind and connect (needs the sandbox)."""
     protected: tuple[str, ...] = ()
@@ -429,7 +430,7 @@ class _Execution:
         if not planned:
             return
         if self.options.kind != "python":
-            from cer.commandimpl import execute as execute_command
+            from cer.engine.command.harness import execute as execute_command
 
             execute_command(self, planned)
             return
@@ -830,7 +831,7 @@ class _Execution:
             return
         lane.loading = False
         # The worker lists the files after importing the implementation: its list is
-        # data, checked and hashed here (see cer.identity).
+        # data, checked and hashed here (see cer.engine.identity).
         identity = identify(self.options.impl, body.get("files"))
         if not self.announced:
             self.implementation_id = identity.implementation_id
@@ -1142,7 +1143,7 @@ def run_suite(
 
     Raises RunCancelled when ``cancel`` is set before the run completes (the workers
     are killed first), ValueError for options that make no sense, and
-    :class:`cer.confinement.SandboxUnavailable` (a ValueError) when the sandbox the
+    :class:`cer.engine.confinement.SandboxUnavailable` (a ValueError) when the sandbox the
     options ask for cannot be had here.
     """
     _check_options(options)

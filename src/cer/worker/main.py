@@ -1133,6 +1133,7 @@ def _source_files(before: set[str], stdlib: _StdlibTrees) -> list[str]:
 _GUARDED_MODULES = (
     "cer",
     "cer.worker",
+    "cer.worker.main",
     "cer.plaindata",
     "cer.framing",
     "cer.caseview",
@@ -1364,7 +1365,3 @@ def main(argv: list[str] | None = None) -> None:
             worker.discard_spare()
             kill_strays()  # whatever the implementation started ends with the run
             os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cer import __version__, console, procs, serialize
+from cer import __version__, procs, serialize
 from cer.categories import CategoryConfigError
 from cer.check import SuiteUnreadable, check_suite, render_check
+from cer.cli import console
 from cer.coverage import ConstraintSet, Coverage, CoverageError, read_module_doc, suite_coverage
+from cer.engine.runner import RunOptions, parse_shard, run_suite
 from cer.history import (
     KEEP_RUNS,
     History,
@@ -51,7 +53,6 @@ from cer.reports import (
     results_document,
     write_report,
 )
-from cer.runner import RunOptions, parse_shard, run_suite
 from cer.suite import SuiteError, load_suite
 
 
@@ -1105,7 +1106,3 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(commands[args.command](args))
     parser.error(f"unknown command {args.command}")
     return ExitCode.USAGE  # pragma: no cover
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -52,7 +52,7 @@ from cer.procs import end_process
 from cer.verdict import Outcome, judge
 
 if TYPE_CHECKING:
-    from cer.runner import _Execution, _Planned
+    from cer.engine.runner import _Execution, _Planned
 
 PROTOCOL_VERSION = 1
 """The version of docs/protocol.md this runner speaks; a harness answering the
@@ -813,7 +813,7 @@ def execute(execution: _Execution, planned: list[_Planned]) -> None:
     Cases whose category runs through a Python entry-point model are skipped: such a
     model calls the implementation from Python, which a command cannot offer.
     """
-    from cer.runner import _skipped
+    from cer.engine.runner import _skipped
 
     options = execution.options
     try:
@@ -850,7 +850,7 @@ def execute(execution: _Execution, planned: list[_Planned]) -> None:
 
 def _fail_all(execution: _Execution, items: Iterable[_Planned], reason: str, stderr: str) -> None:
     """The implementation could not be started: every case is errored with the reason."""
-    from cer.runner import _errored
+    from cer.engine.runner import _errored
 
     note = f"the command implementation {execution.options.impl} could not be started: {reason}"
     execution.notes.append(note)
@@ -984,7 +984,7 @@ class _Harness:
     # --- cases -------------------------------------------------------------------------
 
     def loop(self, pending: deque[_Planned]) -> None:
-        from cer.runner import _errored
+        from cer.engine.runner import _errored
 
         consecutive = 0
         restarts = 0
@@ -1038,7 +1038,7 @@ class _Harness:
         Returns None, or ``"CASE: what went wrong"`` when the harness must be restarted;
         the case is then recorded, or put back in ``pending`` when the failure was an
         earlier case's (answered twice)."""
-        from cer.runner import _errored
+        from cer.engine.runner import _errored
 
         process = self.process
         assert process is not None
@@ -1212,7 +1212,7 @@ class _PerCase:
         self.words = words
 
     def run(self, planned: list[_Planned]) -> None:
-        from cer.runner import _errored
+        from cer.engine.runner import _errored
 
         program = self.words[0]
         found = (
