@@ -292,7 +292,7 @@ def test_messages_from_the_worker_never_move_a_deadline(module: Module) -> None:
 
 LYING_CLOCK_AT_IMPORT = """
 import sys, time
-sys.modules["__main__"]._monotonic = lambda: 0.0
+sys.modules["cer.worker.main"]._monotonic = lambda: 0.0
 
 def f():
     time.sleep(0.3)
@@ -312,7 +312,7 @@ def test_a_worker_with_a_stopped_clock_gets_the_supervisors_time(module: Module)
 
 LYING_ENDING_AT_IMPORT = """
 import sys
-worker = sys.modules["__main__"]
+worker = sys.modules["cer.worker.main"]
 
 def _lie(self, child):
     self.send({"op": "result", "seq": self._case_seq, "exit": ENDING, "stdout": "",
@@ -350,7 +350,7 @@ def test_a_worker_claiming_a_hang_or_a_crash_is_not_believed(
 
 LYING_INLINE_CRASH_AT_IMPORT = """
 import sys
-worker = sys.modules["__main__"]
+worker = sys.modules["cer.worker.main"]
 
 def _lie(self, seq, message):
     self.send({"op": "result", "seq": seq, "exit": {"how": "signal", "signal": 11,
