@@ -109,8 +109,9 @@ def test_runs_are_recorded_beside_the_suite_and_listed(
     assert code == 0
     lines = out.splitlines()
     assert lines[1].split()[:2] == ["1", document["run"]["run_id"][:8]]
-    assert lines[1].split()[5:] == ["2", "1", "0", "0", "nonconformant"]
-    assert lines[2].split()[-1] == "conformant"
+    assert lines[1].split()[5:10] == ["2", "1", "0", "0", "nonconformant"]
+    assert lines[0].split()[9] == "coverage"
+    assert lines[2].split()[9] == "conformant"
     code, out, _ = cer(capsys, "history", "--format", "json")  # ./evals.toml by default
     listed = json.loads(out)["runs"]
     assert [r["summary"]["verdict"] for r in listed] == ["nonconformant", "conformant"]
@@ -250,7 +251,7 @@ def test_reports_and_coverage_from_one_run(
     assert Path("out/main.json").read_text() == Path("out/report.json").read_text()
     assert Path("cer-junit.xml").read_text().startswith("<?xml")
     manifest = json.loads(Path("out/m.json").read_text())
-    assert manifest["conformance"] == "nonconformant"
+    assert manifest["conformance"] == "nonconformant, 1 of 2 constraints covered"
     assert manifest["coverage"]["constraints_verified"] == 0
     lines = out.splitlines()
     assert "— nonconformant · sandbox: " in lines[0]  # the summary line, then the annotations

@@ -26,6 +26,7 @@ __all__ = [
     "ConstraintSet",
     "Coverage",
     "CoverageError",
+    "CoverageFigures",
     "UnknownReference",
     "compute_coverage",
     "describe_unknown",
@@ -182,6 +183,26 @@ class Coverage:
             ],
             "problems": list(self.problems),
         }
+
+
+@dataclass(frozen=True)
+class CoverageFigures:
+    """The coverage numbers a recorded run keeps, so history can show them over time.
+
+    ``enforceable`` counts constraints a case covers or a complete draft could cover;
+    ``needs_repair`` the others (see :mod:`cer.derive`). ``verified`` is None when the
+    run's results were not judged against the constraints.
+    """
+
+    total: int
+    covered: int
+    verified: int | None
+    enforceable: int
+    needs_repair: int
+
+    def ratio(self) -> str:
+        """``6/7``: covered of total."""
+        return f"{self.covered}/{self.total}"
 
 
 def parse_constraints(text: str, path: Path) -> ConstraintSet:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cer import serialize
+from cer.coverage import CoverageFigures
 from cer.model import RunResult, Status, Suite, Summary
 from cer.resources import ResourceMissing, schema_sql
 
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_DIR",
     "DEFAULT_NAME",
     "HISTORY_VERSION",
+    "ApprovalEvent",
     "CaseChange",
     "CaseEntry",
     "FailedCases",
@@ -52,8 +54,11 @@ __all__ = [
 
 DEFAULT_DIR = ".cer"
 DEFAULT_NAME = "history.sqlite"
-HISTORY_VERSION = 2
-"""Version of cer's extension tables; a newer database is refused, never rewritten."""
+HISTORY_VERSION = 3
+"""Version of cer's extension tables; a newer database is refused, never rewritten.
+Version 2 added ``cer_run_conditions``, version 3 ``cer_approvals`` and
+``cer_run_coverage``; an older database gets the tables it lacks on first use (the
+creation script only creates what is missing)."""
 
 APPLICATION_ID = 0x63657231
 """SQLite's ``application_id`` of a history cer made (``cer1``); 0 is accepted too, for
@@ -114,20 +119,50 @@ CREATE TABLE IF NOT EXISTS cer_run_conditions (
 );
 
 CREATE INDEX IF NOT EXISTS cer_runs_by_suite ON cer_runs (suite_key);
+
 CREATE INDEX IF NOT EXISTS cer_runs_by_hash ON cer_runs (suite_hash);
 CREATE INDEX IF NOT EXISTS cer_case_results_by_name ON eval_case_results (case_name);
 CREATE INDEX IF NOT EXISTS cer_eval_runs_by_completion ON eval_runs (completed_at_ms);
 """
 
+_V2_SQL = """
+CREATE TABLE IF NOT EXISTS cer_approvals (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    suite_path TEXT NOT NULL,
+    suite_key TEXT NOT NULL,
+    case_name TEXT NOT NULL,
+    constraints TEXT NOT NULL,
+    approver TEXT NOT NULL,
+    approved_at_ms INTEGER NOT NULL,
+    text_hash TEXT NOT NULL,
+    from_observation INTEGER NOT NULL CHECK (from_observation IN (0, 1)),
+    observed_from TEXT
+);
+
+CREATE TABLE IF NOT EXISTS cer_run_coverage (
+    run_id TEXT NOT NULL PRIMARY KEY REFERENCES eval_runs (run_id),
+    constraints_total INTEGER NOT NULL,
+    constraints_covered INTEGER NOT NULL,
+    constraints_verified INTEGER,
+    constraints_enforceable INTEGER NOT NULL,
+    constraints_needs_repair INTEGER NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS cer_approvals_by_suite ON cer_approvals (suite_key);
+"""
+
 _RUN_COLUMNS = """
     r.run_id, r.target_module, r.implementation_id, r.started_at_ms, r.completed_at_ms,
     c.seq, c.suite_path, c.suite_key, c.suite_hash, c.format_version, c.implementation,
-    c.notes, s.cases_total, s.cases_passed, s.cases_failed, s.cases_skipped, s.cases_errored
+    c.notes, s.cases_total, s.cases_passed, s.cases_failed, s.cases_skipped, s.cases_errored,
+    v.constraints_total, v.constraints_covered, v.constraints_verified,
+    v.constraints_enforceable, v.constraints_needs_repair
 """
 _RUN_FROM = """
     eval_runs r
     LEFT JOIN cer_runs c ON c.run_id = r.run_id
     LEFT JOIN eval_run_summary s ON s.run_id = r.run_id
+    LEFT JOIN cer_run_coverage v ON v.run_id = r.run_id
 """
 _NEWEST_FIRST = "ORDER BY r.completed_at_ms DESC, COALESCE(c.seq, 0) DESC, r.run_id DESC"
 _MAX_INDEX_DIGITS = 4
@@ -189,10 +224,30 @@ class RunRecord:
     """Order of recording; None for a run written by another tool (schema tables only)."""
     flaky: tuple[str, ...] = ()
     """Cases flaky under this run's implementation id and suite hash."""
+    coverage: CoverageFigures | None = None
+    """The run's constraint coverage figures; None when none were recorded."""
 
     @property
     def short_id(self) -> str:
         return self.run_id[:8]
+
+
+@dataclass(frozen=True)
+class ApprovalEvent:
+    """A person approved a draft: it became a case of the suite.
+
+    ``text_hash`` is the SHA-256 of the approved case's canonical text (see
+    :mod:`cer.provenance`), so that a later edit of the case can be told apart.
+    """
+
+    suite_path: str
+    case_name: str
+    constraints: tuple[str, ...]
+    approver: str
+    approved_at_ms: int
+    text_hash: str
+    from_observation: bool
+    observed_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -315,7 +370,7 @@ def diff_statuses(
 
 def _creation_sql() -> str:
     """Every statement that creates cer's history: ``schema.sql`` and cer's own."""
-    return schema_sql() + "\n" + _EXTENSION_SQL
+    return schema_sql() + "\n" + _EXTENSION_SQL + _V2_SQL
 
 
 _SQL_COMMENT = re.compile(r"--[^\n]*")
@@ -531,11 +586,17 @@ class History:
 
     # --- recording --------------------------------------------------------------------
 
-    def record(self, run: RunResult, suite: Suite | None = None) -> None:
+    def record(
+        self,
+        run: RunResult,
+        suite: Suite | None = None,
+        coverage: CoverageFigures | None = None,
+    ) -> None:
         """Write one run, all of it or nothing, in a single transaction.
 
         ``suite`` supplies each case's expect table and the content hash when the run
-        lacks one. Recording the same run id twice is a HistoryError.
+        lacks one; ``coverage`` the run's constraint coverage figures. Recording the
+        same run id twice is a HistoryError.
         """
         expected: Mapping[str, Any] = {}
         if suite is not None:
@@ -579,6 +640,20 @@ class History:
             try:
                 self._verify_schema()
                 self._write(run, suite_path, suite_hash, summary, results, details)
+                if coverage is not None:
+                    self._db.execute(
+                        "INSERT INTO cer_run_coverage (run_id, constraints_total,"
+                        " constraints_covered, constraints_verified, constraints_enforceable,"
+                        " constraints_needs_repair) VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            run.run_id,
+                            coverage.total,
+                            coverage.covered,
+                            coverage.verified,
+                            coverage.enforceable,
+                            coverage.needs_repair,
+                        ),
+                    )
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
@@ -677,6 +752,7 @@ class History:
         ]
         for table in (
             "cer_run_conditions",
+            "cer_run_coverage",
             "cer_case_details",
             "eval_case_results",
             "eval_run_summary",
@@ -686,6 +762,77 @@ class History:
             self._db.executemany(
                 f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in stale]
             )
+
+    # --- approvals --------------------------------------------------------------------
+
+    def record_approval(self, event: ApprovalEvent) -> None:
+        """Write one approval event (in a transaction that checks the schema first)."""
+        with self._errors("record the approval in"):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._verify_schema()
+                self._insert_approval(event)
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _insert_approval(self, event: ApprovalEvent) -> None:
+        self._db.execute(
+            "INSERT INTO cer_approvals (suite_path, suite_key, case_name, constraints,"
+            " approver, approved_at_ms, text_hash, from_observation, observed_from)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.suite_path,
+                suite_key(event.suite_path) if event.suite_path else "",
+                event.case_name,
+                _json(list(event.constraints)),
+                event.approver,
+                event.approved_at_ms,
+                event.text_hash,
+                int(event.from_observation),
+                event.observed_from,
+            ),
+        )
+
+    def approvals(
+        self, *, suite_path: str | Path | None = None, limit: int | None = None
+    ) -> tuple[ApprovalEvent, ...]:
+        """Approval events, newest first; only those of ``suite_path`` when given."""
+        sql = (
+            "SELECT suite_path, case_name, constraints, approver, approved_at_ms, text_hash,"
+            " from_observation, observed_from FROM cer_approvals"
+        )
+        params: tuple[Any, ...] = ()
+        if suite_path is not None:
+            sql += " WHERE suite_key = ?"
+            params = (suite_key(suite_path),)
+        sql += " ORDER BY approved_at_ms DESC, seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (*params, limit)
+        with self._reading():
+            rows = self._db.execute(sql, params).fetchall()
+        events = []
+        for path, case, constraints, approver, at, text_hash, observed, source in rows:
+            try:
+                names = tuple(str(n) for n in json.loads(constraints))
+            except ValueError:
+                names = ()
+            events.append(
+                ApprovalEvent(
+                    str(path),
+                    str(case),
+                    names,
+                    str(approver),
+                    int(at),
+                    str(text_hash),
+                    bool(observed),
+                    source,
+                )
+            )
+        return tuple(events)
 
     # --- runs -------------------------------------------------------------------------
 
@@ -1006,7 +1153,15 @@ class History:
             failed,
             skipped,
             errored,
+            c_total,
+            c_covered,
+            c_verified,
+            c_enforceable,
+            c_repair,
         ) = row
+        figures = None
+        if c_total is not None:
+            figures = CoverageFigures(c_total, c_covered, c_verified, c_enforceable, c_repair)
         if total is None:
             summary = self._summary_from_cases(run_id)
         else:
@@ -1028,6 +1183,7 @@ class History:
             implementation=implementation or "",
             notes=note_list,
             seq=seq,
+            coverage=figures,
         )
 
     def _summary_from_cases(self, run_id: str) -> Summary:

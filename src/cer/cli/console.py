@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from cer.compare import format_value
-from cer.coverage import Coverage, describe_unknown
+from cer.coverage import Coverage, CoverageFigures, describe_unknown
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
-from cer.history import CaseChange, CaseEntry, RunDiff, RunRecord
+from cer.history import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
 from cer.safetext import for_terminal
@@ -229,6 +229,7 @@ def render_history(records: Sequence[RunRecord], where: str) -> str:
             "error",
             "skip",
             "verdict",
+            "coverage",
             "flaky",
         ]
     ]
@@ -245,11 +246,46 @@ def render_history(records: Sequence[RunRecord], where: str) -> str:
                 str(s.errored),
                 str(s.skipped),
                 s.verdict,
+                _coverage_cell(record.coverage),
                 f"{len(record.flaky)}: {', '.join(record.flaky)}" if record.flaky else "",
             ]
         )
     lines = _table(rows, right=frozenset({0, 4, 5, 6, 7}))
     lines.append(f"{len(records)} run{'s' if len(records) != 1 else ''} from {where}")
+    return "\n".join(lines) + "\n"
+
+
+def _coverage_cell(figures: CoverageFigures | None) -> str:
+    """``6/7 covered, 5 verified, 1 needs repair`` in short: ``6/7 ✓5 ⚠1``."""
+    if figures is None:
+        return ""
+    cell = figures.ratio()
+    if figures.verified is not None:
+        cell += f" ✓{figures.verified}"
+    if figures.needs_repair:
+        cell += f" ⚠{figures.needs_repair}"
+    return cell
+
+
+def render_approvals(events: Sequence[ApprovalEvent], where: str) -> str:
+    """``cer history --approvals``: approval events, newest first."""
+    if not events:
+        return f"no approvals recorded in {where}\n"
+    rows = [["#", "approved", "case", "constraint", "by", "expectation", "sha256"]]
+    for index, event in enumerate(events, start=1):
+        rows.append(
+            [
+                str(index),
+                _local_time(event.approved_at_ms),
+                event.case_name,
+                ", ".join(event.constraints),
+                event.approver,
+                f"observed ({event.observed_from})" if event.from_observation else "as written",
+                event.text_hash[:16],
+            ]
+        )
+    lines = _table(rows, right=frozenset({0}))
+    lines.append(f"{len(events)} approval{'s' if len(events) != 1 else ''} from {where}")
     return "\n".join(lines) + "\n"
 
 

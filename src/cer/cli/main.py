@@ -20,7 +20,15 @@ from cer import __version__, procs, serialize
 from cer.categories import CategoryConfigError
 from cer.check import SuiteUnreadable, check_suite, render_check
 from cer.cli import console
-from cer.coverage import ConstraintSet, Coverage, CoverageError, read_module_doc, suite_coverage
+from cer.coverage import (
+    ConstraintSet,
+    Coverage,
+    CoverageError,
+    CoverageFigures,
+    read_module_doc,
+    suite_coverage,
+)
+from cer.derive import coverage_figures
 from cer.engine.runner import RunOptions, parse_shard, run_suite
 from cer.history import (
     KEEP_RUNS,
@@ -53,6 +61,7 @@ from cer.reports import (
     results_document,
     write_report,
 )
+from cer.review_cli import add_review_commands
 from cer.suite import SuiteError, load_suite
 
 
@@ -259,6 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_history_location(hist)
     hist.add_argument("--case", metavar="NAME", help="show this case's status in each run")
     hist.add_argument(
+        "--approvals",
+        action="store_true",
+        help="list approval events instead: who approved which draft, when, from what",
+    )
+    hist.add_argument(
         "--limit",
         "-n",
         type=_positive_int,
@@ -320,7 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the merged report to FILE instead of stdout",
     )
+    review_commands.update(add_review_commands(commands))
     return parser
+
+
+review_commands: dict[str, Any] = {}
 
 
 def _positive_int(text: str) -> int:
@@ -595,8 +613,8 @@ def _run_and_report(
         _error(f"{_interrupted(exc)}; no results were reported")
         return interrupted_code(exc)
     progress.clear()
-    flaky, untrusted = _record(history, run, suite)
     coverage = module_doc.coverage(suite, run)
+    flaky, untrusted = _record(history, run, suite, coverage)
     context = ReportContext(run, suite, coverage, flaky, _chart_runs(args, history, suite))
     summary_line = console.summary_line(run) + "\n"
     if args.format == "json":
@@ -709,6 +727,7 @@ def _run_matrix(
     runs: list[RunResult] = []
     flaky: list[frozenset[str] | None] = []
     untrusted = False
+    coverages: list[Coverage | None] = []
     show_progress = not args.quiet and sys.stderr.isatty()
     for index, (options, label) in enumerate(zip(implementations, labels, strict=True)):
         progress = console.Progress(
@@ -729,13 +748,15 @@ def _run_matrix(
             _error(f"{_interrupted(exc)}; no results were reported{recorded}")
             return interrupted_code(exc)
         progress.clear()
-        flaky_names, refused = _record(history, run, suite)
+        coverage = module_doc.coverage(suite, run, warn=not runs)
+        # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
+        flaky_names, refused = _record(history, run, suite, coverage)
         if refused:
             untrusted, history = True, None  # the history is closed by the caller
         flaky.append(flaky_names)
+        coverages.append(coverage)
         runs.append(run)
     matrix = build_matrix(suite, runs, labels)
-    coverages = [module_doc.coverage(suite, run, warn=index == 0) for index, run in enumerate(runs)]
     charted = _chart_runs(args, history, suite)
     contexts = [
         ReportContext(run, suite, coverage, flaky_names, charted)
@@ -772,16 +793,20 @@ def _run_matrix(
 
 
 def _record(
-    history: History | None, run: RunResult, suite: Suite
+    history: History | None, run: RunResult, suite: Suite, coverage: Coverage | None = None
 ) -> tuple[frozenset[str] | None, bool]:
-    """Record the run. Returns the flaky cases under its implementation and suite (None
-    when history is off or failed, which only costs a warning) and whether the history
-    turned out to be a database cer did not make (changed during the run): an error,
-    and the run's exit code becomes 2 whatever its results."""
+    """Record the run, with its coverage figures. Returns the flaky cases under its
+    implementation and suite (None when history is off or failed, which only costs a
+    warning) and whether the history turned out to be a database cer did not make
+    (changed during the run): an error, and the run's exit code becomes 2 whatever its
+    results."""
     if history is None:
         return None, False
+    figures: CoverageFigures | None = None
+    if coverage is not None:
+        figures = coverage_figures(coverage, suite)
     try:
-        history.record(run, suite)
+        history.record(run, suite, figures)
         return history.flaky_names(run.implementation_id, run.suite_hash), False
     except HistoryUntrusted as exc:
         _error(f"history: {exc}; this run is not recorded")
@@ -846,6 +871,17 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
             "verdict": s.verdict,
         },
         "flaky": list(record.flaky),
+        "coverage": None if record.coverage is None else _figures_json(record.coverage),
+    }
+
+
+def _figures_json(figures: CoverageFigures) -> dict[str, Any]:
+    return {
+        "constraints_total": figures.total,
+        "constraints_covered": figures.covered,
+        "constraints_verified": figures.verified,
+        "constraints_enforceable": figures.enforceable,
+        "constraints_needs_repair": figures.needs_repair,
     }
 
 
@@ -900,7 +936,13 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
     try:
         path, _ = _history_location(args)
         if not path.exists():
-            if args.format == "json":
+            if args.approvals:
+                sys.stdout.write(
+                    json.dumps({"history": str(path), "approvals": []}) + "\n"
+                    if args.format == "json"
+                    else f"no approvals recorded (no history at {path})\n"
+                )
+            elif args.format == "json":
                 sys.stdout.write(json.dumps({"history": str(path), "runs": []}) + "\n")
             else:
                 sys.stdout.write(f"no runs recorded (no history at {path})\n")
@@ -911,12 +953,35 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
         return ExitCode.USAGE
     with history:
         try:
-            if args.case is not None:
+            document: Any
+            if args.approvals:
+                events = history.approvals(suite_path=suite, limit=args.limit or HISTORY_LIMIT)
+                if args.format == "json":
+                    document = {
+                        "history": str(history.path),
+                        "approvals": [
+                            {
+                                "case": e.case_name,
+                                "constraints": list(e.constraints),
+                                "approver": e.approver,
+                                "approved_at": iso_time(e.approved_at_ms),
+                                "text_sha256": e.text_hash,
+                                "from_observation": e.from_observation,
+                                "observed_from": e.observed_from,
+                                "suite_path": e.suite_path,
+                            }
+                            for e in events
+                        ],
+                    }
+                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                else:
+                    text = console.render_approvals(events, str(history.path))
+            elif args.case is not None:
                 entries = history.case_history(
                     args.case, suite_path=suite, limit=args.limit or HISTORY_LIMIT
                 )
                 if args.format == "json":
-                    document: Any = {
+                    document = {
                         "case": args.case,
                         "entries": [
                             {
@@ -1096,6 +1161,7 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     commands = {
+        **review_commands,
         "run": cmd_run,
         "history": cmd_history,
         "diff": cmd_diff,

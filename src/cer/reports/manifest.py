@@ -2,10 +2,13 @@
 
 It names the target (the module the suite verifies and the implementation under test,
 with its fingerprint), the suite (path, content hash, format version), the case classes
-present, one assertion per case (``id`` = case name, ``result``), the summary, constraint
-coverage when the module declares constraints, and ``conformance``. It is evidence of
-results and nothing more: it carries no trust, approval or signature claims. The fields
-are documented in docs/reports.md and docs/manifest.schema.json.
+present, one assertion per case (``id`` = case name, ``result``, and its origin: written
+by hand or approved from a draft, by whom), the summary, constraint coverage when the
+module declares constraints, and ``conformance``, which states "K of N constraints
+covered" whenever constraints lack cases, so a partial suite never reads as plain
+conformance. It is evidence of results and nothing more: it carries no trust or
+signature claims. The fields are documented in docs/reports.md and
+docs/manifest.schema.json.
 """
 
 from __future__ import annotations
@@ -14,13 +17,23 @@ import json
 from typing import Any
 
 from cer import __version__, serialize
-from cer.model import CASE_CLASSES
+from cer.coverage import Coverage
+from cer.model import CASE_CLASSES, Summary
+from cer.provenance import read_provenance
 from cer.reports import ReportContext, iso_time, suite_display_path
 
-__all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "manifest_document", "render"]
+__all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "conformance", "manifest_document", "render"]
 
 MANIFEST_FORMAT = "cer-evidence-manifest"
 MANIFEST_VERSION = 1
+
+
+def conformance(summary: Summary, coverage: Coverage | None) -> str:
+    """The verdict, with ``, K of N constraints covered`` when constraints lack cases."""
+    verdict = summary.verdict
+    if coverage is not None and coverage.covered < coverage.total:
+        verdict += f", {coverage.covered} of {coverage.total} constraints covered"
+    return verdict
 
 
 def manifest_document(context: ReportContext) -> dict[str, Any]:
@@ -30,6 +43,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
     declared = {case.name: case for case in suite.cases}
     present = {result.case_class for result in run.results}
     fingerprint = run.implementation_id.rpartition("@")[2] if "@" in run.implementation_id else None
+    origins = read_provenance(suite)
     assertions = []
     for result in run.results:
         case = declared.get(result.case_name)
@@ -42,6 +56,11 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
             "verifies": list(case.verifies) if case is not None else [],
             "line": case.line if case is not None else None,
         }
+        found = None if origins is None else origins.get(result.case_name)
+        assertion["origin"] = None if found is None else found.origin
+        assertion["approved_by"] = None if found is None else found.approved_by
+        assertion["approved_at"] = None if found is None else found.approved_at
+        assertion["expectation_observed"] = found is not None and found.from_observation
         if context.flaky is not None:
             assertion["flaky"] = result.case_name in context.flaky
         assertions.append(assertion)
@@ -74,7 +93,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
         "assertions": assertions,
         "summary": serialize.summary_to_dict(summary),
         "coverage": None if context.coverage is None else context.coverage.to_dict(),
-        "conformance": summary.verdict,
+        "conformance": conformance(summary, context.coverage),
     }
 
 

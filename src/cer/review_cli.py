@@ -1,0 +1,276 @@
+"""``cer derive``, ``cer approve`` and ``cer discard``: the headless review loop.
+
+``derive`` proposes drafts for the constraints no case verifies and writes them to the
+drafts file beside the suite; ``approve`` moves a reviewed draft into the suite and
+records the approval; ``discard`` drops a draft for good. See docs/derive.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cer.approve import ApprovalError, approve_draft, approver_name, discard_draft
+from cer.coverage import CoverageError, suite_coverage
+from cer.derive import Derivation, Draft, derive
+from cer.drafts import DraftsError, add_drafts, drafts_path, load_drafts, set_observed
+from cer.engine.runner import RunOptions
+from cer.history import History, HistoryError, default_history_path
+from cer.observe import observe
+from cer.options import UsageError, find_project_config
+from cer.suite import SuiteError, load_suite
+
+__all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_review_commands(commands: Any) -> dict[str, Command]:
+    """Add the subcommands to ``commands``; returns name → handler."""
+    derive_parser = commands.add_parser(
+        "derive",
+        help="propose draft cases for the constraints no case verifies",
+        description="Read the constraints of the module's commonsformat.md and the suite, "
+        "and write drafts for every constraint no case verifies to the drafts file beside "
+        "the suite (evals.drafts.toml), never to the suite. Each draft is labelled "
+        "mechanical, needs-input or not-mechanical. Drafts never count in a run.",
+    )
+    derive_parser.add_argument(
+        "suite", nargs="?", type=Path, help="the evals.toml (default: [tool.cer] suite)"
+    )
+    derive_parser.add_argument(
+        "--all",
+        dest="every",
+        action="store_true",
+        help="also propose more drafts for constraints that have cases",
+    )
+    derive_parser.add_argument(
+        "--impl",
+        metavar="MODULE:ATTR",
+        help="run the drafts without an expectation and keep what the implementation "
+        "did as an observed proposal",
+    )
+    derive_parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="per draft (default 10)"
+    )
+    derive_parser.add_argument("--format", choices=("text", "json"), default="text")
+
+    approve = commands.add_parser(
+        "approve",
+        help="move reviewed drafts into the suite, on the record",
+        description="Move each named draft into the suite, after the cases that verify "
+        "the same constraint, keeping every other byte of the suite as it was, and record "
+        "who approved it, when, and the hash of the approved text.",
+    )
+    approve.add_argument("names", nargs="+", metavar="NAME")
+    _suite_option(approve)
+    approve.add_argument(
+        "--approver", metavar="WHO", help="who approves (default: git user.name, else login)"
+    )
+    approve.add_argument(
+        "--use-observed",
+        action="store_true",
+        help="take the observed value as the expectation (from cer derive --impl)",
+    )
+    where = approve.add_mutually_exclusive_group()
+    where.add_argument("--history", type=Path, metavar="PATH", help="the history database")
+    where.add_argument("--no-history", action="store_true", help="do not record the events")
+
+    discard = commands.add_parser(
+        "discard",
+        help="drop drafts; derive will not propose them again",
+        description="Remove each named draft from the drafts file and remember it, so "
+        "that cer derive does not propose it again.",
+    )
+    discard.add_argument("names", nargs="+", metavar="NAME")
+    _suite_option(discard)
+    return {"derive": cmd_derive, "approve": cmd_approve, "discard": cmd_discard}
+
+
+def _suite_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--suite",
+        type=Path,
+        metavar="SUITE",
+        help="the evals.toml (default: [tool.cer] suite, else ./evals.toml)",
+    )
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"cer: error: {message}\n")
+
+
+def _suite_path(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    configured = find_project_config().path_value("suite")
+    if configured is not None:
+        return configured
+    if Path("evals.toml").is_file():
+        return Path("evals.toml")
+    raise UsageError("no suite given: pass the path to an evals.toml, or set suite in [tool.cer]")
+
+
+def _draft_line(draft: Draft) -> str:
+    line = f"  + {draft.name}  [{draft.enforceability}]  {draft.constraint}: {draft.why}"
+    if draft.observed is not None:
+        line += f"\n      observed: {_inline(draft.observed)} (from {draft.observed_from})"
+    elif draft.observed_note:
+        line += f"\n      nothing observed: {draft.observed_note}"
+    return line
+
+
+def _inline(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def render_derivation(
+    derivation: Derivation,
+    added: list[Draft],
+    on_file: int,
+    path: Path,
+    observed: list[Draft] | None = None,
+) -> str:
+    """The text ``cer derive`` prints."""
+    lines = [derivation.headline()]
+    if added:
+        lines.append(f"new drafts ({len(added)}):")
+        lines.extend(_draft_line(d) for d in added)
+    else:
+        lines.append("no new drafts")
+    fresh = {d.name for d in added}
+    seen = [d for d in observed or () if d.name not in fresh]
+    if seen:
+        lines.append(f"observed ({len(seen)}):")
+        lines.extend(_draft_line(d) for d in seen)
+    repair = derivation.needs_repair
+    if repair:
+        lines.append(f"needs repair ({len(repair)}):")
+        lines.extend(f"  {a.constraint} [{a.label}]: {a.why}" for a in repair)
+    lines.append(f"{on_file} draft{'s' if on_file != 1 else ''} in {path}")
+    return "\n".join(lines) + "\n"
+
+
+def _draft_json(draft: Draft) -> dict[str, Any]:
+    return {
+        "name": draft.name,
+        "constraint": draft.constraint,
+        "enforceability": draft.enforceability,
+        "why": draft.why,
+        "array": draft.array,
+        "category": draft.category,
+        "input": draft.input,
+        "expect": draft.expect,
+        "observed": draft.observed,
+        "observed_from": draft.observed_from,
+        "observed_note": draft.observed_note,
+    }
+
+
+def cmd_derive(args: argparse.Namespace) -> int:
+    try:
+        suite = load_suite(_suite_path(args.suite))
+        coverage = suite_coverage(suite)
+        if coverage is None:
+            raise UsageError(
+                f"no commonsformat.md beside {suite.path}: there are no constraints to "
+                "derive drafts from"
+            )
+        path = drafts_path(suite.path)
+        before = load_drafts(path)
+        derivation = derive(suite, coverage, every=args.every, skip=before.discarded)
+        present = {d.name for d in before.drafts}
+        added = [d for d in derivation.drafts if d.name not in present]
+        after = add_drafts(path, added)
+        observed_drafts: list[Draft] = []
+        if args.impl:
+            options = RunOptions(impl=args.impl, timeout=args.timeout)
+            observed = observe(suite, after.drafts, options, args.impl)
+            changed = {d.name: d for d, old in zip(observed, after.drafts, strict=True) if d != old}
+            if changed:
+                after = set_observed(path, changed)
+            observed_drafts = [after.get(name) for name in changed]
+            added = [after.get(d.name) for d in added]
+    except (UsageError, SuiteError, CoverageError, DraftsError) as exc:
+        _error(str(exc))
+        return 2
+    if args.format == "json":
+        document = {
+            "suite": str(suite.path),
+            "drafts_file": str(path),
+            "constraints_total": derivation.total,
+            "constraints_enforceable": derivation.enforceable,
+            "headline": derivation.headline(),
+            "needs_repair": [
+                {"constraint": a.constraint, "label": a.label, "why": a.why}
+                for a in derivation.needs_repair
+            ],
+            "new_drafts": [d.name for d in added],
+            "drafts": [_draft_json(d) for d in after.drafts],
+        }
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    else:
+        sys.stdout.write(
+            render_derivation(derivation, added, len(after.drafts), path, observed_drafts)
+        )
+    return 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    try:
+        suite_path = _suite_path(args.suite)
+    except UsageError as exc:
+        _error(str(exc))
+        return 2
+    who = approver_name(args.approver, cwd=suite_path.parent)
+    history: History | None = None
+    if not args.no_history:
+        try:
+            history = History.open(args.history or default_history_path(suite_path))
+        except HistoryError as exc:
+            sys.stderr.write(f"cer: warning: history: {exc}; approvals are not recorded\n")
+    failed = False
+    try:
+        for name in args.names:
+            try:
+                done = approve_draft(suite_path, name, approver=who, use_observed=args.use_observed)
+            except (ApprovalError, DraftsError) as exc:
+                _error(str(exc))
+                failed = True
+                continue
+            seen = " (expectation from an observation)" if done.event.from_observation else ""
+            sys.stdout.write(
+                f"approved {name} into {suite_path} by {who}{seen}, verifies "
+                f"{', '.join(done.event.constraints)}\n"
+            )
+            if history is not None:
+                try:
+                    history.record_approval(done.event)
+                except HistoryError as exc:
+                    sys.stderr.write(f"cer: warning: history: {exc}; approval not recorded\n")
+    finally:
+        if history is not None:
+            history.close()
+    return 1 if failed else 0
+
+
+def cmd_discard(args: argparse.Namespace) -> int:
+    try:
+        suite_path = _suite_path(args.suite)
+    except UsageError as exc:
+        _error(str(exc))
+        return 2
+    failed = False
+    for name in args.names:
+        try:
+            discard_draft(suite_path, name)
+        except DraftsError as exc:
+            _error(str(exc))
+            failed = True
+            continue
+        sys.stdout.write(f"discarded {name}\n")
+    return 1 if failed else 0
