@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from cer import selfcheck
+from cer.coverage import read_constraints
 from cer.model import CASE_CLASSES, Status
 from cer.suite import load_suite
 from conftest import ROOT
@@ -32,6 +33,7 @@ SPEC_CONSTRAINTS = (
     "isolates-implementation",
     "no-modified-cases",
     "no-state-across-cases",
+    "no-network-calls",
     "no-false-passes",
     "no-hidden-failures",
 )
@@ -91,6 +93,15 @@ MUTANTS = {
         "cer.engine.runner.judge = judge\n",
         ["exception-without-rejection-keys-is-errored", "base-exceptions-are-crashes"],
     ),
+    # The runner looks a name up before it runs anything.
+    "phones-home": (
+        "import socket, cer.selfcheck\nreal = cer.selfcheck.run_suite\n"
+        "def run_suite(*args, **kwargs):\n"
+        "    socket.getaddrinfo('127.0.0.1', 9)\n"
+        "    return real(*args, **kwargs)\n"
+        "cer.selfcheck.run_suite = run_suite\n",
+        ["the-runner-makes-no-network-calls"],
+    ),
     # Unsupported categories are run as functional instead of being skipped.
     "guesses-categories": (
         "import cer.engine.runner\nreal = cer.engine.runner.build_registry\n"
@@ -140,6 +151,28 @@ def test_every_must_and_must_not_is_verified() -> None:
     verified = {name for case in load_suite(SUITE).cases for name in case.verifies}
     assert set(SPEC_CONSTRAINTS) <= verified
     assert verified <= set(SPEC_CONSTRAINTS)
+
+
+def test_the_module_declares_the_spec_constraints() -> None:
+    declared = read_constraints(ROOT / "commonsformat.md")
+    assert declared.problems == ()
+    assert set(declared.names) == set(SPEC_CONSTRAINTS)
+
+
+def test_the_network_watch_sees_only_internet_calls() -> None:
+    import socket
+
+    calls = selfcheck._watch_network()
+    try:
+        socket.getaddrinfo("127.0.0.1", 9)
+        left, right = socket.socketpair()
+        left.send(b"x")
+        left.close()
+        right.close()
+    finally:
+        selfcheck._watching.remove(calls)
+    assert len(calls) == 1
+    assert calls[0].startswith("socket.getaddrinfo")
 
 
 def _inner_suites() -> list[str]:

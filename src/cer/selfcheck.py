@@ -47,6 +47,11 @@ The observation:
     elapsed time in whole milliseconds.
 ``notes``, ``warnings``
     The run's notes and the suite's warnings, one per line.
+``network_calls``
+    Network calls the runner itself made while running the suite (name lookups,
+    connections and datagrams to internet addresses), seen through Python's audit
+    hooks in the runner's own process; the implementation runs in other processes and
+    is not counted. An empty list when there were none.
 ``format_version``, ``target_module``, ``events``, ``wall_ms``, ``suite_unchanged``,
 ``same_across_runs``
     The negotiated version, the target, the event kinds in order, the run's wall
@@ -67,6 +72,8 @@ summary that adds up; no pass without an observation; the documented event order
 from __future__ import annotations
 
 import shutil
+import socket
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -92,6 +99,44 @@ _OPTION_KEYS = frozenset(
 _INPUT_KEYS = frozenset(
     {"suite", "impl", "entry", "modules", "fixtures", "options", "runs", "suite_encoding"}
 )
+
+
+_NETWORK_EVENTS = frozenset(
+    {
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.connect",
+        "socket.sendto",
+        "socket.sendmsg",
+    }
+)
+_INTERNET = frozenset({socket.AF_INET, socket.AF_INET6})
+_watching: list[list[str]] = []
+_hooked = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """Note a network call while a run is watched (an audit hook: it cannot be removed,
+    so it does nothing unless :func:`_watch_network` is active)."""
+    if not _watching or event not in _NETWORK_EVENTS:
+        return
+    if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
+        sock = args[0] if args else None
+        if getattr(sock, "family", None) not in _INTERNET:
+            return  # a local pipe between the runner and its workers
+    _watching[-1].append(f"{event} {args[1:]!r}"[:200])
+
+
+def _watch_network() -> list[str]:
+    """Start collecting the runner's own network calls into the returned list."""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    calls: list[str] = []
+    _watching.append(calls)
+    return calls
 
 
 class InvariantBroken(AssertionError):
@@ -128,16 +173,21 @@ def _run_in(folder: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     before = _fingerprint(suite)
     observation: dict[str, Any] = {}
     fingerprints = []
-    for _ in range(runs):
-        events: list[RunEvent] = []
-        started = time.monotonic()
-        run = run_suite(suite, options, on_event=events.append)
-        wall_ms = round((time.monotonic() - started) * 1000)
-        _check_invariants(suite, run, events)
-        fingerprints.append(_run_fingerprint(run))
-        if not observation:
-            observation = _observe(suite, run, events, wall_ms)
+    calls = _watch_network()
+    try:
+        for _ in range(runs):
+            events: list[RunEvent] = []
+            started = time.monotonic()
+            run = run_suite(suite, options, on_event=events.append)
+            wall_ms = round((time.monotonic() - started) * 1000)
+            _check_invariants(suite, run, events)
+            fingerprints.append(_run_fingerprint(run))
+            if not observation:
+                observation = _observe(suite, run, events, wall_ms)
+    finally:
+        _watching.remove(calls)
     observation["suite_unchanged"] = _fingerprint(suite) == before
+    observation["network_calls"] = calls
     if runs > 1:
         observation["same_across_runs"] = all(f == fingerprints[0] for f in fingerprints)
     return observation
