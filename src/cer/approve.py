@@ -17,13 +17,14 @@ mark above the case (see :mod:`cer.provenance`) carries it in the suite file.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import getpass
 import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import tomlkit
 from tomlkit.items import AoT, Comment, Table, Trivia, Whitespace
@@ -31,7 +32,7 @@ from tomlkit.items import AoT, Comment, Table, Trivia, Whitespace
 from cer.derive import Draft
 from cer.drafts import drafts_path, load_drafts, remove_draft, toml_value, write_text_atomically
 from cer.history import ApprovalEvent
-from cer.model import Case
+from cer.model import ARRAY_TO_CASE_CLASS, Case
 from cer.provenance import case_text_hash, clean_name, marker_line
 from cer.suite import SuiteError, load_suite, parse_suite
 
@@ -137,39 +138,79 @@ def insert_case(
     after the array's last case; a missing array is added at the end of the file. The
     blank lines and comments that followed the case it is inserted after (a section
     heading, say) move below the new case, so they still introduce what they did.
+
+    Only the stretch of the file from the chosen case's header to the next case header
+    (or the end) is handed to the TOML library, which keeps that stretch exactly and
+    adds the new table to it: a whole document whose case arrays are written in turns
+    is not something the library can write back unchanged. The result is checked to
+    differ from ``source`` by one inserted block and nothing else.
     """
     try:
-        document = tomlkit.parse(source)
-    except tomlkit.exceptions.ParseError as exc:
+        suite = parse_suite(source, Path("evals.toml"))
+    except SuiteError as exc:
+        raise ApprovalError(f"the suite cannot be loaded, fix it first:\n{exc}") from exc
+    class_name = ARRAY_TO_CASE_CLASS[array]
+    lines = [case.line for case in suite.cases]
+    if any(line is None for line in lines):
+        raise ApprovalError("the suite's case headers cannot be located; add the case by hand")
+    starts = sorted(line for line in lines if line is not None)
+    in_array = [case for case in suite.cases if case.case_class == class_name]
+    anchor = None
+    if in_array:
+        anchor = in_array[-1]
+        for case in in_array:
+            if constraint in case.verifies:
+                anchor = case
+        first = cast(int, anchor.line)
+    else:
+        first = starts[-1] if starts else 1
+    later = [line for line in starts if line > first]
+    text_lines = source.splitlines(keepends=True)
+    head = "".join(text_lines[: first - 1])
+    stretch = "".join(text_lines[first - 1 : later[0] - 1] if later else text_lines[first - 1 :])
+    tail = "".join(text_lines[later[0] - 1 :]) if later else ""
+    try:
+        fragment = tomlkit.parse(stretch)
+    except tomlkit.exceptions.ParseError as exc:  # pragma: no cover - the suite loaded
         raise ApprovalError(f"the suite is not valid TOML: {exc}") from exc
+    if fragment.as_string() != stretch:  # pragma: no cover - a library limit
+        raise ApprovalError("the suite cannot be edited without changing it; add the case by hand")
     table = _case_table(fields, _padded_style(source))
-    comment = Comment(Trivia(comment_ws="", comment=mark, trail="\n"))
-    existing = document.get(array)
-    if existing is None:
-        lead = "\n" if source.endswith("\n") else "\n\n"
+    if anchor is None:
+        lead = "\n" if stretch.endswith("\n") or not stretch else "\n\n"
         table.trivia.indent = f"{lead}{mark}\n"
-        document.append(array, AoT([table]))
-        return document.as_string()
-    if not isinstance(existing, AoT):
-        raise ApprovalError(
-            f"{array} is not written as [[{array}]] tables; move the case in by hand"
-        )
-    after = len(existing) - 1
-    for index, entry in enumerate(existing):
-        verifies = entry.get("verifies") or []
-        if constraint in verifies:
-            after = index
-    previous: Table = existing[after]
-    body = previous.value.body
-    trailing: list[Any] = []
-    while body and body[-1][0] is None and isinstance(body[-1][1], Whitespace | Comment):
-        trailing.insert(0, body.pop())
-    body.append((None, Whitespace("\n")))
-    body.append((None, comment))
-    for key_item in trailing:
-        table.value.body.append(key_item)
-    existing.insert(after + 1, table)
-    return document.as_string()
+        fragment.append(array, AoT([table]))
+    else:
+        entries = fragment.get(array)
+        if not isinstance(entries, AoT) or len(entries) != 1:
+            raise ApprovalError(
+                f"{array} is not written as [[{array}]] tables here; add the case by hand"
+            )
+        previous: Table = entries[0]
+        body = previous.value.body
+        trailing: list[Any] = []
+        while body and body[-1][0] is None and isinstance(body[-1][1], Whitespace | Comment):
+            trailing.insert(0, body.pop())
+        body.append((None, Whitespace("\n")))
+        body.append((None, Comment(Trivia(comment_ws="", comment=mark, trail="\n"))))
+        for key_item in trailing:
+            table.value.body.append(key_item)
+        entries.append(table)
+    result = head + fragment.as_string() + tail
+    if not _only_inserted(source, result):  # pragma: no cover - guarded above
+        raise ApprovalError("the suite cannot be edited without changing it; add the case by hand")
+    return result
+
+
+def _only_inserted(before: str, after: str) -> bool:
+    """Whether ``after`` is ``before`` with one block of lines inserted."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    changes = [
+        op
+        for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    return len(changes) == 1 and changes[0][0] == "insert"
 
 
 def _now_iso(now_ms: int) -> str:
