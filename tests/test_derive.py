@@ -17,7 +17,7 @@ import pytest
 import tomlkit
 
 from cer.approve import ApprovalError, approve_draft, insert_case
-from cer.cli import main
+from cer.cli.main import main
 from cer.coverage import compute_coverage, parse_constraints, suite_coverage
 from cer.derive import derive, learn_shape
 from cer.drafts import add_drafts, drafts_path, load_drafts
