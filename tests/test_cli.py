@@ -251,3 +251,29 @@ def test_jobs_must_be_a_count_or_auto(tmp_path: Path, value: str) -> None:
     done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate", "-j", value], tmp_path)
     assert done.returncode == ExitCode.USAGE
     assert "-j" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("selection", "message"),
+    [
+        (["--case", "no-such-*"], "--case 'no-such-*' matches no case of the suite"),
+        (["-k", "nosuchtext"], "-k 'nosuchtext' matches no case of the suite"),
+        (["--case", "rejects-*", "--case", "typo-*"], "--case 'typo-*' matches no case"),
+        (
+            ["--case", "integer-literal", "--category", "resource"],
+            "the case selection (--case, --category, --class, --tag, -k) matches no case",
+        ),
+    ],
+)
+def test_a_selection_that_matches_nothing_is_a_usage_error(
+    selection: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history", *selection])
+    assert code == ExitCode.USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_a_selection_that_matches_some_cases_runs_them(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history", "-k", "modulo"])
+    assert code == ExitCode.INCOMPLETE
+    assert "4 passed, 0 failed, 0 errored, 66 skipped" in capsys.readouterr().out

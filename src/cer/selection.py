@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cer.model import Case
@@ -48,3 +49,24 @@ class Selection:
         ):
             return False
         return not self.substrings or any(s in case.name for s in self.substrings)
+
+    def unmatched(self, cases: Sequence[Case]) -> str | None:
+        """Why this selection is a usage error for ``cases``, or None when it is not.
+
+        A ``--case`` pattern or ``-k`` text that matches no case's name is most likely
+        a typo, and a selection that leaves no case at all would run nothing and look
+        like a clean run; both are refused rather than reported as "everything
+        deselected". ``names`` (rerun-failed) is not the user's typing and is not judged.
+        """
+        names = [case.name for case in cases]
+        for pattern in self.case_globs:
+            if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+                return f"--case {pattern!r} matches no case of the suite"
+        for text in self.substrings:
+            if not any(text in name for name in names):
+                return f"-k {text!r} matches no case of the suite"
+        if self.is_everything or self.names is not None:
+            return None
+        if not any(self.selects(case) for case in cases):
+            return "the case selection (--case, --category, --class, --tag, -k) matches no case"
+        return None

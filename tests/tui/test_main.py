@@ -149,3 +149,37 @@ def test_usage_errors_exit_2(
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
     assert not started
+
+
+@pytest.mark.parametrize(
+    ("selection", "message"),
+    [
+        (["--case", "no-such-*"], "--case 'no-such-*' matches no case of the suite"),
+        (["-k", "nosuchtext"], "-k 'nosuchtext' matches no case of the suite"),
+    ],
+)
+def test_a_selection_that_matches_nothing_exits_2(
+    selection: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    started: list[CerApp],
+) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "calc")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["calc/evals.toml", "--impl", "calc_ref:evaluate", "--no-history", *selection])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not started
+
+
+def test_a_selection_that_matches_a_case_starts_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[CerApp]
+) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "calc")
+    monkeypatch.chdir(tmp_path)
+    argv = ["calc/evals.toml", "--impl", "calc_ref:evaluate", "--no-history", "-k", "modulo"]
+    assert cli.main(argv) == 0
+    assert len(started) == 1

@@ -498,6 +498,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not suite.cases:
         _error(f"{suite.path}: the suite declares no cases")
         return ExitCode.USAGE
+    unmatched = resolved.options.selection.unmatched(suite.cases)
+    if unmatched is not None:
+        _error(f"{unmatched} ({suite.path})")
+        return ExitCode.USAGE
     module_doc = _ModuleDoc.read(suite)
     problem = _check_reports(args, resolved.labels if resolved.several else ())
     if problem is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cer import options
 from cer.history import default_history_path
+from cer.suite import SuiteError, load_suite
 from cer.tui.app import create_app
 from cer.tui.state.themes import DEFAULT_THEME, ThemeError, find_themes
 
@@ -86,6 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: list[Path] = [*config.paths_value("watch"), *(Path(p) for p in args.watch)]
     if not resolved.suite.is_file():
         parser.error(f"no suite at {resolved.suite}")
+    try:
+        cases = load_suite(resolved.suite).cases
+    except SuiteError:
+        cases = ()  # the app shows the loader's error in its banner, and reloads on a fix
+    unmatched = resolved.options.selection.unmatched(cases) if cases else None
+    if unmatched is not None:
+        parser.error(f"{unmatched} ({resolved.suite})")
     history = None if args.no_history else args.history or default_history_path(resolved.suite)
     app = create_app(
         resolved.suite,
