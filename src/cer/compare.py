@@ -344,7 +344,7 @@ def _render_items(value: Any, limit: int, depth: int, open_: str, close: str, no
     return open_ + ", ".join([*parts, "…"]) + close + suffix
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     """``int 1``, ``str 'a'``, ``None``: the type name and a bounded rendering."""
     if value is None:
         return "None"
@@ -417,7 +417,7 @@ def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]
         return [
             Mismatch(
                 path,
-                f"{path}: implementation did not report a value (expected {_describe(expected)})",
+                f"{path}: implementation did not report a value (expected {describe(expected)})",
                 expected,
                 observed,
             )
@@ -426,7 +426,7 @@ def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]
         return [
             Mismatch(
                 path,
-                f"{path}: expected {_describe(expected)}, observed {_describe(observed)}",
+                f"{path}: expected {describe(expected)}, observed {describe(observed)}",
                 expected,
                 observed,
             )
@@ -436,7 +436,7 @@ def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]
             return []
         message = (
             f"{path}: values differ somewhere below nesting depth {MAX_EXPLAINED_DEPTH} "
-            f"(expected {_describe(expected)}, observed {_describe(observed)})"
+            f"(expected {describe(expected)}, observed {describe(observed)})"
         )
         return [Mismatch(path, message, expected, observed)]
     if kind_e == "list":
@@ -452,7 +452,7 @@ def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]
         detail = f"; {_datetime_problem(expected, observed)}"
     elif kind_e == "time":
         detail = f"; {_time_problem(expected, observed)}"
-    message = f"{path}: expected {_describe(expected)}, observed {_describe(observed)}{detail}"
+    message = f"{path}: expected {describe(expected)}, observed {describe(observed)}{detail}"
     return [Mismatch(path, message, expected, observed)]
 
 
@@ -513,7 +513,7 @@ def _diff_table(
         if collector.full:
             collector.count(key not in observed or not _equal(e, observed[key]))
         elif key not in observed:
-            message = f"{child}: key missing from the observed table (expected {_describe(e)})"
+            message = f"{child}: key missing from the observed table (expected {describe(e)})"
             collector.add([Mismatch(child, message, e, MISSING)])
         else:
             collector.add(_diff(e, observed[key], child, depth + 1))
@@ -524,7 +524,7 @@ def _diff_table(
             collector.count(True)
             continue
         child = _key_path(path, key)
-        message = f"{child}: unexpected key in the observed table (observed {_describe(o)})"
+        message = f"{child}: unexpected key in the observed table (observed {describe(o)})"
         collector.add([Mismatch(child, message, MISSING, o)])
     return collector.result()
 
@@ -639,7 +639,7 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
         return [
             Mismatch(
                 "",
-                f"the observation is not a table ({_describe(observation)}); "
+                f"the observation is not a table ({describe(observation)}); "
                 "the case cannot be verified",
                 MISSING,
                 observation,
@@ -664,7 +664,7 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                 found = [
                     Mismatch(
                         path,
-                        f"{path}: expected {_describe(expected)}, observed {_describe(observed)}",
+                        f"{path}: expected {describe(expected)}, observed {describe(observed)}",
                         expected,
                         observed,
                     )
@@ -676,7 +676,7 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
             out.append(
                 Mismatch(
                     path,
-                    f"{path}: implementation did not report {key} (expected {_describe(expected)})",
+                    f"{path}: implementation did not report {key} (expected {describe(expected)})",
                     expected,
                     MISSING,
                 )
@@ -707,7 +707,7 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
         return [
             Mismatch(
                 path,
-                f"{path}: the bound must be a number, but expect gives {_describe(bound)}; "
+                f"{path}: the bound must be a number, but expect gives {describe(bound)}; "
                 "it cannot be verified",
                 bound,
                 observed,
@@ -729,7 +729,7 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
             Mismatch(
                 path,
                 f"{path}: expected {base} to be a number {symbol} {format_value(bound)}, "
-                f"observed {_describe(observed)}",
+                f"observed {describe(observed)}",
                 bound,
                 observed,
             )
@@ -764,7 +764,7 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
             Mismatch(
                 path,
                 f"{path}: implementation did not report {base} "
-                f"(expected it to contain {_describe(needle)})",
+                f"(expected it to contain {describe(needle)})",
                 needle,
                 MISSING,
             )
@@ -776,7 +776,7 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
                 Mismatch(
                     path,
                     f"{path}: {base} is a string, which can only contain a string, but expect "
-                    f"looks for {_describe(needle)}",
+                    f"looks for {describe(needle)}",
                     needle,
                     observed,
                 )
@@ -798,7 +798,7 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
         return [
             Mismatch(
                 path,
-                f"{path}: no element of {base} equals {_describe(needle)}; observed "
+                f"{path}: no element of {base} equals {describe(needle)}; observed "
                 f"{format_value(observed)}",
                 needle,
                 observed,
@@ -807,8 +807,8 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
     return [
         Mismatch(
             path,
-            f"{path}: {base} must be a string or a list to look for {_describe(needle)} in "
-            f"it, observed {_describe(observed)}",
+            f"{path}: {base} must be a string or a list to look for {describe(needle)} in "
+            f"it, observed {describe(observed)}",
             needle,
             observed,
         )
@@ -821,7 +821,7 @@ def _error_includes(path: str, needle: Any, observation: Mapping[str, Any]) -> l
             Mismatch(
                 path,
                 f"{path}: error_includes must be a string, but expect gives "
-                f"{_describe(needle)}; it cannot be verified",
+                f"{describe(needle)}; it cannot be verified",
                 needle,
             )
         ]
@@ -841,7 +841,7 @@ def _error_includes(path: str, needle: Any, observation: Mapping[str, Any]) -> l
             Mismatch(
                 path,
                 f"{path}: the error must be a string including {format_value(needle)}, "
-                f"observed {_describe(error)}",
+                f"observed {describe(error)}",
                 needle,
                 error,
             )
@@ -865,7 +865,7 @@ def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[
             Mismatch(
                 path,
                 f"{path}: has_fields must be a list of strings, but expect gives "
-                f"{_describe(fields)}; it cannot be verified",
+                f"{describe(fields)}; it cannot be verified",
                 fields,
             )
         ]
@@ -898,7 +898,7 @@ def _element_fields(path: str, wanted: list[str], element: Any, where: str) -> l
             Mismatch(
                 where,
                 f"{where}: {path} requires each element of output to be a table with fields "
-                f"{format_value(wanted)}, observed {_describe(element)}",
+                f"{format_value(wanted)}, observed {describe(element)}",
                 wanted,
                 element,
             )

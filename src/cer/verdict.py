@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cer import plaindata
-from cer.compare import REJECTION_KEYS, binding_key, compare
+from cer.compare import REJECTION_KEYS, binding_key, compare, describe, format_value
 from cer.framing import KIND_RAW, FrameError, split_frames
-from cer.model import MISSING, Case, CaseResult, Status
+from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 
 HEALTH_KEYS = frozenset({"crashed", "hung"})
 """Expect keys about the implementation's health: they make a crash, a hang or an
@@ -224,7 +224,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     def compared(observation: dict[str, Any]) -> CaseResult:
         if _surely_matches(expect, observation):
             return result(Status.PASS, None, observation)
-        mismatches = compare(expect, observation)
+        mismatches = _one_rejection_line(expect, outcome, compare(expect, observation))
         if mismatches:
             return result(
                 Status.FAIL, "\n".join(m.message for m in mismatches), observation, mismatches
@@ -285,6 +285,64 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
             )
         return _with_detail(compared({"crashed": True, "hung": False, **health}), outcome.detail)
     return result(Status.ERRORED, outcome.detail)
+
+
+_ERROR_PATHS = frozenset({*REJECTION_KEYS, "error"})
+"""Mismatch paths about whether and how the implementation refused the input."""
+
+
+def _one_rejection_line(
+    expect: Mapping[str, Any], outcome: Outcome, mismatches: tuple[Mismatch, ...]
+) -> tuple[Mismatch, ...]:
+    """Say what really happened when a rejection was expected and did not happen as
+    asked (or one happened where a return was expected), in one mismatch instead of
+    one per key (``rejects``, ``error_includes``, ``error_type`` overlap).
+
+    The one line says what the case expects and what the implementation did instead:
+    the value it returned, or the type and message of the exception it raised. The
+    other mismatches stay as they are.
+    """
+    about = [m for m in mismatches if m.path in _ERROR_PATHS]
+    if not about:
+        return mismatches
+    others = [m for m in mismatches if m.path not in _ERROR_PATHS]
+    wanted = []
+    if "error_type" in expect and expect["error_type"] is not None:
+        wanted.append(f"of type {_plain(expect['error_type'])}")
+    if "error_includes" in expect:
+        wanted.append(f"including {format_value(expect['error_includes'])}")
+    if "error" in expect and expect["error"] is not None:
+        wanted.append(f"equal to {format_value(expect['error'])}")
+    expects_rejection = expect.get("rejects") is True or bool(wanted)
+    if outcome.kind == "returned" and expects_rejection:
+        what = "a rejection" + (f" (an error {', '.join(wanted)})" if wanted else "")
+        did = f"returned {describe(outcome.value)}"
+    elif outcome.kind == "raised" and expects_rejection:
+        what = f"an error {', '.join(wanted)}" if wanted else "a rejection"
+        did = f"raised {_raised(outcome)}"
+    elif outcome.kind == "raised" and expect.get("rejects") is False:
+        what = "a return (rejects = false)"
+        did = f"raised {_raised(outcome)}"
+        # What it did not report is a consequence of raising, not a mismatch of its own.
+        others = [m for m in others if m.observed is not MISSING]
+    else:
+        return mismatches
+    first = about[0]
+    line = Mismatch(
+        first.path,
+        f"{first.path}: expected {what}, but the implementation {did}",
+        first.expected,
+        first.observed,
+    )
+    return (line, *others)
+
+
+def _raised(outcome: Outcome) -> str:
+    return f"{outcome.error_type}: {_short(outcome.error_message, 300)}"
+
+
+def _plain(value: Any) -> str:
+    return value if type(value) is str else format_value(value)
 
 
 MEMORY_KEY = "resident_memory_mb"

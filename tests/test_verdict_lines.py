@@ -1,0 +1,84 @@
+"""A failed rejection says what really happened, in one mismatch line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cer.model import Case, Status
+from cer.verdict import Outcome, judge
+
+
+def _case(expect: dict[str, Any]) -> Case:
+    return Case(
+        name="case",
+        case_class="adversarial",
+        category="input-validation",
+        position=1,
+        array_index=1,
+        input={},
+        expect=expect,
+    )
+
+
+def test_a_return_where_a_rejection_was_expected_shows_what_it_returned() -> None:
+    case = _case({"rejects": True, "error_includes": "too large"})
+    result = judge(case, Outcome("returned", value=64, elapsed_ms=1.0))
+    assert result.status is Status.FAIL
+    assert result.reason == (
+        "rejects: expected a rejection (an error including 'too large'), "
+        "but the implementation returned int 64"
+    )
+    assert len(result.mismatches) == 1
+
+
+def test_the_wrong_exception_type_shows_its_type_and_message() -> None:
+    case = _case({"rejects": True, "error_type": "ZeroDivisionError"})
+    outcome = Outcome(
+        "raised", error_type="ValueError", error_message="division by zero", elapsed_ms=1.0
+    )
+    result = judge(case, outcome)
+    assert result.reason == (
+        "error_type: expected an error of type ZeroDivisionError, but the implementation "
+        "raised ValueError: division by zero"
+    )
+
+
+def test_an_error_without_the_text_shows_the_message() -> None:
+    case = _case({"rejects": True, "error_includes": "empty"})
+    outcome = Outcome("raised", error_type="ValueError", error_message="bad tab", elapsed_ms=1.0)
+    result = judge(case, outcome)
+    assert result.reason == (
+        "error_includes: expected an error including 'empty', but the implementation "
+        "raised ValueError: bad tab"
+    )
+
+
+def test_a_rejection_where_a_return_was_expected_is_one_line() -> None:
+    case = _case({"rejects": False, "value": 3})
+    outcome = Outcome("raised", error_type="ValueError", error_message="bad tab", elapsed_ms=1.0)
+    result = judge(case, outcome)
+    assert result.reason == (
+        "rejects: expected a return (rejects = false), but the implementation raised "
+        "ValueError: bad tab"
+    )
+    assert len(result.mismatches) == 1
+
+
+def test_other_mismatches_stay_beside_the_rejection_line() -> None:
+    case = _case({"rejects": True, "error_includes": "x", "crashed": True})
+    result = judge(case, Outcome("returned", value={"crashed": False}, elapsed_ms=1.0))
+    lines = (result.reason or "").splitlines()
+    assert lines[0].startswith("rejects: expected a rejection (an error including 'x')")
+    assert lines[1:] == ["crashed: expected bool True, observed bool False"]
+
+
+@pytest.mark.parametrize("expect", [{"value": 2}, {"rejects": True, "error_includes": "x"}])
+def test_a_match_is_still_a_pass(expect: dict[str, Any]) -> None:
+    outcome = (
+        Outcome("returned", value=2, elapsed_ms=1.0)
+        if "value" in expect
+        else Outcome("raised", error_type="ValueError", error_message="x y", elapsed_ms=1.0)
+    )
+    assert judge(_case(expect), outcome).status is Status.PASS
