@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -22,6 +23,7 @@ from cer.history import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
 from cer.safetext import for_terminal
+from cer.tracebacks import code_frame, failure_site, trim
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -105,6 +107,17 @@ def render_coverage(coverage: Coverage, suite_name: str, *, details: bool = Fals
     return lines
 
 
+def _is_load_failure(note: str) -> bool:
+    return note.startswith("the implementation ") and " could not be loaded: " in note
+
+
+def _code_frame_lines(traceback: str | None) -> list[str]:
+    """Where in the implementation's code it failed: the file, line and a few lines
+    around it, read from the file the traceback names (cer.tracebacks)."""
+    frame = code_frame(failure_site(traceback))
+    return frame.render() if frame is not None else []
+
+
 def render_report(
     run: RunResult,
     suite: Suite,
@@ -129,9 +142,25 @@ def render_report(
     lines: list[str] = []
     for note in run.notes:
         lines.append(for_terminal(f"note: {note}"))
+    load_note = next((note for note in run.notes if _is_load_failure(note)), None)
+    not_loaded = [r for r in run.results if load_note is not None and r.reason == load_note]
+    if not_loaded:
+        # One implementation that does not import: its traceback once, not once per case.
+        first = not_loaded[0]
+        lines.extend(_indent(line) for line in _code_frame_lines(first.traceback))
+        if first.traceback:
+            lines.append(_indent(for_terminal(trim(first.traceback).rstrip("\n")), "      | "))
+        count = len(not_loaded)
+        lines.append(
+            paint(Status.ERRORED, f"{SYMBOLS[Status.ERRORED]} {LABELS[Status.ERRORED]:<5}")
+            + f" {count} case{'s' if count != 1 else ''} could not run: the implementation "
+            "could not be loaded (above)"
+        )
     cases = {case.name: case for case in suite.cases}
     for result in run.results:
         if result.status in (Status.PASS, Status.SKIPPED) and not verbose:
+            continue
+        if not_loaded and result.reason == load_note:
             continue
         if result.status is Status.SKIPPED and result.reason == "deselected":
             continue
@@ -148,8 +177,11 @@ def render_report(
         # and bidi controls appear as escapes (cer.safetext.for_terminal).
         if result.reason and result.status is not Status.PASS:
             lines.append(_indent(for_terminal(result.reason)))
+        if result.status is not Status.PASS:
+            lines.extend(_indent(line) for line in _code_frame_lines(result.traceback))
         if verbose and result.captured_output and result.status is not Status.PASS:
-            lines.append(_indent(for_terminal(result.captured_output), "      | "))
+            trimmed = replace(result, traceback=trim(result.traceback or "") or None)
+            lines.append(_indent(for_terminal(trimmed.captured_output), "      | "))
     skipped = Counter(r.reason or "" for r in run.results if r.status is Status.SKIPPED)
     if skipped:
         details = ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()))
