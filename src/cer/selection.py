@@ -70,3 +70,11 @@ class Selection:
         if not any(self.selects(case) for case in cases):
             return "the case selection (--case, --category, --class, --tag, -k) matches no case"
         return None
+
+
+def name_matches(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches the TUI's run pattern: a shell pattern when it holds
+    ``*``, ``?`` or ``[``, else a case-insensitive substring (jest's ``t``)."""
+    if any(mark in pattern for mark in "*?["):
+        return fnmatch.fnmatchcase(name, pattern)
+    return pattern.casefold() in name.casefold()

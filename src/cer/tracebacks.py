@@ -22,6 +22,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from cer.model import CaseResult
 from cer.safetext import for_terminal
 
 RUNNER_DIR = str(Path(__file__).resolve().parent)
@@ -142,6 +143,12 @@ def failure_site(text: str | None) -> Site | None:
         if match is not None and not is_runner_file(match.group("file")):
             site = Site(match.group("file"), int(match.group("line")), match.group("func"))
     return site
+
+
+def implementation_site(result: CaseResult) -> Site | None:
+    """Where in the implementation ``result``'s case failed: the innermost frame of its
+    traceback that is not the runner's, or None."""
+    return failure_site(result.traceback)
 
 
 def code_frame(site: Site | None, context: int = 2) -> CodeFrame | None:

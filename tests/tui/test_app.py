@@ -301,7 +301,7 @@ async def test_keys_help_copy_edit_theme_and_pause(monkeypatch: pytest.MonkeyPat
         return 0
 
     app = triage_app(launcher=launcher)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(120, 40)) as pilot:  # tall enough for the whole help
         await settle(app)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
@@ -390,7 +390,8 @@ async def test_65000_cases_stay_fast(monkeypatch: pytest.MonkeyPatch) -> None:
         await pilot.press("end")
         await pilot.press("pageup", "k", "k")
         await pilot.pause()
-        assert app.case_list.cursor_name == f"case-{65_000 - (height - 1) - 2:05d}"
+        # A page is the list's height less its column headers and one row of overlap.
+        assert app.case_list.cursor_name == f"case-{65_000 - (height - 2) - 2:05d}"
         assert "case-64" in screen_text(app)
         assert 0 < len(drawn) <= 6 * height
         assert max(drawn) < height

@@ -236,7 +236,7 @@ async def test_one_implementation_keeps_its_keys() -> None:
         assert not app.several and app.labels == ("ref",)
         await wait_until(lambda: "q Quit" in screen_text(app))
         text = screen_text(app)
-        assert "g Group e Edit" in text and "Matrix" not in text
+        assert "e Edit E Code ? Help" in text and "Matrix" not in text
         await pilot.press("m")
         assert not isinstance(app.screen, MatrixScreen)
         await pilot.press("question_mark")
@@ -249,7 +249,7 @@ async def test_the_matrix_key_is_listed_with_several() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await wait_until(lambda: "q Quit" in screen_text(app))
-        assert "g Group m Matrix e Edit" in screen_text(app)
+        assert "E Code m Matrix ? Help" in screen_text(app)
         await pilot.press("question_mark")
         assert "Matrix view: cases by implementations, disagreements first" in screen_text(app)
 

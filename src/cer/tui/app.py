@@ -16,6 +16,7 @@ import functools
 import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -33,8 +34,9 @@ from textual.worker import Worker, WorkerState
 from cer.engine.runner import RunOptions, WarmWorkers, resolve_jobs, run_suite
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
-from cer.selection import Selection
+from cer.selection import Selection, name_matches
 from cer.suite import load_suite
+from cer.tracebacks import implementation_site
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import app_keys, bindings
@@ -125,6 +127,8 @@ class CerApp(App[None]):
         self.labels: tuple[str, ...] = names
         """Each lane's short label, as ``cer run`` heads its matrix columns."""
         self.base_selection = options.selection
+        self.run_pattern = ""
+        """The pattern of ``n``: only the cases whose name matches it run ("" for all)."""
         self.watching = watch
         self.history_path = history
         """Where finished runs are recorded; None records nothing."""
@@ -222,6 +226,10 @@ class CerApp(App[None]):
                 with TabPane("Coverage", id="coverage"):
                     yield TextPane(id="coverage-pane")
         yield Input(placeholder="filter: words in the name, a tag or a category", id="filter")
+        yield Input(
+            placeholder="run only the cases whose name matches (a pattern; empty: all again)",
+            id="pattern",
+        )
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -270,7 +278,13 @@ class CerApp(App[None]):
     # -- runs -------------------------------------------------------------------------
 
     def start_run(self, selection: Selection, trigger: str) -> None:
-        """Cancel the run in flight, if any, and start a new one."""
+        """Cancel the run in flight, if any, and start a new one (narrowed to the run
+        pattern, when one is set: the other cases keep their results, dimmed)."""
+        if self.run_pattern and self.suite is not None:
+            names = {c.name for c in self.suite.cases if name_matches(self.run_pattern, c.name)}
+            if selection.names is not None:
+                names &= selection.names
+            selection = replace(selection, names=frozenset(names))
         self.control.start(selection, trigger)
         self.refresh_header()
         self._refresh_summary()
@@ -434,7 +448,9 @@ class CerApp(App[None]):
         self.header_state = self.session.header(self.control.describe_watch(self.watching))
 
     def _refresh_summary(self) -> None:
-        self.summary_state = self.session.summary()
+        self.summary_state = replace(
+            self.session.summary(), timeout=self.options.timeout, pattern=self.run_pattern
+        )
 
     def detail_styles(self) -> DetailStyles:
         """The panes' styles from the current theme (cached until the theme changes)."""
@@ -541,7 +557,61 @@ class CerApp(App[None]):
         if isinstance(self.focused, (LinePane, TextPane)):
             self.action_focus_details()
 
+    def action_cycle_pane_back(self) -> None:
+        """Shift-Tab: the previous pane. The focus stays where it was (the list, or the
+        pane on view), so the cursor keys never act on a widget that does not show it."""
+        self.query_one("#details", DetailPanes).cycle(-1)
+        if isinstance(self.focused, (LinePane, TextPane)):
+            self.action_focus_details()
+
+    def action_rerun_case(self) -> None:
+        row = self.case_list.highlighted_row
+        if row is None:
+            return
+        self.start_run(
+            replace(self.base_selection, names=frozenset({row.name})), f"rerun: {row.name}"
+        )
+
+    def action_run_pattern(self) -> None:
+        field = self.query_one("#pattern", Input)
+        field.value = self.run_pattern
+        field.add_class("-shown")
+        field.focus()
+
+    @on(Input.Submitted, "#pattern")
+    def _pattern_submitted(self, event: Input.Submitted) -> None:
+        event.input.remove_class("-shown")
+        self.case_list.focus()
+        self.set_run_pattern(event.value.strip())
+
+    def set_run_pattern(self, pattern: str) -> None:
+        """Run only the cases whose name matches ``pattern`` from now on, on every
+        trigger, until it is cleared (``""`` runs every case again)."""
+        cases = () if self.suite is None else self.suite.cases
+        if pattern and cases and not any(name_matches(pattern, case.name) for case in cases):
+            self.notify(f"No case name matches {pattern!r}.", severity="warning")
+            return
+        self.run_pattern = pattern
+        trigger = f"rerun: only {pattern!r}" if pattern else "rerun: every case"
+        self.start_run(self.base_selection, trigger)
+
+    def action_edit_code(self) -> None:
+        row = self.case_list.highlighted_row
+        site = None if row is None or row.result is None else implementation_site(row.result)
+        if site is None:
+            self.notify(
+                "No line of the implementation to open: the case did not fail in it.",
+                title="Code",
+            )
+            return
+        self._open_editor(Path(site.path), site.line)
+
     def action_step_back(self) -> None:
+        pattern = self.query_one("#pattern", Input)
+        if pattern.has_focus:
+            pattern.remove_class("-shown")
+            self.case_list.focus()
+            return
         field = self.query_one("#filter", Input)
         if field.has_focus:
             field.value = ""
@@ -559,8 +629,11 @@ class CerApp(App[None]):
         row = self.case_list.highlighted_row
         if row is None:
             return
+        self._open_editor(self.suite_path, row.case.line)
+
+    def _open_editor(self, path: Path, line: int | None) -> None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-        command = editor_command(editor, self.suite_path, row.case.line)
+        command = editor_command(editor, path, line)
         try:
             with self.suspend():
                 self._launcher(command)

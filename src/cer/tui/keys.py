@@ -22,7 +22,26 @@ class Key:
 
 
 APP_KEYS: tuple[Key, ...] = (
+    # The footer shows the keys with ``footer=True`` in this order, most used first, and
+    # fits 80 columns (Textual puts priority bindings first: tab leads); the help screen
+    # and docs/tui.md list them all.
+    Key(
+        "tab",
+        "cycle_pane",
+        "Pane",
+        "Cycle the detail panes: Reason, Diff, Output, Case, Coverage",
+        "tab",
+        priority=True,
+    ),
     Key("r", "rerun_all", "Rerun", "Rerun every selected case", "r"),
+    Key("s", "rerun_case", "This", "Rerun the highlighted case alone", "s"),
+    Key(
+        "n",
+        "run_pattern",
+        "Only",
+        "Run only the cases whose name matches a pattern (empty: all)",
+        "n",
+    ),
     Key(
         "R",
         "rerun_failed",
@@ -31,8 +50,39 @@ APP_KEYS: tuple[Key, ...] = (
         "R",
     ),
     Key("f", "toggle_failures", "Failures", "Show failures only / show every case", "f"),
-    Key("slash", "start_filter", "Filter", "Filter the list by name, tag or category", "/"),
-    Key("g", "group_by", "Group", "Group-by view: counts per category, class, severity, tag", "g"),
+    Key(
+        "shift+tab",
+        "cycle_pane_back",
+        "Pane back",
+        "Cycle the detail panes backwards",
+        "shift+tab",
+        footer=False,
+        priority=True,
+    ),
+    Key("e", "edit_case", "Edit", "Open $EDITOR at the case's line in the suite file", "e"),
+    Key(
+        "E",
+        "edit_code",
+        "Code",
+        "Open $EDITOR at the implementation's failing line",
+        "E",
+    ),
+    Key(
+        "slash",
+        "start_filter",
+        "Filter",
+        "Filter the list by name, tag or category",
+        "/",
+        footer=False,
+    ),
+    Key(
+        "g",
+        "group_by",
+        "Group",
+        "Group-by view: counts per category, class, severity, tag",
+        "g",
+        footer=False,
+    ),
     Key(
         "enter",
         "focus_details",
@@ -42,14 +92,6 @@ APP_KEYS: tuple[Key, ...] = (
         footer=False,
     ),
     Key(
-        "tab",
-        "cycle_pane",
-        "Pane",
-        "Cycle the detail panes: Reason, Diff, Output, Case, Coverage",
-        "tab",
-        priority=True,
-    ),
-    Key(
         "escape",
         "step_back",
         "Back",
@@ -57,12 +99,27 @@ APP_KEYS: tuple[Key, ...] = (
         "esc",
         footer=False,
     ),
-    Key("e", "edit_case", "Edit", "Open $EDITOR at the case's line in the suite file", "e"),
-    Key("y", "copy_repro", "Repro", "Copy a one-line reproduction (cer run … --case)", "y"),
-    Key("t", "cycle_theme", "Theme", "Switch to the next colour theme", "t"),
-    Key("p", "toggle_watch", "Pause", "Pause or resume watching for changes", "p"),
+    Key(
+        "y",
+        "copy_repro",
+        "Repro",
+        "Copy a one-line reproduction (cer run … --case)",
+        "y",
+        footer=False,
+    ),
+    Key("t", "cycle_theme", "Theme", "Switch to the next colour theme", "t", footer=False),
+    Key("p", "toggle_watch", "Pause", "Pause or resume watching for changes", "p", footer=False),
     Key("question_mark", "help", "Help", "Show this help", "?"),
     Key("q", "quit", "Quit", "Quit", "q"),
+    Key(
+        "ctrl+c",
+        "quit",
+        "Quit",
+        "Quit",
+        "ctrl+c",
+        footer=False,
+        priority=True,
+    ),
 )
 
 MATRIX_KEYS: tuple[Key, ...] = (

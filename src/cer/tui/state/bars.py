@@ -48,3 +48,7 @@ class SummaryState:
     """The lane running now, and its place (``calc_sloppy 2/3``)."""
     disagreements: int | None = None
     """Cases the lanes observed differently, once a matrix is built."""
+    timeout: float | None = None
+    """The per-case timeout the runs use, in seconds."""
+    pattern: str = ""
+    """The run pattern (``n``): only the cases whose name matches it run."""

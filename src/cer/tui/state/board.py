@@ -264,8 +264,11 @@ class Board:
     def finish_run(self, run: RunResult) -> None:
         """Take the complete result of a run; it becomes the baseline for the next one."""
         self.record(run.results, len(run.results), len(run.results))
+        partial = self.run_selection.names is not None
         for row in self.rows:
-            row.stale = False
+            # A partial run (one case, a pattern, the failed ones) leaves the rest shown
+            # as they were, dimmed: not run this time.
+            row.stale = partial and row.result is not None and not self._executed(row.case)
         self.running = False
         self.last_run = run
         self._last_run_completed = True

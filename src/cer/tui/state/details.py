@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Text
 
 from cer.model import Case, CaseResult, Status
+from cer.tracebacks import code_frame, implementation_site, trim
 from cer.tui.state.board import Change, Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
 from cer.tui.state.diffing import DiffStyles, render_result_diff
@@ -118,6 +119,13 @@ def render_reason(
         text.append("\n")
         text.append(result.reason)
         text.append("\n")
+    frame = code_frame(implementation_site(result))
+    if frame is not None:
+        lines = frame.render()
+        text.append("\n")
+        text.append(f"{lines[0]}\n", styles.heading)
+        for line in lines[1:]:
+            text.append(f"{line}\n", styles.traceback if line.startswith(">") else styles.label)
     if result.mismatches:
         text.append("\n")
         count = len(result.mismatches)
@@ -149,7 +157,7 @@ def render_output(result: CaseResult | None, styles: DetailStyles) -> list[Text]
     if result.stderr:
         sections.append(("stderr", result.stderr, styles.stderr))
     if result.traceback:
-        sections.append(("traceback", result.traceback, styles.traceback))
+        sections.append(("traceback", trim(result.traceback), styles.traceback))
     if not sections:
         return [Text("Nothing was captured.", styles.label)]
     lines: list[Text] = []

@@ -17,6 +17,7 @@ from cer.engine.runner import RunOptions
 from cer.matrix import Matrix
 from cer.model import RunResult, Status, Suite
 from cer.selection import Selection
+from cer.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
 from cer.tui.state.board import Board
 from cer.tui.state.coverage_view import CoverageView
@@ -294,7 +295,7 @@ class Session:
         if not self.several:
             ((lane, failure),) = failures
             title = f"The implementation {lane.options.impl} does not import: {failure.reason}"
-            return title, failure.detail
+            return title, trim(failure.detail)
         if len(failures) == 1:
             ((lane, failure),) = failures
             title = (
@@ -305,7 +306,8 @@ class Session:
             names = ", ".join(lane.label for lane, _ in failures)
             title = f"{len(failures)} implementations do not load: {names}"
         body = "\n".join(
-            f"── {lane.label} ──\n{failure.detail or failure.reason}" for lane, failure in failures
+            f"── {lane.label} ──\n{trim(failure.detail) or failure.reason}"
+            for lane, failure in failures
         )
         return title, body
 

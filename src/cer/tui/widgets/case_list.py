@@ -4,9 +4,10 @@ One widget per case (or a DataTable) takes seconds and a hundred megabytes at 65
 cases; here a frame costs the same for 60 rows or 65,000. The cursor follows a case
 *name*, so reruns, filters and reloaded suites keep the same case selected.
 
-With several implementations each row has one status cell per implementation, under a
-header line that names them, and a ``≠`` where they observed different things; the
-header line is drawn by the list itself, so that it always lines up with the cells.
+A header line names the columns (case, class, category, severity, time). With several
+implementations each row has one status cell per implementation, under the label that
+names it, and a ``≠`` where they observed different things; the header line is drawn by
+the list itself, so that it always lines up with the cells.
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ class CaseList(ScrollView, can_focus=True):
         self.labels = tuple(labels) if len(labels) > 1 else ()
         """The implementations' labels when there are several (the board's peers hold
         their rows); empty for one implementation."""
-        self.header = 1 if self.labels else 0
-        """Lines above the rows: the labels' header with several implementations."""
+        self.header = 1
+        """Lines above the rows: the columns' names (with several implementations, the
+        labels over their cells)."""
         self.heads = column_labels(self.labels)
         """The labels as the header shows them (without a prefix they all share)."""
         self.cursor = 0
@@ -331,10 +333,13 @@ class CaseList(ScrollView, can_focus=True):
         columns = self._layout(max(self.scrollable_content_region.width, 20))
         style = base + self._style("case-list--header")
         plain = base + self._style("case-list--column")
-        segments = [Segment(" ", plain)]
-        for label, lane_width in zip(self.heads, columns.lanes, strict=True):
-            segments.append(Segment(_fit(label, lane_width), style))
-        segments.append(Segment(" " * AGREEMENT_WIDTH, plain))
+        if self.labels:
+            segments = [Segment(" ", plain)]
+            for label, lane_width in zip(self.heads, columns.lanes, strict=True):
+                segments.append(Segment(_fit(label, lane_width), style))
+            segments.append(Segment(" " * AGREEMENT_WIDTH, plain))
+        else:
+            segments = [Segment(" " * PREFIX_WIDTH, plain)]
         segments.append(Segment(_fit("case", columns.name), style))
         for title, column_width in (
             ("class", columns.case_class),
@@ -343,6 +348,10 @@ class CaseList(ScrollView, can_focus=True):
         ):
             if column_width:
                 segments.append(Segment(_fit(title, column_width), style))
+        if columns.time:
+            segments.append(Segment(" " * (columns.time - 5), plain))
+            segments.append(Segment("time", style))
+            segments.append(Segment(" ", plain))
         return Strip(segments)
 
     def _render_lanes(self, index: int, is_cursor: bool, base: Style) -> Strip:

@@ -32,10 +32,10 @@ class DetailPanes(TabbedContent):
         self.query_one("#case-pane", TextPane).show(details.case)
         self.query_one("#coverage-pane", TextPane).show(details.coverage)
 
-    def cycle(self) -> None:
-        """Bring the next pane on view."""
-        current = PANES.index(self.active) if self.active in PANES else -1
-        self.active = PANES[(current + 1) % len(PANES)]
+    def cycle(self, step: int = 1) -> None:
+        """Bring the next pane on view (``step=-1``: the previous one)."""
+        current = PANES.index(self.active) if self.active in PANES else 0
+        self.active = PANES[(current + step) % len(PANES)]
 
     def focus_active(self) -> None:
         """Move the focus into the pane on view."""

@@ -128,4 +128,9 @@ def _with_progress(
         text.append(f"   in {format_ms(state.elapsed_ms)}", style("muted"))
     if state.filters:
         text.append(f"   showing {state.shown} of {state.rows} ({state.filters})", style("muted"))
+    if state.pattern:
+        text.append("   only ", style("muted"))
+        text.append(repr(state.pattern), style("flaky"))
+    if state.timeout is not None:
+        text.append(f"   timeout {state.timeout:g} s", style("muted"))
     return text
