@@ -28,6 +28,9 @@ from cer.selection import Selection
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_WATCH_TIMEOUT = 2.0
+"""``cer-tui``'s per-case timeout: short, for the TDD loop, where a hang should cost a
+couple of seconds, not ten (``--watch-timeout``, ``watch_timeout``)."""
 MAX_TIMEOUT = 86_400.0
 DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
@@ -44,6 +47,7 @@ _CONFIG_KEYS = frozenset(
         "capture_limit",
         "categories",
         "watch",
+        "watch_timeout",
         "theme",
         "jobs",
         "pytest_suites",
@@ -155,7 +159,8 @@ def argument_type(parse: Callable[[str], T]) -> Callable[[str], T]:
     return convert
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
+    """A timeout in seconds on the command line: above 0, at most a day."""
     try:
         value = float(text)
     except ValueError:
@@ -236,7 +241,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         metavar="SECONDS",
         help=f"per-case time limit, enforced from outside (default {DEFAULT_TIMEOUT:g})",
     )
@@ -488,6 +493,13 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
     for item in given:
         _check_implementation(item)
     timeout = args.timeout if args.timeout is not None else values.get("timeout", DEFAULT_TIMEOUT)
+    if hasattr(args, "watch_timeout"):
+        # cer-tui: --watch-timeout, else an explicit --timeout, else watch_timeout, else
+        # its own short default; the timeout of [tool.cer] is cer run's.
+        if args.watch_timeout is not None:
+            timeout = args.watch_timeout
+        elif args.timeout is None:
+            timeout = values.get("watch_timeout", DEFAULT_WATCH_TIMEOUT)
     isolation = args.isolation or values.get("isolation", "fork")
     if isolation not in ISOLATION_MODES:
         raise UsageError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
@@ -496,7 +508,10 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         or isinstance(timeout, bool)
         or not 0 < timeout <= MAX_TIMEOUT
     ):
-        raise UsageError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
+        raise UsageError(
+            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+            + (" (watch_timeout in [tool.cer])" if hasattr(args, "watch_timeout") else "")
+        )
     max_memory = args.max_memory
     if max_memory is None and values.get("max_memory") is not None:
         max_memory = _config_size(values["max_memory"], "max_memory")

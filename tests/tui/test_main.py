@@ -183,3 +183,49 @@ def test_a_selection_that_matches_a_case_starts_the_app(
     argv = ["calc/evals.toml", "--impl", "calc_ref:evaluate", "--no-history", "-k", "modulo"]
     assert cli.main(argv) == 0
     assert len(started) == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "argv", "timeout"),
+    [
+        ("", [], 2.0),
+        ("timeout = 30\n", [], 2.0),
+        ("watch_timeout = 0.5\n", [], 0.5),
+        ("watch_timeout = 0.5\n", ["--timeout", "7"], 7.0),
+        ("watch_timeout = 0.5\n", ["--watch-timeout", "3", "--timeout", "7"], 3.0),
+    ],
+)
+def test_the_watch_loop_has_its_own_short_timeout(
+    config: str,
+    argv: list[str],
+    timeout: float,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    started: list[CerApp],
+) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "calc", ignore=shutil.ignore_patterns(".cer"))
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.cer]\nsuite = "calc/evals.toml"\nimpl = "calc_ref:evaluate"\n{config}'
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--no-history", *argv]) == 0
+    (app,) = started
+    assert app.options.timeout == timeout
+    assert all(o.timeout == timeout for o in app.implementations)
+
+
+def test_a_bad_watch_timeout_is_a_usage_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    started: list[CerApp],
+) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "calc", ignore=shutil.ignore_patterns(".cer"))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cer]\nsuite = "calc/evals.toml"\nimpl = "calc_ref:evaluate"\nwatch_timeout = "x"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main([])
+    assert exited.value.code == 2
+    assert "watch_timeout" in capsys.readouterr().err
