@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from cer import tracebacks
-from cer.console import render_report
+from cer.cli.console import render_report
 from cer.suite import load_suite
 from cer.tracebacks import Site, code_frame, failure_site, trim
 from conftest import Module

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
+from cer.engine.runner import RunOptions
 from cer.model import Case, CaseResult, Status
-from cer.runner import RunOptions
 from cer.tui.app import CerApp, create_app
 from cer.tui.widgets.text_pane import TextPane
 
