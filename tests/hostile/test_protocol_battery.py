@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from cer import sandbox
 from cer.engine.runner import RunOptions, run_suite
 from cer.model import RunResult, Status
 from cer.suite import load_suite
@@ -477,6 +478,10 @@ def f(mb):
 """
 
 
+@pytest.mark.skipif(
+    not sandbox.status().available,
+    reason="memory is measured only under the sandbox (tests/hostile/test_red_team.py)",
+)
 @pytest.mark.parametrize("isolation", MODES)
 def test_resident_memory_is_the_kernels_account_never_the_implementations(
     module: Module, isolation: str

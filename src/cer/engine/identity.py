@@ -22,7 +22,7 @@ import secrets
 import stat
 from dataclasses import dataclass
 
-__all__ = ["MAX_FILES", "UNKNOWN", "Identity", "identify"]
+__all__ = ["MAX_FILES", "UNKNOWN", "Identity", "file_digest", "identify"]
 
 MAX_FILES = 100_000
 """More files than this is not a plausible import: the list is treated as malformed."""
@@ -60,7 +60,7 @@ def identify(impl: str, reported: object) -> Identity:
     files = _checked(reported)
     if files is None:
         return Identity(f"{impl}@{UNKNOWN}{secrets.token_hex(5)}", ())
-    digests = sorted(_digest(path) for path in files)
+    digests = sorted(file_digest(path) for path in files)
     digest = hashlib.sha256(b"".join(digests)).hexdigest()[:10]
     return Identity(f"{impl}@{digest}", files)
 
@@ -80,9 +80,14 @@ def _checked(reported: object) -> tuple[str, ...] | None:
     return tuple(sorted(set(reported)))
 
 
-def _digest(path: str) -> bytes:
+def file_digest(path: str) -> bytes:
     """SHA-256 of one file's content, read without following it into anything but a
-    regular file; a stand-in digest for a missing, special or very large file."""
+    regular file; a stand-in digest for a missing, special or very large file.
+
+    The file is opened without blocking and checked after it was opened, so a name
+    swapped for a FIFO or a device after any earlier check cannot stall the reader;
+    only the size it had when opened is read, so a file that keeps growing cannot
+    keep it reading."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)
@@ -96,8 +101,10 @@ def _digest(path: str) -> bytes:
             marker = f"<large:{info.st_size}:{info.st_mtime_ns}>"
             return hashlib.sha256(marker.encode()).digest()
         hasher = hashlib.sha256()
-        while chunk := os.read(fd, _CHUNK):
+        left = info.st_size
+        while left > 0 and (chunk := os.read(fd, min(_CHUNK, left))):
             hasher.update(chunk)
+            left -= len(chunk)
         return hasher.digest()
     except OSError:
         return hashlib.sha256(b"<unreadable>").digest()

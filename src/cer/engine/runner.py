@@ -609,14 +609,27 @@ class _Execution:
                     )
                 )
                 return
-            outcome = replace(outcome, **self.memory_of(peak, outcome, confined))
+            outcome = replace(
+                outcome, **self.memory_of(peak, outcome, confined, self.policy is not None)
+            )
         self.record(judge(case, outcome))
 
     @staticmethod
-    def memory_of(peak: float | None, outcome: Outcome, confined: str) -> dict[str, Any]:
-        """``memory_mb`` (or ``memory_note``) for an outcome of a worker of its own."""
+    def memory_of(
+        peak: float | None, outcome: Outcome, confined: str, sandboxed: bool
+    ) -> dict[str, Any]:
+        """``memory_mb`` (or ``memory_note``) for an outcome of a worker of its own.
+
+        Only under the sandbox: without it the process can reset the very count the
+        kernel keeps for it (writing ``5`` to ``/proc/self/clear_refs`` resets the
+        peak), which the sandbox's read-only ``/proc`` refuses."""
         if outcome.kind == "timed_out":
             return {"memory_note": "the case did not finish"}
+        if not sandboxed:
+            return {
+                "memory_note": "without the sandbox the case can reset the kernel's count "
+                "of its peak (/proc/self/clear_refs); run with the sandbox"
+            }
         if confined:
             return {"memory_note": f"new processes could not be forbidden ({confined})"}
         if peak is None:

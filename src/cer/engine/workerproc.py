@@ -83,8 +83,18 @@ class WorkerProcess:
         # Unbuffered, so that what a case printed before it hung or crashed is kept.
         env["PYTHONUNBUFFERED"] = "1"
         try:
+            # -P: the working directory is not put first on the worker's path. It is
+            # the implementation's folder, and a `cer` package or a module named like
+            # the standard library's there would run as the worker, before the sandbox.
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "cer.worker", str(to_worker_r), str(from_worker_w)],
+                [
+                    sys.executable,
+                    "-P",
+                    "-m",
+                    "cer.worker",
+                    str(to_worker_r),
+                    str(from_worker_w),
+                ],
                 pass_fds=(to_worker_r, from_worker_w),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -753,9 +753,6 @@ class Worker:
         self.capture_limit = int(message["capture_limit"])
         self.max_memory = message.get("max_memory")
         self.timeout = float(message["timeout"])
-        for path in reversed(message["paths"]):
-            if path not in sys.path:
-                sys.path.insert(0, path)
         before = set(sys.modules)
         stdlib = _StdlibTrees.find()  # before the import, which may change what it sees
         if self.max_memory:
@@ -772,6 +769,12 @@ class Worker:
             return
         self._open_capture()
         self._reset_capture()
+        # Only now, inside the sandbox and with everything of the worker's own
+        # imported: a module in an import root named like one the worker imports
+        # (`sysconfig`, `resource`) is the implementation's code, and runs confined.
+        for path in reversed(message["paths"]):
+            if path not in sys.path:
+                sys.path.insert(0, path)
         module_name, _, attr = message["impl"].partition(":")
         try:
             if not module_name or not attr:

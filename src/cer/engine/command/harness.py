@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cer import sandbox
 from cer.categories import CALL
+from cer.engine.identity import file_digest
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.procs import end_process
 from cer.verdict import Outcome, judge
@@ -85,7 +86,6 @@ MAX_INT_DIGITS = 100_000
 """Longest integer text accepted in a typed value."""
 
 _POLL = 0.05
-_HASH_LIMIT = 64 * 1024 * 1024
 _READ_CHUNK = 1 << 20
 _EVIDENCE_CHARS = 300
 _STDERR_LINES_IN_REASON = 3
@@ -748,16 +748,9 @@ class _Process:
 
 
 def _hash_file(digest: Any, path: Path) -> None:
-    try:
-        stat = path.stat()
-        if stat.st_size > _HASH_LIMIT:  # a big binary: its size and time stand for it
-            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
-            return
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        digest.update(b"<unreadable>")
+    # A harness names some of these files: a name it swaps for a FIFO after the
+    # is_file check must not stall the supervisor (see cer.identity.file_digest).
+    digest.update(file_digest(str(path)))
 
 
 def _on_search_path(program: str) -> bool:
@@ -777,7 +770,7 @@ def command_identity(
     The id is ``cmd:COMMAND@HASH`` (``cmd-per-case:`` for one process per case); the
     hash covers the command's words, the content of every word that names an existing
     file (relative to the working directory; the program only when it is not in a PATH
-    directory; files over 64 MiB by size and time), the files a harness listed in its
+    directory; files over 256 MiB by size and time), the files a harness listed in its
     handshake, and ``extra`` (the harness's name and version), so that editing the
     harness or the module it wraps changes the id.
     """
