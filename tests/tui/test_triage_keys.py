@@ -137,9 +137,13 @@ async def test_n_runs_only_the_matching_cases_until_cleared() -> None:
         assert ran(runner, 2) == {"renders-tabs", "renders-list"}
         assert "only 'renders'" in screen_text(app)
         # an empty pattern clears it
-        await pilot.press("n", "ctrl+u", "enter")
+        # s reruns the highlighted case even when the pattern leaves it out
+        await pilot.press("home", "s")
         await settle(app, runs=4)
-        assert len(ran(runner, 3)) == 12
+        assert ran(runner, 3) == {"adds-integers"}
+        await pilot.press("n", "ctrl+u", "enter")
+        await settle(app, runs=5)
+        assert len(ran(runner, 4)) == 12
         assert "only '" not in screen_text(app)
 
 

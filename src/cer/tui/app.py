@@ -277,10 +277,11 @@ class CerApp(App[None]):
 
     # -- runs -------------------------------------------------------------------------
 
-    def start_run(self, selection: Selection, trigger: str) -> None:
-        """Cancel the run in flight, if any, and start a new one (narrowed to the run
-        pattern, when one is set: the other cases keep their results, dimmed)."""
-        if self.run_pattern and self.suite is not None:
+    def start_run(self, selection: Selection, trigger: str, *, narrow: bool = True) -> None:
+        """Cancel the run in flight, if any, and start a new one (with ``narrow``,
+        narrowed to the run pattern when one is set: the other cases keep their results,
+        dimmed)."""
+        if narrow and self.run_pattern and self.suite is not None:
             names = {c.name for c in self.suite.cases if name_matches(self.run_pattern, c.name)}
             if selection.names is not None:
                 names &= selection.names
@@ -569,7 +570,9 @@ class CerApp(App[None]):
         if row is None:
             return
         self.start_run(
-            replace(self.base_selection, names=frozenset({row.name})), f"rerun: {row.name}"
+            replace(self.base_selection, names=frozenset({row.name})),
+            f"rerun: {row.name}",
+            narrow=False,  # the highlighted case, whatever the run pattern
         )
 
     def action_run_pattern(self) -> None:
