@@ -84,3 +84,33 @@ def test_flawed_implementation_fails_exactly_its_cases(impl: str, expected: froz
     assert run.summary.errored == 0
     assert run.summary.passed == run.summary.total - len(expected)
     assert run.summary.verdict == "nonconformant"
+
+
+def test_the_hanging_implementation_shows_the_line_it_was_stuck_on() -> None:
+    """calc_hangs loops on a tab: its timed-out cases carry the case's stack, dumped just
+    before the kill, and the report names the line of the loop."""
+    from cer.cli.console import render_report
+    from cer.selection import Selection
+    from cer.tracebacks import implementation_site
+
+    suite = load_suite(SUITE)
+    options = RunOptions(
+        impl="calc_hangs:evaluate", timeout=1.0, selection=Selection(substrings=("tabs",))
+    )
+    run = run_suite(suite, options)
+    hung = [r for r in run.results if r.status is Status.ERRORED]
+    assert {r.case_name for r in hung} == {
+        "tabs-between-tokens",
+        "tabs-and-spaces-around-expression",
+    }
+    source = (SUITE.parent / "calc_hangs.py").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(source, 1) if line.strip().startswith("while "))
+    end = next(n for n, line in enumerate(source, 1) if line.strip() == "return count")
+    for result in hung:
+        assert result.reason == "timed out after 1 s"
+        site = implementation_site(result)
+        assert site is not None and site.path.endswith("calc_hangs.py"), result.traceback
+        assert site.function == "count_symbols" and start <= site.line < end
+    report = render_report(run, suite)
+    assert report.count("calc_hangs.py:") >= 2 and "in count_symbols" in report
+    assert "runner frames hidden]" not in report  # the stack is shown with -v only

@@ -159,3 +159,20 @@ def test_an_implementation_that_does_not_import_is_reported_once(module: Module)
     assert "> 2 | y = undefined_name" in report
     assert "boom" not in report and "[2 runner frames hidden]" not in report
     assert "runner frames hidden]" in report
+
+
+def test_the_innermost_frame_of_a_stack_dump_is_the_first(tmp_path: Path) -> None:
+    dump = (
+        f"{tracebacks.STACK_HEADING}\n"
+        "Thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/src/other.py", line 9 in wait\n'
+        "\n"
+        "Current thread 0x00007f0000000002 (most recent call first):\n"
+        '  File "/src/calc.py", line 21 in count_symbols\n'
+        '  File "/src/calc.py", line 33 in evaluate\n'
+        f'  File "{RUNNER}/worker.py", line 177 in _call\n'
+        '  File "<frozen runpy>", line 88 in _run_code\n'
+    )
+    assert failure_site(dump) == Site("/src/calc.py", 21, "count_symbols")
+    trimmed = trim(dump)
+    assert "  [2 runner frames hidden]" in trimmed and "worker.py" not in trimmed

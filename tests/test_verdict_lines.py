@@ -82,3 +82,25 @@ def test_a_match_is_still_a_pass(expect: dict[str, Any]) -> None:
         else Outcome("raised", error_type="ValueError", error_message="x y", elapsed_ms=1.0)
     )
     assert judge(_case(expect), outcome).status is Status.PASS
+
+
+def test_a_timed_out_case_carries_its_stack_labelled_and_bounded() -> None:
+    from cer.tracebacks import STACK_HEADING
+    from cer.verdict import STACK_LIMIT, outcome_from_worker
+
+    meta = {
+        "exit": {"how": "timeout"},
+        "stack": 'Current thread 0x1:\n  File "/a.py", line 2 in f\n',
+    }
+    outcome = outcome_from_worker(meta, b"", 1.0, 1024)
+    assert outcome.kind == "timed_out"
+    assert outcome.traceback is not None and outcome.traceback.startswith(STACK_HEADING)
+    result = judge(_case({"value": 1}), outcome)
+    assert result.status is Status.ERRORED and result.traceback == outcome.traceback
+    huge = outcome_from_worker({"exit": {"how": "timeout"}, "stack": "x" * 100_000}, b"", 1.0, 1)
+    assert huge.traceback is not None and len(huge.traceback) < STACK_LIMIT + 200
+    for junk in (None, 3, "", "  \n"):
+        assert (
+            outcome_from_worker({"exit": {"how": "timeout"}, "stack": junk}, b"", 1.0, 1).traceback
+            is None
+        )

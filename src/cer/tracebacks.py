@@ -37,7 +37,12 @@ MAX_SOURCE = 2 * 1024 * 1024
 MAX_LINE = 160
 """Characters of a source line a code frame shows."""
 
-_FRAME = re.compile(r'^  File "(?P<file>[^"\n]+)", line (?P<line>\d{1,9})(?:, in (?P<func>.*))?$')
+_FRAME = re.compile(r'^  File "(?P<file>[^"\n]+)", line (?P<line>\d{1,9})(?:,? in (?P<func>.*))?$')
+"""A frame of a Python traceback (``File "f.py", line 3, in g``) or of a faulthandler
+dump (``File "f.py", line 3 in g``)."""
+
+STACK_HEADING = "Stack of the case's process when it was stopped (most recent call first):"
+"""The first line of a timed-out case's stack, as the supervisor labels it."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,9 @@ class CodeFrame:
 
 def is_runner_file(path: str) -> bool:
     """Whether a frame's file is the runner's: cer's own modules, importlib's frozen
-    bootstrap, or ``importlib/__init__.py`` (``import_module``)."""
-    if path.startswith("<frozen importlib"):
+    bootstrap, ``importlib/__init__.py`` (``import_module``), or runpy (the worker
+    runs as ``python -m cer.worker``)."""
+    if path.startswith(("<frozen importlib", "<frozen runpy>")):
         return True
     if path.startswith(RUNNER_DIR + os.sep):
         return True
@@ -136,6 +142,8 @@ def failure_site(text: str | None) -> Site | None:
     if not text or len(text) > MAX_TRACEBACK:
         return None
     lines = text.splitlines()
+    if any("(most recent call first)" in line for line in lines[:3]):
+        return _innermost_of_dump(lines)
     start = max((i for i, line in enumerate(lines) if line.startswith("Traceback ")), default=0)
     site = None
     for line in lines[start:]:
@@ -143,6 +151,19 @@ def failure_site(text: str | None) -> Site | None:
         if match is not None and not is_runner_file(match.group("file")):
             site = Site(match.group("file"), int(match.group("line")), match.group("func"))
     return site
+
+
+def _innermost_of_dump(lines: list[str]) -> Site | None:
+    """The first implementation frame of a faulthandler dump (most recent call first),
+    in the thread that was running the case (``Current thread``) when it names one."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), 0)
+    for line in lines[start:]:
+        if line.startswith("Thread ") and not line.startswith("Current thread"):
+            break  # another thread's stack
+        match = _FRAME.match(line)
+        if match is not None and not is_runner_file(match.group("file")):
+            return Site(match.group("file"), int(match.group("line")), match.group("func"))
+    return None
 
 
 def implementation_site(result: CaseResult) -> Site | None:

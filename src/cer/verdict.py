@@ -16,6 +16,7 @@ from cer import plaindata
 from cer.compare import REJECTION_KEYS, binding_key, compare, describe, format_value
 from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
+from cer.tracebacks import STACK_HEADING
 
 HEALTH_KEYS = frozenset({"crashed", "hung"})
 """Expect keys about the implementation's health: they make a crash, a hang or an
@@ -92,7 +93,10 @@ def outcome_from_worker(
     kind = how.get("how") if isinstance(how, Mapping) else None
     if kind == "timeout":
         return out(
-            "timed_out", detail=f"timed out after {_seconds(timeout)}", elapsed_ms=timeout * 1000.0
+            "timed_out",
+            detail=f"timed out after {_seconds(timeout)}",
+            elapsed_ms=timeout * 1000.0,
+            traceback=_stack(meta.get("stack")),
         )
     if kind == "too_large":
         return out("not_plain", detail="the observation exceeded 64 MiB")
@@ -184,6 +188,21 @@ def outcome_from_worker(
             traceback=str(payload.get("tb")),
         )
     return out("lost", detail=f"the case sent an unknown result kind {tag!r}")
+
+
+STACK_LIMIT = 16 * 1024
+"""Characters of a timed-out case's stack kept (the worker bounds it too)."""
+
+
+def _stack(stack: Any) -> str | None:
+    """The stack a timed-out case's process dumped when it was stopped (faulthandler,
+    signalled by the worker just before the kill), labelled as what it is: text from
+    the implementation's side, bounded, never trusted beyond being shown."""
+    if type(stack) is not str or not stack.strip():
+        return None
+    if len(stack) > STACK_LIMIT:
+        stack = stack[:STACK_LIMIT] + "\n[stack cut]"
+    return f"{STACK_HEADING}\n{stack.rstrip()}\n"
 
 
 def _short(text: str | None, limit: int = 500) -> str:

@@ -950,6 +950,9 @@ class _Execution:
                 elapsed_ms=timeout * 1000.0,
                 stdout=outcome.stdout,
                 stderr=outcome.stderr,
+                # The stack the case's process dumped when the worker stopped it: data
+                # from the implementation's side, shown as its stack, never judged.
+                traceback=outcome.traceback if outcome.kind == "timed_out" else None,
             )
         elif outcome.kind == "timed_out":
             outcome = Outcome(

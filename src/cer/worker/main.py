@@ -16,6 +16,7 @@ from __future__ import annotations
 import array
 import builtins
 import contextlib
+import faulthandler
 import fcntl
 import gc
 import importlib
@@ -572,6 +573,49 @@ def kill_process_tree(root: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+STACK_SIGNAL = signal.SIGUSR2
+"""The signal that makes a timed-out case's process dump its stack (faulthandler)."""
+
+STACK_LIMIT = 16 * 1024
+"""Bytes of a timed-out case's stack kept."""
+
+STACK_WAIT = 0.2
+"""Seconds the worker waits for the stack before the kill, at most."""
+
+
+def _ask_for_stack(pid: int, err_r: int, err: bytearray, limit: int) -> bytes:
+    """Signal the timed-out case's process to dump its stack, and read the dump.
+
+    What the case wrote to stderr before is read into ``err`` first, so that the dump
+    is what comes after the signal. The wait is bounded (:data:`STACK_WAIT`) and so is
+    the dump (:data:`STACK_LIMIT`): a case that blocks the signal or floods its stderr
+    costs a fraction of a second, and what it sent is data, shown as its stack.
+    """
+    for _ in range(64):
+        still_open, _lost = _read_available(err_r, err, limit)
+        if not still_open or not _has_data(err_r):
+            break
+    try:
+        os.kill(pid, STACK_SIGNAL)
+    except OSError:
+        return b""
+    stack = bytearray()
+    deadline = _monotonic() + STACK_WAIT
+    while len(stack) < STACK_LIMIT:
+        remaining = deadline - _monotonic()
+        if remaining <= 0:
+            break
+        ready, _, _ = select.select([err_r], [], [], min(remaining, 0.05))
+        if not ready:
+            if stack:
+                break  # the dump is written at once: a pause means it is complete
+            continue
+        still_open, _lost = _read_available(err_r, stack, STACK_LIMIT)
+        if not still_open:
+            break
+    return bytes(stack)
+
+
 def _read_available(fd: int, sink: bytearray, limit: int) -> tuple[bool, int]:
     """Read what ``fd`` has now. Returns (still open, bytes dropped past ``limit``)."""
     try:
@@ -947,6 +991,10 @@ class Worker:
         message = plaindata.loads(body)
         del body
         self.set_memory_limit()
+        # At a timeout the worker asks for the case's stack before the kill: it goes to
+        # the stderr pipe, which the worker reads apart from the case's own stderr.
+        with contextlib.suppress(RuntimeError, ValueError, OSError):
+            faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
         payload = _execute(self.target, message)
         _flush_std_streams()
         write_all(result_w, pack(KIND_RAW, payload))
@@ -1011,10 +1059,12 @@ class Worker:
         open_fds = set(sinks)
         status: int | None = None
         how: dict[str, Any] | None = None
+        stack = b""
         while status is None:
             remaining = deadline - _monotonic()
             if remaining <= 0:
                 how = {"how": "timeout"}
+                stack = _ask_for_stack(pid, err_r, err, limit)
                 break
             wait_ms = remaining * 1000 if pidfd != _NO_FD else min(remaining * 1000, 5)
             exited = pidfd == _NO_FD
@@ -1071,6 +1121,7 @@ class Worker:
                 "dropped": dropped[out_r] + dropped[err_r],
                 "anomaly": None,
                 "strays": strays,
+                "stack": stack.decode("utf-8", "replace"),
             },
             bytes(memoryview(result)[len(_STARTED) :]),
         )
