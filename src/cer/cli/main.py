@@ -63,6 +63,7 @@ from cer.reports import (
 )
 from cer.review_cli import add_review_commands
 from cer.suite import SuiteError, load_suite
+from cer.suitecache import load_suite_cached
 
 
 class ExitCode(enum.IntEnum):
@@ -489,7 +490,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _error(str(exc))
         return ExitCode.USAGE
     try:
-        suite: Suite = load_suite(resolved.suite)
+        suite: Suite = load_suite_cached(resolved.suite)
     except SuiteError as exc:
         _error(str(exc))
         return ExitCode.USAGE

@@ -35,7 +35,7 @@ from cer.engine.runner import RunOptions, WarmWorkers, resolve_jobs, run_suite
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
 from cer.selection import Selection, name_matches
-from cer.suite import load_suite
+from cer.suitecache import load_suite_cached
 from cer.tracebacks import implementation_site
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
@@ -93,7 +93,7 @@ class CerApp(App[None]):
         options: RunOptions,
         *,
         run: RunFunction = run_suite,
-        load: LoadFunction = load_suite,
+        load: LoadFunction = load_suite_cached,
         watch: bool = True,
         theme: str = DEFAULT_THEME,
         extra_watch: Iterable[str | Path] = (),
@@ -716,7 +716,7 @@ def create_app(
     options: RunOptions,
     *,
     run: RunFunction = run_suite,
-    load: LoadFunction = load_suite,
+    load: LoadFunction = load_suite_cached,
     watch: bool = True,
     theme: str = DEFAULT_THEME,
     extra_watch: Iterable[str | Path] = (),

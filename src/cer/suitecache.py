@@ -1,0 +1,260 @@
+"""A cache of validated suites under ``.cer/cache/`` beside the suite, so that reloading
+an unchanged 100,000-case suite (the TUI does it on every save) skips the TOML parse.
+
+The cache is never trusted blindly. An entry is used only when all of these hold:
+
+- it starts with this module's magic line and a JSON header of the expected shape;
+- the header names this cache format, this version of cer, this Python's ``marshal``
+  format and this Python's version, the suite file's SHA-256 and size, and the
+  payload's SHA-256; the file's SHA-256 is computed from the bytes just read, so an
+  entry made for another content is never served;
+- the payload's SHA-256 matches (a torn or corrupt write is refused before it is
+  decoded);
+- the payload decodes (``marshal``, plain data only: no code is ever run from it, and
+  no class is looked up, unlike ``pickle``) to a table of the expected shape, whose
+  every case has exactly the fields of a :class:`~cer.model.Case` with the right types.
+
+Anything else (a missing, stale, corrupt, truncated or foreign entry) is ignored and
+replaced by a fresh one after a full load. Entries are written atomically (a temporary
+file, then a rename), so a reader sees either the old entry or the new one.
+
+The runner's sandbox keeps the implementation out of ``.cer/`` (docs/trust.md), so
+under it the implementation cannot forge an entry. Without the sandbox the
+implementation can write anything the user can, the suite file and cer itself
+included; a forged entry is then no easier than a forged suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import cer
+from cer.model import Case, Suite
+from cer.suite import _CASE_IS_PLAIN, SuiteError, _collector_paused, _new_case, parse_suite
+
+__all__ = ["CACHE_DIR", "FORMAT", "cache_file", "load_suite_cached"]
+
+FORMAT = 1
+"""The layout of an entry; raised whenever what an entry holds, or how a suite is
+validated, changes, so that older entries are rebuilt."""
+CACHE_DIR = Path(".cer") / "cache"
+"""Where the entries live, relative to the suite's folder."""
+_MAGIC = b"cer suite cache\n"
+_FIELDS = frozenset(
+    (
+        "name",
+        "case_class",
+        "category",
+        "position",
+        "array_index",
+        "input",
+        "expect",
+        "description",
+        "verifies",
+        "tags",
+        "severity",
+        "line",
+    )
+)
+
+
+def cache_file(suite_path: Path) -> Path:
+    """The entry of the suite at ``suite_path``: one per suite file, named after it and
+    its absolute path (two suites of one folder never share an entry)."""
+    absolute = os.path.abspath(suite_path)
+    tag = hashlib.sha256(absolute.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return Path(absolute).parent / CACHE_DIR / f"{Path(absolute).name}-{tag}.marshal"
+
+
+def _identity(raw: bytes) -> dict[str, Any]:
+    """What an entry must have been made from to be served for ``raw``."""
+    return {
+        "format": FORMAT,
+        "cer": cer.__version__,
+        "marshal": marshal.version,
+        "python": list(sys.version_info[:3]),
+        "suite_sha256": hashlib.sha256(raw).hexdigest(),
+        "suite_size": len(raw),
+    }
+
+
+def load_suite_cached(path: str | Path) -> Suite:
+    """Like :func:`cer.suite.load_suite`, through the cache: an unchanged suite is read
+    back from its entry, any other is loaded in full and its entry written.
+
+    A cache that cannot be read or written (a read-only folder, a full disk) costs only
+    the time; the suite is the same either way.
+    """
+    suite_path = Path(path)
+    try:
+        raw = suite_path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SuiteError(suite_path, (f"cannot read {suite_path}: {reason}",)) from None
+    identity = _identity(raw)
+    entry = cache_file(suite_path)
+    cached = _read_entry(entry, identity, suite_path)
+    if cached is not None:
+        return cached
+    suite = parse_suite(raw, suite_path)
+    _write_entry(entry, identity, suite)
+    return suite
+
+
+def _read_entry(entry: Path, identity: dict[str, Any], suite_path: Path) -> Suite | None:
+    """The suite an entry holds, or None when the entry is missing or not usable."""
+    try:
+        data = entry.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        end = data.index(b"\n", len(_MAGIC))
+        header = json.loads(data[len(_MAGIC) : end])
+        if not isinstance(header, dict):
+            return None
+        payload = memoryview(data)[end + 1 :]
+        expected = {**identity, "payload_sha256": hashlib.sha256(payload).hexdigest()}
+        if header != expected:
+            return None
+        with _collector_paused():
+            table = marshal.loads(payload)
+            return _suite_from(table, suite_path, identity["suite_sha256"])
+    except (ValueError, EOFError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _suite_from(table: Any, suite_path: Path, content_hash: str) -> Suite | None:
+    """Check the decoded payload's shape and build the suite, or None."""
+    if not isinstance(table, dict) or table.keys() != {
+        "format_version",
+        "target",
+        "target_version",
+        "properties",
+        "adversarial_coverage",
+        "warnings",
+        "cases",
+    }:
+        return None
+    rows = table["cases"]
+    if not (
+        isinstance(table["format_version"], str)
+        and _optional_str(table["target"])
+        and _optional_str(table["target_version"])
+        and isinstance(table["properties"], dict)
+        and _str_tuple(table["adversarial_coverage"])
+        and _str_tuple(table["warnings"])
+        and isinstance(rows, tuple)
+    ):
+        return None
+    cases: list[Case] = []
+    append = cases.append
+    fields = _FIELDS
+    for position, row in enumerate(rows, start=1):
+        if not (
+            type(row) is dict
+            and row.keys() == fields
+            and type(row["name"]) is str
+            and type(row["case_class"]) is str
+            and type(row["category"]) is str
+            and row["position"] == position
+            and type(row["array_index"]) is int
+            and type(row["input"]) is dict
+            and type(row["expect"]) is dict
+            and _str_tuple(row["verifies"])
+            and _str_tuple(row["tags"])
+            and _optional_str(row["description"])
+            and _optional_str(row["severity"])
+            and (row["line"] is None or type(row["line"]) is int)
+        ):
+            return None
+        append(_case_of(row))
+    return Suite(
+        path=suite_path,
+        format_version=table["format_version"],
+        target=table["target"],
+        target_version=table["target_version"],
+        cases=tuple(cases),
+        content_hash=content_hash,
+        properties=table["properties"],
+        adversarial_coverage=table["adversarial_coverage"],
+        warnings=table["warnings"],
+    )
+
+
+def _case_of(row: dict[str, Any]) -> Case:
+    """A :class:`Case` whose instance dictionary is ``row`` itself (checked above): no
+    copy, and nothing to free. Done only while ``Case`` is a plain dataclass, as
+    :func:`cer.suite._new_case` does; the ordinary constructor is used otherwise."""
+    if _CASE_IS_PLAIN:
+        case: Case = object.__new__(Case)
+        object.__setattr__(case, "__dict__", row)
+        return case
+    return _new_case(row)
+
+
+def _optional_str(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _str_tuple(value: Any) -> bool:
+    """Whether ``value`` is a tuple of strings (``str.join`` refuses anything else with a
+    TypeError, which the caller takes as an unusable entry; it is the fastest check)."""
+    return type(value) is tuple and type("".join(value)) is str
+
+
+def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
+    """Write the entry of ``suite`` atomically; give up quietly when it cannot be (a
+    value ``marshal`` cannot hold, such as a TOML date, or a folder that is not
+    writable)."""
+    table = {
+        "format_version": suite.format_version,
+        "target": suite.target,
+        "target_version": suite.target_version,
+        "properties": dict(suite.properties),
+        "adversarial_coverage": tuple(suite.adversarial_coverage),
+        "warnings": tuple(suite.warnings),
+        "cases": tuple(
+            {name: getattr(case, name) for name in _FIELDS} if not _plain(case) else case.__dict__
+            for case in suite.cases
+        ),
+    }
+    try:
+        payload = marshal.dumps(table)
+    except ValueError:
+        return  # a value marshal cannot hold (dates and times): no entry
+    header = {**identity, "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    data = _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(temporary, entry)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return
+
+
+def _plain(case: Case) -> bool:
+    """Whether the case's instance dictionary holds exactly its fields, as plain data
+    (``input`` and ``expect`` as dicts), so that it can be written as it is."""
+    fields = case.__dict__
+    return (
+        fields.keys() == _FIELDS
+        and type(fields["input"]) is dict
+        and type(fields["expect"]) is dict
+        and type(fields["verifies"]) is tuple
+        and type(fields["tags"]) is tuple
+    )
