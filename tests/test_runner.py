@@ -395,6 +395,26 @@ def test_results_in_declared_order_with_every_case(module: Module, isolation: st
     assert run.summary.total == run.summary.passed == 3
 
 
+def test_cases_named_first_run_first_and_results_keep_declared_order(
+    module: Module, isolation: str
+) -> None:
+    module.suite(THREE_CASES)
+    events: list[object] = []
+    run = run_suite(
+        load_suite(module.root / "evals.toml"),
+        RunOptions(
+            impl=f"{module.impl(DOUBLE)}:f",
+            isolation=isolation,
+            first=frozenset({"c-third"}),
+        ),
+        on_event=events.append,
+    )
+    finished = [e.result.case_name for e in events if isinstance(e, CaseFinished)]
+    assert finished == ["c-third", "a-first", "c-second"]
+    assert [r.case_name for r in run.results] == ["a-first", "c-second", "c-third"]
+    assert run.summary.passed == 3
+
+
 def test_unknown_category_is_skipped_not_passed(module: Module) -> None:
     module.suite(THREE_CASES.replace('"input-validation"', '"concurrency"'))
     run = module.run(f"{module.impl(DOUBLE)}:f")

@@ -199,6 +199,10 @@ class FakeRunner:
     """On the first call, wait for the cancel event after this many cases."""
     import_failure: tuple[str, str] | None = None
     calls: list[Selection] = field(default_factory=list)
+    options: list[RunOptions] = field(default_factory=list)
+    """Every call's options, in order."""
+    finished: list[list[str]] = field(default_factory=list)
+    """Per call, the case names in the order their results were streamed."""
     cancelled: int = 0
     started: threading.Event = field(default_factory=threading.Event)
 
@@ -213,6 +217,9 @@ class FakeRunner:
         emit = on_event or (lambda event: None)
         number = len(self.calls)
         self.calls.append(options.selection)
+        self.options.append(options)
+        streamed: list[str] = []
+        self.finished.append(streamed)
         self.started.set()
         selection = options.selection
         emit(events.RunStarted(f"run-{number}", suite, options.impl, len(suite.cases)))
@@ -222,7 +229,9 @@ class FakeRunner:
         else:
             emit(events.ImplementationLoaded(f"{options.impl}@fake", self.sources))
         results: list[CaseResult] = []
-        for index, case in enumerate(suite.cases):
+        # As the real runner does: the cases named first run first.
+        ordered = sorted(suite.cases, key=lambda case: case.name not in options.first)
+        for index, case in enumerate(ordered):
             if cancel is not None and cancel.is_set():
                 self.cancelled += 1
                 raise RunCancelled()
@@ -242,7 +251,9 @@ class FakeRunner:
             else:
                 result = result_for(case, Status.SKIPPED, reason="deselected")
             results.append(result)
+            streamed.append(case.name)
             emit(events.CaseFinished(result, index + 1, len(suite.cases)))
+        results.sort(key=lambda result: result.position)  # declared order, as promised
         run = RunResult(
             run_id=f"run-{next(_RUN_IDS):06d}-{number}",
             target_module=suite.target or "",

@@ -110,6 +110,10 @@ class RunOptions:
     max_memory: int | None = None
     capture_limit: int = 65536
     selection: Selection = field(default_factory=Selection)
+    first: frozenset[str] = frozenset()
+    """Names of cases to hand to the workers before the others (the watch loop passes
+    the cases that failed last time, so that the rows that matter change first); the
+    results, events aside, keep the declared order whatever this holds."""
     category_models: Mapping[str, str] = field(default_factory=dict)
     """Extra category → built-in model mappings (``[tool.cer.categories]``)."""
     jobs: int = 1
@@ -1109,6 +1113,9 @@ def plan(
             continue
         alone = options.kind == "python" and (memory or case.expect.get("crashed") is True)
         runnable.append(_Planned(case, resolved, model, alone))
+    if options.first:
+        first = options.first
+        runnable.sort(key=lambda item: item.case.name not in first)  # stable
     return runnable, decided
 
 

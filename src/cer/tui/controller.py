@@ -123,10 +123,13 @@ class RunController:
         self.generation += 1
         self._cancel = cancel = threading.Event()
         self.selection = selection
+        # What failed last time runs first (read before begin() marks the rows stale);
+        # the list keeps declared order, so the rows that matter turn green first.
+        firsts = tuple(lane.board.failed_names() for lane in self.session.lanes)
         self.session.begin(trigger)
         generation = self.generation
         self._worker(
-            lambda: self._run_cycle(generation, selection, cancel),
+            lambda: self._run_cycle(generation, selection, cancel, firsts),
             "run",
             "load and run the suite",
         )
@@ -139,9 +142,16 @@ class RunController:
     def is_current(self, message: messages.RunMessage) -> bool:
         return message.generation == self.generation and self.app.is_running
 
-    def _run_cycle(self, generation: int, selection: Selection, cancel: threading.Event) -> None:
+    def _run_cycle(
+        self,
+        generation: int,
+        selection: Selection,
+        cancel: threading.Event,
+        firsts: Sequence[frozenset[str]] = (),
+    ) -> None:
         """Load the suite and run every lane on it in turn, reporting only through
-        messages; the cycle ends with :class:`messages.RunsFinished`."""
+        messages; the cycle ends with :class:`messages.RunsFinished`. ``firsts`` holds,
+        per lane, the cases it hands to its workers before the others."""
         post = self.app.post_message
         try:
             suite = self._load_suite()
@@ -159,7 +169,8 @@ class RunController:
             if index and cancel.is_set():
                 post(messages.RunCancelled(generation))
                 return
-            lane_options = replace(options, selection=selection)
+            first = firsts[index] if index < len(firsts) else frozenset()
+            lane_options = replace(options, selection=selection, first=first)
             outcome = self._run_lane(generation, index, lane_options, suite, cancel)
             if outcome is None:
                 return
