@@ -1,36 +1,39 @@
-"""Benchmarks of the runner, run by hand: ``python bench/run.py [--quick] [--skip-tui]``.
+"""Benchmarks of the runner, run by hand: ``python bench/run.py [--only SECTION] [--quick]``.
 
-Generates synthetic suites (string, nested-table and numeric expectations) in a
-temporary folder and measures, in one process run so that ratios compare like with
-like (see docs/benchmarks.md for the targets and the latest table):
+Every figure is printed beside its floor or its peer measured in the same run, as a
+ratio, because the machine this runs on is shared and its speed changes from minute to
+minute (see docs/benchmarks.md for the targets and the latest table). Sections, each
+runnable alone with ``--only``:
 
-1. suite load time (parse + validate) for 1,000 / 10,000 / 100,000 cases;
-2. runner cost per case against a bare loop that calls the same implementation and
-   compares with ``==`` in one process, for each isolation mode, as whole-process
-   times of 1,000 and 10,000 cases and as the marginal cost (the slope between them);
-   beside it the fork floor: fork + pipe + wait of a process of the worker's size;
-3. whole-process ``cer run`` against ``pytest`` running the same cases as a
-   parametrized test: the synthetic 1,000 cases, and 652 CommonMark-style documents
-   rendered by markdown-it-py through a shared-parser adapter;
-4. start-up: ``cer run`` on a one-case suite, beside a bare interpreter's start;
-5. the TUI, headless, driven by its pilot through ``cer.tui.app.create_app``:
-   save-to-first-result and save-to-last-result (write the implementation file, wait
-   for the list to update), with and without warm workers; a keypress while a large
-   run streams in; its peak memory holding 100,000 cases;
-6. peak memory of ``cer run`` on 100,000 cases;
-7. ``-j 2`` against ``-j 1`` on a CPU-bound implementation.
+- ``fork``: ``--isolation fork`` at ``-j 1``, marginal cost per case (the whole run
+  minus a one-case run) against the fork floor, the same implementation's cases run in
+  a minimal fork + pipe + wait loop; on the trivial suite and the CommonMark-style one;
+- ``none``: ``--isolation none``, marginal µs per case above a bare loop that calls the
+  same implementation and compares with ``==``;
+- ``peers``: the CommonMark-style workload (652 documents rendered by markdown-it-py
+  through a shared-parser adapter) with cer's defaults, ``-j auto`` and ``--isolation
+  none``, against parametrized pytest and ``pytest -n auto`` (pytest-xdist);
+- ``startup``: a one-case ``cer run`` against the bare interpreter, with the largest
+  imports (``python -X importtime``);
+- ``load``: a 100,000-case suite: tomli's own parse, a full load, the first load
+  through the suite cache and a cached reload;
+- ``watch``: the TUI's watch loop on the CommonMark-style suite: from saving a fix of a
+  regression in rows near the end of the list to the first changed row, beside the
+  last row, with the failed cases first (as cer-tui runs them) and in declared order;
+- ``tui-memory``: the TUI's peak memory holding a 100,000-case run, and a keypress
+  while it streams in;
+- ``jobs``: ``-j 2`` against ``-j 1`` on a CPU-bound implementation.
 
 Prints a table and writes ``bench/results.json`` (git-ignored). Never part of the test
 suite. Every child process runs without ``PYTHONDONTWRITEBYTECODE``, as on a user's
-machine, after a warm-up run that writes the bytecode caches. Times are the best of a
-few repeats: on a shared machine the best is the least disturbed.
+machine, after a warm-up run that writes the bytecode caches. Times are medians of a
+few repeats, the compared runs alternating, and the load average is recorded.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import os
 import platform
@@ -296,99 +299,9 @@ def cer_run(folder: Path, impl: str, *extra: str) -> tuple[float, float]:
     return run_process([cer_command(), "run", "evals.toml", "--impl", impl, "-q", *words], folder)
 
 
-def best_run(folder: Path, impl: str, *extra: str, repeat: int = 2) -> float:
-    return min(cer_run(folder, impl, *extra)[0] for _ in range(repeat))
-
-
-def pytest_run(folder: Path, repeat: int = 2) -> float:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_bench.py"]
-    return min(run_process(args, folder)[0] for _ in range(repeat))
-
-
-FORK_FLOOR = """
-import os, sys, time
-sys.path.insert(0, sys.argv[1])
-import cer.worker.main, bench_impl
-best = float("inf")
-for _ in range(5):
-    started = time.perf_counter()
-    for _ in range(200):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.write(w, b"x")
-            os._exit(0)
-        os.close(w)
-        os.read(r, 1)
-        os.close(r)
-        os.waitpid(pid, 0)
-    best = min(best, (time.perf_counter() - started) / 200)
-print(best * 1000)
-"""
-
-
-def fork_floor(folder: Path) -> float:
-    """ms for fork + pipe + wait of a process the size of a loaded worker."""
-    done = subprocess.run(
-        [sys.executable, "-c", FORK_FLOOR, str(folder)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=child_env(),
-    )
-    return float(done.stdout.strip())
-
-
 # --- the TUI, in a child process of its own ------------------------------------------
 
 TUI_SIZE = (120, 36)
-
-
-async def _tui_latency(folder: Path, impl: str, warm: bool, saves: int) -> dict[str, Any]:
-    from cer.engine.runner import RunOptions, WarmWorkers, run_suite
-    from cer.tui.app import create_app
-
-    pool = WarmWorkers(1) if warm else None
-    if pool is not None:
-        pool.fill()
-    run = functools.partial(run_suite, warm=pool) if pool is not None else run_suite
-    source = folder / "bench_impl.py"
-    app = create_app(folder / "evals.toml", RunOptions(impl=impl), run=run, watch=True)
-    first: list[float] = []
-    last: list[float] = []
-    async with app.run_test(size=TUI_SIZE):
-        await _until(lambda: app.runs_finished >= 1 and not app.board.running, 120)
-        await _until(
-            lambda: (
-                app.plan is not None
-                and source.resolve() in {Path(p).resolve() for p in app.plan.sources}
-            ),
-            30,
-        )
-        for attempt in range(saves):
-            await asyncio.sleep(0.3)  # let the watcher and the warm worker settle
-            generation, finished = app.generation, app.runs_finished
-            started = time.perf_counter()
-            source.write_text(IMPLEMENTATION + f"# save {attempt}\n", encoding="utf-8")
-            seen_first = None
-            while app.runs_finished <= finished:
-                if seen_first is None and app.generation > generation and app.board.done >= 1:
-                    seen_first = time.perf_counter() - started
-                if time.perf_counter() - started > 120:
-                    raise RuntimeError("the TUI did not rerun after a save")
-                await asyncio.sleep(0.001)
-            ended = time.perf_counter() - started
-            first.append((seen_first if seen_first is not None else ended) * 1000)
-            last.append(ended * 1000)
-        await _quiet(app)
-    if pool is not None:
-        pool.close()
-    return {
-        "first_ms": statistics.median(first),
-        "first_best_ms": min(first),
-        "last_ms": statistics.median(last),
-        "saves": saves,
-    }
 
 
 async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
@@ -442,8 +355,9 @@ def tui_child(kind: str, folder: str, extra: str) -> None:
     """Entry point of the child process that drives the TUI (``--tui-child``)."""
     os.chdir(folder)
     sys.path.insert(0, folder)
-    if kind == "latency":
-        result = asyncio.run(_tui_latency(Path(folder), "bench_impl:render", extra == "warm", 7))
+    if kind == "watch":
+        order, saves = extra.split(":")
+        result = asyncio.run(_tui_watch(Path(folder), order == "first", int(saves)))
     else:
         result = asyncio.run(_tui_large(Path(folder), "bench_impl:render", int(extra)))
     print(json.dumps(result))
@@ -464,24 +378,420 @@ def run_tui_child(kind: str, folder: Path, extra: str) -> dict[str, Any]:
     return result
 
 
-# --- the whole bench ------------------------------------------------------------------
+# --- the sections of the bench --------------------------------------------------------
+
+FLOOR = """
+import json, os, sys, time, tomllib
+folder, module, attr, key = sys.argv[1:5]
+sys.path.insert(0, folder)
+import importlib
+import cer.worker.main  # the size of a loaded worker
+function = getattr(importlib.import_module(module), attr)
+with open(os.path.join(folder, "evals.toml"), "rb") as handle:
+    cases = tomllib.load(handle)["cases"]
+times = []
+for _ in range(int(sys.argv[5])):
+    started = time.perf_counter()
+    for case in cases:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            observed = function(**case["input"])
+            os.write(w, json.dumps(observed).encode())
+            os._exit(0)
+        os.close(w)
+        data = b""
+        while chunk := os.read(r, 65536):
+            data += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        observed = json.loads(data)
+        if not isinstance(observed, dict):
+            observed = {key: observed}
+        assert all(observed[k] == v for k, v in case["expect"].items()), case["name"]
+    times.append((time.perf_counter() - started) / len(cases))
+times.sort()
+print(times[len(times) // 2] * 1000)
+"""
+"""The fork floor: the same implementation's cases, each in a process forked from one
+that imported ``cer.worker`` and the implementation, its observation sent back through
+a pipe as JSON, then ``waitpid``: what any runner that forks per case must pay."""
+
+
+def fork_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) -> float:
+    """Median ms per case of the fork floor on the suite in ``folder``."""
+    done = subprocess.run(
+        [sys.executable, "-c", FLOOR, str(folder), module, attr, key, str(repeat)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
+    return float(done.stdout.strip())
+
+
+def median_run(folder: Path, impl: str, *extra: str, repeat: int = 3) -> float:
+    """Median wall time (s) of ``cer run`` with ``extra`` options."""
+    return statistics.median(cer_run(folder, impl, *extra)[0] for _ in range(repeat))
+
+
+def marginal(folder: Path, one: Path, cases: int, impl: str, *extra: str, repeat: int = 3) -> float:
+    """ms per case of ``cer run`` above its own start-up: the whole run of ``cases``
+    minus the same run of a one-case suite, over ``cases - 1``; the two alternate so
+    that a change of load hits both alike."""
+    big: list[float] = []
+    small: list[float] = []
+    for _ in range(repeat):
+        big.append(cer_run(folder, impl, *extra)[0])
+        small.append(cer_run(one, impl, *extra)[0])
+    return (statistics.median(big) - statistics.median(small)) / (cases - 1) * 1000
+
+
+def first_cases(source: Path, target: Path, count: int) -> Path:
+    """A copy of the module in ``source`` whose suite keeps only its first ``count``
+    cases."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".cer", "__pycache__"))
+    text = (source / "evals.toml").read_text(encoding="utf-8")
+    head, *cases = text.split("[[cases]]\n")
+    (target / "evals.toml").write_text(
+        head + "".join("[[cases]]\n" + case for case in cases[:count]), encoding="utf-8"
+    )
+    return target
+
+
+def section_fork(root: Path, quick: bool) -> dict[str, Any]:
+    """Fork mode's marginal cost per case (-j 1) against the fork floor, on the
+    trivial suite and on the CommonMark-style one."""
+    n = 500 if quick else 1_000
+    trivial = make_module(root, n)
+    trivial_one = first_cases(trivial, root / "trivial_one", 1)
+    cm = commonmark_module(root)
+    cm_one = first_cases(cm, root / "cm_one", 1)
+    cer_run(trivial_one, "bench_impl:render")
+    cer_run(cm_one, "cm_adapter:render")
+    result: dict[str, Any] = {}
+    for label, folder, one, cases, impl, key in (
+        ("trivial", trivial, trivial_one, n, "bench_impl:render", "output"),
+        ("commonmark", cm, cm_one, 652, "cm_adapter:render", "html"),
+    ):
+        module, attr = impl.split(":")
+        floor = fork_floor(folder, module, attr, key)
+        cer = marginal(folder, one, cases, impl, "--isolation", "fork", "-j", "1")
+        floor_after = fork_floor(folder, module, attr, key)
+        floor_ms = statistics.median([floor, floor_after])
+        result[label] = {
+            "cases": cases,
+            "floor_ms": floor_ms,
+            "floor_before_after_ms": [floor, floor_after],
+            "cer_fork_ms": cer,
+            "ratio": cer / floor_ms,
+        }
+    return result
+
+
+def section_none(root: Path, quick: bool) -> dict[str, Any]:
+    """``--isolation none``: marginal µs per case above a bare loop calling the same
+    implementation and comparing with ``==``."""
+    n = 1_000 if quick else 2_000
+    folder = make_module(root, n)
+    one = first_cases(folder, root / "none_one", 1)
+    cer_run(one, "bench_impl:render")
+    bare = bare_loop(folder) / n * 1e6
+    cer = marginal(folder, one, n, "bench_impl:render", "--isolation", "none", "-j", "1") * 1000
+    return {"cases": n, "bare_us": bare, "cer_none_us": cer, "above_bare_us": cer - bare}
+
+
+def commonmark_module(root: Path) -> Path:
+    folder = root / "commonmark"
+    if not (folder / "evals.toml").exists():
+        write_module(folder, commonmark_cases(652), "cm_adapter", CM_ADAPTER, "render", "html")
+    return folder
+
+
+def pytest_run(folder: Path, *extra: str, repeat: int = 3) -> float:
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "test_bench.py"]
+    return statistics.median(run_process(args, folder)[0] for _ in range(repeat))
+
+
+def section_peers(root: Path, quick: bool) -> dict[str, Any]:
+    """The CommonMark-style workload, whole processes: cer's defaults and
+    ``--isolation none`` against parametrized pytest and ``pytest -n auto``."""
+    cm = commonmark_module(root)
+    impl = "cm_adapter:render"
+    cer_run(cm, impl)
+    repeat = 2 if quick else 3
+    rows = {
+        "cer_defaults": median_run(cm, impl, repeat=repeat),
+        "cer_fork_jauto": median_run(cm, impl, "-j", "auto", repeat=repeat),
+        "cer_none": median_run(cm, impl, "--isolation", "none", repeat=repeat),
+        "cer_none_jauto": median_run(cm, impl, "--isolation", "none", "-j", "auto", repeat=repeat),
+        "pytest": pytest_run(cm, repeat=repeat),
+        "pytest_xdist_auto": pytest_run(cm, "-n", "auto", repeat=repeat),
+    }
+    return {"cases": 652, "seconds": rows}
+
+
+def section_startup(root: Path, quick: bool) -> dict[str, Any]:
+    """A one-case ``cer run`` against the bare interpreter, and what it imports."""
+    one = make_module(root / "startup", 1)
+    impl = "bench_impl:render"
+    cer_run(one, impl)
+    repeat = 5 if quick else 9
+    cer: list[float] = []
+    bare: list[float] = []
+    for _ in range(repeat):  # alternate, so that a change of load hits both alike
+        cer.append(cer_run(one, impl)[0])
+        bare.append(run_process([sys.executable, "-c", "pass"], one)[0])
+    return {
+        "cer_run_ms": statistics.median(cer) * 1000,
+        "python_ms": statistics.median(bare) * 1000,
+        "worker_ready_ms": worker_ready(one) * 1000,
+        "imports": import_times(one, impl),
+    }
+
+
+def import_times(folder: Path, impl: str, top: int = 10) -> list[tuple[str, float]]:
+    """The modules with the largest cumulative import time in a one-case ``cer run``
+    (``python -X importtime``), in ms."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            cer_command(),
+            "run",
+            "evals.toml",
+            "--impl",
+            impl,
+            "-q",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env(),
+    )
+    rows: list[tuple[str, float]] = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line[len("import time:") :].split("|")
+        if name[1:] == name[1:].lstrip():  # top-level imports only (nested ones are indented)
+            rows.append((name.strip(), int(cumulative) / 1000))
+    return sorted(rows, key=lambda row: -row[1])[:top]
+
+
+LOAD_CHILD = """
+import gc, json, os, statistics, sys, time
+from pathlib import Path
+import tomli
+from cer.suite import load_suite
+from cer.suitecache import cache_file, load_suite_cached
+
+path = Path(sys.argv[1])
+repeat = int(sys.argv[2])
+text = path.read_text(encoding="utf-8")
+out = {}
+
+def timed(work, before=lambda: None):
+    times = []
+    for _ in range(repeat):
+        before()
+        gc.collect()
+        started = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - started)
+        del result
+    return statistics.median(times)
+
+def parse():
+    gc.disable()
+    try:
+        return tomli.loads(path.read_bytes().decode("utf-8"))
+    finally:
+        gc.enable()
+
+drop = lambda: cache_file(path).unlink(missing_ok=True)
+out["tomli_s"] = timed(parse)
+out["load_s"] = timed(lambda: load_suite(path))
+out["first_s"] = timed(lambda: load_suite_cached(path), drop)
+load_suite_cached(path)
+out["cached_s"] = timed(lambda: load_suite_cached(path))
+out["entry_mib"] = cache_file(path).stat().st_size / 2**20
+print(json.dumps(out))
+"""
+
+
+def section_load(root: Path, quick: bool) -> dict[str, Any]:
+    """Loading a large suite: tomli's own parse, a full load (parse and validate), the
+    first load through the cache (a full load, then writing the entry) and a cached
+    reload, in one child process."""
+    n = 10_000 if quick else 100_000
+    folder = make_module(root, n)
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_CHILD, str(folder / "evals.toml"), "3"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    result["cases"] = n
+    result["megabytes"] = (folder / "evals.toml").stat().st_size / 1e6
+    return result
+
+
+def section_tui_memory(root: Path, quick: bool) -> dict[str, Any]:
+    """The TUI holding a large run (``--isolation none``), and a keypress while it
+    streams in."""
+    n = 10_000 if quick else 100_000
+    folder = make_module(root, n)
+    result = run_tui_child("large", folder, "0")
+    result["cases"] = n
+    return result
+
+
+CM_BROKEN = (
+    CM_ADAPTER
+    + """
+
+import re
+
+_REGRESSION = re.compile(r"\\b6[0-4][0-9]\\b")
+
+
+def render(markdown):  # noqa: F811 - the regression under repair
+    html = _PARSER.render(markdown)
+    return html.upper() if _REGRESSION.search(markdown) else html
+"""
+)
+"""The CommonMark adapter with a regression in the documents that mention a number
+from 600 to 649: rows near the end of the list."""
+
+
+async def _tui_watch(folder: Path, failed_first: bool, saves: int) -> dict[str, Any]:
+    from dataclasses import replace
+
+    from cer.engine.runner import RunOptions, WarmWorkers, run_suite
+    from cer.tui.app import create_app
+
+    pool = WarmWorkers(1)
+    pool.fill()
+
+    def run(suite: Any, options: RunOptions, **kwargs: Any) -> Any:
+        if not failed_first:
+            options = replace(options, first=frozenset())
+        return run_suite(suite, options, warm=pool, **kwargs)
+
+    source = folder / "cm_adapter.py"
+    source.write_text(CM_BROKEN, encoding="utf-8")
+    app = create_app(folder / "evals.toml", RunOptions(impl="cm_adapter:render"), run=run)
+    first: list[float] = []
+    last: list[float] = []
+    async with app.run_test(size=TUI_SIZE):
+        await _until(lambda: app.runs_finished >= 1 and not app.board.running, 300)
+        await _until(
+            lambda: (
+                app.plan is not None
+                and source.resolve() in {Path(p).resolve() for p in app.plan.sources}
+            ),
+            30,
+        )
+        for attempt in range(saves):
+            await asyncio.sleep(0.3)
+            if attempt:  # break it again, and wait for that run
+                broke_at = app.runs_finished
+                source.write_text(CM_BROKEN + f"# {attempt}\n", encoding="utf-8")
+                await _until(
+                    lambda done=broke_at: app.runs_finished > done and not app.board.running,
+                    300,
+                )
+                await asyncio.sleep(0.3)
+            failing = [
+                row
+                for row in app.board.rows
+                if row.status is not None and row.status.value in ("fail", "errored")
+            ]
+            if not failing:
+                raise RuntimeError("the regression did not show")
+            finished = app.runs_finished
+            started = time.perf_counter()
+            source.write_text(CM_ADAPTER + f"# fixed {attempt}\n", encoding="utf-8")
+            seen = None
+            while app.runs_finished <= finished:
+                if seen is None and any(
+                    not row.stale and row.status is not None and row.status.value == "pass"
+                    for row in failing
+                ):
+                    seen = time.perf_counter() - started
+                if time.perf_counter() - started > 300:
+                    raise RuntimeError("the TUI did not rerun after a save")
+                await asyncio.sleep(0.001)
+            ended = time.perf_counter() - started
+            first.append((seen if seen is not None else ended) * 1000)
+            last.append(ended * 1000)
+        await _quiet(app)
+    pool.close()
+    source.write_text(CM_ADAPTER, encoding="utf-8")
+    return {
+        "first_changed_ms": statistics.median(first),
+        "last_row_ms": statistics.median(last),
+        "saves": saves,
+        "changed_rows": len(failing),
+    }
+
+
+def section_watch(root: Path, quick: bool) -> dict[str, Any]:
+    """The watch loop on the CommonMark-style suite: from saving a fix of a regression
+    in rows near the end of the list to the first of those rows turning green, beside
+    the last row, with the failed cases run first (as cer-tui does) and in declared
+    order (for comparison)."""
+    cm = commonmark_module(root)
+    saves = "2" if quick else "3"
+    return {
+        "failed_first": run_tui_child("watch", cm, f"first:{saves}"),
+        "declared_order": run_tui_child("watch", cm, f"declared:{saves}"),
+        "cases": 652,
+    }
+
+
+def section_jobs(root: Path, quick: bool) -> dict[str, Any]:
+    """``-j 2`` against ``-j 1`` on a CPU-bound implementation."""
+    return jobs_speedup(root)
+
+
+SECTIONS: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
+    "fork": section_fork,
+    "none": section_none,
+    "peers": section_peers,
+    "startup": section_startup,
+    "load": section_load,
+    "watch": section_watch,
+    "tui-memory": section_tui_memory,
+    "jobs": section_jobs,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="1,000 and 10,000 cases only, fewer repeats, a 10,000-case TUI",
+        "--only",
+        action="append",
+        choices=sorted(SECTIONS),
+        help="run only this section (repeatable); default: all",
     )
-    parser.add_argument("--skip-tui", action="store_true", help="leave the TUI out")
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller suites and fewer repeats (a rough look)"
+    )
     parser.add_argument("--tui-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.tui_child:
         tui_child(*args.tui_child)
         return
-    big = 10_000 if args.quick else 100_000
-    sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+    chosen = args.only or list(SECTIONS)
     results: dict[str, Any] = {
         "machine": {
             "python": platform.python_version(),
@@ -490,98 +800,21 @@ def main() -> None:
             "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "quick": args.quick,
+        "cli_has_jobs": cli_has_jobs(),
     }
-    from cer.suite import load_suite
-
+    loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="cer-bench-") as tmp:
         root = Path(tmp)
-        folders = {n: make_module(root, n) for n in sorted({*sizes, big})}
-        one = make_module(root, 1)
-        impl = "bench_impl:render"
-        cer_run(one, impl)  # writes the bytecode caches a user's machine has
-        step("suite load")
-        load: dict[int, float] = {}
-        for n in sizes:
-            path = folders[n] / "evals.toml"
-            load[n] = timed(functools.partial(load_suite, path), 1 if n >= 100_000 else 3)
-        results["load_s"] = load
-
-        step("per-case cost: bare loop, --isolation none, --isolation fork (-j 1)")
-        per_case: dict[int, dict[str, float]] = {}
-        for n in (1_000, 10_000):
-            folder = folders[n]
-            row = {"bare_loop": bare_loop(folder) / n * 1000}
-            for mode in ("none", "fork"):
-                seconds = best_run(folder, impl, "--isolation", mode, "-j", "1")
-                row[f"cer_{mode}"] = seconds / n * 1000
-            # The sandbox's cost: the same fork run without it (the rows above run
-            # under it where the kernel has Landlock; see the summary line).
-            seconds = best_run(folder, impl, "--isolation", "fork", "-j", "1", "--sandbox", "off")
-            row["cer_fork_sandbox_off"] = seconds / n * 1000
-            per_case[n] = row
-        results["per_case_ms"] = per_case
-        small, large = per_case[1_000], per_case[10_000]
-        results["marginal_ms_per_case"] = {
-            key: (large[key] * 10_000 - small[key] * 1_000) / 9_000 for key in small
-        }
-        results["fork_floor_ms"] = fork_floor(folders[1_000])
-
-        step("whole process against pytest")
-        folder = folders[1_000]
-        whole = {
-            "cer_fork_j1": best_run(folder, impl, "-j", "1"),
-            "cer_fork_jauto": best_run(folder, impl, "-j", "auto"),
-            "cer_none_j1": best_run(folder, impl, "--isolation", "none", "-j", "1"),
-            "pytest": pytest_run(folder),
-        }
-        cm = write_module(
-            root / "commonmark", commonmark_cases(652), "cm_adapter", CM_ADAPTER, "render", "html"
-        )
-        cer_run(cm, "cm_adapter:render")
-        commonmark = {
-            "cer_fork_jauto": best_run(cm, "cm_adapter:render", "-j", "auto"),
-            "cer_fork_j1": best_run(cm, "cm_adapter:render", "-j", "1"),
-            "cer_none_j1": best_run(cm, "cm_adapter:render", "--isolation", "none", "-j", "1"),
-            "cer_none_jauto": best_run(
-                cm, "cm_adapter:render", "--isolation", "none", "-j", "auto"
-            ),
-            "pytest": pytest_run(cm),
-        }
-        results["whole_process_s"] = {"synthetic_1000": whole, "commonmark_652": commonmark}
-
-        step("start-up")
-        results["startup_s"] = statistics.median(cer_run(one, impl)[0] for _ in range(7))
-        results["python_startup_s"] = statistics.median(
-            run_process([sys.executable, "-c", "pass"], one)[0] for _ in range(7)
-        )
-        results["worker_ready_s"] = worker_ready(one)
-
-        step(f"peak memory of cer run on {big:,} cases")
-        elapsed, peak = cer_run(folders[big], impl, "--isolation", "none", "-j", "auto")
-        results["cer_run_large"] = {
-            "cases": big,
-            "seconds": elapsed,
-            "peak_rss_mib": peak,
-            "options": "--isolation none -j auto",
-        }
-
-        step("-j 2 against -j 1 on a CPU-bound implementation")
-        results["jobs"] = jobs_speedup(root)
-
-        if not args.skip_tui:
-            step("TUI: save to first and last result")
-            tui_folder = make_module(root / "tui", 200)
-            results["tui"] = {
-                "cases": 200,
-                "cold": run_tui_child("latency", tui_folder, "cold"),
-                "warm": run_tui_child("latency", tui_folder, "warm"),
-            }
-            step(f"TUI holding {big:,} cases (a keypress while they stream in)")
-            results["tui"]["large"] = run_tui_child("large", folders[big], "0")
-            results["tui"]["large"]["cases"] = big
-
+        warm = make_module(root / "warm", 1)
+        cer_run(warm, "bench_impl:render")  # writes the bytecode caches a user's machine has
+        for name in chosen:
+            step(name)
+            started = time.perf_counter()
+            results[name] = SECTIONS[name](root, args.quick)
+            results[name]["section_s"] = time.perf_counter() - started
+            loads.append(os.getloadavg()[0])
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["cli_has_jobs"] = cli_has_jobs()
+    results["machine"]["load_1min_after_each_section"] = [round(x, 2) for x in loads]
     print_table(results)
     (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
@@ -617,8 +850,8 @@ def jobs_speedup(root: Path) -> dict[str, Any]:
     ]
     folder = write_module(root / "cpu", cases, "cpu_impl", CPU_BOUND, "work", "total")
     cer_run(folder, "cpu_impl:work")
-    one = best_run(folder, "cpu_impl:work", "-j", "1")
-    two = best_run(folder, "cpu_impl:work", "-j", "2")
+    one = median_run(folder, "cpu_impl:work", "-j", "1")
+    two = median_run(folder, "cpu_impl:work", "-j", "2")
     return {"cases": 40, "j1_s": one, "j2_s": two, "speedup": one / two}
 
 
@@ -627,59 +860,80 @@ def step(what: str) -> None:
 
 
 def print_table(results: dict[str, Any]) -> None:
+    """The figures of every section run, each beside its floor or peer, as ratios."""
     machine = results["machine"]
     print(
-        f"machine: Python {machine['python']}, {machine['platform']}, {machine['cpus']} CPUs, "
-        f"load {machine['load_average_at_start']} → {machine['load_average_at_end']}"
+        f"machine: Python {machine['python']}, {machine['platform']}, {machine['cpus']} CPUs; "
+        f"load average {machine['load_average_at_start']} at the start, "
+        f"{machine['load_average_at_end']} at the end "
+        f"(1-min after each section: {machine['load_1min_after_each_section']})"
     )
-    print("\nsuite load (parse + validate)")
-    for n, seconds in results["load_s"].items():
-        print(f"  {int(n):>7,} cases  {seconds * 1000:9.1f} ms")
-    print("\nwhole-run cost per case (ms), start-up included, -j 1")
-    for n, row in results["per_case_ms"].items():
-        cells = "  ".join(f"{k}={v:.3f}" for k, v in row.items())
-        print(f"  {int(n):>7,} cases  {cells}")
-    marginal = results["marginal_ms_per_case"]
-    bare = marginal["bare_loop"]
-    print("\nmarginal cost per case (ms, slope 1k→10k, -j 1)")
-    for key, value in marginal.items():
-        extra = (
-            "" if key == "bare_loop" else f"  ({value / bare:.0f}x bare, +{value - bare:.3f} ms)"
-        )
-        print(f"  {key:<10} {value:.4f}{extra}")
-    print(
-        f"  fork floor (fork + pipe + wait of a worker-sized process): "
-        f"{results['fork_floor_ms']:.3f} ms"
-    )
-    for label, whole in results["whole_process_s"].items():
-        print(f"\nwhole process, {label}")
-        for key, value in whole.items():
-            print(f"  {key:<15} {value:6.2f} s  ({value / whole['pytest']:.2f}x pytest)")
-    print(
-        f"\nstart-up, one-case suite: {results['startup_s'] * 1000:.0f} ms "
-        f"(bare interpreter {results['python_startup_s'] * 1000:.0f} ms, "
-        f"worker ready {results['worker_ready_s'] * 1000:.0f} ms)"
-    )
-    large = results["cer_run_large"]
-    print(
-        f"cer run, {large['cases']:,} cases ({large['options']}): {large['seconds']:.1f} s, "
-        f"peak RSS {large['peak_rss_mib']:.0f} MiB"
-    )
-    jobs = results["jobs"]
-    print(
-        f"-j 2 on a CPU-bound implementation ({jobs['cases']} cases): {jobs['j1_s']:.2f} s → "
-        f"{jobs['j2_s']:.2f} s, speed-up {jobs['speedup']:.2f}x"
-    )
-    tui = results.get("tui")
-    if tui:
-        for mode in ("cold", "warm"):
-            row = tui[mode]
+    if "fork" in results:
+        print("\nfork mode, -j 1: marginal cost per case against the fork floor")
+        for label in ("trivial", "commonmark"):
+            row = results["fork"][label]
             print(
-                f"TUI save → first result ({mode} worker): median {row['first_ms']:.0f} ms "
-                f"(best {row['first_best_ms']:.0f}), → last of {tui['cases']}: "
-                f"{row['last_ms']:.0f} ms"
+                f"  {label:<11} {row['cases']:>5} cases  cer {row['cer_fork_ms']:.3f} ms  "
+                f"floor {row['floor_ms']:.3f} ms  → {row['ratio']:.2f}x floor (target 1.3x)"
             )
-        big = tui["large"]
+    if "none" in results:
+        row = results["none"]
+        print(
+            f"\n--isolation none, -j 1, {row['cases']} cases: {row['cer_none_us']:.0f} µs a case, "
+            f"bare loop {row['bare_us']:.1f} µs → {row['above_bare_us']:.0f} µs above it "
+            "(target 30 µs)"
+        )
+    if "peers" in results:
+        rows = results["peers"]["seconds"]
+        pytest_s, xdist_s = rows["pytest"], rows["pytest_xdist_auto"]
+        print(f"\nCommonMark-style, {results['peers']['cases']} cases, whole process (median)")
+        for key, value in rows.items():
+            print(
+                f"  {key:<18} {value:6.2f} s  {value / pytest_s:5.2f}x pytest  "
+                f"{value / xdist_s:5.2f}x pytest -n auto"
+            )
+        print(
+            "  targets: cer_defaults ≤ 1.00x pytest; cer_none ≤ 0.33x pytest "
+            f"(now {rows['cer_defaults'] / pytest_s:.2f}x and {rows['cer_none'] / pytest_s:.2f}x)"
+        )
+    if "startup" in results:
+        row = results["startup"]
+        print(
+            f"\nstart-up, one-case suite: cer run {row['cer_run_ms']:.0f} ms, bare interpreter "
+            f"{row['python_ms']:.0f} ms ({row['cer_run_ms'] / row['python_ms']:.1f}x), worker "
+            f"ready {row['worker_ready_ms']:.0f} ms (target 100 ms)"
+        )
+        imports = ", ".join(f"{name} {ms:.0f}" for name, ms in row["imports"])
+        print(f"  largest imports (cumulative ms): {imports}")
+    if "load" in results:
+        row = results["load"]
+        tomli_s = row["tomli_s"]
+        print(f"\nsuite load, {row['cases']:,} cases ({row['megabytes']:.0f} MB), median")
+        for key, label in (
+            ("tomli_s", "tomli's parse"),
+            ("load_s", "full load (parse + validate)"),
+            ("first_s", "first load, writing the cache"),
+            ("cached_s", "cached reload"),
+        ):
+            print(f"  {label:<30} {row[key]:7.3f} s  {row[key] / tomli_s:5.2f}x tomli")
+        print(
+            f"  cache entry {row['entry_mib']:.0f} MiB; targets: first ≤ 1.20x tomli, "
+            "cached < 0.5 s"
+        )
+    if "watch" in results:
+        row = results["watch"]
+        print(
+            f"\nwatch loop, CommonMark-style ({row['cases']} cases), save of a fix → rows (median)"
+        )
+        for key in ("failed_first", "declared_order"):
+            part = row[key]
+            print(
+                f"  {key:<15} first changed row {part['first_changed_ms']:6.0f} ms, last row "
+                f"{part['last_row_ms']:6.0f} ms ({part['changed_rows']} rows changed, "
+                f"{part['saves']} saves)"
+            )
+    if "tui-memory" in results:
+        big = results["tui-memory"]
         press = big["keypress_median_ms"]
         press_text = (
             f"keypress while streaming: median {press:.0f} ms, max "
@@ -688,8 +942,14 @@ def print_table(results: dict[str, Any]) -> None:
             else "no keypress measured"
         )
         print(
-            f"TUI holding {big['cases']:,} cases: peak RSS {big['peak_rss_mib']:.0f} MiB; "
-            f"{press_text}"
+            f"\nTUI holding {big['cases']:,} cases: peak RSS {big['peak_rss_mib']:.0f} MiB "
+            f"(target 400); {press_text}"
+        )
+    if "jobs" in results:
+        jobs = results["jobs"]
+        print(
+            f"\n-j 2 on a CPU-bound implementation ({jobs['cases']} cases): "
+            f"{jobs['j1_s']:.2f} s → {jobs['j2_s']:.2f} s, speed-up {jobs['speedup']:.2f}x"
         )
 
 
