@@ -103,8 +103,9 @@ def load_suite_cached(path: str | Path) -> Suite:
     cached = _read_entry(entry, identity, suite_path)
     if cached is not None:
         return cached
-    suite = parse_suite(raw, suite_path)
-    _write_entry(entry, identity, suite)
+    with _collector_paused():  # writing allocates little: no reason to walk the suite
+        suite = parse_suite(raw, suite_path)
+        _write_entry(entry, identity, suite)
     return suite
 
 
@@ -222,8 +223,10 @@ def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
         "properties": dict(suite.properties),
         "adversarial_coverage": tuple(suite.adversarial_coverage),
         "warnings": tuple(suite.warnings),
+        # As built by cer.suite, a case's instance dictionary is exactly its fields; a
+        # row that is not is refused when read back, never served (see _suite_from).
         "cases": tuple(
-            {name: getattr(case, name) for name in _FIELDS} if not _plain(case) else case.__dict__
+            case.__dict__ if _CASE_IS_PLAIN else {name: getattr(case, name) for name in _FIELDS}
             for case in suite.cases
         ),
     }
@@ -245,16 +248,3 @@ def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
             raise
     except OSError:
         return
-
-
-def _plain(case: Case) -> bool:
-    """Whether the case's instance dictionary holds exactly its fields, as plain data
-    (``input`` and ``expect`` as dicts), so that it can be written as it is."""
-    fields = case.__dict__
-    return (
-        fields.keys() == _FIELDS
-        and type(fields["input"]) is dict
-        and type(fields["expect"]) is dict
-        and type(fields["verifies"]) is tuple
-        and type(fields["tags"]) is tuple
-    )
