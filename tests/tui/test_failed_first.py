@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cer.engine.runner import RunOptions
 from cer.model import Status
-from cer.runner import RunOptions
 from cer.tui.app import create_app
 
 from .helpers import FakeRunner, fixed_loader, settle, triage_outcome, triage_suite
