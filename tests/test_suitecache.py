@@ -59,6 +59,7 @@ def test_first_load_writes_an_entry_equal_to_a_plain_load(tmp_path: Path) -> Non
     assert suite == load_suite(path)
     assert cache_file(path).is_file()
     assert cache_file(path).parent == tmp_path / ".cer" / "cache"
+    assert "*" in (tmp_path / ".cer" / "cache" / ".gitignore").read_text().splitlines()
 
 
 def test_unchanged_suite_is_served_from_the_cache(tmp_path: Path, no_parse: None) -> None:

@@ -238,6 +238,9 @@ def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
     data = _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
+        marker = entry.parent / ".gitignore"
+        if not marker.exists():  # the cache stays out of ``git status``
+            marker.write_text("# Written by cer: the suite cache.\n*\n", encoding="utf-8")
         handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
         try:
             with os.fdopen(handle, "wb") as out:
