@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cer import worker
-from cer.worker import _dict_version_reader, _Snapshot
+from cer.worker import main as worker
+from cer.worker.main import _dict_version_reader, _Snapshot
 
 SIGNALS = worker._SIGNALS
 
