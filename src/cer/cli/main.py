@@ -30,6 +30,7 @@ from cer.coverage import (
 )
 from cer.derive import coverage_figures
 from cer.engine.runner import RunOptions, parse_shard, run_suite
+from cer.engine.workerproc import WarmWorkers
 from cer.history import (
     KEEP_RUNS,
     History,
@@ -64,6 +65,10 @@ from cer.reports import (
 from cer.review_cli import add_review_commands
 from cer.suite import SuiteError, load_suite
 from cer.suitecache import load_suite_cached
+
+EARLY_WORKERS: WarmWorkers | None = None
+"""A worker started before this module was imported (:mod:`cer.cli.entry`), which the
+first run takes if it is still fresh."""
 
 
 class ExitCode(enum.IntEnum):
@@ -609,7 +614,7 @@ def _run_and_report(
         (options,) = rerun
     progress = console.Progress(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
     try:
-        run = run_suite(suite, options, on_event=progress)
+        run = run_suite(suite, options, on_event=progress, warm=EARLY_WORKERS)
     except CategoryConfigError as exc:
         _error(f"[tool.cer.categories]: {exc}")
         return ExitCode.USAGE
@@ -739,7 +744,7 @@ def _run_matrix(
             sys.stderr, enabled=show_progress, label=f"{label} ({index + 1}/{len(labels)})"
         )
         try:
-            run = run_suite(suite, options, on_event=progress)
+            run = run_suite(suite, options, on_event=progress, warm=EARLY_WORKERS)
         except CategoryConfigError as exc:
             _error(f"[tool.cer.categories]: {exc}")
             return ExitCode.USAGE

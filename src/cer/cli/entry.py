@@ -1,0 +1,56 @@
+"""The ``cer`` program's entry point: for ``cer run``, the first worker starts before
+the command line is imported.
+
+A worker takes tens of milliseconds to be ready (an interpreter, then ``cer.worker``);
+importing the command line takes about as long. Started first, the worker is ready by
+the time the suite is loaded, and a one-case run costs about the longer of the two
+rather than their sum. The worker is an ordinary warm worker
+(:class:`cer.engine.workerproc.WarmWorkers`): a fresh interpreter that has imported
+nothing of the implementation's and is handed over only while it still runs in this
+process's working directory and environment; otherwise the run starts its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cer.engine.workerproc import WarmWorkers
+
+
+def wants_early_worker(argv: Sequence[str]) -> bool:
+    """Whether the command line looks like a ``cer run`` of a Python implementation
+    (a command implementation has no use for a worker; a wrong guess only costs an
+    interpreter that is killed at exit)."""
+    return (
+        bool(argv)
+        and argv[0] == "run"
+        and not any(word in ("-h", "--help") or word.startswith("--impl-cmd") for word in argv)
+    )
+
+
+def early_workers(argv: Sequence[str]) -> WarmWorkers | None:
+    """A pool holding one worker already starting, when ``argv`` is a ``cer run``."""
+    if not wants_early_worker(argv):
+        return None
+    from cer.engine.workerproc import WarmWorkers
+
+    pool = WarmWorkers(1)
+    pool.fill()
+    pool.count = 0  # one worker, for the first run only: none is started after it
+    return pool
+
+
+def main() -> int:
+    """The ``cer`` program (see :func:`cer.cli.main.main`)."""
+    pool = early_workers(sys.argv[1:])
+    try:
+        from cer.cli import main as command_line
+
+        command_line.EARLY_WORKERS = pool
+        return command_line.main()
+    finally:
+        if pool is not None:
+            pool.close()  # a worker the run did not take

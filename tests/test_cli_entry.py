@@ -1,0 +1,78 @@
+"""The ``cer`` program's entry point starts the first worker of ``cer run`` before the
+command line is imported (cer.cli.entry)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cer.cli.entry import early_workers, wants_early_worker
+from cer.engine.runner import RunOptions, run_suite
+from cer.model import Status
+from cer.suite import load_suite
+from conftest import Module, single_case_suite
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        (["run", "evals.toml", "--impl", "m:f"], True),
+        (["run"], True),
+        (["run", "--impl-cmd", "./harness"], False),
+        (["run", "--impl-cmd-per-case", "./one"], False),
+        (["run", "--help"], False),
+        (["check", "evals.toml"], False),
+        (["history"], False),
+        ([], False),
+    ],
+)
+def test_only_a_run_of_a_python_implementation_starts_a_worker_early(
+    argv: list[str], wanted: bool
+) -> None:
+    assert wants_early_worker(argv) is wanted
+    if not wanted:
+        assert early_workers(argv) is None
+
+
+def test_the_early_worker_serves_the_first_run_and_no_other_starts(module: Module) -> None:
+    module.suite(single_case_suite("{ output = 2 }", "{ x = 1 }"))
+    impl = module.impl("def f(x):\n    return x * 2\n")
+    pool = early_workers(["run", "evals.toml", "--impl", f"{impl}:f"])
+    assert pool is not None
+    try:
+        (waiting,) = pool.pids()
+        suite = load_suite(module.root / "evals.toml")
+        run = run_suite(suite, RunOptions(impl=f"{impl}:f", paths=(str(module.root),)), warm=pool)
+        assert [result.status for result in run.results] == [Status.PASS]
+        assert pool.pids() == frozenset()  # taken, and not replaced after the run
+    finally:
+        pool.close()
+    assert waiting > 0
+
+
+def test_cer_run_through_the_entry_point(module: Module) -> None:
+    module.suite(single_case_suite("{ output = 2 }", "{ x = 1 }"))
+    impl = module.impl("def f(x):\n    return x * 2\n")
+    program = (
+        "import sys\nfrom cer.cli.entry import main\n"
+        f"sys.argv = ['cer', 'run', 'evals.toml', '--impl', '{impl}:f', '--no-history']\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=module.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 passed" in done.stdout
+
+
+def test_the_program_is_the_entry_point() -> None:
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert 'cer = "cer.cli.entry:main"' in pyproject
