@@ -18,7 +18,6 @@ from typing import Any
 
 from cer import __version__, procs, serialize
 from cer.categories import CategoryConfigError
-from cer.check import SuiteUnreadable, check_suite, render_check
 from cer.cli import console
 from cer.coverage import (
     ConstraintSet,
@@ -1096,6 +1095,8 @@ def cmd_check(args: argparse.Namespace) -> ExitCode:
     if not isinstance(categories, dict):
         _error("[tool.cer.categories] must map category names to model names")
         return ExitCode.USAGE
+    from cer.check import SuiteUnreadable, check_suite, render_check  # only this command
+
     try:
         report = check_suite(suite, {str(k): str(v) for k, v in categories.items()})
     except SuiteUnreadable as exc:
