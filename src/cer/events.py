@@ -3,7 +3,9 @@
 A run calls its ``on_event`` callback with these values, from the thread that runs it,
 in this order: ``RunStarted``; then ``ImplementationLoaded`` or ``ImplementationFailed``;
 then one ``CaseFinished`` per case (in completion order; ``result.position`` tells where
-the case sits in declared order); then ``RunFinished``.
+the case sits in declared order); then ``RunFinished``. ``ImplementationLoaded`` comes
+again among the ``CaseFinished`` events whenever a case loaded files the id did not
+cover yet (a lazy import): it then holds the grown id and every file so far.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ class RunStarted:
 class ImplementationLoaded:
     implementation_id: str
     source_files: tuple[str, ...]
-    """Files the implementation's import loaded from outside the standard library
-    (installed packages included), as checked and hashed by the supervisor: the files
-    the implementation id covers, and what a watcher should watch."""
+    """Files the implementation's import (and, when it comes again, its cases) loaded
+    from outside the standard library (installed packages included), as checked and
+    hashed by the supervisor: the files the implementation id covers, and what a
+    watcher should watch."""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ implementation printed or sent can name a status.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cer import plaindata
@@ -54,6 +54,10 @@ class Outcome:
     did not measure it."""
     memory_note: str = ""
     """Why ``memory_mb`` could not be measured, when a case asked for it."""
+    loaded_files: object = None
+    """The files of modules the case's process loaded for the first time while it ran,
+    as it reported them (a list of paths, or anything else it sent): data for the
+    supervisor to check and hash into the implementation id, never a fact."""
 
 
 def outcome_from_worker(
@@ -134,6 +138,13 @@ def outcome_from_worker(
         tag = payload["k"]
     except (ValueError, TypeError, KeyError) as exc:
         return out("lost", detail=f"the case sent a malformed result: {exc}")
+    if "files" in payload:
+        return replace(_interpret(payload, tag, out), loaded_files=payload["files"])
+    return _interpret(payload, tag, out)
+
+
+def _interpret(payload: Mapping[str, Any], tag: Any, out: Callable[..., Outcome]) -> Outcome:
+    """The outcome a case's decoded result payload describes."""
     if tag == "ret":
         return out("returned", value=payload.get("v"))
     if tag == "exc":

@@ -12,8 +12,8 @@ the kernel's count, a runner that never finishes. Each asserts the truthful outc
 - A harness names the files of its implementation; the supervisor hashes them, and a
   file swapped for a FIFO between the check and the read must not stall it.
 - History, suite shape and implementation identity (classes 5 and 6 of the trust
-  model): a trigger planted with ``--sandbox off`` and a misspelt ``[[case]]``
-  array.
+  model): a trigger planted with ``--sandbox off``, a misspelt ``[[case]]`` array,
+  and a module imported lazily by a case that changes between two runs.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import pytest
 
 from cer import sandbox
 from cer.engine.runner import RunOptions, run_suite
+from cer.events import ImplementationLoaded
 from cer.model import RunResult, Status
 from cer.suite import load_suite
 
@@ -334,3 +335,66 @@ def test_a_misspelt_case_array_is_refused_not_dropped(tmp_path: Path) -> None:
     done = _cer("run", "evals.toml", "--impl", "answer:answer", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "case" in done.stderr and "passed" not in done.stdout
+
+
+LAZY_IMPL = """\
+def answer(case):
+    import lazyhelper  # imported by the case, never by the worker's import
+
+    return lazyhelper.VALUE
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_module_a_case_imports_lazily_is_part_of_the_implementation_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals.toml").write_text(SUITE.replace(f'"{SECRET}"', "1"), encoding="utf-8")
+    (tmp_path / "lazyuser.py").write_text(LAZY_IMPL, encoding="utf-8")
+    helper = tmp_path / "lib" / "lazyhelper.py"
+    helper.parent.mkdir()
+    helper.write_text("VALUE = 1\n", encoding="utf-8")
+    options = {"paths": (str(helper.parent),), "isolation": isolation}
+    loaded: list[tuple[str, tuple[str, ...]]] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, ImplementationLoaded):
+            loaded.append((event.implementation_id, event.source_files))
+
+    first = run_suite(
+        load_suite(tmp_path / "evals.toml"),
+        RunOptions(impl="lazyuser:answer", timeout=10.0, **options),  # type: ignore[arg-type]
+        on_event=on_event,
+    )
+    assert [r.status for r in first.results] == [Status.PASS]
+    # The import's id first, then the id grown by the case's module, which a watcher
+    # now watches; the run's id is the grown one.
+    assert len(loaded) == 2
+    assert str(helper) not in loaded[0][1] and str(helper) in loaded[1][1]
+    assert first.implementation_id == loaded[1][0] != loaded[0][0]
+    helper.write_text("VALUE = 2\n", encoding="utf-8")
+    second = _run(tmp_path, "lazyuser:answer", **options)
+    assert [r.status for r in second.results] == [Status.FAIL]
+    assert second.implementation_id != first.implementation_id
+
+
+def test_files_a_case_reports_are_checked_and_grow_the_id_as_an_import_would(
+    tmp_path: Path,
+) -> None:
+    from cer.engine.identity import extend, identify
+
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text("A = 1\n", encoding="utf-8")
+    second.write_text("B = 1\n", encoding="utf-8")
+    start = identify("m:f", [str(first)])
+    grown = extend(start, "m:f", [str(second)])
+    # The same id as a run that imported both files up front.
+    assert grown.implementation_id == identify("m:f", [str(first), str(second)]).implementation_id
+    assert grown.files == (str(first), str(second))
+    assert extend(grown, "m:f", [str(first)]) is grown  # nothing new: nothing hashed
+    # A list the case mangled cannot say which code ran: a one-off id, files kept.
+    for bad in ("unknown", [3], ["relative.py"], {"a": 1}):
+        odd = extend(grown, "m:f", bad)
+        assert not odd.known and odd.files == grown.files
+        assert extend(odd, "m:f", [str(tmp_path / "c.py")]).known is False

@@ -12,6 +12,14 @@ itself, and reads only regular files (a path to a FIFO or a device cannot stall 
 list that is missing or malformed cannot say which code ran; the run then gets an id
 that no other run can have (``impl@unknown-…``), so it is never taken for the same code
 as another run, and no file is watched on its word.
+
+A module a case imports for the first time while it runs (a lazy import, in the case's
+own process) is code the run ran too: the case's process reports the files it loaded
+with its answer, the supervisor checks and hashes them the same way and adds them
+(:func:`extend`). The id of a run is therefore the hash of every file the run loaded,
+at import or in a case, each hashed when it was first reported: a run whose cases load
+more code has the id of all of it, the same id a run gets that imported the same files
+up front. A case's list that is malformed makes the run's id a one-off.
 """
 
 from __future__ import annotations
@@ -20,9 +28,9 @@ import hashlib
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["MAX_FILES", "UNKNOWN", "Identity", "file_digest", "identify"]
+__all__ = ["MAX_FILES", "UNKNOWN", "Identity", "extend", "file_digest", "identify"]
 
 MAX_FILES = 100_000
 """More files than this is not a plausible import: the list is treated as malformed."""
@@ -42,6 +50,8 @@ class Identity:
     files: tuple[str, ...]
     """The reported files the id covers: what a watcher should watch. Empty when the
     list could not be used."""
+    digests: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
+    """The digest of each file of ``files``, in the same order (see :func:`extend`)."""
 
     @property
     def known(self) -> bool:
@@ -59,10 +69,50 @@ def identify(impl: str, reported: object) -> Identity:
     """
     files = _checked(reported)
     if files is None:
-        return Identity(f"{impl}@{UNKNOWN}{secrets.token_hex(5)}", ())
-    digests = sorted(file_digest(path) for path in files)
-    digest = hashlib.sha256(b"".join(digests)).hexdigest()[:10]
-    return Identity(f"{impl}@{digest}", files)
+        return _unknown(impl, None)
+    digests = tuple(file_digest(path) for path in files)
+    return Identity(_named(impl, digests), files, digests)
+
+
+def extend(identity: Identity, impl: str, reported: object) -> Identity:
+    """``identity`` grown by the files a case ``reported`` it loaded while it ran.
+
+    Checked like an import's list; a malformed one makes the id a one-off (the files
+    known so far stay watched). Files already covered are not hashed again; when the
+    list adds nothing, ``identity`` itself is returned.
+    """
+    files = _checked(reported)
+    if files is None:
+        return identity if not identity.known else _unknown(impl, identity)
+    new = tuple(path for path in files if path not in set(identity.files))
+    if not new:
+        return identity
+    if len(identity.files) + len(new) > MAX_FILES:
+        return identity if not identity.known else _unknown(impl, identity)
+    merged = sorted(
+        zip(
+            (*identity.files, *new),
+            (*identity.digests, *(file_digest(path) for path in new)),
+            strict=True,
+        )
+    )
+    files_now = tuple(path for path, _ in merged)
+    digests = tuple(digest for _, digest in merged)
+    if not identity.known:
+        return Identity(identity.implementation_id, files_now, digests)
+    return Identity(_named(impl, digests), files_now, digests)
+
+
+def _named(impl: str, digests: tuple[bytes, ...]) -> str:
+    return f"{impl}@{hashlib.sha256(b''.join(sorted(digests))).hexdigest()[:10]}"
+
+
+def _unknown(impl: str, known: Identity | None) -> Identity:
+    """A one-off id; the files and digests of ``known`` stay (and stay watched)."""
+    name = f"{impl}@{UNKNOWN}{secrets.token_hex(5)}"
+    if known is None:
+        return Identity(name, ())
+    return Identity(name, known.files, known.digests)
 
 
 def _checked(reported: object) -> tuple[str, ...] | None:

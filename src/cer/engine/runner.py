@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from cer import plaindata, procs
 from cer.categories import CategoryRegistry, build_registry
 from cer.engine import confinement
-from cer.engine.identity import UNKNOWN, identify
+from cer.engine.identity import UNKNOWN, Identity, extend, identify
 from cer.engine.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
 from cer.events import (
     CaseFinished,
@@ -254,6 +254,11 @@ def _errored(
     )
 
 
+def _known(implementation_id: str) -> bool:
+    """Whether an id names code (not a one-off ``…@unknown-…``)."""
+    return not implementation_id.rpartition("@")[2].startswith(UNKNOWN)
+
+
 def search_paths(suite: Suite, options: RunOptions) -> list[str]:
     """Where the worker looks for the implementation: --path entries, the suite's
     folder, the working directory."""
@@ -314,6 +319,11 @@ class _Execution:
         self.total = len(suite.cases)
         self.notes: list[str] = []
         self.implementation_id = options.impl
+        self.identity: Identity | None = None
+        """What the run's id covers so far: the first import's files, grown by the
+        files cases loaded while they ran (see :meth:`grow`)."""
+        self.import_id = ""
+        """The id of the first worker's import, which a later worker's is compared to."""
         self.lanes: list[_Lane] = []
         self.pending: deque[_Planned] = deque()
         self.announced = False
@@ -564,6 +574,7 @@ class _Execution:
             outcome = outcome_from_worker(
                 answer, got.raw, timeout, options.capture_limit, elapsed_ms
             )
+            self.grow(outcome.loaded_files)
             if elapsed_ms > timeout * 1000.0 or outcome.kind == "timed_out":
                 outcome = replace(
                     outcome, kind="timed_out", detail=f"timed out after {timeout:g} s"
@@ -647,8 +658,27 @@ class _Execution:
         """The implementation was loaded by a worker: say so once."""
         identity = identify(self.options.impl, body.get("files"))
         if not self.announced:
-            self.implementation_id = identity.implementation_id
-            self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+            self.first_import(identity)
+
+    def first_import(self, identity: Identity) -> None:
+        """The first worker loaded the implementation: the run's id starts here."""
+        self.identity, self.import_id = identity, identity.implementation_id
+        self.implementation_id = identity.implementation_id
+        self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+
+    def grow(self, reported: object) -> None:
+        """Add the files a case reported it loaded while it ran to the run's id and to
+        what watchers watch (cer.engine.identity.extend); the list is data, checked
+        and hashed there. Once the id is a one-off, it stays one."""
+        if reported is None or self.identity is None:
+            return
+        grown = extend(self.identity, self.options.impl, reported)
+        if grown is self.identity:
+            return
+        self.identity = grown
+        if _known(self.implementation_id) or not grown.known:
+            self.implementation_id = grown.implementation_id
+        self.emit(ImplementationLoaded(self.implementation_id, grown.files))
 
     def alone_load_failed(self, item: _Planned, message: Message | None, failure: str) -> None:
         if not self.announced:
@@ -851,14 +881,10 @@ class _Execution:
         # data, checked and hashed here (see cer.engine.identity).
         identity = identify(self.options.impl, body.get("files"))
         if not self.announced:
-            self.implementation_id = identity.implementation_id
-            self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+            self.first_import(identity)
         elif not identity.known:
             self.implementation_id = identity.implementation_id  # it can no longer say
-        elif (
-            identity.implementation_id != self.implementation_id
-            and not self.implementation_id.rpartition("@")[2].startswith(UNKNOWN)
-        ):
+        elif identity.implementation_id != self.import_id and _known(self.implementation_id):
             self.note_once(
                 "the implementation's source changed during the run: a worker started "
                 f"later imported {identity.implementation_id}, so results may mix both "
@@ -945,6 +971,7 @@ class _Execution:
         outcome = outcome_from_worker(
             body, message.raw, timeout, self.options.capture_limit, elapsed_ms
         )
+        self.grow(outcome.loaded_files)
         if late or elapsed_ms > timeout * 1000.0:
             # Past the supervisor's own deadline: whatever the worker says now, the case
             # did not answer in time.

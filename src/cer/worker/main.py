@@ -233,6 +233,7 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
 
     previous_hook = threading.excepthook
     threading.excepthook = on_thread_exception
+    modules_before = set(sys.modules)
     view = CaseView(
         name=message["name"],
         case_class=message["case_class"],
@@ -289,10 +290,30 @@ def _execute(target: _Target, message: dict[str, Any]) -> bytes:
         payload = _encode_returned(box[0], to_wire, not_plain)
     if thread_failures and payload["k"] in ("ret", "bad"):
         payload = {"k": "thread", "tb": "\n".join(thread_failures)}
+    lazy = _lazy_files(modules_before)
+    if lazy:
+        payload["files"] = lazy
     try:
         return dumps(payload)
     except BaseException as exc:
         return dumps({"k": "encode", "msg": f"cannot encode the result: {type(exc).__name__}"})
+
+
+_STDLIB: list[_StdlibTrees] = []
+"""Where the standard library is, found once by :meth:`Worker.load` (before the import)."""
+
+
+def _lazy_files(before: set[str]) -> list[str] | str:
+    """The files of modules first loaded while the case ran (outside the standard
+    library), for the supervisor to add to the implementation id; ``"unknown"`` when
+    they cannot be listed (the case broke ``sys.modules`` or a module's ``__file__``),
+    which the supervisor takes as a list it cannot use."""
+    if not _STDLIB:
+        return []
+    try:
+        return _source_files(before, _STDLIB[0])
+    except BaseException:
+        return "unknown"
 
 
 _CRASH_KINDS = frozenset({"base", "mem", "thread"})
@@ -802,6 +823,7 @@ class Worker:
         self.timeout = float(message["timeout"])
         before = set(sys.modules)
         stdlib = _StdlibTrees.find()  # before the import, which may change what it sees
+        _STDLIB[:] = [stdlib]
         if self.max_memory:
             import resource
 
