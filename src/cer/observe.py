@@ -21,7 +21,7 @@ from cer.compare import RUNNER_OBSERVED_KEYS
 from cer.derive import Draft, learn_shape
 from cer.engine.runner import RunOptions, run_suite
 from cer.events import RunEvent
-from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, Status, Suite
+from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, RunResult, Status, Suite
 
 __all__ = ["DraftRun", "draft_case", "observe", "proposal_from", "run_drafts"]
 
@@ -96,8 +96,10 @@ def run_drafts(
     options: RunOptions,
     *,
     on_event: Callable[[RunEvent], None] | None = None,
+    run: Callable[..., RunResult] = run_suite,
 ) -> tuple[DraftRun, ...]:
-    """Run every draft that has an input; those without an expectation are probed."""
+    """Run every draft that has an input; those without an expectation are probed.
+    ``run`` is the runner (the real one unless a test hands in another)."""
     value_key = learn_shape(suite).value_key
     runnable: list[tuple[Draft, Case, bool]] = []
     for draft in drafts:
@@ -109,8 +111,8 @@ def run_drafts(
     results: dict[str, CaseResult] = {}
     if runnable:
         scratch = replace(suite, cases=tuple(case for _, case, _ in runnable))
-        run = run_suite(scratch, options, on_event=on_event)
-        results = {result.case_name: result for result in run.results}
+        done = run(scratch, options, on_event=on_event)
+        results = {result.case_name: result for result in done.results}
     out = []
     probed_names = {draft.name for draft, _, probed in runnable if probed}
     for draft in drafts:

@@ -40,6 +40,7 @@ from cer.tracebacks import implementation_site
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import app_keys, bindings
+from cer.tui.screens.drafts import DraftsScreen
 from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen
@@ -139,6 +140,8 @@ class CerApp(App[None]):
         )
         self.extra_watch = self.control.extra_watch
         self._launcher = launcher
+        self._run_function = run
+        self._load_function = load
         self._details_token = 0
         self._detail_styles: DetailStyles | None = None
 
@@ -644,6 +647,20 @@ class CerApp(App[None]):
             self.notify("Cannot open an editor from here.", severity="warning")
         except OSError as error:
             self.notify(f"Cannot start {command[0]}: {error}", severity="error")
+
+    def action_drafts(self) -> None:
+        """Open the drafts screen: what cer derive proposed, run, for review. Drafts
+        stay on that screen: never in the list, the totals or the history."""
+        self.push_screen(
+            DraftsScreen(
+                self.suite_path,
+                self.options,
+                history=self.history_path,
+                launcher=self._launcher,
+                run=self._run_function,
+                load=self._load_function,
+            )
+        )
 
     def action_copy_repro(self) -> None:
         row = self.case_list.highlighted_row

@@ -100,6 +100,14 @@ APP_KEYS: tuple[Key, ...] = (
         footer=False,
     ),
     Key(
+        "D",
+        "drafts",
+        "Drafts",
+        "Review drafts from cer derive: run them, accept, edit, skip, discard",
+        "D",
+        footer=False,
+    ),
+    Key(
         "y",
         "copy_repro",
         "Repro",
