@@ -37,7 +37,7 @@ from tui.helpers import (
 pytestmark = pytest.mark.anyio
 
 SIZE = (120, 30)
-OPTIONS = RunOptions(impl="calc_ref:evaluate", timeout=10)
+OPTIONS = RunOptions(impl="calc_ref:evaluate", timeout=20)
 
 
 def _calc(tmp_path: Path) -> Path:
@@ -87,7 +87,7 @@ async def test_drafts_run_and_accept_as_written(tmp_path: Path) -> None:
     screen = DraftsScreen(suite_path, OPTIONS, history=history, approver="Ada")
     app = Host(screen)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: _ran(screen) and "passes" in screen_text(app))
+        await wait_until(lambda: _ran(screen) and "passes" in screen_text(app), timeout=90)
         text = screen_text(app)
         assert "left-associativity-example" in text
         assert "✔ passes" in text
@@ -114,7 +114,7 @@ async def test_accepting_the_observed_value_asks_first(tmp_path: Path) -> None:
     screen = DraftsScreen(suite_path, OPTIONS, approver="Grace")
     app = Host(screen)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: _ran(screen))
+        await wait_until(lambda: _ran(screen), timeout=90)
         names = [d.name for d in screen.drafts]
         await pilot.press("s")  # skip to the draft that has only an observation
         assert screen.current is not None and screen.current.name == names[1]
@@ -140,7 +140,7 @@ async def test_accept_refuses_a_draft_without_an_expectation(tmp_path: Path) -> 
     screen = DraftsScreen(suite_path, OPTIONS, approver="Ada")
     app = Host(screen)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: _ran(screen))
+        await wait_until(lambda: _ran(screen), timeout=90)
         await pilot.press("s", "a")
         await pilot.pause()
         assert suite_path.read_bytes() == before
@@ -160,7 +160,7 @@ async def test_discard_and_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     # Headless runs cannot suspend; pretend this terminal can.
     monkeypatch.setattr(Host, "suspend", lambda self: contextlib.nullcontext())
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: _ran(screen))
+        await wait_until(lambda: _ran(screen), timeout=90)
         await pilot.press("d")
         await wait_until(lambda: "left-associativity-example" not in screen_text(app))
         drafts = load_drafts(drafts_path(suite_path))

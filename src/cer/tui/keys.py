@@ -103,7 +103,7 @@ APP_KEYS: tuple[Key, ...] = (
         "D",
         "drafts",
         "Drafts",
-        "Review drafts from cer derive: run them, accept, edit, skip, discard",
+        "Review drafts from cer derive: accept, edit, skip, discard",
         "D",
         footer=False,
     ),
