@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console, RenderableType
 
+from cer.coverage import CoverageFigures
 from cer.engine.runner import RunOptions
 from cer.history import History
 from cer.model import Case, CaseResult, Status, Suite
 from cer.tui.app import CerApp, create_app
+from cer.tui.state.coverage_view import sparkline
 from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
@@ -389,3 +391,32 @@ async def test_coverage_is_judged_on_the_document_read_before_the_run(tmp_path: 
         coverage = app.coverage_view.coverage
         assert coverage is not None
         assert (coverage.total, coverage.covered, coverage.verified) == (3, 2, 1)
+
+
+async def test_coverage_pane_draws_the_recorded_runs_as_a_sparkline(tmp_path: Path) -> None:
+    (tmp_path / "commonsformat.md").write_text(MODULE_DOC)
+    suite = coverage_suite(tmp_path)
+    history = tmp_path / ".cer" / "history.sqlite"
+    with History.open(history) as opened:
+        for covered, verified in ((1, 0), (2, None)):
+            earlier = FakeRunner(coverage_outcome)(suite, OPTIONS)
+            opened.record(earlier, suite, CoverageFigures(3, covered, verified, covered, 0))
+        other = FakeRunner(coverage_outcome)(suite, RunOptions(impl="other:evaluate"))
+        opened.record(other, suite, CoverageFigures(3, 3, 3, 3, 0))  # not this implementation
+    app = app_with(suite, FakeRunner(coverage_outcome), history)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        await wait_until(lambda: "recorded runs" in pane(app, "coverage"))
+        text = pane(app, "coverage")
+    # The run just finished is recorded with its figures: 2 of 3 covered, 1 verified.
+    with History.open(history, create=False) as opened:
+        newest = opened.runs(1)[0].coverage
+    assert newest is not None
+    assert (newest.total, newest.covered, newest.verified) == (3, 2, 1)
+    assert "Over 3 recorded runs" in text
+    assert "covered  ▃▆▆ 1/3 → 2/3" in text
+    assert "verified ▁ ▃ 0/3 → 1/3" in text
+
+
+def test_sparkline_heights() -> None:
+    assert sparkline([0.0, 0.5, 1.0, None, 2.0, -1.0]) == "▁▅█ █▁"

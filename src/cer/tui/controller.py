@@ -20,7 +20,8 @@ from textual.worker import Worker
 from watchfiles import awatch
 
 from cer import events
-from cer.coverage import MODULE_DOC
+from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
+from cer.derive import coverage_figures
 from cer.engine.runner import RunCancelled, RunOptions
 from cer.history import History, HistoryError
 from cer.matrix import build_matrix
@@ -163,7 +164,8 @@ class RunController:
             return
         # Read with the suite, before the implementation runs: coverage is judged on
         # this snapshot, whatever a case does to the file.
-        post(messages.SuiteLoaded(generation, suite, read_doc(self.suite_path)))
+        doc = read_doc(self.suite_path)
+        post(messages.SuiteLoaded(generation, suite, doc))
         completed = 0
         for index, options in enumerate(self.implementations):
             if index and cancel.is_set():
@@ -171,7 +173,7 @@ class RunController:
                 return
             first = firsts[index] if index < len(firsts) else frozenset()
             lane_options = replace(options, selection=selection, first=first)
-            outcome = self._run_lane(generation, index, lane_options, suite, cancel)
+            outcome = self._run_lane(generation, index, lane_options, suite, cancel, doc)
             if outcome is None:
                 return
             completed += outcome
@@ -184,6 +186,7 @@ class RunController:
         options: RunOptions,
         suite: Suite,
         cancel: threading.Event,
+        doc: ModuleDoc | None = None,
     ) -> int | None:
         """Run one lane and record its run; 1 when it finished, 0 when the runner
         crashed (the next lane still runs), None when cancelled."""
@@ -235,7 +238,7 @@ class RunController:
         )
         post(messages.RunFinished(generation, shown, index))
         if self.history_path is not None:
-            post(record_run(self.history_path, generation, suite, run, index))
+            post(record_run(self.history_path, generation, suite, run, index, doc))
         return 1
 
     def _load_suite(self) -> Suite:
@@ -290,7 +293,10 @@ class RunController:
         format it in a worker: :class:`messages.DetailsRendered` answers."""
         rows = () if row is None else self.session.lane_rows(row.name)
         case = row.case if row is not None and rows else None
-        coverages = tuple((lane.label, lane.coverage) for lane in self.session.lanes)
+        coverages = tuple(
+            (lane.label, replace(lane.coverage, trend=lane.coverage_trend))
+            for lane in self.session.lanes
+        )
         matrix = self.session.matrix
         unobserved = () if matrix is None else matrix.unobserved
         suite_name, post = self.suite_path.name, self.app.post_message
@@ -349,7 +355,10 @@ class RunController:
         if message.generation < self._flaky_generation:
             return False
         self._flaky_generation = message.generation
-        return self.session.lanes[message.lane].board.set_flaky(message.flaky)
+        lane = self.session.lanes[message.lane]
+        trend_changed = lane.coverage_trend != message.coverage_trend
+        lane.coverage_trend = message.coverage_trend
+        return lane.board.set_flaky(message.flaky) or trend_changed
 
     # -- rerun what failed --------------------------------------------------------------
 
@@ -565,17 +574,26 @@ class RunController:
 
 
 def record_run(
-    path: Path, generation: int, suite: Suite, run: RunResult, index: int = 0
+    path: Path,
+    generation: int,
+    suite: Suite,
+    run: RunResult,
+    index: int = 0,
+    doc: ModuleDoc | None = None,
 ) -> messages.HistoryRecorded:
-    """Write a finished run to the history and read back its flaky cases.
+    """Write a finished run to the history, with its coverage figures when the module
+    declares constraints, and read back its flaky cases and the coverage figures of the
+    implementation's recorded runs of the suite (the Coverage pane's sparkline).
 
     Runs in the run worker's thread, after the results are on their way to the screen.
     Any failure becomes a message: the history never costs a run its results.
     """
+    figures = run_figures(suite, run, doc)
     try:
         with History.open(path) as history:
-            history.record(run, suite)
+            history.record(run, suite, figures)
             flaky = history.flaky_names(run.implementation_id, run.suite_hash or suite.content_hash)
+            trend = coverage_trend(history, suite, run)
     except HistoryError as error:
         return messages.HistoryRecorded(generation, run.run_id, error=str(error), lane=index)
     except Exception as error:  # a bug in recording must not end the session
@@ -585,4 +603,33 @@ def record_run(
             error=f"cannot record the run in {path}: {error!r}",
             lane=index,
         )
-    return messages.HistoryRecorded(generation, run.run_id, flaky=flaky, lane=index)
+    return messages.HistoryRecorded(
+        generation, run.run_id, flaky=flaky, lane=index, coverage_trend=trend
+    )
+
+
+def run_figures(suite: Suite, run: RunResult, doc: ModuleDoc | None) -> CoverageFigures | None:
+    """The run's coverage figures, judged on the constraints read before it ran, as
+    ``cer run`` records them; None without constraints (or when they cannot be judged:
+    the run is recorded all the same)."""
+    if doc is None or doc.declared is None:
+        return None
+    try:
+        return coverage_figures(compute_coverage(suite, doc.declared, run), suite)
+    except Exception:  # figures are extra: they never cost a run its record
+        return None
+
+
+TREND_RUNS = 40
+"""How many recorded runs the Coverage pane's sparkline spans."""
+
+
+def coverage_trend(history: History, suite: Suite, run: RunResult) -> tuple[CoverageFigures, ...]:
+    """The coverage figures of the implementation's recorded runs of ``suite``, oldest
+    first (runs recorded without figures are left out)."""
+    records = history.runs(TREND_RUNS, suite_path=suite.path)
+    return tuple(
+        record.coverage
+        for record in reversed(records)
+        if record.coverage is not None and record.implementation == run.implementation
+    )

@@ -17,6 +17,7 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.message import Message
 
+from cer.coverage import CoverageFigures
 from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, Suite
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc
@@ -144,6 +145,8 @@ class HistoryRecorded(RunMessage):
     flaky: frozenset[str] = frozenset()
     error: str | None = None
     lane: int = 0
+    coverage_trend: tuple[CoverageFigures, ...] = ()
+    """The coverage figures of the lane's recorded runs of the suite, oldest first."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ own constraints first, and runs in the detail worker with the other panes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from cer.coverage import (
     ConstraintSet,
     Coverage,
     CoverageError,
+    CoverageFigures,
     compute_coverage,
     describe_unknown,
     find_module_doc,
@@ -57,6 +59,8 @@ class CoverageView:
     """Plain words for the user: no commonsformat.md, or it cannot be read."""
     error: bool = False
     """``message`` reports a problem (an unreadable document), not an absence."""
+    trend: tuple[CoverageFigures, ...] = ()
+    """The coverage figures of the recorded runs, oldest first: the sparkline."""
 
     @property
     def pending(self) -> bool:
@@ -136,6 +140,8 @@ def render_coverage(
     if gaps:
         top.append("\n" + " · ".join(gaps), styles.label)
     parts.append(top)
+    if len(view.trend) > 1:
+        parts.append(_trend(view.trend, styles))
     by_name = {item.name: item for item in coverage.constraints}
     if case is not None:
         parts.extend(_case_section(case, by_name, coverage, styles))
@@ -209,6 +215,49 @@ def _case_section(
         table.add_row(Text(f"  {mark}", style), body)
     parts.append(table)
     return parts
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+"""A sparkline's eight heights, lowest first."""
+
+
+def sparkline(ratios: Sequence[float | None]) -> str:
+    """One character per ratio (0 to 1): ``▁`` for none of the constraints, ``█`` for
+    all of them; a space where a run has no such figure."""
+    top = len(SPARKS) - 1
+    return "".join(
+        " " if ratio is None else SPARKS[round(min(max(ratio, 0.0), 1.0) * top)] for ratio in ratios
+    )
+
+
+def _ratio(part: int | None, total: int) -> float | None:
+    return None if part is None or total <= 0 else part / total
+
+
+def _trend(trend: Sequence[CoverageFigures], styles: DetailStyles) -> Group:
+    """The coverage over the recorded runs, oldest first: covered and verified as
+    sparklines, with where each started and where it stands."""
+    first, last = trend[0], trend[-1]
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(ratio=1, overflow="fold")
+    covered = sparkline([_ratio(f.covered, f.total) for f in trend])
+    table.add_row(
+        Text("  covered"),
+        Text(covered, styles.heading),
+        Text(f"{first.covered}/{first.total} → {last.covered}/{last.total}", styles.label),
+    )
+    if any(f.verified is not None for f in trend):
+        verified = sparkline([_ratio(f.verified, f.total) for f in trend])
+        was = "-" if first.verified is None else f"{first.verified}/{first.total}"
+        now = "-" if last.verified is None else f"{last.verified}/{last.total}"
+        table.add_row(
+            Text("  verified"),
+            Text(verified, _status(styles, Status.PASS)),
+            Text(f"{was} → {now}", styles.label),
+        )
+    return Group(_title(f"Over {len(trend)} recorded runs", styles), table)
 
 
 def _title(title: str, styles: DetailStyles) -> Text:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from cer.coverage import CoverageFigures
 from cer.engine.runner import RunOptions
 from cer.matrix import Matrix
 from cer.model import RunResult, Status, Suite
@@ -62,6 +63,8 @@ class Lane:
     """The last finished run's notes."""
     coverage: CoverageView = field(default_factory=CoverageView)
     coverage_input: tuple[Suite, RunResult] | None = None
+    coverage_trend: tuple[CoverageFigures, ...] = ()
+    """The coverage figures of its recorded runs, oldest first (from the history)."""
     """What its coverage is judged by: the suite and the results the list shows."""
     import_failure: Failure | None = None
     crash: Failure | None = None
