@@ -18,6 +18,7 @@ the kernel's count, a runner that never finishes. Each asserts the truthful outc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
@@ -398,3 +399,102 @@ def test_files_a_case_reports_are_checked_and_grow_the_id_as_an_import_would(
         odd = extend(grown, "m:f", bad)
         assert not odd.known and odd.files == grown.files
         assert extend(odd, "m:f", [str(tmp_path / "c.py")]).known is False
+
+
+# -------------------------------------------------------------- cer-tui and its processes
+
+DAEMON_IMPL = """\
+import os
+import time
+
+PIDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pids")
+
+
+def answer(case):
+    if os.fork() == 0:  # a daemon: a double fork in a session of its own
+        os.setsid()
+        if os.fork() == 0:
+            with open(PIDS, "a") as handle:
+                handle.write(f"{os.getpid()}\\n")
+            while True:
+                time.sleep(0.1)
+        os._exit(0)
+    time.sleep(60)  # still running when the terminal goes
+    return 1
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adoption is Linux's")
+@pytest.mark.parametrize("signum", [15, 1], ids=["SIGTERM", "SIGHUP"])
+def test_cer_tui_stopped_by_a_signal_leaves_nothing_running(tmp_path: Path, signum: int) -> None:
+    pytest.importorskip("textual")
+    import pty
+    import signal
+
+    (tmp_path / "evals.toml").write_text(SUITE.replace(f'"{SECRET}"', "1"), encoding="utf-8")
+    (tmp_path / "daemon.py").write_text(DAEMON_IMPL, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.chdir(tmp_path)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(
+            sys.executable,
+            [
+                sys.executable,
+                "-P",
+                "-c",
+                "import sys; from cer.tui.__main__ import main; sys.exit(main())",
+                "evals.toml",
+                "--impl",
+                "daemon:answer",
+                "--no-history",
+                "--no-watch",
+                "--timeout",
+                "120",
+                "--sandbox",
+                "off",
+            ],
+        )
+    pids = tmp_path / "pids"
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                os.read(fd, 65536)
+            time.sleep(0.05)
+        assert pids.exists(), "the case never started its daemon"
+        os.kill(pid, signum)
+        deadline = time.monotonic() + 30
+        status = None
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                os.read(fd, 65536)
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = raw
+                break
+            time.sleep(0.05)
+        assert status is not None, "cer-tui did not exit"
+        assert os.waitstatus_to_exitcode(status) == 128 + signum
+        daemon = int(pids.read_text().split()[0])
+        time.sleep(0.3)
+        assert not _alive(daemon), "the case's daemon outlived cer-tui"
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        if pids.exists():
+            for word in pids.read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(word), signal.SIGKILL)
+        os.close(fd)

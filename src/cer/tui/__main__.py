@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cer import options
+from cer import options, procs
 from cer.history import default_history_path
 from cer.suite import SuiteError, load_suite
 from cer.tui.app import create_app
@@ -113,8 +113,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         implementations=resolved.implementations,
         labels=resolved.labels,
     )
+    # Like cer run: the program adopts the orphans of everything below it, so that a
+    # daemon a case or a harness left (a double fork, setsid) is still its own to end.
+    # Safe here because one run cycle runs at a time (RunController._one_run), and
+    # whatever is left when the app has quit is ended below.
+    procs.adopt_orphans()
     app.run()
-    return 0
+    app.control.cancel()
+    app.control.wait_for_runs(15.0)
+    procs.end_strays(())
+    return app.return_code or 0
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ session and shows it: one lane as the classic screen, several side by side.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -236,6 +239,7 @@ class CerApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._stop_on_signals()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.case_list.focus()
         self.refresh_header()
@@ -244,6 +248,15 @@ class CerApp(App[None]):
             self.control.restart_watch()
             self.refresh_header()
         self.start_run(self.base_selection, "first run")
+
+    def _stop_on_signals(self) -> None:
+        """SIGTERM and SIGHUP (a closed terminal, a kill) quit as ``q`` does: the run
+        in flight is cancelled and its processes end (see cer.tui.__main__), and the
+        program exits with 128 + the signal's number."""
+        loop = asyncio.get_running_loop()
+        for each in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(each, self.exit, None, 128 + each)
 
     def exit(
         self,

@@ -100,6 +100,10 @@ class RunController:
         self._run = run
         self._load = load
         self._cancel: threading.Event | None = None
+        self._one_run = threading.Lock()
+        """Held by the cycle that runs: a cycle waits for the cancelled one to have
+        ended its processes, so that one run's cleanup (which ends every process the
+        program adopted, cer.procs) never meets another run's workers."""
         self._fallback: bool | None = None
         self._sources: tuple[str, ...] = ()
         self.paused = False
@@ -143,7 +147,27 @@ class RunController:
     def is_current(self, message: messages.RunMessage) -> bool:
         return message.generation == self.generation and self.app.is_running
 
+    def wait_for_runs(self, timeout: float) -> bool:
+        """Wait until no cycle runs (False if one still does after ``timeout``)."""
+        if not self._one_run.acquire(timeout=timeout):
+            return False
+        self._one_run.release()
+        return True
+
     def _run_cycle(
+        self,
+        generation: int,
+        selection: Selection,
+        cancel: threading.Event,
+        firsts: Sequence[frozenset[str]] = (),
+    ) -> None:
+        with self._one_run:
+            if cancel.is_set():  # cancelled while the previous cycle was ending
+                self.app.post_message(messages.RunCancelled(generation))
+                return
+            self._run_one_cycle(generation, selection, cancel, firsts)
+
+    def _run_one_cycle(
         self,
         generation: int,
         selection: Selection,
