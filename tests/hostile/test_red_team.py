@@ -498,3 +498,25 @@ def test_cer_tui_stopped_by_a_signal_leaves_nothing_running(tmp_path: Path, sign
                 with contextlib.suppress(OSError):
                     os.kill(int(word), signal.SIGKILL)
         os.close(fd)
+
+
+def test_cer_tui_keeps_the_implementation_away_from_a_history_given_by_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The history's reasons hold the expectations of failed cases; outside `.cer/` it
+    # is kept away only when the run names it, as `cer run --history` does.
+    pytest.importorskip("textual")
+    from cer import options as run_options
+    from cer.engine.confinement import protected_paths
+    from cer.tui.__main__ import build_parser, protect_history
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    history = tmp_path / "elsewhere" / "h.sqlite"
+    args = build_parser().parse_args(
+        ["evals.toml", "--impl", "a:f", "--impl", "b:f", "--history", str(history)]
+    )
+    resolved = protect_history(run_options.resolve_run(args), history)
+    suite = load_suite(tmp_path / "evals.toml")
+    for each in resolved.implementations:
+        assert str(history) in protected_paths(suite, each)

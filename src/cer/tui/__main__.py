@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from cer import options, procs
@@ -76,6 +77,19 @@ def _theme_names() -> str:
         return DEFAULT_THEME
 
 
+def protect_history(resolved: options.ResolvedRun, history: Path | None) -> options.ResolvedRun:
+    """``resolved`` with the history database added to what the sandbox keeps the
+    implementation away from: its reasons hold the expectations of failed cases. (A
+    history in ``.cer/`` is kept away anyway; ``--history PATH`` may be elsewhere.)"""
+    if history is None:
+        return resolved
+    path = str(Path(history).resolve())
+    implementations = tuple(
+        replace(o, protected=(*o.protected, path)) for o in resolved.implementations
+    )
+    return replace(resolved, options=implementations[0], implementations=implementations)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, merge ``[tool.cer]``, run the app; 2 on a usage error."""
     parser = build_parser()
@@ -103,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unmatched is not None:
         parser.error(f"{unmatched} ({resolved.suite})")
     history = None if args.no_history else args.history or default_history_path(resolved.suite)
+    resolved = protect_history(resolved, history)
     app = create_app(
         resolved.suite,
         resolved.options,
