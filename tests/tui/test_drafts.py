@@ -20,6 +20,7 @@ from cer.derive import derive
 from cer.drafts import add_drafts, drafts_path, load_drafts
 from cer.engine.runner import RunOptions
 from cer.history import History
+from cer.model import Case, CaseResult, Status
 from cer.suite import load_suite
 from cer.tui.app import create_app
 from cer.tui.screens.drafts import ConfirmScreen, DraftsScreen
@@ -27,6 +28,7 @@ from conftest import EXAMPLES
 from tui.helpers import (
     FakeRunner,
     fixed_loader,
+    result_for,
     screen_text,
     settle,
     triage_outcome,
@@ -207,3 +209,28 @@ async def test_drafts_never_reach_the_case_list_or_the_counts(tmp_path: Path) ->
         await wait_until(lambda: not isinstance(app.screen, DraftsScreen))
         assert app.board.counts == counts
         assert "a-draft" not in {row.name for row in app.board.rows}
+
+
+async def test_what_the_implementation_says_is_shown_never_obeyed(tmp_path: Path) -> None:
+    suite = triage_suite(tmp_path / "evals.toml")
+    (tmp_path / "evals.drafts.toml").write_text(
+        '[[drafts]]\nname = "a-draft"\nconstraint = "x"\nenforceability = "mechanical"\n'
+        'array = "cases"\ncategory = "functional"\ninput = { source = "a" }\n'
+        'expect = { output = "b" }\n',
+        encoding="utf-8",
+    )
+
+    def hostile(case: Case) -> CaseResult:
+        return result_for(case, Status.FAIL, reason="[/] broken [bold]loud")
+
+    screen = DraftsScreen(
+        tmp_path / "evals.toml",
+        RunOptions(impl="calc:evaluate"),
+        run=FakeRunner(hostile),
+        load=fixed_loader(suite),
+    )
+    app = Host(screen)
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: "a-draft" in screen.runs)
+        await wait_until(lambda: "broken" in screen_text(app))
+        assert "✘ fail: [/] broken [bold]loud" in screen_text(app)

@@ -101,7 +101,8 @@ def draft_line(draft: Draft, run: DraftRun | None) -> tuple[str, str, str, str]:
     elif run.result.status is Status.PASS:
         shown = "✔ passes"
     else:
-        shown = f"✘ {run.result.status.value}: {(run.result.reason or '').splitlines()[0]}"
+        first = next(iter((run.result.reason or "").splitlines()), "")
+        shown = f"✘ {run.result.status.value}: {first}"
     return draft.name, draft.enforceability, draft.constraint, shown
 
 
@@ -161,7 +162,9 @@ class DraftsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("draft", "label", "constraint", "run")
+        table.add_columns("draft", "label", "constraint")
+        # Wide from the start: a run's result is wider than the "…" it replaces.
+        table.add_column("run", width=60)
         self.reload()
 
     # -- data -------------------------------------------------------------------------
@@ -201,7 +204,9 @@ class DraftsScreen(Screen[None]):
         row = table.cursor_row
         table.clear()
         for draft in self.drafts:
-            table.add_row(*draft_line(draft, self.runs.get(draft.name)), key=draft.name)
+            # Text, never markup: a reason or an observed value is the implementation's.
+            cells = (Text(cell) for cell in draft_line(draft, self.runs.get(draft.name)))
+            table.add_row(*cells, key=draft.name)
         if self.drafts:
             table.move_cursor(row=min(max(row, 0), len(self.drafts) - 1))
         title = f"Drafts of {self.suite_path.name}: {len(self.drafts)}"
@@ -210,7 +215,7 @@ class DraftsScreen(Screen[None]):
             title = f"Drafts: {self.problem}"
         elif not self.drafts:
             title = f"No drafts for {self.suite_path.name}: run `cer derive` to propose some"
-        self.query_one("#drafts-title", Static).update(title)
+        self.query_one("#drafts-title", Static).update(Text(title))
         self._show_detail()
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
