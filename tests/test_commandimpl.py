@@ -25,6 +25,7 @@ import pytest
 
 from cer.engine.command import harness as commandimpl
 from cer.engine.command.harness import (
+    CommandExecution,
     ProtocolError,
     decode_value,
     encode_value,
@@ -32,7 +33,9 @@ from cer.engine.command.harness import (
     parse_message,
     run_request,
 )
-from cer.engine.runner import RunCancelled, RunOptions, _Execution, _Planned, run_suite
+from cer.engine.options import RunCancelled, RunOptions
+from cer.engine.plan import Planned
+from cer.engine.runner import run_suite
 from cer.events import ImplementationFailed, ImplementationLoaded, RunEvent
 from cer.model import RunResult, Status
 from cer.selection import Selection
@@ -479,11 +482,11 @@ def test_cancel_kills_a_hanging_harness(module: Module, broken: Path, tmp_path: 
 def test_python_entry_point_categories_are_skipped(module: Module) -> None:
     module.suite(single_case_suite("{ output = 1 }", "{ v = 1 }", category="concurrency"))
     suite = load_suite(module.root / "evals.toml")
-    execution = _Execution(
+    execution = CommandExecution(
         suite, RunOptions(impl="never-started", kind="command"), lambda event: None, None
     )
     case = suite.cases[0]
-    commandimpl.execute(execution, [_Planned(case, {"v": 1}, "entrypoint:pkg.mod:Model")])
+    commandimpl.execute(execution, [Planned(case, {"v": 1}, "entrypoint:pkg.mod:Model")])
     result = execution.results[case.position]
     assert result.status is S
     assert "category not supported by command implementations: concurrency" in (result.reason or "")
@@ -858,7 +861,7 @@ def test_runner_messages_match_their_schemas(module: Module) -> None:
         )
     )
     case = load_suite(module.root / "evals.toml").cases[0]
-    request = json.loads(run_request(7, _Planned(case, dict(case.input), "call")))
+    request = json.loads(run_request(7, Planned(case, dict(case.input), "call")))
     assert check(request, "run.schema.json")
     assert check(json.loads(commandimpl._start_request("calc")), "start.schema.json")
     assert check(json.loads(commandimpl._dumps({"op": "stop"})), "stop.schema.json")
@@ -915,7 +918,7 @@ def _calc_requests() -> list[bytes]:
     suite = load_suite(CALC_SUITE)
     chosen = [c for c in suite.cases if c.category in ("interface", "failure-mode")][:8]
     chosen += [suite.case("integer-literal"), suite.case("true-division-fraction")]
-    return [run_request(i, _Planned(c, dict(c.input), "call")) for i, c in enumerate(chosen, 1)]
+    return [run_request(i, Planned(c, dict(c.input), "call")) for i, c in enumerate(chosen, 1)]
 
 
 @pytest.mark.parametrize("language", ["python", pytest.param("node", marks=needs_node)])

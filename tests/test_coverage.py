@@ -12,7 +12,8 @@ from cer.coverage import (
     read_constraints,
     suite_coverage,
 )
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import CaseResult, RunResult, Status
 from cer.suite import load_suite
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
 from cer.suite import load_suite
 

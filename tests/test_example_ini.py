@@ -7,7 +7,8 @@ import tomllib
 
 import pytest
 
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import CASE_CLASSES, RunResult, Status
 from cer.suite import load_suite
 from conftest import EXAMPLES

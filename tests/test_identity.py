@@ -12,7 +12,8 @@ import pytest
 
 from cer import events
 from cer.engine.identity import MAX_FILES, UNKNOWN, identify
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.suite import load_suite
 from conftest import Module, single_case_suite
 

@@ -22,7 +22,7 @@ import pytest
 
 from cer.cli import console
 from cer.cli.main import ExitCode, exit_code_for_runs, labelled_path, main
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.history import History
 from cer.matrix import (
     Agreement,

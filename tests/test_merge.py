@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cer import serialize
-from cer.engine.runner import OTHER_SHARD
+from cer.engine.options import OTHER_SHARD
 from cer.merge import (
     MergeError,
     Shard,

@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from cer.engine.runner import (
+from cer.engine.options import (
     OTHER_SHARD,
     RunCancelled,
     RunOptions,
-    WarmWorkers,
     in_shard,
     parse_jobs,
     parse_shard,
     resolve_jobs,
-    run_suite,
 )
+from cer.engine.runner import run_suite
+from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status
 from cer.selection import Selection

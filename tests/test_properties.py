@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, Status, Summary
 from cer.suite import SuiteError, load_suite, parse_suite
 from cer.verdict import Outcome, judge

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.history import History
 from cer.model import Status
 from cer.options import ProjectConfig, UsageError

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from cer.coverage import suite_coverage
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import CaseResult, RunResult, Status
 from cer.reports import (
     FORMATS,

@@ -14,7 +14,8 @@ import pytest
 import cer
 from cer import sandbox, serialize
 from cer.cli.console import summary_line
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.history import History
 from cer.merge import MergeError, Shard, merge_runs
 from cer.model import RunConditions, RunResult

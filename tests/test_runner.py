@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine.runner import RunCancelled, RunOptions, run_suite
+from cer.engine.options import RunCancelled, RunOptions
+from cer.engine.runner import run_suite
 from cer.events import CaseFinished, ImplementationFailed, ImplementationLoaded, RunStarted
 from cer.model import Status
 from cer.selection import Selection

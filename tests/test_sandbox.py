@@ -14,7 +14,8 @@ import pytest
 from cer import landlock, sandbox
 from cer.cli.main import main as cer_main
 from cer.engine import confinement
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import Status
 from cer.suite import load_suite
 

@@ -82,7 +82,7 @@ MUTANTS = {
     ),
     # Exceptions the expectation does not ask about count as passes.
     "errors-become-passes": (
-        "import dataclasses, cer.engine.runner, cer.verdict\n"
+        "import dataclasses, cer.engine.alone, cer.engine.pool, cer.verdict\n"
         "from cer.model import Status\n"
         "real = cer.verdict.judge\n"
         "def judge(case, outcome):\n"
@@ -90,7 +90,7 @@ MUTANTS = {
         "    if result.status is Status.ERRORED:\n"
         "        return dataclasses.replace(result, status=Status.PASS, reason=None)\n"
         "    return result\n"
-        "cer.engine.runner.judge = judge\n",
+        "cer.engine.pool.judge = cer.engine.alone.judge = judge\n",
         ["exception-without-rejection-keys-is-errored", "base-exceptions-are-crashes"],
     ),
     # The runner looks a name up before it runs anything.

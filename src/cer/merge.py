@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer import serialize
-from cer.engine.runner import OTHER_SHARD
+from cer.engine.options import OTHER_SHARD
 from cer.model import CaseResult, RunConditions, RunResult, Status, Summary
 
 __all__ = [

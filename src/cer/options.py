@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cer.engine.confinement import NETWORK_MODES, SANDBOX_MODES, SandboxUnavailable, decide
-from cer.engine.runner import ISOLATION_MODES, RunOptions, parse_jobs
+from cer.engine.options import ISOLATION_MODES, RunOptions, parse_jobs
 from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.selection import Selection

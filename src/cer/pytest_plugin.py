@@ -30,7 +30,9 @@ from cer import serialize
 from cer.categories import CategoryConfigError
 from cer.cli import console
 from cer.engine.confinement import NETWORK_MODES, SANDBOX_MODES
-from cer.engine.runner import RunCancelled, RunOptions, WarmWorkers, run_suite
+from cer.engine.options import RunCancelled, RunOptions
+from cer.engine.runner import run_suite
+from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.history import History, HistoryError, default_history_path
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite

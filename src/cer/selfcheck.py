@@ -80,7 +80,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.events import CaseFinished, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status, Suite
 from cer.selection import Selection

@@ -468,3 +468,34 @@ def _with_detail(result: CaseResult, detail: str) -> CaseResult:
     from dataclasses import replace
 
     return replace(result, reason=f"{detail}\n{result.reason}")
+
+
+def skipped(case: Case, reason: str) -> CaseResult:
+    """The result of a case the runner did not run (deselected, in another shard, a
+    category it cannot run): a decision about the run, not about the implementation."""
+    return CaseResult(
+        case_name=case.name,
+        case_class=case.case_class,
+        category=case.category,
+        status=Status.SKIPPED,
+        reason=reason,
+        position=case.position,
+    )
+
+
+def errored(
+    case: Case, reason: str, *, traceback: str | None = None, stdout: str = "", stderr: str = ""
+) -> CaseResult:
+    """The result of a case the runner could not verify, with the reason: its own
+    machinery failed, or what the case asks cannot be observed. Never a pass."""
+    return CaseResult(
+        case_name=case.name,
+        case_class=case.case_class,
+        category=case.category,
+        status=Status.ERRORED,
+        reason=reason,
+        traceback=traceback,
+        stdout=stdout,
+        stderr=stderr,
+        position=case.position,
+    )

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from cer import sandbox
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
 from cer.suite import load_suite
 

@@ -18,7 +18,7 @@ from typing import Any
 from textual.worker import WorkerState
 
 from cer import events
-from cer.engine.runner import RunCancelled, RunOptions
+from cer.engine.options import RunCancelled, RunOptions
 from cer.model import Case, CaseResult, Mismatch, RunResult, Status, Suite
 from cer.selection import Selection
 from cer.tui.app import CerApp

@@ -10,7 +10,7 @@ import pytest
 from textual.strip import Strip
 from textual.widgets import Input, OptionList, TabbedContent
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
 from cer.suite import load_suite

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cer import events
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.model import Status
 from cer.tui import controller
 from cer.tui.app import CerApp, create_app

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.history import History
 from cer.model import Status
 from cer.selection import Selection

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.model import RunResult, Status, Suite
 from cer.selection import Selection
 from cer.tui.state.session import Failure, Session

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console, RenderableType
 from textual.widgets import Input
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.history import History
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, Status

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, Status
 from cer.suite import SuiteError
 from cer.tui.app import CerApp, create_app

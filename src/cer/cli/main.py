@@ -28,7 +28,8 @@ from cer.coverage import (
     suite_coverage,
 )
 from cer.derive import coverage_figures
-from cer.engine.runner import RunOptions, parse_shard, run_suite
+from cer.engine.options import RunOptions, parse_shard
+from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.history import (
     KEEP_RUNS,

@@ -33,7 +33,7 @@ from cer import sandbox
 from cer.model import Suite
 
 if TYPE_CHECKING:
-    from cer.engine.runner import RunOptions
+    from cer.engine.options import RunOptions
 
 SANDBOX_MODES = ("auto", "require", "off")
 NETWORK_MODES = ("allow", "deny")

@@ -34,7 +34,9 @@ from textual.theme import Theme
 from textual.widgets import Footer, Input, TabPane
 from textual.worker import Worker, WorkerState
 
-from cer.engine.runner import RunOptions, WarmWorkers, resolve_jobs, run_suite
+from cer.engine.options import RunOptions, resolve_jobs
+from cer.engine.runner import run_suite
+from cer.engine.workerproc import WarmWorkers
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
 from cer.selection import Selection, name_matches

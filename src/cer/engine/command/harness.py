@@ -13,7 +13,7 @@ different), every message is checked strictly, every wait is bounded by a deadli
 kept here (the harness's process group is SIGKILLed when it passes), and whatever goes
 wrong is charged to the case that was running, with the evidence (the bad line, the
 tail of stderr). Verdicts are still made only by :func:`cer.verdict.judge`: this module
-builds :class:`~cer.verdict.Outcome` values, and uses ``_errored`` only for failures
+builds :class:`~cer.verdict.Outcome` values, and uses ``errored`` only for failures
 of the runner's own machinery (the harness cannot be started or restarted).
 
 The command is split like a shell splits words (``shlex.split``) and is never run
@@ -47,13 +47,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cer import sandbox
 from cer.categories import CALL
+from cer.engine.execution import Execution
 from cer.engine.identity import file_digest
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.procs import end_process
-from cer.verdict import Outcome, judge
+from cer.verdict import Outcome, errored, judge, skipped
 
 if TYPE_CHECKING:
-    from cer.engine.runner import _Execution, _Planned
+    from cer.engine.plan import Planned
 
 PROTOCOL_VERSION = 1
 """The version of docs/protocol.md this runner speaks; a harness answering the
@@ -411,7 +412,7 @@ def fresh_seq() -> int:
     return int.from_bytes(os.urandom(7), "big") % (2**53 - 1) + 1
 
 
-def run_request(seq: int, item: _Planned) -> bytes:
+def run_request(seq: int, item: Planned) -> bytes:
     """The ``run`` request line for one case; raises NotEncodable for an odd input."""
     case = item.case
     return _dumps(
@@ -800,14 +801,28 @@ def command_identity(
 # ----------------------------------------------------------------------------- entry
 
 
-def execute(execution: _Execution, planned: list[_Planned]) -> None:
+class CommandExecution(Execution):
+    """The backend of a command implementation: a long-lived harness (``command``) or
+    one process per case (``command-per-case``). Each driver ends its own processes
+    before :meth:`run` returns, so there is nothing left to stop or kill after it."""
+
+    def run(self, planned: list[Planned]) -> None:
+        if planned:
+            execute(self, planned)
+
+    def stop(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+
+def execute(execution: Execution, planned: list[Planned]) -> None:
     """Run ``planned`` cases against the command in ``execution.options``.
 
     Cases whose category runs through a Python entry-point model are skipped: such a
     model calls the implementation from Python, which a command cannot offer.
     """
-    from cer.engine.runner import _skipped
-
     options = execution.options
     try:
         words = shlex.split(options.impl)
@@ -816,11 +831,11 @@ def execute(execution: _Execution, planned: list[_Planned]) -> None:
     else:
         problem = "" if words else "the implementation command is empty"
     execution.implementation_id, _ = command_identity(options.kind, words)
-    runnable: list[_Planned] = []
+    runnable: list[Planned] = []
     for item in planned:
         if item.model != CALL:
             execution.record(
-                _skipped(
+                skipped(
                     item.case,
                     f"category not supported by command implementations: {item.case.category} "
                     f"(its execution model {item.model} runs in Python)",
@@ -841,15 +856,13 @@ def execute(execution: _Execution, planned: list[_Planned]) -> None:
         _PerCase(execution, words).run(runnable)
 
 
-def _fail_all(execution: _Execution, items: Iterable[_Planned], reason: str, stderr: str) -> None:
+def _fail_all(execution: Execution, items: Iterable[Planned], reason: str, stderr: str) -> None:
     """The implementation could not be started: every case is errored with the reason."""
-    from cer.engine.runner import _errored
-
     note = f"the command implementation {execution.options.impl} could not be started: {reason}"
     execution.notes.append(note)
     execution.emit(ImplementationFailed(reason, stderr))
     for item in items:
-        execution.record(_errored(item.case, note, stderr=stderr))
+        execution.record(errored(item.case, note, stderr=stderr))
 
 
 # ----------------------------------------------------------------- long-lived harness
@@ -860,7 +873,7 @@ class _Held:
     """A case answered but not yet recorded: recorded once the harness has spoken
     again (or exited), so that a second answer to it can still void the first."""
 
-    item: _Planned
+    item: Planned
     outcome: Outcome
     seq: int
     line: bytes
@@ -876,14 +889,14 @@ class _StartFailed(Exception):
 class _Harness:
     """Drives one run's cases through a long-lived harness, restarting it on failure."""
 
-    def __init__(self, execution: _Execution, words: list[str]) -> None:
+    def __init__(self, execution: Execution, words: list[str]) -> None:
         self.execution = execution
         self.options = execution.options
         self.words = words
         self.process: _Process | None = None
         self.held: _Held | None = None
 
-    def run(self, planned: list[_Planned]) -> None:
+    def run(self, planned: list[Planned]) -> None:
         try:
             try:
                 info = self.start()
@@ -976,9 +989,7 @@ class _Harness:
 
     # --- cases -------------------------------------------------------------------------
 
-    def loop(self, pending: deque[_Planned]) -> None:
-        from cer.engine.runner import _errored
-
+    def loop(self, pending: deque[Planned]) -> None:
         consecutive = 0
         restarts = 0
         last_failure = ""
@@ -994,7 +1005,7 @@ class _Harness:
                     self.flush()
                     for item in pending:
                         self.execution.record(
-                            _errored(
+                            errored(
                                 item.case,
                                 f"not run: the harness was not restarted again ({why}; the "
                                 f"last: {last_failure})",
@@ -1008,7 +1019,7 @@ class _Harness:
                     self.flush()
                     for item in pending:
                         self.execution.record(
-                            _errored(
+                            errored(
                                 item.case,
                                 f"not run: the harness could not be restarted: {failed.reason}",
                                 stderr=failed.stderr,
@@ -1025,14 +1036,12 @@ class _Harness:
                 self.kill()
         self.stop()
 
-    def run_case(self, item: _Planned, pending: deque[_Planned]) -> str | None:
+    def run_case(self, item: Planned, pending: deque[Planned]) -> str | None:
         """Send one case and settle it.
 
         Returns None, or ``"CASE: what went wrong"`` when the harness must be restarted;
         the case is then recorded, or put back in ``pending`` when the failure was an
         earlier case's (answered twice)."""
-        from cer.engine.runner import _errored
-
         process = self.process
         assert process is not None
         seq = fresh_seq()
@@ -1040,7 +1049,7 @@ class _Harness:
             request = run_request(seq, item)
         except NotEncodable as exc:
             self.execution.record(
-                _errored(
+                errored(
                     item.case, f"the case's input cannot be sent to a command implementation: {exc}"
                 )
             )
@@ -1147,7 +1156,7 @@ class _Harness:
             elapsed_ms,
         )
 
-    def violation(self, item: _Planned, detail: str, stderr: str, elapsed_ms: float) -> str:
+    def violation(self, item: Planned, detail: str, stderr: str, elapsed_ms: float) -> str:
         """The harness broke the protocol while ``item`` was running: that case is lost."""
         detail += _stderr_hint(stderr)
         self.flush()
@@ -1199,14 +1208,12 @@ class _Harness:
 class _PerCase:
     """Runs each case in a process of its own (``--impl-cmd-per-case``)."""
 
-    def __init__(self, execution: _Execution, words: list[str]) -> None:
+    def __init__(self, execution: Execution, words: list[str]) -> None:
         self.execution = execution
         self.options = execution.options
         self.words = words
 
-    def run(self, planned: list[_Planned]) -> None:
-        from cer.engine.runner import _errored
-
+    def run(self, planned: list[Planned]) -> None:
         program = self.words[0]
         found = (
             shutil.which(program)
@@ -1226,7 +1233,7 @@ class _PerCase:
                 request = run_request(seq, item)
             except NotEncodable as exc:
                 self.execution.record(
-                    _errored(
+                    errored(
                         item.case,
                         f"the case's input cannot be sent to a command implementation: {exc}",
                     )
@@ -1236,7 +1243,7 @@ class _PerCase:
                 outcome = self.run_one(request, seq)
             except OSError as exc:
                 self.execution.record(
-                    _errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
+                    errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
                 )
                 continue
             finally:

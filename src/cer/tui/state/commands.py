@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 
 IMPL_OPTIONS: dict[str, str] = {
     "python": "--impl",

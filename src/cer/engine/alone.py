@@ -1,0 +1,332 @@
+"""A case that runs alone, inline in a worker of its own: a process the supervisor
+started and reaps itself, so that the case's crash (``crashed = true``) and its memory
+(``resident_memory_mb``) are the runner's own observation, never the worker's word."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from cer import plaindata
+from cer.engine.execution import Execution
+from cer.engine.identity import UNKNOWN, Identity, extend, identify
+from cer.engine.options import (
+    search_paths,
+)
+from cer.engine.plan import Planned
+from cer.engine.workerproc import Message, WorkerLost, WorkerProcess
+from cer.events import (
+    ImplementationFailed,
+    ImplementationLoaded,
+)
+from cer.verdict import (
+    Outcome,
+    asks_memory,
+    errored,
+    judge,
+    outcome_from_worker,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+LOAD_TIMEOUT_MIN = 30.0
+"""Importing an implementation may take longer than one case; this is its floor."""
+REPORT_GRACE = 1.0
+"""How long past a case's deadline the supervisor waits for the worker's own report of
+the timeout (so that the worker can be kept). The case has timed out either way: the
+deadline is the supervisor's own, fixed when the case was handed over."""
+POLL = 0.05
+"""The longest one wait on a worker's channel blocks before cancellation is checked."""
+
+
+def known_id(implementation_id: str) -> bool:
+    """Whether an id names code (not a one-off ``…@unknown-…``)."""
+    return not implementation_id.rpartition("@")[2].startswith(UNKNOWN)
+
+
+def _peak_resident_mb(pid: int) -> float | None:
+    """The kernel's peak resident memory of the live process ``pid`` since it started
+    its program (``VmHWM`` of /proc/PID/status), in MiB; None when it cannot be read.
+
+    Not ``ru_maxrss`` from ``wait4``: that also holds the peak of the memory the
+    process had before it started its program, a copy of the supervisor's own.
+    """
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmHWM:"):
+                    return round(int(line.split()[1]) / 1024.0, 3)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def case_id() -> int:
+    """A fresh, unguessable identifier for one hand-over of one case: a result is
+    accepted only when it names the case in flight, so that nothing can answer a case
+    before it was handed over."""
+    return int.from_bytes(os.urandom(8), "big")
+
+
+class AloneCases(Execution):
+    """The part of the worker pool that runs a case in a worker of its own."""
+
+    def await_message(self, worker: WorkerProcess, deadline: float) -> tuple[str, Any]:
+        """The worker's next message, or how waiting for it ended: ``("message",
+        Message)``, ``("ended", description)`` (the process ended), ``("broken",
+        description)`` (the channel broke or was corrupted) or ``("timeout", "")``."""
+        while True:
+            try:
+                message = worker.next_message()
+            except WorkerLost as lost:
+                return ("ended" if lost.ended else "broken"), lost.description
+            if message is not None:
+                return "message", message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout", ""
+            death = worker.death_fd()
+            fds = [worker.fileno()] if death is None else [worker.fileno(), death]
+            ready, _, _ = select.select(fds, [], [], min(remaining, POLL))
+            self.check_cancel()
+            try:
+                if death is not None and death in ready:
+                    worker.read_remaining()
+                    message = worker.next_message()
+                    if message is not None:
+                        return "message", message
+                    return "ended", worker.exit_description()
+                if worker.fileno() in ready:
+                    worker.read_available()
+            except WorkerLost as lost:
+                try:
+                    message = worker.next_message()
+                except WorkerLost:
+                    message = None
+                if message is not None:
+                    return "message", message
+                return ("ended" if lost.ended else "broken"), lost.description
+
+    def run_alone(self, worker: WorkerProcess, item: Planned) -> None:
+        """Run one case inline in a fresh worker of its own, then end that worker.
+
+        The worker is a process the supervisor started, so its end is the runner's own
+        observation: a crash it sees itself (``crashed = true`` can be verified), and
+        the kernel's peak resident memory of it (``resident_memory_mb``). For a case
+        that asks about memory the worker is first forbidden, before the import, to
+        create any process or run another program, so that this one process is all the
+        case used.
+        """
+        options, case = self.options, item.case
+        measure = asks_memory(case.expect)
+        confined = "the worker did not say whether new processes were forbidden"
+        try:
+            worker.send(
+                {
+                    "op": "load",
+                    "impl": options.impl,
+                    "paths": search_paths(self.suite, options),
+                    "isolation": "none",
+                    "capture_limit": options.capture_limit,
+                    "max_memory": options.max_memory,
+                    "timeout": options.timeout,
+                    "sandbox": self.policy.to_json() if self.policy is not None else None,
+                    "sandbox_abi": self.sandbox.abi,
+                    "alone": True,
+                    "confine": measure,
+                }
+            )
+        except WorkerLost as lost:
+            self.alone_load_failed(item, None, lost.description)
+            return
+        limit = max(LOAD_TIMEOUT_MIN, options.timeout)
+        load_deadline = time.monotonic() + limit
+        loaded: Message | None = None
+        while loaded is None:
+            kind, got = self.await_message(worker, load_deadline)
+            if kind != "message":
+                failure = got or f"importing the implementation timed out after {limit:g} s"
+                self.alone_load_failed(item, None, failure)
+                return
+            if measure and got.body.get("op") == "confined":
+                confined = "" if got.body.get("ok") is True else str(got.body.get("why"))
+                continue
+            loaded = got
+        if loaded.body.get("op") != "loaded" or not loaded.body.get("ok"):
+            self.alone_load_failed(item, loaded, "the worker could not load the implementation")
+            return
+        self.announce(loaded.body)
+        seq, timeout = case_id(), options.timeout
+        body = self.encode(item)
+        sent = time.monotonic()
+        with contextlib.suppress(WorkerLost):  # its end is seen below
+            worker.send_case(seq, body)
+        kind, got = self.await_message(worker, sent + timeout)
+        elapsed_ms = (time.monotonic() - sent) * 1000.0
+        if kind == "message":
+            answer = got.body
+            if answer.get("op") != "result" or answer.get("seq") != seq:
+                self.record(
+                    errored(
+                        case,
+                        "the runner lost this case: the worker sent a message that answers "
+                        "no case in flight",
+                    )
+                )
+                return
+            outcome = outcome_from_worker(
+                answer, got.raw, timeout, options.capture_limit, elapsed_ms
+            )
+            self.grow(outcome.loaded_files)
+            if elapsed_ms > timeout * 1000.0 or outcome.kind == "timed_out":
+                outcome = replace(
+                    outcome, kind="timed_out", detail=f"timed out after {timeout:g} s"
+                )
+                outcome = replace(outcome, elapsed_ms=timeout * 1000.0)
+            else:
+                peak = _peak_resident_mb(worker.process.pid) if measure else None
+                worker.ask_to_quit()
+                after, _ = self.await_message(worker, time.monotonic() + REPORT_GRACE + 1)
+                if after == "message":
+                    self.record(
+                        errored(
+                            case,
+                            "the runner lost this case: the worker sent another message "
+                            "after its answer",
+                        )
+                    )
+                    return
+                code = worker.reap(0.5)
+                if outcome.kind == "crashed" and code not in (0, None):
+                    outcome = replace(outcome, seen=True)
+        elif kind == "timeout":
+            peak = None
+            outcome = Outcome(
+                "timed_out", detail=f"timed out after {timeout:g} s", elapsed_ms=timeout * 1000.0
+            )
+        elif kind == "ended":
+            peak = None
+            outcome = Outcome(
+                "crashed",
+                detail=f"the case ended the worker process: {str(got).split(': ', 1)[-1]}",
+                elapsed_ms=elapsed_ms,
+                seen=True,
+            )
+        else:
+            self.record(errored(case, f"the runner lost this case: {got}"))
+            return
+        if measure:
+            worker.reap(0.5)
+            if worker.process.returncode == -signal.SIGSYS:
+                self.record(
+                    errored(
+                        case,
+                        "could not verify resident_memory_mb: the case tried to start a "
+                        "process (killed by SIGSYS), and a case whose memory is measured "
+                        "runs alone in one process",
+                    )
+                )
+                return
+            outcome = replace(
+                outcome, **self.memory_of(peak, outcome, confined, self.policy is not None)
+            )
+        self.record(judge(case, outcome))
+
+    @staticmethod
+    def memory_of(
+        peak: float | None, outcome: Outcome, confined: str, sandboxed: bool
+    ) -> dict[str, Any]:
+        """``memory_mb`` (or ``memory_note``) for an outcome of a worker of its own.
+
+        Only under the sandbox: without it the process can reset the very count the
+        kernel keeps for it (writing ``5`` to ``/proc/self/clear_refs`` resets the
+        peak), which the sandbox's read-only ``/proc`` refuses."""
+        if outcome.kind == "timed_out":
+            return {"memory_note": "the case did not finish"}
+        if not sandboxed:
+            return {
+                "memory_note": "without the sandbox the case can reset the kernel's count "
+                "of its peak (/proc/self/clear_refs); run with the sandbox"
+            }
+        if confined:
+            return {"memory_note": f"new processes could not be forbidden ({confined})"}
+        if peak is None:
+            return {
+                "memory_note": "the kernel's account of the process could not be read "
+                "(it ended before it was read)"
+            }
+        return {"memory_mb": peak}
+
+    def announce(self, body: dict[str, Any]) -> None:
+        """The implementation was loaded by a worker: say so once."""
+        identity = identify(self.options.impl, body.get("files"))
+        if not self.announced:
+            self.first_import(identity)
+
+    def first_import(self, identity: Identity) -> None:
+        """The first worker loaded the implementation: the run's id starts here."""
+        self.identity, self.import_id = identity, identity.implementation_id
+        self.implementation_id = identity.implementation_id
+        self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+
+    def grow(self, reported: object) -> None:
+        """Add the files a case reported it loaded while it ran to the run's id and to
+        what watchers watch (cer.engine.identity.extend); the list is data, checked
+        and hashed there. Once the id is a one-off, it stays one."""
+        if reported is None or self.identity is None:
+            return
+        grown = extend(self.identity, self.options.impl, reported)
+        if grown is self.identity:
+            return
+        self.identity = grown
+        if known_id(self.implementation_id) or not grown.known:
+            self.implementation_id = grown.implementation_id
+        self.emit(ImplementationLoaded(self.implementation_id, grown.files))
+
+    def alone_load_failed(self, item: Planned, message: Message | None, failure: str) -> None:
+        if not self.announced:
+            self.fail_import([item], message, failure)
+            return
+        body = message.body if message is not None else {}
+        reason = str(body.get("reason") or failure)
+        self.record(
+            errored(
+                item.case, f"the implementation {self.options.impl} could not be loaded: {reason}"
+            )
+        )
+
+    @staticmethod
+    def encode(item: Planned) -> bytes:
+        case = item.case
+        return plaindata.dumps(
+            {
+                "name": case.name,
+                "case_class": case.case_class,
+                "category": case.category,
+                "tags": list(case.tags),
+                "model": item.model,
+                "input": plaindata.to_wire(item.input),
+            }
+        )
+
+    def fail_import(self, planned: list[Planned], message: Message | None, failure: str) -> None:
+        body = message.body if message is not None else {}
+        reason = str(body.get("reason") or failure or "the implementation could not be loaded")
+        trace = str(body.get("traceback") or "") or None
+        output = str(body.get("output") or "")
+        if message is not None and not self.announced:
+            identity = identify(self.options.impl, body.get("files"))
+            self.implementation_id = identity.implementation_id
+        self.kill()
+        note = f"the implementation {self.options.impl} could not be loaded: {reason}"
+        self.notes.append(note)
+        self.emit(ImplementationFailed(reason, trace or ""))
+        for item in planned:
+            self.record(errored(item.case, note, traceback=trace, stdout=output))

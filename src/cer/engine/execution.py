@@ -1,0 +1,145 @@
+"""One run's state and bookkeeping, shared by every backend.
+
+A backend is what runs the cases of one kind of implementation: the worker pool for a
+Python implementation (:mod:`cer.engine.pool`), the harness or per-case processes for a
+command (:mod:`cer.engine.command`). Each is an :class:`Execution`: the runner creates
+the one its options name, calls :meth:`Execution.run`, then :meth:`Execution.stop` (or
+:meth:`Execution.kill` when the run is abandoned), and the backend reports every case
+through :meth:`Execution.record`. Backends never import each other or the runner.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from cer import procs
+from cer.engine import confinement
+from cer.engine.identity import Identity
+from cer.engine.options import (
+    RunCancelled,
+    RunOptions,
+)
+from cer.engine.plan import Planned
+from cer.engine.workerproc import WarmWorkers
+from cer.events import (
+    CaseFinished,
+    ImplementationFailed,
+    ImplementationLoaded,
+    RunEvent,
+)
+from cer.model import CaseResult, Status, Suite
+from cer.safetext import retained, scrub
+
+if TYPE_CHECKING:
+    from cer.sandbox import Policy
+
+_EXPLAINED = (Status.ERRORED, Status.FAIL)
+"""Results whose reason may be a sandbox denial worth explaining."""
+
+
+class Execution(ABC):
+    """One run's state while its cases are in a backend's hands."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        emit: Callable[[RunEvent], None],
+        cancel: threading.Event | None,
+        warm: WarmWorkers | None = None,
+    ) -> None:
+        self.suite = suite
+        self.options = options
+        self._emit = emit
+        self.deferred: list[CaseResult] = []
+        """Results decided before running, reported once the implementation is loaded
+        (or failed to load), so events keep their documented order."""
+        self.cancel = cancel
+        self.warm = warm
+        self.results: dict[int, CaseResult] = {}
+        self.total = len(suite.cases)
+        self.notes: list[str] = []
+        self.implementation_id = options.impl
+        self.identity: Identity | None = None
+        """What the run's id covers so far: the first import's files, grown by the
+        files cases loaded while they ran (see :meth:`AloneCases.grow`)."""
+        self.import_id = ""
+        """The id of the first worker's import, which a later worker's is compared to."""
+        self.announced = False
+        """Whether ImplementationLoaded or ImplementationFailed was emitted."""
+        self.finished = False
+        """Set when the implementation failed to load: every remaining case is decided."""
+        self.children_before = procs.children()
+        """The supervisor's children before the run: not the run's to end."""
+        self.sandbox = confinement.Decision(0, "none: disabled")
+        """The sandbox the run is under (set by :func:`run_suite`)."""
+        self.policy: Policy | None = None
+        """What the sandbox allows, when there is one."""
+
+    # --- bookkeeping -------------------------------------------------------------------
+
+    def emit(self, event: RunEvent) -> None:
+        if isinstance(event, ImplementationFailed):
+            event = replace(event, reason=scrub(event.reason), traceback=scrub(event.traceback))
+        elif isinstance(event, ImplementationLoaded):
+            event = replace(event, implementation_id=scrub(event.implementation_id))
+        self._emit(event)
+        if isinstance(event, ImplementationLoaded | ImplementationFailed):
+            self.announced = True
+            self.flush_deferred()
+
+    def flush_deferred(self) -> None:
+        deferred, self.deferred = self.deferred, []
+        for result in deferred:
+            self.record(result)
+
+    def record(self, result: CaseResult) -> None:
+        if self.policy is not None and result.reason and result.status in _EXPLAINED:
+            explained = confinement.explain_denial(result.reason, self.policy)
+            if explained != result.reason:
+                result = replace(result, reason=explained)
+        if result.position in self.results:
+            raise AssertionError(f"two results for case {result.case_name!r}")
+        # Judged on everything observed; kept scrubbed and bounded (cer.safetext).
+        result = retained(result)
+        self.results[result.position] = result
+        self.emit(CaseFinished(result, len(self.results), self.total))
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise RunCancelled()
+
+    def note_once(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def end_strays(self) -> None:
+        """End every process the run left with the supervisor: what a lost worker had
+        adopted, a harness's daemon (see cer.procs); live workers are kept."""
+        keep = set(self.children_before)
+        keep.update(self.live_pids())
+        if self.warm is not None:
+            keep.update(self.warm.pids())
+        procs.end_strays(keep)
+
+    # --- the backend ------------------------------------------------------------------
+
+    @abstractmethod
+    def run(self, planned: list[Planned]) -> None:
+        """Run the planned cases: record exactly one result for each."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """The run is over: end the backend's processes, asking them first."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """The run is abandoned (cancelled, or the supervisor failed): end them now."""
+
+    def live_pids(self) -> set[int]:
+        """The backend's processes that are still wanted: :meth:`end_strays` keeps them."""
+        return set()

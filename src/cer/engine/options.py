@@ -1,0 +1,153 @@
+"""What a run is asked to do (:class:`RunOptions`) and the checks and parsers of its
+values: the supervisor's half of a run's settings. Resolving them from the command
+line and ``[tool.cer]`` is :mod:`cer.options`'s job."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cer.engine import confinement
+from cer.model import Suite
+from cer.selection import Selection
+
+if TYPE_CHECKING:
+    pass
+
+
+ISOLATION_MODES = ("fork", "none")
+
+
+IMPLEMENTATION_KINDS = ("python", "command", "command-per-case")
+
+
+OTHER_SHARD = "in another shard"
+"""The reason of every case a sharded run leaves to the other shards."""
+
+
+class RunCancelled(Exception):
+    """The run was cancelled through its cancel event before it finished."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    impl: str
+    """``MODULE:ATTR`` of the implementation under test (ATTR may be dotted), or, for
+    the command kinds, the command line (split like a shell splits words)."""
+    kind: str = "python"
+    """``python`` (import MODULE:ATTR), ``command`` (a long-lived process speaking the
+    line-delimited JSON protocol, docs/protocol.md) or ``command-per-case`` (one process
+    per case: input as JSON on stdin, observation as JSON on stdout)."""
+    paths: tuple[str, ...] = ()
+    timeout: float = 10.0
+    isolation: str = "fork"
+    max_memory: int | None = None
+    capture_limit: int = 65536
+    selection: Selection = field(default_factory=Selection)
+    first: frozenset[str] = frozenset()
+    """Names of cases to hand to the workers before the others (the watch loop passes
+    the cases that failed last time, so that the rows that matter change first); the
+    results, events aside, keep the declared order whatever this holds."""
+    category_models: Mapping[str, str] = field(default_factory=dict)
+    """Extra category → built-in model mappings (``[tool.cer.categories]``)."""
+    jobs: int = 1
+    """How many workers run cases at the same time (python implementations); ``0``
+    means one per available CPU (``-j auto``, see :func:`resolve_jobs`). Each worker
+    imports the implementation itself; results do not depend on it."""
+    shard: tuple[int, int] | None = None
+    """``(I, N)``: run only the I-th of N slices of the suite (see :func:`in_shard`);
+    the other cases are reported skipped with the reason :data:`OTHER_SHARD`."""
+    sandbox: str = "auto"
+    """``auto`` (Landlock where the kernel has it), ``require`` (refuse to run
+    without it) or ``off``; see :mod:`cer.engine.confinement`."""
+    network: str = "allow"
+    """``deny`` refuses the implementation TCP bind and connect (needs the sandbox)."""
+    protected: tuple[str, ...] = ()
+    """Paths the implementation may not reach at all besides the suite's own (the
+    report outputs, a history database given by path)."""
+
+
+def parse_jobs(text: str) -> int:
+    """``-j`` as given on a command line: ``auto`` (returned as 0) or a count of at
+    least 1; ValueError otherwise."""
+    word = text.strip().lower()
+    if word == "auto":
+        return 0
+    try:
+        jobs = int(word)
+    except ValueError:
+        raise ValueError(f"-j must be a number of workers or auto, not {text!r}") from None
+    if jobs < 1:
+        raise ValueError(f"-j must be at least 1 (or auto), not {text!r}")
+    return jobs
+
+
+def resolve_jobs(jobs: int) -> int:
+    """The number of workers ``jobs`` asks for: itself, or for ``0`` the CPUs this
+    process may run on."""
+    if jobs > 0:
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``--shard I/N`` as given on a command line, e.g. ``"2/4"`` → ``(2, 4)``; both
+    whole numbers with ``1 <= I <= N``; ValueError otherwise."""
+    index_text, slash, count_text = text.strip().partition("/")
+    try:
+        if not slash:
+            raise ValueError
+        index, count = int(index_text), int(count_text)
+    except ValueError:
+        raise ValueError(f"--shard must look like I/N (such as 2/4), not {text!r}") from None
+    if not 1 <= index <= count:
+        raise ValueError(f"--shard I/N needs 1 <= I <= N, not {text!r}")
+    return index, count
+
+
+def in_shard(position: int, shard: tuple[int, int] | None) -> bool:
+    """Whether the case at declared ``position`` (1-based) belongs to ``shard``.
+
+    Shard I of N holds the positions I, I + N, I + 2N, …: every case belongs to
+    exactly one shard, the slices differ in size by at most one case, and neighbouring
+    cases (often alike in cost) are spread over all shards. The rule looks at nothing
+    but the position, so every machine of a CI matrix computes the same slices.
+    """
+    if shard is None:
+        return True
+    index, count = shard
+    return (position - 1) % count == index - 1
+
+
+def search_paths(suite: Suite, options: RunOptions) -> list[str]:
+    """Where the worker looks for the implementation: --path entries, the suite's
+    folder, the working directory."""
+    paths = [str(Path(p).resolve()) for p in options.paths]
+    paths.append(str(suite.directory.resolve()))
+    paths.append(os.getcwd())
+    return list(dict.fromkeys(paths))
+
+
+def check_options(options: RunOptions) -> None:
+    if options.kind not in IMPLEMENTATION_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(IMPLEMENTATION_KINDS)}")
+    if options.isolation not in ISOLATION_MODES:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
+    if not 0 < options.timeout <= 86_400:
+        raise ValueError("timeout must be a number of seconds above 0 and at most 86400")
+    if type(options.jobs) is not int or options.jobs < 0:
+        raise ValueError("jobs must be a whole number of workers, or 0 for one per CPU")
+    if options.shard is not None:
+        index, count = options.shard
+        if not (type(index) is int and type(count) is int and 1 <= index <= count):
+            raise ValueError("shard must be (I, N) with 1 <= I <= N")
+    if options.sandbox not in confinement.SANDBOX_MODES:
+        raise ValueError(f"sandbox must be one of {', '.join(confinement.SANDBOX_MODES)}")
+    if options.network not in confinement.NETWORK_MODES:
+        raise ValueError(f"network must be one of {', '.join(confinement.NETWORK_MODES)}")

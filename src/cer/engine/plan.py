@@ -1,0 +1,103 @@
+"""Planning a run: which cases are run, and which are decided before anything runs
+(another shard, deselected, an unsupported category, a missing fixture, nothing to
+verify, something the runner cannot observe for this kind of implementation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cer.categories import CategoryRegistry
+from cer.engine.options import (
+    OTHER_SHARD,
+    RunOptions,
+    in_shard,
+)
+from cer.model import Case, CaseResult, Suite
+from cer.suite import resolve_fixtures
+from cer.verdict import (
+    asks_memory,
+    errored,
+    skipped,
+    unmeasured_keys,
+    unmeasured_reason,
+)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A case the runner will run: its input with fixture paths resolved, and the
+    execution model its category runs through."""
+
+    case: Case
+    input: dict[str, Any]
+    model: str
+    alone: bool = False
+    """The case runs inline in a worker of its own, a process the supervisor started and
+    reaps itself: its crash and its memory are then the runner's own observation (see
+    :meth:`cer.engine.alone.AloneCases.run_alone`)."""
+
+
+def plan(
+    suite: Suite, options: RunOptions, registry: CategoryRegistry
+) -> tuple[list[Planned], list[CaseResult]]:
+    """Split the suite into cases to run and cases already decided without running."""
+    runnable: list[Planned] = []
+    decided: list[CaseResult] = []
+    selection = options.selection
+    shard = options.shard
+    everything = selection.is_everything
+    for case in suite.cases:
+        if shard is not None and not in_shard(case.position, shard):
+            decided.append(skipped(case, OTHER_SHARD))
+            continue
+        if not everything and not selection.selects(case):
+            decided.append(skipped(case, "deselected"))
+            continue
+        model = registry.model_for(case.category)
+        if model is None:
+            decided.append(skipped(case, f"category not supported: {case.category}"))
+            continue
+        if not case.expect:
+            decided.append(errored(case, "could not verify: the case's expect table is empty"))
+            continue
+        unmeasured = unmeasured_keys(case.expect)
+        if unmeasured:
+            decided.append(errored(case, unmeasured_reason(unmeasured)))
+            continue
+        memory = asks_memory(case.expect)
+        if memory and options.kind != "python":
+            decided.append(
+                errored(
+                    case,
+                    "could not verify resident_memory_mb: the runner measures it only for "
+                    "Python implementations (a command's processes are not its own to "
+                    "account for)",
+                )
+            )
+            continue
+        resolved, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
+        if missing:
+            names = ", ".join(missing)
+            decided.append(
+                errored(case, f"missing fixture: {names} (looked in {suite.fixtures_dir})")
+            )
+            continue
+        alone = options.kind == "python" and (memory or case.expect.get("crashed") is True)
+        runnable.append(Planned(case, resolved, model, alone))
+    if options.first:
+        first = options.first
+        runnable.sort(key=lambda item: item.case.name not in first)  # stable
+    return runnable, decided
+
+
+def shard_note(shard: tuple[int, int], total: int) -> str:
+    index, count = shard
+    mine = range(index, total + 1, count)
+    shown = ", ".join(str(position) for position in mine[:3])
+    more = ", …" if len(mine) > 3 else ""
+    at = f", at positions {shown}{more} (one in {count})" if len(mine) else ""
+    return (
+        f"shard {index}/{count}: covers {len(mine)} of the {total} cases{at}; "
+        f"the others are skipped as {OTHER_SHARD}"
+    )

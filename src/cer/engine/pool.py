@@ -1,0 +1,546 @@
+"""The backend of a Python implementation: a pool of worker processes.
+
+Each lane holds one worker (``python -m cer.worker``), restarted when it is lost; one
+thread waits on every worker's channel at once, hands each its next case in declared
+order, enforces every deadline from outside, and turns each reported observation into
+a verdict through :mod:`cer.verdict`. See docs/execution-model.md.
+"""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cer.engine.alone import (
+    LOAD_TIMEOUT_MIN,
+    POLL,
+    REPORT_GRACE,
+    AloneCases,
+    case_id,
+    known_id,
+)
+from cer.engine.identity import identify
+from cer.engine.options import (
+    RunOptions,
+    resolve_jobs,
+    search_paths,
+)
+from cer.engine.plan import Planned
+from cer.engine.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
+from cer.events import (
+    RunEvent,
+)
+from cer.model import Suite
+from cer.verdict import (
+    Outcome,
+    errored,
+    judge,
+    outcome_from_worker,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+RESTART_BUDGET = 3
+"""Consecutive losses of one worker, with no case finished between them, before that
+worker is given up."""
+START_ATTEMPTS = 3
+"""How often a case is handed to a new process when its process never started it."""
+
+
+@dataclass
+class _Flight:
+    """A case sent to a worker and not answered yet."""
+
+    seq: int
+    item: Planned
+    sent_at: float
+
+
+class _Lane:
+    """One worker process and the cases it holds; restarted when it is lost."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.worker: WorkerProcess | None = None
+        self.loading = False
+        """A load request was sent and not answered yet."""
+        self.load_deadline = 0.0
+        self.retired = False
+        self.in_flight: deque[_Flight] = deque()
+        self.losses = 0
+        """Losses of this lane's worker since a case of it last finished."""
+        self.reported_late = False
+        """The case in flight passed its deadline; the worker's own report is awaited
+        for a short grace, so that the worker can be kept."""
+        self.expecting_exit = False
+
+
+class WorkerPool(AloneCases):
+    """Runs the cases of a Python implementation in worker processes."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        emit: Callable[[RunEvent], None],
+        cancel: threading.Event | None,
+        warm: WarmWorkers | None = None,
+    ) -> None:
+        super().__init__(suite, options, emit, cancel, warm)
+        self.lanes: list[_Lane] = []
+        self.pending: deque[Planned] = deque()
+        self._attempts: dict[int, int] = {}
+
+    def start_lane(self, lane: _Lane) -> None:
+        """Start the lane's worker (a warm one when there is one) and ask it to load
+        the implementation; the answer arrives in :meth:`execute`'s loop."""
+        worker = self.warm.take() if self.warm is not None else None
+        if worker is None:
+            worker = WorkerProcess()
+        lane.worker = worker
+        lane.loading = True
+        lane.reported_late = False
+        lane.expecting_exit = False
+        lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
+        worker.send(
+            {
+                "op": "load",
+                "impl": self.options.impl,
+                "paths": search_paths(self.suite, self.options),
+                "isolation": self.options.isolation,
+                "capture_limit": self.options.capture_limit,
+                "max_memory": self.options.max_memory,
+                "timeout": self.options.timeout,
+                "sandbox": self.policy.to_json() if self.policy is not None else None,
+                "sandbox_abi": self.sandbox.abi,
+            }
+        )
+
+    def kill_lane(self, lane: _Lane) -> None:
+        if lane.worker is not None:
+            lane.worker.kill()
+            lane.worker = None
+            self.end_strays()
+        lane.loading = False
+        lane.reported_late = False
+
+    def stop(self) -> None:
+        """End every worker: ask them all to quit first, then make sure they are gone."""
+        for lane in self.lanes:
+            if lane.worker is not None:
+                lane.worker.ask_to_quit()
+        for lane in self.lanes:
+            if lane.worker is not None:
+                lane.worker.close()
+                lane.worker = None
+
+    def kill(self) -> None:
+        for lane in self.lanes:
+            self.kill_lane(lane)
+
+    def requeue(self, lane: _Lane) -> None:
+        """Put the lane's unanswered cases back at the front of the queue, in order."""
+        self.pending.extendleft(reversed([flight.item for flight in lane.in_flight]))
+        lane.in_flight.clear()
+
+    def run(self, planned: list[Planned]) -> None:
+        if not planned:
+            return
+        alone = [item for item in planned if item.alone]
+        planned = [item for item in planned if not item.alone]
+        if planned:
+            self.pending = deque(planned)
+            count = min(resolve_jobs(self.options.jobs), len(planned))
+            self.lanes = [_Lane(index) for index in range(count)]
+            self.execute()
+        for item in alone:
+            self.check_cancel()
+            if self.finished:  # the implementation could not be loaded
+                self.record(errored(item.case, self.notes[-1] if self.notes else "not run"))
+                continue
+            worker = WorkerProcess()
+            try:
+                self.run_alone(worker, item)
+            finally:
+                worker.kill()
+
+    def execute(self) -> None:
+        """Keep every lane busy until each case has a result."""
+        pending, lanes = self.pending, self.lanes
+        while not self.finished and (pending or any(lane.in_flight for lane in lanes)):
+            self.check_cancel()
+            for lane in lanes:
+                if lane.worker is None and not lane.retired:
+                    self.revive(lane)
+                if self.finished:
+                    return
+            if all(lane.retired for lane in lanes):
+                self.give_up()
+                return
+            for lane in lanes:
+                if lane.worker is not None and not lane.loading:
+                    self.fill(lane)
+            self.wait(lanes)
+            now = time.monotonic()
+            for lane in lanes:
+                if lane.worker is not None:
+                    self.check_deadlines(lane, now)
+
+    def revive(self, lane: _Lane) -> None:
+        """Start a worker for a lane that has none, unless it used up its budget or
+        there is nothing left for it to do."""
+        if lane.losses > RESTART_BUDGET:
+            lane.retired = True
+            return
+        if not self.pending and not lane.in_flight:
+            return
+        try:
+            self.start_lane(lane)
+        except WorkerLost as lost:
+            self.load_failed(lane, None, lost.description)
+
+    def give_up(self) -> None:
+        """Every lane lost its worker too often: the remaining cases are not run."""
+        losses = max(lane.losses for lane in self.lanes)
+        for lane in self.lanes:
+            self.requeue(lane)
+        while self.pending:
+            item = self.pending.popleft()
+            self.record(
+                errored(
+                    item.case,
+                    "not run: the worker process was lost "
+                    f"{losses} times in a row without finishing a case",
+                )
+            )
+
+    def fill(self, lane: _Lane) -> None:
+        """Hand the lane's worker the next case from the shared queue, when it has none.
+
+        One case at a time: the worker holds no other case's input, a result can only
+        be for the case in flight, and the time from handing it over to its answer is
+        that case's own (``elapsed_ms``), measured here on the supervisor's clock.
+        """
+        worker, pending, in_flight = lane.worker, self.pending, lane.in_flight
+        assert worker is not None
+        if not pending or in_flight or lane.expecting_exit:
+            return
+        item = pending.popleft()
+        seq = case_id()
+        body = self.encode(item)
+        handed_over = time.monotonic()
+        try:
+            worker.send_case(seq, body)
+        except WorkerLost as lost:
+            pending.appendleft(item)
+            self.salvage(lane, lost.description)
+            return
+        in_flight.append(_Flight(seq, item, handed_over))
+
+    def wait(self, lanes: list[_Lane]) -> None:
+        """Wait for any worker to speak (or a short while), then handle every complete
+        message, lane by lane."""
+        channels = {lane.worker.fileno(): lane for lane in lanes if lane.worker is not None}
+        if not channels:
+            return
+        deaths: dict[int, _Lane] = {}
+        for lane in lanes:
+            death = lane.worker.death_fd() if lane.worker is not None else None
+            if death is not None:
+                deaths[death] = lane
+        ready, _, _ = select.select([*channels, *deaths], [], [], POLL)
+        now = time.monotonic()
+        for fd in ready:
+            if fd in deaths:
+                continue
+            lane = channels[fd]
+            worker = lane.worker
+            if worker is None:
+                continue
+            try:
+                worker.read_available()
+            except WorkerLost as lost:
+                self.drain(lane, now)
+                if lane.worker is worker:
+                    self.lost(lane, lost.description, ended=lost.ended)
+                continue
+            self.drain(lane, now)
+        for fd in ready:
+            # The worker process ended. What it wrote before it ended is read first;
+            # the supervisor never waits for the channel's end of file, which a process
+            # the worker left behind may hold open.
+            dead = deaths.get(fd)
+            if dead is None or dead.worker is None or dead.worker.death_fd() != fd:
+                continue
+            lane, worker = dead, dead.worker
+            try:
+                worker.read_remaining()
+            except WorkerLost as lost:
+                self.drain(lane, now)
+                if lane.worker is worker:
+                    self.lost(lane, lost.description, ended=lost.ended)
+                continue
+            self.drain(lane, now)
+            if lane.worker is worker:
+                self.lost(lane, worker.exit_description(), ended=True)
+
+    def salvage(self, lane: _Lane, description: str) -> None:
+        """Sending to the lane's worker failed: it has gone. What it sent before it went
+        (a result, then its exit after a case that changed its state) is handled first,
+        so that no answered case is charged with the loss."""
+        worker = lane.worker
+        deadline = time.monotonic() + 2.0
+        while lane.worker is worker and worker is not None and time.monotonic() < deadline:
+            ready, _, _ = select.select([worker.fileno()], [], [], POLL)
+            if not ready:
+                continue
+            try:
+                worker.read_available()
+            except WorkerLost as lost:
+                description = lost.description
+                break
+            finally:
+                self.drain(lane, time.monotonic())
+        if lane.worker is worker:
+            self.drain(lane, time.monotonic())
+        if lane.worker is worker:
+            self.lost(lane, description)
+
+    def drain(self, lane: _Lane, now: float) -> None:
+        """Handle the messages of the lane's worker that have arrived whole; ``now`` is
+        when they were read."""
+        while lane.worker is not None:
+            worker = lane.worker
+            try:
+                message = worker.next_message()
+            except WorkerLost as lost:
+                self.lost(lane, lost.description)
+                return
+            if message is None:
+                return
+            if lane.loading:
+                self.loaded(lane, message)
+            else:
+                self.answer(lane, message, now)
+            if self.finished:
+                return
+
+    def loaded(self, lane: _Lane, message: Message) -> None:
+        """The lane's worker answered the load request."""
+        body = message.body
+        if body.get("op") != "loaded":
+            self.load_failed(lane, None, "the worker answered the load request with something else")
+            return
+        if not body.get("ok"):
+            self.load_failed(lane, message, "")
+            return
+        lane.loading = False
+        # The worker lists the files after importing the implementation: its list is
+        # data, checked and hashed here (see cer.engine.identity).
+        identity = identify(self.options.impl, body.get("files"))
+        if not self.announced:
+            self.first_import(identity)
+        elif not identity.known:
+            self.implementation_id = identity.implementation_id  # it can no longer say
+        elif identity.implementation_id != self.import_id and known_id(self.implementation_id):
+            self.note_once(
+                "the implementation's source changed during the run: a worker started "
+                f"later imported {identity.implementation_id}, so results may mix both "
+                "versions"
+            )
+
+    def load_failed(self, lane: _Lane, message: Message | None, failure: str) -> None:
+        """The lane's worker could not load the implementation.
+
+        Before any worker loaded it, that decides the run: every case is errored (as
+        with a single worker). Later, while other workers still run, only this lane
+        stops; when none is left, the remaining cases are errored.
+        """
+        self.kill_lane(lane)
+        others = [
+            other
+            for other in self.lanes
+            if other is not lane and not other.retired and other.worker is not None
+        ]
+        if self.announced and others:
+            lane.retired = True
+            self.requeue(lane)
+            body = message.body if message is not None else {}
+            reason = str(body.get("reason") or failure or "it could not be loaded")
+            self.note_once(f"a worker could not load the implementation again: {reason}")
+            return
+        items: list[Planned] = []
+        for each in self.lanes:
+            items.extend(flight.item for flight in each.in_flight)
+            each.in_flight.clear()
+            if each is not lane:
+                self.kill_lane(each)
+        items.extend(self.pending)
+        self.pending.clear()
+        items.sort(key=lambda item: item.case.position)
+        self.finished = True
+        self.fail_import(items, message, failure)
+
+    def answer(self, lane: _Lane, message: Message, now: float) -> None:
+        """A message from a worker that runs cases.
+
+        The worker is on the implementation's side: what it sends is data. A result is
+        accepted only for the case in flight (it names the case's unguessable id), once;
+        anything else ends the worker and errors the case in flight. The time and the
+        timeout are the supervisor's own: from handing the case over to reading its
+        answer, on this process's clock.
+        """
+        body = message.body
+        op = body.get("op")
+        in_flight = lane.in_flight
+        if op != "result" or not in_flight or body.get("seq") != in_flight[0].seq:
+            what = f"a {op!r} message" if type(op) is str else "a message"
+            self.lost(
+                lane,
+                f"the worker sent {what} that answers no case in flight (it was replaced)",
+                expected=False,
+            )
+            return
+        flight = in_flight.popleft()
+        late = lane.reported_late
+        lane.reported_late = False
+        timeout = self.options.timeout
+        elapsed_ms = (now - flight.sent_at) * 1000.0
+        how = body.get("exit")
+        if isinstance(how, dict) and how.get("how") == "unstarted" and not late:
+            self.restart_case(flight.item)
+            return
+        lane.losses = 0
+        outcome = outcome_from_worker(
+            body, message.raw, timeout, self.options.capture_limit, elapsed_ms
+        )
+        self.grow(outcome.loaded_files)
+        if late or elapsed_ms > timeout * 1000.0:
+            # Past the supervisor's own deadline: whatever the worker says now, the case
+            # did not answer in time.
+            outcome = Outcome(
+                "timed_out",
+                detail=f"timed out after {timeout:g} s",
+                elapsed_ms=timeout * 1000.0,
+                stdout=outcome.stdout,
+                stderr=outcome.stderr,
+                # The stack the case's process dumped when the worker stopped it: data
+                # from the implementation's side, shown as its stack, never judged.
+                traceback=outcome.traceback if outcome.kind == "timed_out" else None,
+            )
+        elif outcome.kind == "timed_out":
+            outcome = Outcome(
+                "lost",
+                detail=f"the worker reported a timeout after {elapsed_ms:.0f} ms, before "
+                f"the {timeout:g} s deadline: the runner did not see one",
+                elapsed_ms=elapsed_ms,
+            )
+        self.record(judge(flight.item.case, outcome))
+        if body.get("anomaly"):
+            lane.expecting_exit = True
+            self.requeue(lane)
+
+    def restart_case(self, item: Planned) -> None:
+        """The case's process ended before it started the case (something disturbed
+        it): nothing of the implementation ran, so the case is sent again."""
+        attempts = self._attempts.get(item.case.position, 0) + 1
+        self._attempts[item.case.position] = attempts
+        if attempts >= START_ATTEMPTS:
+            self.record(
+                errored(
+                    item.case,
+                    f"the runner could not start this case: its process was disturbed "
+                    f"before it began, {attempts} times",
+                )
+            )
+            return
+        self.pending.appendleft(item)
+
+    def lost(
+        self,
+        lane: _Lane,
+        description: str,
+        *,
+        expected: bool | None = None,
+        ended: bool = False,
+    ) -> None:
+        """The lane's worker vanished or broke its channel (``ended``: the supervisor
+        saw the worker process end)."""
+        if lane.loading:
+            self.load_failed(lane, None, description)
+            return
+        expecting = lane.expecting_exit if expected is None else expected
+        self.handle_loss(lane, description, expecting, ended)
+        if not expecting:
+            lane.losses += 1
+        self.kill_lane(lane)
+        self.requeue(lane)
+
+    def check_deadlines(self, lane: _Lane, now: float) -> None:
+        """The load timeout and the case's deadline.
+
+        The deadline is fixed when the case is handed over (its timeout after that) and
+        nothing the worker sends moves it. With ``fork`` the worker kills the case's
+        process at its own deadline and reports it; it gets a short grace to do so, so
+        that it can be kept. The case has timed out either way.
+        """
+        if lane.loading:
+            if now > lane.load_deadline:
+                limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
+                self.load_failed(
+                    lane, None, f"importing the implementation timed out after {limit:g} s"
+                )
+            return
+        if not lane.in_flight:
+            return
+        deadline = lane.in_flight[0].sent_at + self.options.timeout
+        if now <= deadline:
+            return
+        if self.options.isolation == "fork" and now <= deadline + REPORT_GRACE:
+            lane.reported_late = True
+            return
+        self.handle_timeout(lane)
+        self.kill_lane(lane)
+        lane.losses = 0
+        self.requeue(lane)
+
+    def handle_loss(self, lane: _Lane, description: str, expected: bool, ended: bool) -> None:
+        """The worker vanished: the case it was running is errored (or crashed)."""
+        if expected or not lane.in_flight:
+            return
+        flight = lane.in_flight.popleft()
+        worker = lane.worker
+        if self.options.isolation == "none" and ended:
+            # The case ran in the worker, a process the supervisor started and saw end:
+            # a crash the runner observed itself.
+            outcome = Outcome(
+                "crashed",
+                detail=f"the case ended the worker process: {description.split(': ', 1)[-1]}",
+                elapsed_ms=(time.monotonic() - flight.sent_at) * 1000.0,
+                seen=True,
+            )
+            self.record(judge(flight.item.case, outcome))
+            return
+        tail = worker.stderr_tail() if worker is not None else ""
+        self.record(
+            errored(flight.item.case, f"the runner lost this case: {description}", stderr=tail)
+        )
+
+    def handle_timeout(self, lane: _Lane) -> None:
+        item = lane.in_flight.popleft().item
+        lane.reported_late = False
+        timeout = self.options.timeout
+        outcome = Outcome(
+            "timed_out", detail=f"timed out after {timeout:g} s", elapsed_ms=timeout * 1000.0
+        )
+        self.record(judge(item.case, outcome))
+
+    def live_pids(self) -> set[int]:
+        return {lane.worker.process.pid for lane in self.lanes if lane.worker is not None}
