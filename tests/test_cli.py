@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cer.cli.exits import ExitCode
 
-from cer.cli.main import ExitCode, main
+from cer.cli.main import main
 from conftest import EXAMPLES, Module
 
 CALC = EXAMPLES / "calc" / "evals.toml"

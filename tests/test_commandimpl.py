@@ -23,16 +23,11 @@ from typing import Any
 
 import pytest
 
-from cer.engine.command import harness as commandimpl
-from cer.engine.command.harness import (
-    CommandExecution,
-    ProtocolError,
-    decode_value,
-    encode_value,
-    outcome_from_result,
-    parse_message,
-    run_request,
-)
+from cer.engine.command import backend as commandimpl
+from cer.engine.command import harness, protocol
+from cer.engine.command.backend import CommandExecution
+from cer.engine.command.protocol import outcome_from_result, parse_message, run_request
+from cer.engine.command.values import ProtocolError, decode_value, encode_value
 from cer.engine.options import RunCancelled, RunOptions
 from cer.engine.plan import Planned
 from cer.engine.runner import run_suite
@@ -374,7 +369,7 @@ def test_harness_that_fails_to_start_errors_every_case(
     mode: str,
     evidence: list[str],
 ) -> None:
-    monkeypatch.setattr(commandimpl, "START_TIMEOUT_MIN", 0.5)
+    monkeypatch.setattr(harness, "START_TIMEOUT_MIN", 0.5)
     module.suite(around("ok"))
     events: list[RunEvent] = []
     run = run_command(
@@ -863,8 +858,8 @@ def test_runner_messages_match_their_schemas(module: Module) -> None:
     case = load_suite(module.root / "evals.toml").cases[0]
     request = json.loads(run_request(7, Planned(case, dict(case.input), "call")))
     assert check(request, "run.schema.json")
-    assert check(json.loads(commandimpl._start_request("calc")), "start.schema.json")
-    assert check(json.loads(commandimpl._dumps({"op": "stop"})), "stop.schema.json")
+    assert check(json.loads(protocol.start_request("calc")), "start.schema.json")
+    assert check(json.loads(protocol.dumps({"op": "stop"})), "stop.schema.json")
     assert not check({**request, "seq": 0}, "run.schema.json")
     decoded = decode_value(request["case"]["input"])
     assert math.isnan(decoded.pop("e"))
@@ -929,7 +924,7 @@ def test_example_harness_traffic_matches_the_schemas(language: str) -> None:
         else ["node", str(HARNESSES / "calc_harness.mjs")]
     )
     requests = _calc_requests()
-    stdin = commandimpl._start_request("calc") + b"".join(requests) + b'{"op":"stop"}\n'
+    stdin = protocol.start_request("calc") + b"".join(requests) + b'{"op":"stop"}\n'
     done = subprocess.run(command, input=stdin, capture_output=True, timeout=30, check=True)
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1 + len(requests)

@@ -19,10 +19,9 @@ from cer.compare import (
     RUNNER_OBSERVED_KEYS,
     binding_key,
     compare,
-    format_value,
     is_operator_key,
-    values_equal,
 )
+from cer.equality import format_value, values_equal
 from cer.model import MISSING, Mismatch
 
 PLUS1 = timezone(timedelta(hours=1))

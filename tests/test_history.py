@@ -14,15 +14,10 @@ from pathlib import Path
 import pytest
 
 from cer import history as history_module
-from cer import resources
-from cer.history import (
-    History,
-    HistoryError,
-    HistoryUntrusted,
-    default_history_path,
-    diff_statuses,
-)
+from cer import history_schema, resources
+from cer.history import History, default_history_path
 from cer.model import CaseResult, Mismatch, RunResult, Status
+from cer.records import HistoryError, HistoryUntrusted, diff_statuses
 from cer.suite import load_suite
 from conftest import Module
 
@@ -681,7 +676,7 @@ def test_a_trigger_added_while_open_is_refused_before_recording(tmp_path: Path) 
 
 def test_layout_of_a_declaration_does_not_matter(tmp_path: Path) -> None:
     path = _made(tmp_path)
-    declared = history_module._normal_sql
+    declared = history_schema.normal_sql
     assert declared("CREATE TABLE t (\n  a TEXT, -- note\n  b INT\n)") == declared(
         "CREATE TABLE t(a TEXT,b INT)"
     )

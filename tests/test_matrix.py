@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cer.cli.exits import ExitCode, exit_code_for_runs
 
 from cer.cli import console
-from cer.cli.main import ExitCode, exit_code_for_runs, labelled_path, main
+from cer.cli.main import labelled_path, main
 from cer.engine.options import RunOptions
 from cer.history import History
 from cer.matrix import (

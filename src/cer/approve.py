@@ -31,9 +31,9 @@ from tomlkit.items import AoT, Comment, Table, Trivia, Whitespace
 
 from cer.derive import Draft
 from cer.drafts import drafts_path, load_drafts, remove_draft, toml_value, write_text_atomically
-from cer.history import ApprovalEvent
 from cer.model import ARRAY_TO_CASE_CLASS, Case
 from cer.provenance import case_text_hash, clean_name, marker_line
+from cer.records import ApprovalEvent
 from cer.suite import SuiteError, load_suite, parse_suite
 
 __all__ = [

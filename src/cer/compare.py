@@ -15,12 +15,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import date, datetime, time, timedelta, timezone
-from types import MappingProxyType
+from collections.abc import Mapping, Sequence
 from typing import Any
-from zoneinfo import ZoneInfo
 
+from cer.equality import (
+    CONTAINER_KINDS,
+    datetime_problem,
+    describe,
+    equal,
+    format_value,
+    kind_of,
+    scalar_equal,
+    time_problem,
+    type_name,
+    values_equal,
+)
 from cer.model import MISSING, Mismatch
 
 RUNNER_OBSERVED_KEYS: frozenset[str] = frozenset(
@@ -40,25 +49,6 @@ MAX_EXPLAINED_DEPTH = 100
 _OPERATOR_SUFFIXES: tuple[str, ...] = ("_max", "_min", "_contains")
 _OPERATOR_NAMES: frozenset[str] = frozenset({"error_includes", "has_fields"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-# The kinds of plain data, decided by exact type identity (never isinstance, never a hash
-# of the type, so no metaclass or subclass of an unknown object gets a say).
-_KINDS: tuple[tuple[type, str], ...] = (
-    (str, "str"),
-    (int, "int"),
-    (bool, "bool"),
-    (float, "float"),
-    (list, "list"),
-    (dict, "dict"),
-    (type(None), "None"),
-    (bytes, "bytes"),
-    (tuple, "list"),
-    (MappingProxyType, "dict"),
-    (datetime, "datetime"),
-    (date, "date"),
-    (time, "time"),
-)
-_CONTAINER_KINDS: frozenset[str] = frozenset({"list", "dict"})
 
 
 # --------------------------------------------------------------------------- key helpers
@@ -116,244 +106,10 @@ def _quote_key(key: Any) -> str:
 # ------------------------------------------------------------------------------- kinds
 
 
-def _kind(value: Any) -> str | None:
-    """The plain-data kind of ``value``, or None for anything the runner does not know."""
-    cls = type(value)
-    for known, name in _KINDS:
-        if cls is known:
-            return name
-    return None
-
-
-def _type_name(value: Any) -> str:
-    """A name for the type of ``value``, obtained without touching the object itself."""
-    kind = _kind(value)
-    if kind is not None:
-        return kind
-    if value is MISSING:
-        return "missing"
-    try:
-        name = type.__dict__["__qualname__"].__get__(type(value))
-    except Exception:
-        return "object"
-    return name if type(name) is str else "object"
-
-
-def _known_tzinfo(tz: Any) -> bool:
-    """Only tzinfo objects of the standard library are asked for an offset."""
-    return tz is None or type(tz) is timezone or type(tz) is ZoneInfo
-
-
-def _offset(value: datetime | time) -> timedelta | None:
-    return value.utcoffset()
-
-
 # ------------------------------------------------------------------------------ equality
 
 
-def values_equal(expected: Any, observed: Any) -> bool:
-    """Strict equality of two plain values; never raises (an error means not equal).
-
-    Types must match exactly at every level, floats are equal only when ``==`` or both
-    NaN, tables need the same key set, date/time values need the same UTC offset.
-    """
-    try:
-        return _equal(expected, observed)
-    except Exception:
-        return False
-
-
-def _equal(expected: Any, observed: Any) -> bool:
-    """Iterative strict equality; pairs of containers already under comparison are
-    assumed equal, which is sound for shared and even cyclic structures."""
-    stack: list[tuple[Any, Any]] = [(expected, observed)]
-    seen: set[tuple[int, int]] = set()
-    while stack:
-        a, b = stack.pop()
-        kind = _kind(a)
-        if kind is None or _kind(b) != kind:
-            return False
-        if kind == "list":
-            if len(a) != len(b):
-                return False
-            pair = (id(a), id(b))
-            if pair in seen:
-                continue
-            seen.add(pair)
-            stack.extend(zip(a, b, strict=True))
-        elif kind == "dict":
-            if not (_str_keys(a) and _str_keys(b)) or len(a) != len(b):
-                return False
-            pair = (id(a), id(b))
-            if pair in seen:
-                continue
-            seen.add(pair)
-            for key, value in a.items():
-                if key not in b:
-                    return False
-                stack.append((value, b[key]))
-        elif not _scalar_equal(kind, a, b):
-            return False
-    return True
-
-
-def _str_keys(table: Mapping[Any, Any]) -> bool:
-    return all(type(key) is str for key in table)
-
-
-def _scalar_equal(kind: str, a: Any, b: Any) -> bool:
-    """Equality of two non-container values already known to be of the same kind."""
-    if kind == "None":
-        return True
-    if kind == "float":
-        return bool(a == b or (math.isnan(a) and math.isnan(b)))
-    if kind in ("str", "int", "bool", "bytes", "date"):
-        return bool(a == b)
-    if kind == "datetime":
-        return _datetime_problem(a, b) is None
-    if kind == "time":
-        return _time_problem(a, b) is None
-    return False
-
-
-def _datetime_problem(a: datetime, b: datetime) -> str | None:
-    """Why two datetimes differ, or None when they are equal."""
-    if not (_known_tzinfo(a.tzinfo) and _known_tzinfo(b.tzinfo)):
-        return "a datetime with an unsupported tzinfo cannot be verified"
-    oa, ob = _offset(a), _offset(b)
-    if (oa is None) != (ob is None):
-        which = ("offset-aware", "naive") if ob is None else ("naive", "offset-aware")
-        return f"expected a {which[0]} datetime, observed a {which[1]} one"
-    if a != b:
-        return "the datetimes differ"
-    if oa != ob:
-        return (
-            f"same instant but the UTC offset differs: expected {_fmt_offset(oa)}, "
-            f"observed {_fmt_offset(ob)}"
-        )
-    return None
-
-
-def _time_problem(a: time, b: time) -> str | None:
-    """Why two times of day differ, or None when they are equal."""
-    if not (_known_tzinfo(a.tzinfo) and _known_tzinfo(b.tzinfo)):
-        return "a time with an unsupported tzinfo cannot be verified"
-    oa, ob = _offset(a), _offset(b)
-    if (oa is None) != (ob is None):
-        which = ("offset-aware", "naive") if ob is None else ("naive", "offset-aware")
-        return f"expected a {which[0]} time, observed a {which[1]} one"
-    if (a.hour, a.minute, a.second, a.microsecond) != (b.hour, b.minute, b.second, b.microsecond):
-        return "the times differ"
-    if oa != ob:
-        return f"the UTC offset differs: expected {_fmt_offset(oa)}, observed {_fmt_offset(ob)}"
-    return None
-
-
-def _fmt_offset(offset: timedelta | None) -> str:
-    if offset is None:
-        return "none"
-    return str(timezone(offset)) if abs(offset) < timedelta(hours=24) else str(offset)
-
-
 # ---------------------------------------------------------------------------- formatting
-
-
-def format_value(value: Any, limit: int = 200) -> str:
-    """A short, bounded, unambiguous rendering of ``value`` for messages.
-
-    Strings and bytes are shown with repr so whitespace is visible; anything long is cut
-    with a marker such as ``… (1234 chars)``. Unknown objects are named by type only.
-    """
-    limit = max(limit, 8)
-    try:
-        return _render(value, limit, 0)
-    except Exception:
-        return f"<{_type_name(value)}>"
-
-
-def _render(value: Any, limit: int, depth: int) -> str:
-    if value is MISSING:
-        return "<missing>"
-    kind = _kind(value)
-    if kind is None:
-        return f"<{_type_name(value)} object>"
-    if kind in ("str", "bytes"):
-        return _render_text(value, limit)
-    if kind == "int":
-        try:
-            text = repr(value)
-        except ValueError:
-            return f"<int of {value.bit_length()} bits>"
-        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} digits)"
-    if kind in ("None", "bool", "float"):
-        return repr(value)
-    if kind in ("datetime", "time"):
-        if _known_tzinfo(value.tzinfo):
-            return str(value.isoformat())
-        naive = value.replace(tzinfo=None).isoformat()
-        return f"{naive}<unsupported tzinfo {_type_name(value.tzinfo)}>"
-    if kind == "date":
-        return str(value.isoformat())
-    if kind == "list":
-        return _render_items(value, limit, depth, "[", "]", "element")
-    return _render_items(value, limit, depth, "{", "}", "key")
-
-
-def _render_text(value: str | bytes, limit: int) -> str:
-    """repr of a prefix of ``value`` whose rendering fits in about ``limit`` characters."""
-    n = min(len(value), limit)
-    text = repr(value[:n])
-    while len(text) > limit + 3 and n > 1:
-        n = max(1, n * limit // len(text) - 1)
-        text = repr(value[:n])
-    if n < len(value):
-        unit = "chars" if type(value) is str else "bytes"
-        text += f"… ({len(value)} {unit})"
-    return text
-
-
-def _render_items(value: Any, limit: int, depth: int, open_: str, close: str, noun: str) -> str:
-    count = len(value)
-    suffix = f" ({count} {noun}{'s' if count != 1 else ''})"
-    if count == 0:
-        return open_ + close
-    if depth >= 20:
-        return f"{open_}…{close}{suffix}"
-    parts: list[str] = []
-    used = len(open_) + len(close)
-    entries: Iterator[tuple[Any, Any]] = (
-        iter(value.items()) if noun == "key" else ((None, item) for item in value)
-    )
-    complete = True
-    for key, item in entries:
-        budget = limit - used
-        if budget < 8:
-            complete = False
-            break
-        if noun == "key":
-            piece = f"{_render(key, budget, depth + 1)}: {_render(item, budget, depth + 1)}"
-        else:
-            piece = _render(item, budget, depth + 1)
-        if len(piece) > budget and parts:
-            complete = False
-            break
-        parts.append(piece)
-        used += len(piece) + 2
-    if complete and len(parts) == count:
-        return open_ + ", ".join(parts) + close
-    return open_ + ", ".join([*parts, "…"]) + close + suffix
-
-
-def describe(value: Any) -> str:
-    """``int 1``, ``str 'a'``, ``None``: the type name and a bounded rendering."""
-    if value is None:
-        return "None"
-    if value is MISSING:
-        return "nothing"
-    kind = _kind(value)
-    if kind is None:
-        return f"a value of unsupported type {_type_name(value)}"
-    return f"{kind} {format_value(value)}"
 
 
 # ----------------------------------------------------------------------- explaining diffs
@@ -402,12 +158,12 @@ class _Collector:
 
 def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]:
     """Explain every difference between two values (bounded); empty when equal."""
-    kind_e, kind_o = _kind(expected), _kind(observed)
+    kind_e, kind_o = kind_of(expected), kind_of(observed)
     if kind_e is None:
         return [
             Mismatch(
                 path,
-                f"{path}: the expected value has unsupported type {_type_name(expected)} "
+                f"{path}: the expected value has unsupported type {type_name(expected)} "
                 "and cannot be verified",
                 expected,
                 observed,
@@ -431,8 +187,8 @@ def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]
                 observed,
             )
         ]
-    if depth >= MAX_EXPLAINED_DEPTH and kind_e in _CONTAINER_KINDS:
-        if _equal(expected, observed):
+    if depth >= MAX_EXPLAINED_DEPTH and kind_e in CONTAINER_KINDS:
+        if equal(expected, observed):
             return []
         message = (
             f"{path}: values differ somewhere below nesting depth {MAX_EXPLAINED_DEPTH} "
@@ -445,13 +201,13 @@ def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]
         return _diff_table(expected, observed, path, depth)
     if kind_e == "str":
         return _diff_str(expected, observed, path)
-    if _scalar_equal(kind_e, expected, observed):
+    if scalar_equal(kind_e, expected, observed):
         return []
     detail = ""
     if kind_e == "datetime":
-        detail = f"; {_datetime_problem(expected, observed)}"
+        detail = f"; {datetime_problem(expected, observed)}"
     elif kind_e == "time":
-        detail = f"; {_time_problem(expected, observed)}"
+        detail = f"; {time_problem(expected, observed)}"
     message = f"{path}: expected {describe(expected)}, observed {describe(observed)}{detail}"
     return [Mismatch(path, message, expected, observed)]
 
@@ -486,7 +242,7 @@ def _diff_list(
     for index in range(min(n_e, n_o)):
         e, o = expected[index], observed[index]
         if collector.full:
-            collector.count(not _equal(e, o))
+            collector.count(not equal(e, o))
         else:
             collector.add(_diff(e, o, f"{path}[{index}]", depth + 1))
     return out + collector.result()
@@ -501,7 +257,7 @@ def _diff_table(
             return [
                 Mismatch(
                     path,
-                    f"{path}: the {side} table has a key of type {_type_name(bad[0])} "
+                    f"{path}: the {side} table has a key of type {type_name(bad[0])} "
                     f"({format_value(bad[0], 60)}); only string keys can be verified",
                     expected,
                     observed,
@@ -511,7 +267,7 @@ def _diff_table(
     for key, e in expected.items():
         child = _key_path(path, key)
         if collector.full:
-            collector.count(key not in observed or not _equal(e, observed[key]))
+            collector.count(key not in observed or not equal(e, observed[key]))
         elif key not in observed:
             message = f"{child}: key missing from the observed table (expected {describe(e)})"
             collector.add([Mismatch(child, message, e, MISSING)])
@@ -619,7 +375,7 @@ def compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[
         return (
             Mismatch(
                 "",
-                f"the comparison could not be completed ({_type_name(exc)}); "
+                f"the comparison could not be completed ({type_name(exc)}); "
                 "the case cannot be verified",
             ),
         )
@@ -633,9 +389,9 @@ def _get(observation: Mapping[str, Any], key: str) -> Any:
 
 
 def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[Mismatch]:
-    if _kind(expect) != "dict" and not isinstance(expect, Mapping):
+    if kind_of(expect) != "dict" and not isinstance(expect, Mapping):
         return [Mismatch("", "the expect value is not a table and cannot be verified", expect)]
-    if _kind(observation) != "dict" and not isinstance(observation, Mapping):
+    if kind_of(observation) != "dict" and not isinstance(observation, Mapping):
         return [
             Mismatch(
                 "",
@@ -651,7 +407,7 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
             out.append(
                 Mismatch(
                     _key_path("", key),
-                    f"expect has a key of type {_type_name(key)}; it cannot be verified",
+                    f"expect has a key of type {type_name(key)}; it cannot be verified",
                     expected,
                 )
             )
@@ -769,7 +525,7 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
                 MISSING,
             )
         ]
-    kind = _kind(observed)
+    kind = kind_of(observed)
     if kind == "str":
         if type(needle) is not str:
             return [
@@ -793,7 +549,7 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
             )
         ]
     if kind == "list":
-        if any(_equal(needle, item) for item in observed):
+        if any(equal(needle, item) for item in observed):
             return []
         return [
             Mismatch(
@@ -860,7 +616,7 @@ def _error_includes(path: str, needle: Any, observation: Mapping[str, Any]) -> l
 
 
 def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
-    if _kind(fields) != "list" or not all(type(field) is str for field in fields):
+    if kind_of(fields) != "list" or not all(type(field) is str for field in fields):
         return [
             Mismatch(
                 path,
@@ -871,7 +627,7 @@ def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[
         ]
     wanted = list(dict.fromkeys(fields))
     output = _get(observation, "output")
-    kind = _kind(output)
+    kind = kind_of(output)
     if kind == "dict":
         return _missing_fields(path, wanted, output, "output", "output")
     if kind == "list":
@@ -889,11 +645,11 @@ def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[
 
 
 def _lacks_fields(wanted: list[str], element: Any) -> bool:
-    return _kind(element) != "dict" or any(field not in element for field in wanted)
+    return kind_of(element) != "dict" or any(field not in element for field in wanted)
 
 
 def _element_fields(path: str, wanted: list[str], element: Any, where: str) -> list[Mismatch]:
-    if _kind(element) != "dict":
+    if kind_of(element) != "dict":
         return [
             Mismatch(
                 where,

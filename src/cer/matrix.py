@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cer import serialize
-from cer.compare import values_equal
+from cer.equality import values_equal
 from cer.model import MISSING, CaseResult, RunResult, Status, Suite, Summary
 
 IGNORED_KEYS: frozenset[str] = frozenset({"elapsed_ms"})

@@ -19,7 +19,8 @@ from typing import Any
 
 from cer.compare import RUNNER_OBSERVED_KEYS
 from cer.derive import Draft, learn_shape
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.events import RunEvent
 from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, RunResult, Status, Suite
 

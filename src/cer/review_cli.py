@@ -18,10 +18,11 @@ from cer.approve import ApprovalError, approve_draft, approver_name, discard_dra
 from cer.coverage import CoverageError, suite_coverage
 from cer.derive import Derivation, Draft, derive
 from cer.drafts import DraftsError, add_drafts, drafts_path, load_drafts, set_observed
-from cer.engine.runner import RunOptions
-from cer.history import History, HistoryError, default_history_path
+from cer.engine.options import RunOptions
+from cer.history import History, default_history_path
 from cer.observe import observe
 from cer.options import UsageError, find_project_config
+from cer.records import HistoryError
 from cer.suite import SuiteError, load_suite
 
 __all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]

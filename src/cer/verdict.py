@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cer import plaindata
-from cer.compare import REJECTION_KEYS, binding_key, compare, describe, format_value
+from cer.compare import REJECTION_KEYS, binding_key, compare
+from cer.equality import describe, format_value
 from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 from cer.tracebacks import STACK_HEADING

@@ -356,9 +356,9 @@ HOSTILE: dict[str, Hostile] = {
         "",
     ),
     "monkeypatch-cer": Hostile(
-        "import cer.compare, cer.model, cer.plaindata, cer.verdict\n"
+        "import cer.compare, cer.equality, cer.model, cer.plaindata, cer.verdict\n"
         "cer.compare.compare = lambda expect, observation: ()\n"
-        "cer.compare.values_equal = lambda a, b: True\n"
+        "cer.equality.values_equal = lambda a, b: True\n"
         "cer.verdict.judge = lambda case, outcome: None\n"
         "cer.model.Summary.of = classmethod(lambda cls, results: None)\n"
         "real = cer.plaindata.to_wire\n"

@@ -132,7 +132,7 @@ def test_a_result_the_runner_cannot_encode_is_errored_not_a_rejection(module: Mo
 
 def test_encoding_failures_are_the_runners_not_the_implementations() -> None:
     from cer.verdict import outcome_from_worker
-    from cer.worker.main import _encode_returned
+    from cer.worker.call import _encode_returned
 
     class Changing(Exception):
         pass

@@ -320,7 +320,7 @@ def test_supervisor_memory_does_not_grow_with_the_number_of_huge_observations(
 
 
 def test_the_pytest_failure_text_shows_hostile_text_as_escapes(hostile_module: Path) -> None:
-    from cer.pytest_plugin import failure_text
+    from cer.pytest_suite import failure_text
     from cer.suite import load_suite
 
     suite = load_suite(hostile_module / "evals.toml")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, Status
 from cer.tui.app import CerApp, create_app
 from cer.tui.widgets.text_pane import TextPane

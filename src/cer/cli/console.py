@@ -16,12 +16,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TextIO
 
-from cer.compare import format_value
 from cer.coverage import Coverage, CoverageFigures, describe_unknown
+from cer.equality import format_value
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
-from cer.history import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
+from cer.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.safetext import for_terminal
 from cer.tracebacks import code_frame, failure_site, trim
 

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from cer.categories import build_registry
 from cer.engine import confinement
-from cer.engine.command.harness import CommandExecution
+from cer.engine.command.backend import CommandExecution
 from cer.engine.options import (
     RunOptions,
     check_options,

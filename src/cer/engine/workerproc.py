@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
 import struct
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from cer.framing import (
     split_frames,
     write_all,
 )
-from cer.procs import end_process
+from cer.procs import end_process, signal_name
 
 _SEQ = struct.Struct(">Q")
 
@@ -269,11 +268,7 @@ class WorkerProcess:
         if code is None:
             return what
         if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"{what}: killed by {name}"
+            return f"{what}: killed by {signal_name(-code)}"
         return f"{what}: exited with status {code}"
 
     def exit_description(self) -> str:

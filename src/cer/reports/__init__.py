@@ -23,7 +23,7 @@ from cer.coverage import Coverage
 from cer.model import RunResult, Suite
 
 if TYPE_CHECKING:
-    from cer.history import RunRecord
+    from cer.records import RunRecord
 
 __all__ = [
     "FORMATS",

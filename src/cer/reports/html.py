@@ -27,14 +27,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from cer import __version__
-from cer.compare import format_value
+from cer.equality import format_value
 from cer.model import CASE_CLASS_TO_ARRAY, CASE_CLASSES, MISSING, CaseResult, Mismatch, Status
 from cer.reports import ReportContext, iso_time, suite_display_path
 
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-    from cer.history import RunRecord
+    from cer.records import RunRecord
 
 __all__ = [
     "INSTALL_HINT",

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer.coverage import CoverageError, suite_coverage
-from cer.history import History, RunRecord
+from cer.history import History
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_CLASS_TO_ARRAY, Case, RunResult, Suite
+from cer.records import RunRecord
 from cer.reports import ReportContext
 from cer.suite import SuiteError, load_suite
 

@@ -27,6 +27,7 @@ from cer.history import History, HistoryError
 from cer.matrix import build_matrix
 from cer.model import RunResult, Status, Suite
 from cer.options import implementation_stem
+from cer.records import HistoryError
 from cer.safetext import displayed, for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError

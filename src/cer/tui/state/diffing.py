@@ -20,7 +20,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
-from cer.compare import format_value
+from cer.equality import format_value
 from cer.model import MISSING, CaseResult, Mismatch, Status
 
 CONTEXT_LINES = 3

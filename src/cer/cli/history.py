@@ -1,0 +1,271 @@
+"""``cer history`` and ``cer diff``: reading the recorded runs back, as text, JSON
+or an HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cer.cli import console
+from cer.cli.exits import ExitCode, print_error, print_warning
+from cer.coverage import (
+    CoverageFigures,
+)
+from cer.history import KEEP_RUNS, History, default_history_path
+from cer.options import (
+    UsageError,
+    find_project_config,
+)
+from cer.records import HistoryError, RunDiff, RunRecord
+from cer.reports import (
+    iso_time,
+    write_report,
+)
+
+
+def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The database ``cer history``/``cer diff`` read, and the suite whose runs count."""
+    suite: Path | None = args.suite
+    if suite is None:
+        suite = find_project_config().path_value("suite")
+    if suite is None and args.history is None and Path("evals.toml").is_file():
+        suite = Path("evals.toml")
+    if args.history is not None:
+        return args.history, suite
+    if suite is None:
+        raise UsageError(
+            "no suite given: pass --suite PATH or --history PATH, or set suite in [tool.cer]"
+        )
+    return default_history_path(suite), suite
+
+
+def _open_for_reading(args: argparse.Namespace) -> tuple[History, Path | None]:
+    path, suite = _history_location(args)
+    return History.open(path, create=False), suite
+
+
+def _record_json(record: RunRecord) -> dict[str, Any]:
+    s = record.summary
+    return {
+        "run_id": record.run_id,
+        "started_at": iso_time(record.started_at_ms),
+        "completed_at": iso_time(record.completed_at_ms),
+        "target_module": record.target_module,
+        "implementation": record.implementation,
+        "implementation_id": record.implementation_id,
+        "suite_path": record.suite_path,
+        "suite_hash": record.suite_hash,
+        "summary": {
+            "cases_total": s.total,
+            "cases_passed": s.passed,
+            "cases_failed": s.failed,
+            "cases_skipped": s.skipped,
+            "cases_errored": s.errored,
+            "verdict": s.verdict,
+        },
+        "flaky": list(record.flaky),
+        "coverage": None if record.coverage is None else _figures_json(record.coverage),
+    }
+
+
+def _figures_json(figures: CoverageFigures) -> dict[str, Any]:
+    return {
+        "constraints_total": figures.total,
+        "constraints_covered": figures.covered,
+        "constraints_verified": figures.verified,
+        "constraints_enforceable": figures.enforceable,
+        "constraints_needs_repair": figures.needs_repair,
+    }
+
+
+HISTORY_LIMIT = 20
+"""Runs ``cer history`` lists without ``-n``."""
+
+
+def _history_html(args: argparse.Namespace) -> ExitCode:
+    """``cer history --html PATH``: the newest recorded run of the suite as a page."""
+    from cer.reports import html
+    from cer.reports.recorded import recorded_context
+
+    problem = html.missing_dependency()
+    if problem is not None:
+        print_error(problem)
+        return ExitCode.USAGE
+    if args.case is not None or args.format != "text":
+        print_error("--html cannot be combined with --case or --format")
+        return ExitCode.USAGE
+    try:
+        history, suite = _open_for_reading(args)
+    except (UsageError, HistoryError) as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    with history:
+        try:
+            found = recorded_context(history, suite, args.limit or KEEP_RUNS)
+        except HistoryError as exc:
+            print_error(str(exc))
+            return ExitCode.USAGE
+    if found is None:
+        print_error(f"no recorded run{f' of {suite}' if suite else ''} in {history.path}")
+        return ExitCode.USAGE
+    for warning in found.warnings:
+        print_warning(warning)
+    try:
+        write_report(html.render(found.context), args.html)
+    except OSError as exc:
+        print_error(f"cannot write {args.html}: {exc}")
+        return ExitCode.USAGE
+    run = found.context.run
+    sys.stdout.write(
+        f"{args.html}: run {run.run_id[:8]} ({run.implementation_id}), "
+        f"{len(found.context.history)} recorded runs charted\n"
+    )
+    return ExitCode.OK
+
+
+def cmd_history(args: argparse.Namespace) -> ExitCode:
+    if args.html is not None:
+        return _history_html(args)
+    try:
+        path, _ = _history_location(args)
+        if not path.exists():
+            if args.approvals:
+                sys.stdout.write(
+                    json.dumps({"history": str(path), "approvals": []}) + "\n"
+                    if args.format == "json"
+                    else f"no approvals recorded (no history at {path})\n"
+                )
+            elif args.format == "json":
+                sys.stdout.write(json.dumps({"history": str(path), "runs": []}) + "\n")
+            else:
+                sys.stdout.write(f"no runs recorded (no history at {path})\n")
+            return ExitCode.OK
+        history, suite = _open_for_reading(args)
+    except (UsageError, HistoryError) as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    with history:
+        try:
+            document: Any
+            if args.approvals:
+                events = history.approvals(suite_path=suite, limit=args.limit or HISTORY_LIMIT)
+                if args.format == "json":
+                    document = {
+                        "history": str(history.path),
+                        "approvals": [
+                            {
+                                "case": e.case_name,
+                                "constraints": list(e.constraints),
+                                "approver": e.approver,
+                                "approved_at": iso_time(e.approved_at_ms),
+                                "text_sha256": e.text_hash,
+                                "from_observation": e.from_observation,
+                                "observed_from": e.observed_from,
+                                "suite_path": e.suite_path,
+                            }
+                            for e in events
+                        ],
+                    }
+                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                else:
+                    text = console.render_approvals(events, str(history.path))
+            elif args.case is not None:
+                entries = history.case_history(
+                    args.case, suite_path=suite, limit=args.limit or HISTORY_LIMIT
+                )
+                if args.format == "json":
+                    document = {
+                        "case": args.case,
+                        "entries": [
+                            {
+                                "run_id": e.run_id,
+                                "started_at": iso_time(e.started_at_ms),
+                                "implementation_id": e.implementation_id,
+                                "suite_hash": e.suite_hash,
+                                "status": e.status,
+                                "reason": e.reason,
+                                "elapsed_ms": e.elapsed_ms,
+                                "flaky": e.flaky,
+                            }
+                            for e in entries
+                        ],
+                    }
+                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                else:
+                    text = console.render_case_history(args.case, entries, str(history.path))
+            else:
+                records = history.runs(args.limit or HISTORY_LIMIT, suite_path=suite)
+                if args.format == "json":
+                    document = {
+                        "history": str(history.path),
+                        "runs": [_record_json(r) for r in records],
+                    }
+                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                else:
+                    text = console.render_history(records, str(history.path))
+        except HistoryError as exc:
+            print_error(str(exc))
+            return ExitCode.USAGE
+    sys.stdout.write(text)
+    return ExitCode.OK
+
+
+def _diff_json(diff: RunDiff, before: RunRecord, after: RunRecord) -> dict[str, Any]:
+    def changes(items: Sequence[Any]) -> list[dict[str, Any]]:
+        return [
+            {"case_name": c.case_name, "before": c.before, "after": c.after, "reason": c.reason}
+            for c in items
+        ]
+
+    return {
+        "before": _record_json(before),
+        "after": _record_json(after),
+        "regressions": changes(diff.regressions),
+        "fixes": changes(diff.fixes),
+        "changed": changes(diff.changed),
+        "new": changes(diff.new),
+        "removed": changes(diff.removed),
+        "unchanged": diff.unchanged,
+    }
+
+
+def cmd_diff(args: argparse.Namespace) -> ExitCode:
+    try:
+        history, suite = _open_for_reading(args)
+    except UsageError as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    except HistoryError as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    with history:
+        try:
+            if args.run_a is None:
+                recent = history.runs(2, suite_path=suite)
+                if len(recent) < 2:
+                    print_error(
+                        f"cer diff needs two recorded runs; {history.path} has {len(recent)}"
+                    )
+                    return ExitCode.USAGE
+                after, before = recent
+            else:
+                before = history.run(args.run_a, suite_path=suite)
+                after = (
+                    history.run(args.run_b, suite_path=suite)
+                    if args.run_b is not None
+                    else history.run("1", suite_path=suite)
+                )
+            diff = history.diff(before.run_id, after.run_id)
+        except HistoryError as exc:
+            print_error(str(exc))
+            return ExitCode.USAGE
+    if args.format == "json":
+        text = json.dumps(_diff_json(diff, before, after), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = console.render_diff(diff, before, after)
+    sys.stdout.write(text)
+    return ExitCode.FAILED if diff.regressions else ExitCode.OK

@@ -1,0 +1,63 @@
+"""The implementation id of a command: which program ran, as the supervisor hashed it."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from cer.engine.identity import file_digest
+
+
+def _hash_file(digest: Any, path: Path) -> None:
+    # A harness names some of these files: a name it swaps for a FIFO after the
+    # is_file check must not stall the supervisor (see cer.identity.file_digest).
+    digest.update(file_digest(str(path)))
+
+
+def _on_search_path(program: str) -> bool:
+    folder = os.path.dirname(os.path.abspath(program))
+    return any(
+        os.path.abspath(entry) == folder
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry
+    )
+
+
+def command_identity(
+    kind: str, words: list[str], extra_files: Iterable[str] = (), extra: Iterable[str] = ()
+) -> tuple[str, tuple[str, ...]]:
+    """A stable implementation id and the files it depends on.
+
+    The id is ``cmd:COMMAND@HASH`` (``cmd-per-case:`` for one process per case); the
+    hash covers the command's words, the content of every word that names an existing
+    file (relative to the working directory; the program only when it is not in a PATH
+    directory; files over 256 MiB by size and time), the files a harness listed in its
+    handshake, and ``extra`` (the harness's name and version), so that editing the
+    harness or the module it wraps changes the id.
+    """
+    digest = hashlib.sha256()
+    files: list[str] = []
+    for word in words:
+        digest.update(f"{len(word)}:{word}".encode("utf-8", "surrogateescape"))
+    # The program itself counts unless it lives in a PATH directory (an interpreter
+    # such as /usr/bin/node is not the implementation; ./build/impl is).
+    named = words[1:] if words and _on_search_path(words[0]) else words
+    for name in [*named, *extra_files]:
+        path = Path(name)
+        with contextlib.suppress(OSError, ValueError):
+            if path.is_file():
+                resolved = str(path.resolve())
+                if resolved not in files:
+                    files.append(resolved)
+    for name in sorted(files):
+        digest.update(name.encode("utf-8", "surrogateescape"))
+        _hash_file(digest, Path(name))
+    for text in extra:
+        digest.update(f"{len(text)}:{text}".encode("utf-8", "surrogatepass"))
+    prefix = "cmd" if kind == "command" else "cmd-per-case"
+    return f"{prefix}:{shlex.join(words)}@{digest.hexdigest()[:10]}", tuple(files)

@@ -1,0 +1,183 @@
+"""The per-case driver (``--impl-cmd-per-case``): one process per case, the ``run``
+request on its stdin, the ``result`` on its stdout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from cer.engine.command.identity import command_identity
+from cer.engine.command.process import CommandProcess, describe_exit, fail_all
+from cer.engine.command.protocol import (
+    MAX_MESSAGE_BYTES,
+    fresh_seq,
+    line_evidence,
+    outcome_from_result,
+    parse_message,
+    run_request,
+    stderr_hint,
+)
+from cer.engine.command.values import (
+    NotEncodable,
+    ProtocolError,
+    clip,
+)
+from cer.engine.execution import Execution
+from cer.events import ImplementationLoaded
+from cer.verdict import Outcome, errored, judge
+
+if TYPE_CHECKING:
+    from cer.engine.plan import Planned
+
+
+class PerCase:
+    """Runs each case in a process of its own (``--impl-cmd-per-case``)."""
+
+    def __init__(self, execution: Execution, words: list[str]) -> None:
+        self.execution = execution
+        self.options = execution.options
+        self.words = words
+
+    def run(self, planned: list[Planned]) -> None:
+        program = self.words[0]
+        found = (
+            shutil.which(program)
+            if os.sep not in program
+            else (program if os.access(program, os.X_OK) and os.path.isfile(program) else None)
+        )
+        if found is None:
+            fail_all(self.execution, planned, f"cannot run {program!r}: no such executable", "")
+            return
+        identity, sources = command_identity(self.options.kind, self.words)
+        self.execution.implementation_id = identity
+        self.execution.emit(ImplementationLoaded(identity, sources))
+        for item in planned:
+            seq = fresh_seq()
+            self.execution.check_cancel()
+            try:
+                request = run_request(seq, item)
+            except NotEncodable as exc:
+                self.execution.record(
+                    errored(
+                        item.case,
+                        f"the case's input cannot be sent to a command implementation: {exc}",
+                    )
+                )
+                continue
+            try:
+                outcome = self.run_one(request, seq)
+            except OSError as exc:
+                self.execution.record(
+                    errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
+                )
+                continue
+            finally:
+                # What the command left running (a daemon in a session of its own,
+                # adopted by cer) ends with its case, before the next case starts.
+                self.execution.end_strays()
+            self.execution.record(judge(item.case, outcome))
+
+    def run_one(self, request: bytes, seq: int) -> Outcome:
+        """Run the command once for one case and say what happened."""
+        timeout = self.options.timeout
+        started = time.monotonic()
+        process = CommandProcess(
+            self.words,
+            self.options.capture_limit,
+            self.execution.policy,
+            self.execution.sandbox.abi,
+        )
+        try:
+            process.send(request, then_close=True)
+            kind, stdout = process.read_to_end(started + timeout, self.execution.check_cancel)
+            elapsed_ms = (time.monotonic() - started) * 1000.0
+            if kind == "timeout":
+                process.kill()
+            code = process.exit_code(0.0) if kind == "done" else None
+            stderr = process.take_stderr()
+        finally:
+            process.kill()
+        if kind == "timeout":
+            return Outcome(
+                "timed_out",
+                detail=f"timed out after {timeout:g} s (the process "
+                "was killed)" + stderr_hint(stderr),
+                stderr=stderr,
+                elapsed_ms=timeout * 1000.0,
+            )
+        if kind == "too_long":
+            return Outcome(
+                "lost",
+                detail=f"the process printed over {MAX_MESSAGE_BYTES} "
+                f"bytes, starting {line_evidence(stdout)}",
+                stderr=stderr,
+                elapsed_ms=elapsed_ms,
+            )
+        return _per_case_outcome(code, stdout, stderr, seq, elapsed_ms)
+
+
+def _per_case_outcome(
+    code: int | None, stdout: bytes, stderr: str, seq: int, elapsed_ms: float
+) -> Outcome:
+    """Judge-ready outcome of one per-case process from its exit status and output.
+
+    Exit 0 with an observation: returned. An ``error`` document (any exit status): raised,
+    the implementation's own refusal. A non-zero exit without one: lost (errored, with
+    the status and stderr): a command that could not start (a missing script, a syntax
+    error, ``false``) exits non-zero too, and that is no refusal of the input. Killed by
+    a signal: crashed. Exit 0 with anything else on stdout: lost.
+    """
+    text = stdout.decode("utf-8", "replace")
+    if code is None or code < 0:
+        return Outcome(
+            "crashed",
+            detail=f"the process {describe_exit(code)}" + stderr_hint(stderr),
+            stdout=text,
+            stderr=stderr,
+            elapsed_ms=elapsed_ms,
+            seen=code is not None,
+        )
+    outcome: Outcome | None = None
+    problem = ""
+    if stdout.strip():
+        try:
+            outcome = outcome_from_result(parse_message(stdout), seq, envelope_optional=True)
+        except ProtocolError as exc:
+            outcome, problem = None, str(exc)
+    if outcome is not None and outcome.kind == "returned" and code != 0:
+        return Outcome(
+            "lost",
+            detail=f"the process exited with status {code} after printing "
+            "an observation" + stderr_hint(stderr),
+            stdout=text,
+            stderr=stderr,
+            elapsed_ms=elapsed_ms,
+        )
+    if outcome is not None:
+        return replace(outcome, stderr=stderr, elapsed_ms=elapsed_ms)
+    if code != 0:
+        printed = f" after printing {clip(repr(text))}" if problem else ""
+        return Outcome(
+            "lost",
+            detail=f"the process exited with status {code} without an error document"
+            f"{printed}" + stderr_hint(stderr),
+            stdout=text,
+            stderr=stderr,
+            elapsed_ms=elapsed_ms,
+        )
+    if problem:
+        detail = (
+            f"the process printed something that is not a result ({problem}): {clip(repr(text))}"
+        )
+    else:
+        detail = "the process exited with status 0 without printing a result"
+    return Outcome(
+        "lost",
+        detail=detail + stderr_hint(stderr),
+        stdout=text,
+        stderr=stderr,
+        elapsed_ms=elapsed_ms,
+    )

@@ -1,0 +1,236 @@
+"""Isolation of one case from the next: the forked child a case runs in (its output
+read with bounds, its parent-death signal), the rehearsal that warms the fork path,
+and what may not happen inside a case (new processes under the sandbox, rebound
+builtins)."""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import fcntl
+import os
+import signal
+import sys
+import termios
+from collections.abc import Callable
+from typing import Any
+
+from cer import plaindata
+from cer.procs import prctl_function
+from cer.worker.call import (
+    execute_case,
+)
+from cer.worker.target import Target
+
+
+def _rehearsal_target() -> dict[str, Any]:
+    return {"output": ["text", 1, 2.5, None, True, {"nested": [0]}]}
+
+
+_REHEARSAL = plaindata.dumps(
+    {
+        "name": "rehearsal",
+        "case_class": "functional",
+        "category": "functional",
+        "tags": [],
+        "model": "call",
+        "input": {},
+    }
+)
+
+
+def rehearse() -> None:
+    """Run the runner's own part of a case once, with nothing of the implementation's.
+
+    A forked process pays for every memory page it first writes to (copy on write),
+    and Python writes to every object it touches. A spare does this while it waits
+    for its case (while the previous case runs), so that what is left for the case is
+    the implementation's own pages. Nothing is written anywhere and no state is kept.
+    """
+    with contextlib.suppress(Exception):
+        execute_case(Target(_rehearsal_target), plaindata.loads(_REHEARSAL))
+
+
+def forbid_new_processes() -> str | None:
+    """Forbid this process to create processes (threads it still can) or to run another
+    program, with a seccomp filter, so that the kernel's peak resident memory of this
+    one process (VmHWM) is the whole of what its case used: an attempt kills the process
+    with SIGSYS. Returns None when the filter is in place, else why not."""
+    if not sys.platform.startswith("linux"):
+        return "only Linux can forbid new processes (seccomp)"
+    import ctypes
+    import platform
+
+    machine = platform.machine()
+    forks: tuple[int, ...]
+    if machine == "x86_64":
+        arch, forks, clone, clone3 = 0xC000003E, (57, 58, 59, 322), 56, 435
+    elif machine in ("aarch64", "arm64"):
+        arch, forks, clone, clone3 = 0xC00000B7, (221, 281), 220, 435
+    else:
+        return f"no seccomp filter is written for {machine}"
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    # An attempt is not refused but ends the process (SIGSYS): a refusal the runner
+    # caused must never look like the implementation's own failure or refusal.
+    allow, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 38
+    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, eperm), (ld, 0, 0, 0)]
+    if arch == 0xC000003E:
+        program += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # the x32 system calls
+    for number in forks:
+        program += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
+    program += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]  # threads fall back to clone
+    program += [
+        (jeq, 0, 3, clone),
+        (ld, 0, 0, 16),  # the low half of clone's flags
+        (jset, 1, 0, 0x00010000),  # CLONE_THREAD: a thread, not a process
+        (ret, 0, 0, eperm),
+        (ret, 0, 0, allow),
+    ]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_ushort),
+            ("jt", ctypes.c_ubyte),
+            ("jf", ctypes.c_ubyte),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*insn) for insn in program])
+    prog = Program(len(program), filters)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError) as exc:
+        return f"prctl is not available ({exc})"
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return f"PR_SET_NO_NEW_PRIVS failed: {os.strerror(ctypes.get_errno())}"
+    if prctl(22, 2, ctypes.addressof(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        return f"the seccomp filter was refused: {os.strerror(ctypes.get_errno())}"
+    return None
+
+
+def flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            if stream is not None:
+                stream.flush()
+
+
+def parent_death_signal_setter() -> Callable[[], None]:
+    """A function that asks Linux to kill the calling child if the worker dies, so no
+    case outlives its run; resolved once in the worker, called in each child."""
+    prctl = prctl_function()
+    if prctl is None:
+        return lambda: None
+
+    def set_signal() -> None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    return set_signal
+
+
+def read_available(fd: int, sink: bytearray, limit: int) -> tuple[bool, int]:
+    """Read what ``fd`` has now. Returns (still open, bytes dropped past ``limit``)."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return True, 0
+    except OSError:
+        return False, 0
+    if not chunk:
+        return False, 0
+    room = max(0, limit - len(sink))
+    sink += chunk[:room]
+    return True, len(chunk) - min(room, len(chunk))
+
+
+def _unread_bytes(fd: int) -> int:
+    """How many bytes wait in the pipe ``fd`` belongs to (either end); -1 if unknown."""
+    buffer = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, _FIONREAD, buffer, True)
+    except OSError:
+        return -1
+    return buffer[0]
+
+
+class Child:
+    """A process forked for one case: a spare waiting for its case, or the case running.
+
+    The worker forks the next case's process while the current case runs (a *spare*),
+    so that forking costs no time between cases. A spare runs nothing but the runner's
+    own code until it reads its case; it proves it started the case by writing
+    :data:`_STARTED` first on its result pipe, and it accepts only a case frame that
+    begins with its own random token, chosen after every other case's process was
+    forked, so that bytes some other process wrote into its pipe are never run.
+    """
+
+    __slots__ = ("err_r", "input_w", "out_r", "pid", "pidfd", "result_r", "token")
+
+    def __init__(
+        self,
+        pid: int,
+        token: bytes,
+        input_w: int,
+        result_r: int,
+        out_r: int,
+        err_r: int,
+        pidfd: int,
+    ) -> None:
+        self.pid = pid
+        self.token = token
+        self.input_w = input_w
+        self.result_r = result_r
+        self.out_r = out_r
+        self.err_r = err_r
+        self.pidfd = pidfd
+
+    def worker_fds(self) -> tuple[int, ...]:
+        """The descriptors the worker holds for this process."""
+        return tuple(
+            fd
+            for fd in (self.input_w, self.result_r, self.out_r, self.err_r, self.pidfd)
+            if fd != NO_FD
+        )
+
+    def untouched(self) -> bool:
+        """Whether this spare is alive, not stopped, and nothing touched its pipes.
+
+        Checked right before a case is handed over, when nothing of the previous case
+        is left alive: a spare that anything could have disturbed is replaced.
+        """
+        try:
+            waited, _ = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:
+            return False
+        if waited:
+            return False
+        return all(
+            _unread_bytes(fd) == 0 for fd in (self.input_w, self.result_r, self.out_r, self.err_r)
+        )
+
+    def close_fds(self) -> None:
+        for fd in self.worker_fds():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.input_w = self.result_r = self.out_r = self.err_r = self.pidfd = NO_FD
+
+    def discard(self) -> None:
+        """Kill this process and its group, reap it and close its pipes."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.close_fds()
+
+
+NO_FD = -1
+
+
+_FIONREAD = termios.FIONREAD

@@ -1,0 +1,337 @@
+"""The state snapshot: what a case running inside the worker (no fork) could change
+in the worker itself (the modules it relies on, signal handlers, timers, tracing, the
+working directory, the environment, file descriptors), taken before the case and
+compared after it."""
+
+from __future__ import annotations
+
+import importlib
+import operator
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cer.worker.call import BUILTINS
+
+_GUARDED_MODULES = (
+    "cer",
+    "cer.worker",
+    "cer.worker.main",
+    "cer.worker.call",
+    "cer.worker.isolation",
+    "cer.worker.snapshot",
+    "cer.worker.target",
+    "cer.procs",
+    "cer.plaindata",
+    "cer.framing",
+    "cer.caseview",
+    "json",
+    "json.encoder",
+    "json.decoder",
+    "os",
+    "time",
+    "select",
+    "signal",
+    "traceback",
+    "inspect",
+    "base64",
+    "struct",
+    "contextlib",
+    "importlib",
+    "operator",
+)
+"""Modules the worker itself relies on; rebinding a name in one is a change of state."""
+
+
+# Bound once, so that a case rebinding these names cannot change what the checks see.
+_is = operator.is_
+
+
+_getcwd = os.getcwd
+
+
+_fstat = os.fstat
+
+
+_gettrace = sys.gettrace
+
+
+_getprofile = sys.getprofile
+
+
+_getrecursionlimit = sys.getrecursionlimit
+
+
+_environ = os.environ
+
+
+_active_count = threading.active_count
+
+
+_raw_signal: Any = importlib.import_module("_signal")  # without signal's enum wrapping
+
+
+_getsignal = _raw_signal.getsignal
+
+
+_getitimer = signal.getitimer
+
+
+_SIGNALS: tuple[int, ...] = tuple(sorted(int(n) for n in _raw_signal.valid_signals()))
+
+
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+
+
+def _same_items(saved: list[Any] | tuple[Any, ...], now: list[Any] | tuple[Any, ...]) -> bool:
+    """The same objects (by identity) in the same order."""
+    return len(saved) == len(now) and all(map(_is, saved, now))
+
+
+def _same_namespace(saved: dict[Any, Any], now: dict[Any, Any]) -> bool:
+    """The same names bound to the same objects (by identity), in the same order."""
+    return (
+        len(saved) == len(now)
+        and _same_items(list(saved), list(now))
+        and all(map(_is, saved.values(), now.values()))
+    )
+
+
+def _environment() -> dict[Any, Any]:
+    data = getattr(_environ, "_data", None)
+    return data.copy() if type(data) is dict else dict(_environ)
+
+
+def _signal_handlers() -> list[object]:
+    handlers: list[object] = []
+    for number in _SIGNALS:
+        try:
+            handlers.append(_getsignal(number))
+        except (OSError, ValueError):
+            handlers.append(None)
+    return handlers
+
+
+def _fd_identity(fd: int) -> tuple[int, int] | None:
+    try:
+        stat = _fstat(fd)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _fd_identities() -> tuple[tuple[int, int] | None, ...]:
+    return (_fd_identity(0), _fd_identity(1), _fd_identity(2))
+
+
+def _streams() -> tuple[tuple[object, object], ...]:
+    return tuple(
+        (stream, getattr(stream, "closed", None)) for stream in (sys.stdout, sys.stderr, sys.stdin)
+    )
+
+
+def _dict_version_reader() -> Callable[[dict[Any, Any]], Callable[[], int]] | None:
+    """A way to read a dict's version tag (PEP 509), or None where it cannot be trusted.
+
+    CPython 3.11 to 3.13 give every dict a tag that takes a new value on each change
+    to the dict (an insertion, a deletion, a rebinding to another object), kept in the
+    dict's header; reading it costs a fraction of a microsecond, against about a
+    hundred for comparing a namespace name by name. It is only an internal field, so
+    it is used only where the header has the expected layout and the tag moves as
+    expected on a probe dict; anywhere else every check compares in full.
+    """
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        return None
+    try:
+        import ctypes
+    except ImportError:  # pragma: no cover - CPython without ctypes
+        return None
+    tag_type, used_type = ctypes.c_uint64, ctypes.c_ssize_t
+    header = 2 * ctypes.sizeof(ctypes.c_void_p)  # reference count and type
+
+    def reader(mapping: dict[Any, Any]) -> Callable[[], int]:
+        cell = tag_type.from_address(id(mapping) + header + ctypes.sizeof(used_type))
+        return lambda: cell.value  # valid while the caller holds the dict (it does)
+
+    probe: dict[Any, Any] = {"a": object()}
+    used = used_type.from_address(id(probe) + header)
+    read = reader(probe)
+    seen = [read()]
+    probe["b"] = object()
+    seen.append(read())
+    probe["a"] = object()
+    seen.append(read())
+    del probe["b"]
+    seen.append(read())
+    if used.value != len(probe) or len(set(seen)) != len(seen):
+        return None
+    return reader
+
+
+class _Versions:
+    """The version tags of the dicts a snapshot guards, to tell at once that none of
+    them changed (see :func:`_dict_version_reader`)."""
+
+    __slots__ = ("dicts", "readers", "tags")
+
+    def __init__(
+        self, dicts: list[dict[Any, Any]], reader: Callable[[dict[Any, Any]], Callable[[], int]]
+    ) -> None:
+        self.dicts = dicts  # held, so that every address read stays this dict's
+        self.readers = [reader(mapping) for mapping in dicts]
+        self.tags = [read() for read in self.readers]
+
+    def unchanged(self) -> bool:
+        return all(read() == tag for read, tag in zip(self.readers, self.tags, strict=True))
+
+    def refresh(self) -> None:
+        self.tags = [read() for read in self.readers]
+
+
+_VERSION_READER: Callable[[dict[Any, Any]], Callable[[], int]] | None = None
+_VERSION_READER_KNOWN = False
+
+
+def _version_reader() -> Callable[[dict[Any, Any]], Callable[[], int]] | None:
+    """:func:`_dict_version_reader`, found once (only without isolation is it used)."""
+    global _VERSION_READER, _VERSION_READER_KNOWN
+    if not _VERSION_READER_KNOWN:
+        _VERSION_READER = _dict_version_reader()
+        _VERSION_READER_KNOWN = True
+    return _VERSION_READER
+
+
+class Snapshot:
+    """Process state a case must leave alone when it runs inside the worker.
+
+    Taken before each case and compared with the live state after it. Objects are
+    held and compared by identity (a rebinding to an equal object still counts as a
+    change, and no object of the implementation's is ever asked whether it is equal);
+    the copies are made with built-in dict and list copies, so a check costs tens of
+    microseconds rather than a millisecond.
+    """
+
+    __slots__ = (
+        "builtins",
+        "cwd",
+        "environ",
+        "fds",
+        "modules",
+        "path",
+        "recursion",
+        "signals",
+        "streams",
+        "threads",
+        "timers",
+        "tracing",
+        "versions",
+    )
+
+    builtins: dict[str, Any]
+    cwd: str
+    environ: dict[Any, Any]
+    fds: tuple[tuple[int, int] | None, ...]
+    modules: list[tuple[str, Any, dict[str, Any]]]
+    path: list[Any]
+    recursion: int
+    signals: list[object]
+    streams: tuple[tuple[object, object], ...]
+    threads: int
+    timers: tuple[tuple[float, float], ...]
+    tracing: tuple[object, ...]
+    versions: _Versions | None
+
+    @classmethod
+    def take(cls) -> Snapshot:
+        reader = _version_reader()  # first: finding it binds names in this module
+        snap = cls()
+        snap.cwd = _safe_cwd()
+        snap.environ = _environment()
+        snap.path = list(sys.path)
+        snap.builtins = dict(BUILTINS)
+        snap.threads = _active_count()
+        snap.streams = _streams()
+        snap.fds = _fd_identities()
+        snap.modules = []
+        for name in _GUARDED_MODULES:
+            module = sys.modules.get(name)
+            if module is not None:
+                snap.modules.append((name, module, dict(vars(module))))
+        snap.signals = _signal_handlers()
+        snap.timers = tuple(_getitimer(which) for which in _TIMERS)
+        snap.tracing = (_gettrace(), _getprofile())
+        snap.recursion = _getrecursionlimit()
+        snap.versions = None
+        if reader is not None:
+            dicts = [BUILTINS, *(vars(module) for _, module, _ in snap.modules)]
+            data = getattr(_environ, "_data", None)
+            if type(data) is dict:
+                dicts.append(data)
+                snap.versions = _Versions(dicts, reader)
+        return snap
+
+    def differences(self) -> str | None:
+        """A description of what the case changed, or None."""
+        try:
+            return self._differences()
+        except RuntimeError:  # a thread of the case changed a namespace while it was read
+            return "changed the runner's modules or the standard modules it uses"
+
+    def _differences(self) -> str | None:
+        changes = []
+        versions = self.versions
+        # Unchanged tags: environ, builtins and every guarded namespace hold the same
+        # names bound to the same objects, without comparing them name by name.
+        quiet = versions is not None and versions.unchanged()
+        if _safe_cwd() != self.cwd:
+            changes.append("changed the working directory")
+        if not quiet and _environment() != self.environ:
+            changes.append("changed environment variables")
+        if not _same_items(self.path, sys.path):
+            changes.append("changed sys.path")
+        if not quiet and not _same_namespace(self.builtins, BUILTINS):
+            changes.append("changed builtins")
+        if _active_count() != self.threads:
+            changes.append("left threads running")
+        streams = _streams()
+        if not all(
+            saved[0] is now[0] and saved[1] is now[1]
+            for saved, now in zip(self.streams, streams, strict=True)
+        ):
+            changes.append("replaced or closed sys.stdout, sys.stderr or sys.stdin")
+        if _fd_identities() != self.fds:
+            changes.append("closed or redirected file descriptor 0, 1 or 2")
+        if not self._same_modules(quiet):
+            changes.append("changed the runner's modules or the standard modules it uses")
+        timers = tuple(_getitimer(which) for which in _TIMERS)
+        if not _same_items(self.signals, _signal_handlers()) or timers != self.timers:
+            changes.append("changed signal handlers or left a timer armed")
+        tracing = (_gettrace(), _getprofile())
+        if not _same_items(self.tracing, tracing) or _getrecursionlimit() != self.recursion:
+            changes.append("installed a trace or profile function or changed the recursion limit")
+        if not changes and versions is not None and not quiet:
+            versions.refresh()  # changed back to the same objects: still the snapshot
+        return "; ".join(changes) or None
+
+    def _same_modules(self, quiet: bool) -> bool:
+        """The same guarded modules, each still holding its namespace; name by name
+        unless the namespaces' version tags say that none of them changed."""
+        present = [name for name in _GUARDED_MODULES if name in sys.modules]
+        if present != [name for name, _, _ in self.modules]:
+            return False
+        for name, module, namespace in self.modules:
+            if sys.modules.get(name) is not module:
+                return False
+            if not quiet and not _same_namespace(namespace, vars(module)):
+                return False
+        return True
+
+
+def _safe_cwd() -> str:
+    try:
+        return _getcwd()
+    except OSError:
+        return "<unavailable>"
