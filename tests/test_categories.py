@@ -7,7 +7,7 @@ import pytest
 from cer import categories
 from cer.categories import CALL, CategoryConfigError, build_registry
 from cer.model import Status
-from conftest import Module
+from support import Module
 
 DOUBLE = "def f(x):\n    return x * 2\n"
 

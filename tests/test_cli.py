@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cer.cli.exits import ExitCode
 
+from cer.cli.exits import ExitCode
 from cer.cli.main import main
-from conftest import EXAMPLES, Module
+from support import EXAMPLES, Module
 
 CALC = EXAMPLES / "calc" / "evals.toml"
 

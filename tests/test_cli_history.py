@@ -11,7 +11,7 @@ import pytest
 
 import cer.cli.main as cli
 from cer.cli.main import main
-from conftest import Module
+from support import Module
 
 SUITE = """
 commonsformat_evals = "0.2"

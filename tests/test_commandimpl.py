@@ -35,7 +35,7 @@ from cer.events import ImplementationFailed, ImplementationLoaded, RunEvent
 from cer.model import RunResult, Status
 from cer.selection import Selection
 from cer.suite import load_suite
-from conftest import EXAMPLES, ROOT, Module, single_case_suite, statuses
+from support import EXAMPLES, ROOT, Module, single_case_suite, statuses
 
 HARNESSES = EXAMPLES / "harnesses"
 CALC_SUITE = EXAMPLES / "calc" / "evals.toml"

@@ -24,7 +24,7 @@ from cer.drafts import add_drafts, drafts_path, load_drafts
 from cer.history import History
 from cer.provenance import case_text_hash, read_provenance
 from cer.suite import load_suite, parse_suite
-from conftest import EXAMPLES, ROOT
+from support import EXAMPLES, ROOT
 from test_reports import validate_json
 
 CONSTRAINT = "left-associativity"

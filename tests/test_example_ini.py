@@ -11,7 +11,7 @@ from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import CASE_CLASSES, RunResult, Status
 from cer.suite import load_suite
-from conftest import EXAMPLES
+from support import EXAMPLES
 
 MODULE = EXAMPLES / "ini"
 SUITE = MODULE / "evals.toml"

@@ -19,7 +19,7 @@ from cer.history import History, default_history_path
 from cer.model import CaseResult, Mismatch, RunResult, Status
 from cer.records import HistoryError, HistoryUntrusted, diff_statuses
 from cer.suite import load_suite
-from conftest import Module
+from support import Module
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

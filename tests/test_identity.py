@@ -15,7 +15,7 @@ from cer.engine.identity import MAX_FILES, UNKNOWN, identify
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.suite import load_suite
-from conftest import Module, single_case_suite
+from support import Module, single_case_suite
 
 
 def test_the_id_follows_content_not_location(tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cer.cli.exits import ExitCode, exit_code_for_runs
 
 from cer.cli import console
+from cer.cli.exits import ExitCode, exit_code_for_runs
 from cer.cli.main import labelled_path, main
 from cer.engine.options import RunOptions
 from cer.history import History
@@ -43,7 +43,7 @@ from cer.options import (
     resolve_run,
 )
 from cer.suite import load_suite
-from conftest import EXAMPLES, ROOT, Module
+from support import EXAMPLES, ROOT, Module
 
 CALC = EXAMPLES / "calc" / "evals.toml"
 PYTHON = shlex.quote(sys.executable)

@@ -26,7 +26,7 @@ from cer.merge import (
 from cer.model import RunResult, Status
 from cer.reports import ReportContext, results_document
 from cer.suite import load_suite
-from conftest import Module
+from support import Module
 
 SUITE_HEAD = 'commonsformat_evals = "0.2"\ntarget = "merged"\n'
 

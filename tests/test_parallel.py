@@ -33,7 +33,7 @@ from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.model import RunResult, Status
 from cer.selection import Selection
 from cer.suite import load_suite
-from conftest import Module
+from support import Module
 
 MIXED = """
 commonsformat_evals = "0.2"

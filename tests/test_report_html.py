@@ -24,7 +24,7 @@ from cer.model import CaseResult, Mismatch, RunConditions, RunResult, Status
 from cer.reports import FORMATS, ReportContext, parse_report_spec, render_report, write_report
 from cer.reports.html import INSTALL_HINT, page_model, visible
 from cer.suite import load_suite
-from conftest import Module
+from support import Module
 
 DATA = Path(__file__).parent / "data"
 

@@ -34,7 +34,7 @@ from cer.reports.manifest import manifest_document
 from cer.selection import Selection
 from cer.serialize import run_from_dict
 from cer.suite import load_suite
-from conftest import Module
+from support import Module
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"

@@ -13,7 +13,7 @@ from cer.events import CaseFinished, ImplementationFailed, ImplementationLoaded,
 from cer.model import Status
 from cer.selection import Selection
 from cer.suite import load_suite
-from conftest import Module, single_case_suite, statuses
+from support import Module, single_case_suite, statuses
 
 THREE_CASES = """
 commonsformat_evals = "0.2"

@@ -22,7 +22,7 @@ from cer import selfcheck
 from cer.coverage import read_constraints
 from cer.model import CASE_CLASSES, Status
 from cer.suite import load_suite
-from conftest import ROOT
+from support import ROOT
 
 SUITE = ROOT / "evals.toml"
 SPEC_CONSTRAINTS = (

@@ -9,7 +9,7 @@ from cer import tracebacks
 from cer.cli.console import render_report
 from cer.suite import load_suite
 from cer.tracebacks import Site, code_frame, failure_site, trim
-from conftest import Module
+from support import Module
 
 RUNNER = tracebacks.RUNNER_DIR
 

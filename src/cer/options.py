@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cer.engine.confinement import NETWORK_MODES, SANDBOX_MODES, SandboxUnavailable, decide
-from cer.engine.options import ISOLATION_MODES, RunOptions, parse_jobs
+from cer.engine.options import ISOLATION_MODES, ImplementationKind, RunOptions, parse_jobs
 from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.selection import Selection
+from cer.session import IMPL_OPTIONS
 
 T = TypeVar("T")
 
@@ -55,18 +56,17 @@ _CONFIG_KEYS = frozenset(
         "network",
     }
 )
-_SINGLE_KEYS = (
+_SINGLE_KEYS: tuple[tuple[ImplementationKind, str], ...] = (
     ("python", "impl"),
     ("command", "impl_cmd"),
     ("command-per-case", "impl_cmd_per_case"),
 )
-_ENTRY_KINDS = {"impl": "python", "cmd": "command", "cmd_per_case": "command-per-case"}
-"""The keys of an ``impls`` table entry that name an implementation, and their kinds."""
-_OPTION_NAMES = {
-    "python": "--impl",
-    "command": "--impl-cmd",
-    "command-per-case": "--impl-cmd-per-case",
+_ENTRY_KINDS: dict[str, ImplementationKind] = {
+    "impl": "python",
+    "cmd": "command",
+    "cmd_per_case": "command-per-case",
 }
+"""The keys of an ``impls`` table entry that name an implementation, and their kinds."""
 
 
 class UsageError(Exception):
@@ -178,7 +178,12 @@ class _ImplementationAction(argparse.Action):
     option's own attribute holds its last value, as a plain store would."""
 
     def __init__(
-        self, option_strings: Sequence[str], dest: str, *, kind: str, **kwargs: Any
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        *,
+        kind: ImplementationKind,
+        **kwargs: Any,
     ) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.kind = kind
@@ -332,8 +337,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 class Implementation:
     """One implementation as named on the command line or in ``[tool.cer]``."""
 
-    kind: str
-    """``python``, ``command`` or ``command-per-case`` (see RunOptions.kind)."""
+    kind: ImplementationKind
     impl: str
     label: str | None = None
     """An explicit column label (``[tool.cer] impls`` tables only); None for automatic."""
@@ -469,7 +473,7 @@ def _check_implementation(item: Implementation) -> None:
         except ValueError as exc:
             raise UsageError(f"cannot split the command {impl!r}: {exc}") from exc
         if not words:
-            raise UsageError(f"the implementation command is empty ({_OPTION_NAMES[kind]})")
+            raise UsageError(f"the implementation command is empty ({IMPL_OPTIONS[kind]})")
 
 
 def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -> ResolvedRun:
@@ -583,16 +587,3 @@ def _config_size(value: Any, key: str) -> int:
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"[tool.cer] {key}: {exc}") from exc
     raise UsageError(f"[tool.cer] {key} must be a size such as 512M")
-
-
-def implementation_stem(options: RunOptions) -> str:
-    """An implementation id without its hash, as the runner forms it for ``options``
-    (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words): what
-    finds an implementation's own runs in the history whatever its code is today."""
-    if options.kind == "python":
-        return options.impl
-    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
-    try:
-        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
-    except ValueError:
-        return f"{prefix}:{options.impl}"

@@ -78,9 +78,9 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from cer.engine.options import RunOptions
+from cer.engine.options import Isolation, RunOptions
 from cer.engine.runner import run_suite
 from cer.events import CaseFinished, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status, Suite
@@ -261,7 +261,7 @@ def _options(data: Mapping[str, Any]) -> RunOptions:
     return RunOptions(
         impl=impl,
         timeout=float(timeout) if isinstance(timeout, int | float) else timeout,
-        isolation=str(given.get("isolation", "fork")),
+        isolation=cast(Isolation, str(given.get("isolation", "fork"))),  # checked by the run
         sandbox=str(given.get("sandbox", "auto")),
         selection=selection,
         category_models={str(k): str(v) for k, v in _table(given, "categories").items()},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from cer import plaindata
 from cer.compare import REJECTION_KEYS, binding_key, compare
@@ -24,6 +24,12 @@ HEALTH_KEYS = frozenset({"crashed", "hung"})
 exception something to compare rather than an error."""
 
 
+OutcomeKind = Literal[
+    "returned", "raised", "crashed", "timed_out", "not_plain", "lost", "import_failed"
+]
+"""What running one case produced, before any judgement (see :class:`Outcome`)."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What running one case produced, before any judgement.
@@ -35,7 +41,7 @@ class Outcome:
     ``import_failed``.
     """
 
-    kind: str
+    kind: OutcomeKind
     value: Any = MISSING
     error_type: str | None = None
     error_message: str | None = None
@@ -90,7 +96,7 @@ def outcome_from_worker(
         plural = "es" if strays != 1 else ""
         stderr += f"\n[the case left {strays} process{plural} running; they were killed]"
 
-    def out(kind: str, **fields: Any) -> Outcome:
+    def out(kind: OutcomeKind, **fields: Any) -> Outcome:
         fields.setdefault("elapsed_ms", elapsed_ms)
         return Outcome(kind, stdout=stdout, stderr=stderr, **fields)
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from cer.model import RunResult, Status
-from conftest import Module
+from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
 

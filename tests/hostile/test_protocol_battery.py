@@ -26,7 +26,7 @@ from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
 from cer.suite import load_suite
-from conftest import Module
+from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
 MODES = ["fork", "none"]

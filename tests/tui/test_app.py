@@ -13,12 +13,13 @@ from textual.widgets import Input, OptionList, TabbedContent
 from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
+from cer.session import repro_command
 from cer.suite import load_suite
 from cer.tui.app import CerApp, create_app
 from cer.tui.keys import APP_KEYS, LIST_KEYS
 from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.help import HelpScreen
-from cer.tui.state.commands import editor_command, repro_command
+from cer.tui.state.commands import editor_command
 from cer.tui.widgets.banner import Banner
 from cer.tui.widgets.case_list import CaseList
 from cer.tui.widgets.diff_pane import DiffPane

@@ -16,10 +16,10 @@ from cer.engine.options import RunOptions
 from cer.history import History
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, Status
+from cer.session import repro_command_many
 from cer.tui.app import CerApp, create_app
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen
-from cer.tui.state.commands import repro_command_many
 from cer.tui.widgets.diff_pane import DiffPane
 from cer.tui.widgets.matrix_table import MatrixTable
 from cer.tui.widgets.output_pane import OutputPane

@@ -50,14 +50,8 @@ from cer.engine.workerproc import WarmWorkers
 from cer.history import KEEP_RUNS, History, default_history_path
 from cer.matrix import build_matrix, matrix_to_dict
 from cer.merge import MergeError, merge_files
-from cer.model import RunResult, Status, Suite
-from cer.options import (
-    ResolvedRun,
-    UsageError,
-    find_project_config,
-    implementation_stem,
-    resolve_run,
-)
+from cer.model import RunResult, Suite
+from cer.options import ResolvedRun, UsageError, find_project_config, resolve_run
 from cer.records import HistoryError, HistoryUntrusted, RunRecord
 from cer.reports import (
     FORMATS,
@@ -67,6 +61,7 @@ from cer.reports import (
     results_document,
     write_report,
 )
+from cer.session import failed_last_time, record_run
 from cer.suite import SuiteError, load_suite
 from cer.suitecache import load_suite_cached
 
@@ -408,23 +403,15 @@ def _rerun_selection_many(
     the kind of its id), so that each implementation reruns the same cases. None with
     the reason when one of them has no recorded run."""
     try:
-        names: set[str] = set()
-        for options in implementations:
-            record = history.newest_run_of(
-                options.impl, implementation_stem(options), suite_path=suite.path
-            )
-            if record is None:
-                return None, (
-                    f"--failed: no recorded run of {options.impl} on {suite.path} "
-                    f"in {history.path}; run without --failed first"
-                )
-            names.update(
-                name
-                for name, status, _ in history.statuses(record.run_id)
-                if status in (Status.FAIL.value, Status.ERRORED.value)
-            )
+        last = failed_last_time(history, suite.path, implementations)
     except HistoryError as exc:
         return None, f"--failed: {exc}"
+    if last.missing is not None:
+        return None, (
+            f"--failed: no recorded run of {last.missing.impl} on {suite.path} "
+            f"in {history.path}; run without --failed first"
+        )
+    names = set(last.names)
     if not names:
         return frozenset(), (
             "the latest recorded runs of these implementations had no "
@@ -534,8 +521,7 @@ def _record(
     if coverage is not None:
         figures = coverage_figures(coverage, suite)
     try:
-        history.record(run, suite, figures)
-        return history.flaky_names(run.implementation_id, run.suite_hash), False
+        return record_run(history, run, suite, figures), False
     except HistoryUntrusted as exc:
         print_error(f"history: {exc}; this run is not recorded")
         return None, True

@@ -8,20 +8,20 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Literal
 
 from cer.engine import confinement
 from cer.model import Suite
 from cer.selection import Selection
 
-if TYPE_CHECKING:
-    pass
-
-
-ISOLATION_MODES = ("fork", "none")
-
-
-IMPLEMENTATION_KINDS = ("python", "command", "command-per-case")
+Isolation = Literal["fork", "none"]
+"""How a Python implementation's cases are kept apart: each in a fresh fork of the
+worker, or all inline in the worker (docs/execution-model.md)."""
+ImplementationKind = Literal["python", "command", "command-per-case"]
+"""What the implementation is: a Python object, a long-lived command harness, or one
+command per case."""
+ISOLATION_MODES: tuple[Isolation, ...] = ("fork", "none")
+IMPLEMENTATION_KINDS: tuple[ImplementationKind, ...] = ("python", "command", "command-per-case")
 
 
 OTHER_SHARD = "in another shard"
@@ -37,13 +37,13 @@ class RunOptions:
     impl: str
     """``MODULE:ATTR`` of the implementation under test (ATTR may be dotted), or, for
     the command kinds, the command line (split like a shell splits words)."""
-    kind: str = "python"
+    kind: ImplementationKind = "python"
     """``python`` (import MODULE:ATTR), ``command`` (a long-lived process speaking the
     line-delimited JSON protocol, docs/protocol.md) or ``command-per-case`` (one process
     per case: input as JSON on stdin, observation as JSON on stdout)."""
     paths: tuple[str, ...] = ()
     timeout: float = 10.0
-    isolation: str = "fork"
+    isolation: Isolation = "fork"
     max_memory: int | None = None
     capture_limit: int = 65536
     selection: Selection = field(default_factory=Selection)

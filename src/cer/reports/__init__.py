@@ -14,16 +14,11 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cer import serialize
-from cer.coverage import Coverage
-from cer.model import RunResult, Suite
-
-if TYPE_CHECKING:
-    from cer.records import RunRecord
+from cer.reports.context import ReportContext, iso_time, suite_display_path
 
 __all__ = [
     "FORMATS",
@@ -41,20 +36,6 @@ __all__ = [
 
 STDOUT = "-"
 """The destination that means standard output."""
-
-
-@dataclass(frozen=True)
-class ReportContext:
-    """What a report is made from."""
-
-    run: RunResult
-    suite: Suite
-    coverage: Coverage | None = None
-    flaky: frozenset[str] | None = None
-    """Cases flaky under this implementation id and suite hash; None without history."""
-    history: tuple[RunRecord, ...] = ()
-    """Recorded runs of the suite, newest first (for the HTML report's chart); empty
-    without history or when the report does not need them."""
 
 
 @dataclass(frozen=True)
@@ -84,25 +65,6 @@ class ReportRequest:
     @property
     def to_stdout(self) -> bool:
         return self.path == STDOUT
-
-
-def iso_time(ms: int) -> str:
-    """A millisecond timestamp as ISO 8601 in UTC (``2025-01-02T03:04:05.678+00:00``)."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
-
-
-def suite_display_path(suite: Suite) -> str:
-    """The suite's path relative to the working directory when below it, with ``/``.
-
-    CI annotations and JUnit ``file`` attributes need repository-relative paths, and
-    CI runs from the repository root.
-    """
-    path = Path(suite.path)
-    try:
-        relative = path.resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
-        return path.as_posix()
-    return relative.as_posix()
 
 
 def results_document(context: ReportContext) -> dict[str, Any]:

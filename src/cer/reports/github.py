@@ -10,7 +10,7 @@ require: ``%``, CR and LF everywhere, and also ``:`` and ``,`` in properties.
 from __future__ import annotations
 
 from cer.model import Status
-from cer.reports import ReportContext, suite_display_path
+from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
 
 __all__ = ["escape_data", "escape_property", "render"]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cer import __version__
 from cer.equality import format_value
 from cer.model import CASE_CLASS_TO_ARRAY, CASE_CLASSES, MISSING, CaseResult, Mismatch, Status
-from cer.reports import ReportContext, iso_time, suite_display_path
+from cer.reports.context import ReportContext, iso_time, suite_display_path
 
 if TYPE_CHECKING:
     from jinja2 import Environment

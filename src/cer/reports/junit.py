@@ -14,7 +14,7 @@ import socket
 import xml.etree.ElementTree as ET
 
 from cer.model import CASE_CLASSES, CaseResult, Status
-from cer.reports import ReportContext, iso_time, suite_display_path
+from cer.reports.context import ReportContext, iso_time, suite_display_path
 
 __all__ = ["render"]
 

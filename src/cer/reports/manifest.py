@@ -20,7 +20,7 @@ from cer import __version__, serialize
 from cer.coverage import Coverage
 from cer.model import CASE_CLASSES, Summary
 from cer.provenance import read_provenance
-from cer.reports import ReportContext, iso_time, suite_display_path
+from cer.reports.context import ReportContext, iso_time, suite_display_path
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "conformance", "manifest_document", "render"]
 

@@ -16,7 +16,7 @@ from cer.coverage import CoverageError, suite_coverage
 from cer.history import History
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_CLASS_TO_ARRAY, Case, RunResult, Suite
 from cer.records import RunRecord
-from cer.reports import ReportContext
+from cer.reports.context import ReportContext
 from cer.suite import SuiteError, load_suite
 
 __all__ = ["RecordedContext", "recorded_context", "stand_in_suite"]

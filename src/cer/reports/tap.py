@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from cer.model import Status
-from cer.reports import ReportContext, suite_display_path
+from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
 
 __all__ = ["render"]

@@ -40,6 +40,7 @@ from cer.engine.workerproc import WarmWorkers
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
 from cer.selection import Selection, name_matches
+from cer.session import repro_command_many
 from cer.suitecache import load_suite_cached
 from cer.tracebacks import implementation_site
 from cer.tui import messages
@@ -51,7 +52,7 @@ from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen
 from cer.tui.state.bars import HeaderState, SummaryState
 from cer.tui.state.board import Board, GroupKey
-from cer.tui.state.commands import editor_command, repro_command_many
+from cer.tui.state.commands import editor_command
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.details import DetailStyles
 from cer.tui.state.session import Failure, Session

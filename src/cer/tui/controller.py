@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from textual.worker import Worker
 from watchfiles import awatch
 
-from cer import events
+from cer import events, session
 from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
 from cer.derive import coverage_figures
 from cer.engine.runner import RunCancelled, RunOptions
 from cer.history import History, HistoryError
 from cer.matrix import build_matrix
-from cer.model import RunResult, Status, Suite
-from cer.options import implementation_stem
+from cer.model import RunResult, Suite
 from cer.records import HistoryError
 from cer.safetext import displayed, for_terminal
 from cer.selection import Selection
@@ -467,21 +466,12 @@ class RunController:
                         problem = f"no run of {suite_name} is recorded in {path}"
                         return messages.RecordedFailures(None, problem=problem)
                     return messages.RecordedFailures(latest.names, run_id=latest.run_id[:8])
-                names: set[str] = set()
-                run_ids: list[str] = []
-                for label, options in zip(self.labels, self.implementations, strict=True):
-                    record = history.newest_run_of(
-                        options.impl, implementation_stem(options), suite_path=self.suite_path
-                    )
-                    if record is None:
-                        problem = f"no run of {label} on {suite_name} is recorded in {path}"
-                        return messages.RecordedFailures(None, problem=problem)
-                    run_ids.append(record.short_id)
-                    names.update(
-                        name
-                        for name, status, _ in history.statuses(record.run_id)
-                        if status in (Status.FAIL.value, Status.ERRORED.value)
-                    )
+                last = session.failed_last_time(history, self.suite_path, self.implementations)
+                if last.missing is not None:
+                    label = self.labels[self.implementations.index(last.missing)]
+                    problem = f"no run of {label} on {suite_name} is recorded in {path}"
+                    return messages.RecordedFailures(None, problem=problem)
+                names, run_ids = last.names, last.run_ids
         except HistoryError as error:
             return messages.RecordedFailures(None, problem=str(error), error=True)
         return messages.RecordedFailures(tuple(sorted(names)), run_id=", ".join(run_ids))
@@ -616,8 +606,7 @@ def record_run(
     figures = run_figures(suite, run, doc)
     try:
         with History.open(path) as history:
-            history.record(run, suite, figures)
-            flaky = history.flaky_names(run.implementation_id, run.suite_hash or suite.content_hash)
+            flaky = session.record_run(history, run, suite, figures)
             trend = coverage_trend(history, suite, run)
     except HistoryError as error:
         return messages.HistoryRecorded(generation, run.run_id, error=str(error), lane=index)

@@ -1,0 +1,48 @@
+"""What every report is written from (:class:`ReportContext`), and the small
+formatting helpers the writers share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cer.coverage import Coverage
+from cer.model import RunResult, Suite
+
+if TYPE_CHECKING:
+    from cer.records import RunRecord
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a report is made from."""
+
+    run: RunResult
+    suite: Suite
+    coverage: Coverage | None = None
+    flaky: frozenset[str] | None = None
+    """Cases flaky under this implementation id and suite hash; None without history."""
+    history: tuple[RunRecord, ...] = ()
+    """Recorded runs of the suite, newest first (for the HTML report's chart); empty
+    without history or when the report does not need them."""
+
+
+def iso_time(ms: int) -> str:
+    """A millisecond timestamp as ISO 8601 in UTC (``2025-01-02T03:04:05.678+00:00``)."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def suite_display_path(suite: Suite) -> str:
+    """The suite's path relative to the working directory when below it, with ``/``.
+
+    CI annotations and JUnit ``file`` attributes need repository-relative paths, and
+    CI runs from the repository root.
+    """
+    path = Path(suite.path)
+    try:
+        relative = path.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return path.as_posix()
+    return relative.as_posix()
