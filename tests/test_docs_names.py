@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cer.cli.parser import build_parser
 
 from cer import options as options_module
 from cer import pytest_plugin
+from cer.cli.parser import build_parser
 from cer.tui.__main__ import build_parser as build_tui_parser
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -7,7 +7,7 @@ import time
 
 from cer.model import Status
 from cer.tracebacks import STACK_HEADING, implementation_site
-from conftest import Module, single_case_suite
+from support import Module, single_case_suite
 
 
 def test_the_stack_names_the_line_of_the_loop_and_stderr_stays_apart(module: Module) -> None:

@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 
 from cer import sandbox
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.events import ImplementationLoaded
 from cer.model import RunResult, Status
 from cer.suite import load_suite
@@ -235,7 +236,7 @@ def test_a_file_a_harness_names_that_turns_into_a_fifo_cannot_stall_the_supervis
     # A harness names its files in `started`, and can swap one for a FIFO between the
     # supervisor's check and its read (a race it can run as often as it likes). Here
     # the check is made to see a regular file, which is what winning the race means.
-    from cer.engine.command import harness as commandimpl
+    from cer.engine.command import identity as commandimpl
 
     fifo = tmp_path / "swapped"
     os.mkfifo(fifo)
