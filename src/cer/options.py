@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cer.engine.confinement import NETWORK_MODES, SANDBOX_MODES, SandboxUnavailable, decide
-from cer.engine.options import ISOLATION_MODES, ImplementationKind, RunOptions, parse_jobs
+from cer.engine.confinement import SandboxUnavailable, decide
+from cer.engine.options import (
+    ISOLATION_MODES,
+    NETWORK_MODES,
+    SANDBOX_MODES,
+    ImplementationKind,
+    RunOptions,
+    parse_jobs,
+)
 from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.selection import Selection

@@ -25,8 +25,7 @@ import pytest
 
 from cer import serialize
 from cer.cli import console
-from cer.engine.confinement import NETWORK_MODES, SANDBOX_MODES
-from cer.engine.options import RunOptions
+from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.engine.workerproc import WarmWorkers
 from cer.history import History, default_history_path
 from cer.model import Case, RunResult, Status

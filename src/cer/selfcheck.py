@@ -80,7 +80,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from cer.engine.options import Isolation, RunOptions
+from cer.engine.options import Isolation, RunOptions, SandboxMode
 from cer.engine.runner import run_suite
 from cer.events import CaseFinished, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status, Suite
@@ -262,7 +262,7 @@ def _options(data: Mapping[str, Any]) -> RunOptions:
         impl=impl,
         timeout=float(timeout) if isinstance(timeout, int | float) else timeout,
         isolation=cast(Isolation, str(given.get("isolation", "fork"))),  # checked by the run
-        sandbox=str(given.get("sandbox", "auto")),
+        sandbox=cast(SandboxMode, str(given.get("sandbox", "auto"))),  # checked by the run
         selection=selection,
         category_models={str(k): str(v) for k, v in _table(given, "categories").items()},
         **extra,

@@ -27,16 +27,10 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cer import sandbox
+from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
-
-if TYPE_CHECKING:
-    from cer.engine.options import RunOptions
-
-SANDBOX_MODES = ("auto", "require", "off")
-NETWORK_MODES = ("allow", "deny")
 
 _SYSTEM_READ = (
     "/usr",

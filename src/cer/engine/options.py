@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from cer.engine import confinement
 from cer.model import Suite
 from cer.selection import Selection
 
@@ -20,7 +19,14 @@ worker, or all inline in the worker (docs/execution-model.md)."""
 ImplementationKind = Literal["python", "command", "command-per-case"]
 """What the implementation is: a Python object, a long-lived command harness, or one
 command per case."""
+SandboxMode = Literal["auto", "require", "off"]
+"""Whether the implementation runs under Landlock: where the kernel has it, always (or
+refuse to run), or never (see :mod:`cer.engine.confinement`)."""
+NetworkMode = Literal["allow", "deny"]
+"""Whether the implementation may bind and connect TCP sockets (deny needs the sandbox)."""
 ISOLATION_MODES: tuple[Isolation, ...] = ("fork", "none")
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "require", "off")
+NETWORK_MODES: tuple[NetworkMode, ...] = ("allow", "deny")
 IMPLEMENTATION_KINDS: tuple[ImplementationKind, ...] = ("python", "command", "command-per-case")
 
 
@@ -60,10 +66,10 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     """``(I, N)``: run only the I-th of N slices of the suite (see :func:`in_shard`);
     the other cases are reported skipped with the reason :data:`OTHER_SHARD`."""
-    sandbox: str = "auto"
+    sandbox: SandboxMode = "auto"
     """``auto`` (Landlock where the kernel has it), ``require`` (refuse to run
     without it) or ``off``; see :mod:`cer.engine.confinement`."""
-    network: str = "allow"
+    network: NetworkMode = "allow"
     """``deny`` refuses the implementation TCP bind and connect (needs the sandbox)."""
     protected: tuple[str, ...] = ()
     """Paths the implementation may not reach at all besides the suite's own (the
@@ -147,7 +153,7 @@ def check_options(options: RunOptions) -> None:
         index, count = options.shard
         if not (type(index) is int and type(count) is int and 1 <= index <= count):
             raise ValueError("shard must be (I, N) with 1 <= I <= N")
-    if options.sandbox not in confinement.SANDBOX_MODES:
-        raise ValueError(f"sandbox must be one of {', '.join(confinement.SANDBOX_MODES)}")
-    if options.network not in confinement.NETWORK_MODES:
-        raise ValueError(f"network must be one of {', '.join(confinement.NETWORK_MODES)}")
+    if options.sandbox not in SANDBOX_MODES:
+        raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}")
+    if options.network not in NETWORK_MODES:
+        raise ValueError(f"network must be one of {', '.join(NETWORK_MODES)}")
