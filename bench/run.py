@@ -305,7 +305,7 @@ TUI_SIZE = (120, 36)
 
 
 async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
-    from cer.engine.runner import RunOptions
+    from cer.engine.options import RunOptions
     from cer.tui.app import create_app
 
     options = RunOptions(impl=impl, isolation="none", jobs=jobs)
@@ -684,7 +684,9 @@ from 600 to 649: rows near the end of the list."""
 async def _tui_watch(folder: Path, failed_first: bool, saves: int) -> dict[str, Any]:
     from dataclasses import replace
 
-    from cer.engine.runner import RunOptions, WarmWorkers, run_suite
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.engine.workerproc import WarmWorkers
     from cer.tui.app import create_app
 
     pool = WarmWorkers(1)

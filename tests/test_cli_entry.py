@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from cer.cli.entry import early_workers, wants_early_worker
-from cer.engine.runner import RunOptions, run_suite
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import Status
 from cer.suite import load_suite
-from conftest import Module, single_case_suite
+from support import Module, single_case_suite
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from cer.worker import main as worker
-from cer.worker.main import _dict_version_reader, _Snapshot
+from cer.worker import snapshot as worker
+from cer.worker.snapshot import Snapshot as _Snapshot
+from cer.worker.snapshot import _dict_version_reader
 
 SIGNALS = worker._SIGNALS
 

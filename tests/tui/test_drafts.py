@@ -18,13 +18,13 @@ from textual.app import App
 from cer.coverage import suite_coverage
 from cer.derive import derive
 from cer.drafts import add_drafts, drafts_path, load_drafts
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.history import History
 from cer.model import Case, CaseResult, Status
 from cer.suite import load_suite
 from cer.tui.app import create_app
 from cer.tui.screens.drafts import ConfirmScreen, DraftsScreen
-from conftest import EXAMPLES
+from support import EXAMPLES
 from tui.helpers import (
     FakeRunner,
     fixed_loader,

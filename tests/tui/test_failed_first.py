@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.model import Status
 from cer.tui.app import create_app
 

@@ -32,10 +32,12 @@ from textual.widgets import DataTable, Footer, Static
 from cer.approve import ApprovalError, approve_draft, approver_name, discard_draft
 from cer.derive import Draft
 from cer.drafts import DraftsError, drafts_path, load_drafts, set_observed
-from cer.engine.runner import RunOptions, run_suite
-from cer.history import History, HistoryError
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
+from cer.history import History
 from cer.model import RunResult, Status, Suite
 from cer.observe import DraftRun, run_drafts
+from cer.records import HistoryError
 from cer.suite import SuiteError, load_suite
 from cer.tui.state.commands import editor_command
 
