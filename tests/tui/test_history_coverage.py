@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console, RenderableType
 
 from cer.coverage import CoverageFigures
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.history import History
 from cer.model import Case, CaseResult, Status, Suite
 from cer.tui.app import CerApp, create_app

@@ -22,8 +22,8 @@ from watchfiles import awatch
 from cer import events, session
 from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
 from cer.derive import coverage_figures
-from cer.engine.runner import RunCancelled, RunOptions
-from cer.history import History, HistoryError
+from cer.engine.options import RunCancelled, RunOptions
+from cer.history import History
 from cer.matrix import build_matrix
 from cer.model import RunResult, Suite
 from cer.records import HistoryError

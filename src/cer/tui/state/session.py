@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from cer.coverage import CoverageFigures
-from cer.engine.runner import RunOptions
+from cer.engine.options import RunOptions
 from cer.matrix import Matrix
 from cer.model import RunResult, Status, Suite
 from cer.selection import Selection
