@@ -15,17 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import signal
-import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
 from rich.console import RenderableType
 from textual import on
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
@@ -40,19 +38,16 @@ from cer.engine.workerproc import WarmWorkers
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
 from cer.selection import Selection, name_matches
-from cer.session import repro_command_many
 from cer.suitecache import load_suite_cached
-from cer.tracebacks import implementation_site
 from cer.tui import messages
+from cer.tui.case_actions import CaseActions, Launcher, run_subprocess
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import app_keys, bindings
-from cer.tui.screens.drafts import DraftsScreen
 from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen
 from cer.tui.state.bars import HeaderState, SummaryState
 from cer.tui.state.board import Board, GroupKey
-from cer.tui.state.commands import editor_command
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.details import DetailStyles
 from cer.tui.state.session import Failure, Session
@@ -71,14 +66,8 @@ from cer.tui.widgets.text_pane import TextPane
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 
-Launcher = Callable[[Sequence[str]], int]
 
-
-def _run_subprocess(command: Sequence[str]) -> int:
-    return subprocess.call(list(command))
-
-
-class CerApp(App[None]):
+class CerApp(CaseActions):
     """Watches a suite and its implementations and shows every case's latest result."""
 
     TITLE = "cer"
@@ -104,7 +93,7 @@ class CerApp(App[None]):
         watch: bool = True,
         theme: str = DEFAULT_THEME,
         extra_watch: Iterable[str | Path] = (),
-        launcher: Launcher = _run_subprocess,
+        launcher: Launcher = run_subprocess,
         history: Path | None = None,
         implementations: Sequence[RunOptions] = (),
         labels: Sequence[str] = (),
@@ -205,10 +194,6 @@ class CerApp(App[None]):
     def theme_file(self) -> ThemeFile:
         """The theme in use."""
         return self.themes[self.theme]
-
-    @property
-    def case_list(self) -> CaseList:
-        return self.query_one("#cases", CaseList)
 
     @property
     def banner(self) -> Banner:
@@ -584,107 +569,11 @@ class CerApp(App[None]):
         if isinstance(self.focused, (LinePane, TextPane)):
             self.action_focus_details()
 
-    def action_rerun_case(self) -> None:
-        row = self.case_list.highlighted_row
-        if row is None:
-            return
-        self.start_run(
-            replace(self.base_selection, names=frozenset({row.name})),
-            f"rerun: {row.name}",
-            narrow=False,  # the highlighted case, whatever the run pattern
-        )
-
-    def action_run_pattern(self) -> None:
-        field = self.query_one("#pattern", Input)
-        field.value = self.run_pattern
-        field.add_class("-shown")
-        field.focus()
-
     @on(Input.Submitted, "#pattern")
     def _pattern_submitted(self, event: Input.Submitted) -> None:
         event.input.remove_class("-shown")
         self.case_list.focus()
         self.set_run_pattern(event.value.strip())
-
-    def set_run_pattern(self, pattern: str) -> None:
-        """Run only the cases whose name matches ``pattern`` from now on, on every
-        trigger, until it is cleared (``""`` runs every case again)."""
-        cases = () if self.suite is None else self.suite.cases
-        if pattern and cases and not any(name_matches(pattern, case.name) for case in cases):
-            self.notify(f"No case name matches {pattern!r}.", severity="warning")
-            return
-        self.run_pattern = pattern
-        trigger = f"rerun: only {pattern!r}" if pattern else "rerun: every case"
-        self.start_run(self.base_selection, trigger)
-
-    def action_edit_code(self) -> None:
-        row = self.case_list.highlighted_row
-        site = None if row is None or row.result is None else implementation_site(row.result)
-        if site is None:
-            self.notify(
-                "No line of the implementation to open: the case did not fail in it.",
-                title="Code",
-            )
-            return
-        self._open_editor(Path(site.path), site.line)
-
-    def action_step_back(self) -> None:
-        pattern = self.query_one("#pattern", Input)
-        if pattern.has_focus:
-            pattern.remove_class("-shown")
-            self.case_list.focus()
-            return
-        field = self.query_one("#filter", Input)
-        if field.has_focus:
-            field.value = ""
-            self._close_filter()
-            return
-        if self.focused is not self.case_list:
-            self.case_list.focus()
-            return
-        filters = self.board.filters
-        if filters.text or filters.group is not None:
-            field.value = ""
-            self._set_filters(text="", group=None)
-
-    def action_edit_case(self) -> None:
-        row = self.case_list.highlighted_row
-        if row is None:
-            return
-        self._open_editor(self.suite_path, row.case.line)
-
-    def _open_editor(self, path: Path, line: int | None) -> None:
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-        command = editor_command(editor, path, line)
-        try:
-            with self.suspend():
-                self._launcher(command)
-        except SuspendNotSupported:
-            self.notify("Cannot open an editor from here.", severity="warning")
-        except OSError as error:
-            self.notify(f"Cannot start {command[0]}: {error}", severity="error")
-
-    def action_drafts(self) -> None:
-        """Open the drafts screen: what cer derive proposed, run, for review. Drafts
-        stay on that screen: never in the list, the totals or the history."""
-        self.push_screen(
-            DraftsScreen(
-                self.suite_path,
-                self.options,
-                history=self.history_path,
-                launcher=self._launcher,
-                run=self._run_function,
-                load=self._load_function,
-            )
-        )
-
-    def action_copy_repro(self) -> None:
-        row = self.case_list.highlighted_row
-        if row is None:
-            return
-        command = repro_command_many(self.suite_path, self.implementations, row.name)
-        self.copy_to_clipboard(command)
-        self.notify(command, title="Copied")
 
     def action_cycle_theme(self) -> None:
         names = list(self.themes)
@@ -753,7 +642,7 @@ def create_app(
     watch: bool = True,
     theme: str = DEFAULT_THEME,
     extra_watch: Iterable[str | Path] = (),
-    launcher: Launcher = _run_subprocess,
+    launcher: Launcher = run_subprocess,
     history: Path | None = None,
     implementations: Sequence[RunOptions] = (),
     labels: Sequence[str] = (),
