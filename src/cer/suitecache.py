@@ -37,7 +37,14 @@ from typing import Any
 
 import cer
 from cer.model import Case, Suite
-from cer.suite import _CASE_IS_PLAIN, SuiteError, _collector_paused, _new_case, parse_suite
+from cer.suite import (
+    _CASE_FIELDS,
+    _CASE_IS_PLAIN,
+    SuiteError,
+    _collector_paused,
+    _new_case,
+    parse_suite,
+)
 
 __all__ = ["CACHE_DIR", "FORMAT", "cache_file", "load_suite_cached"]
 
@@ -47,22 +54,6 @@ validated, changes, so that older entries are rebuilt."""
 CACHE_DIR = Path(".cer") / "cache"
 """Where the entries live, relative to the suite's folder."""
 _MAGIC = b"cer suite cache\n"
-_FIELDS = frozenset(
-    (
-        "name",
-        "case_class",
-        "category",
-        "position",
-        "array_index",
-        "input",
-        "expect",
-        "description",
-        "verifies",
-        "tags",
-        "severity",
-        "line",
-    )
-)
 
 
 def cache_file(suite_path: Path) -> Path:
@@ -158,7 +149,7 @@ def _suite_from(table: Any, suite_path: Path, content_hash: str) -> Suite | None
         return None
     cases: list[Case] = []
     append = cases.append
-    fields = _FIELDS
+    fields = _CASE_FIELDS
     for position, row in enumerate(rows, start=1):
         if not (
             type(row) is dict
@@ -226,7 +217,9 @@ def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
         # As built by cer.suite, a case's instance dictionary is exactly its fields; a
         # row that is not is refused when read back, never served (see _suite_from).
         "cases": tuple(
-            case.__dict__ if _CASE_IS_PLAIN else {name: getattr(case, name) for name in _FIELDS}
+            case.__dict__
+            if _CASE_IS_PLAIN
+            else {name: getattr(case, name) for name in _CASE_FIELDS}
             for case in suite.cases
         ),
     }
