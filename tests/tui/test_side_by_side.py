@@ -8,11 +8,11 @@ from dataclasses import replace
 from cer.matrix import build_matrix
 from cer.model import Case, CaseResult, RunResult, Status
 from cer.tui.state.board import Row
-from cer.tui.state.details import DetailStyles
 from cer.tui.state.formatting import column_labels
 from cer.tui.state.matrix_layout import MatrixLayout, differs_in, sections
 from cer.tui.state.side_by_side import LaneRow as Lane
 from cer.tui.state.side_by_side import compare_lanes, render_details_many
+from cer.tui.state.styles import DetailStyles
 
 from .helpers import make_case, make_suite, passing, result_for
 

@@ -49,8 +49,8 @@ from cer.tui.screens.matrix import MatrixScreen
 from cer.tui.state.bars import HeaderState, SummaryState
 from cer.tui.state.board import Board, GroupKey
 from cer.tui.state.coverage_view import CoverageView
-from cer.tui.state.details import DetailStyles
 from cer.tui.state.session import Failure, Session
+from cer.tui.state.styles import DetailStyles
 from cer.tui.state.themes import DEFAULT_THEME, ThemeFile, find_themes
 from cer.tui.state.watching import WatchPlan
 from cer.tui.theming import detail_styles, textual_theme
@@ -131,7 +131,7 @@ class CerApp(CaseActions):
         self.details_shown: tuple[str | None, int] = (None, 0)
         """The case whose details the panes show, and the request they answered."""
         self.control = RunController(
-            self, run=run, load=load, history=history, extra_watch=extra_watch
+            self, self, run=run, load=load, history=history, extra_watch=extra_watch
         )
         self.extra_watch = self.control.extra_watch
         self._launcher = launcher

@@ -14,8 +14,9 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
+from textual.app import App
 from textual.worker import Worker
 from watchfiles import awatch
 
@@ -33,12 +34,27 @@ from cer.suite import SuiteError
 from cer.tui import messages
 from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
-from cer.tui.state.details import DetailStyles
+from cer.tui.state.session import Session
 from cer.tui.state.side_by_side import render_selected
+from cer.tui.state.styles import DetailStyles
 from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
 
-if TYPE_CHECKING:
-    from cer.tui.app import CerApp
+
+class RunHost(Protocol):
+    """What the controller needs of the app beyond Textual's own API: the session it
+    fills, where the suite is, and how a run is asked for (the app narrows it to the
+    run pattern)."""
+
+    session: Session
+    suite_path: Path
+    base_selection: Selection
+
+    def start_run(self, selection: Selection, trigger: str, *, narrow: bool = True) -> None:
+        """Start a cycle that runs ``selection``."""
+
+    def refresh_header(self) -> None:
+        """Show the watch state in the header."""
+
 
 WorkerGroup = Literal["run", "watch", "details", "coverage", "matrix", "history"]
 """The app's kinds of worker; one of each kind runs at a time."""
@@ -74,7 +90,8 @@ class RunController:
 
     def __init__(
         self,
-        app: CerApp,
+        app: App[None],
+        host: RunHost,
         *,
         run: RunFunction,
         load: LoadFunction,
@@ -82,16 +99,17 @@ class RunController:
         extra_watch: Iterable[str | Path] = (),
     ) -> None:
         self.app = app
-        self.session = app.session
-        self.suite_path = app.suite_path
+        self.host = host
+        self.session = host.session
+        self.suite_path = host.suite_path
         self.implementations: tuple[RunOptions, ...] = tuple(
-            lane.options for lane in app.session.lanes
+            lane.options for lane in host.session.lanes
         )
-        self.labels = app.session.labels
+        self.labels = host.session.labels
         self.history_path = history
         self.extra_watch = tuple(Path(p) for p in extra_watch)
         self.generation = 0
-        self.selection = app.base_selection
+        self.selection = host.base_selection
         """What the cycle in flight runs."""
         self.plan: WatchPlan | None = None
         self.watcher: Worker[None] | None = None
@@ -408,8 +426,8 @@ class RunController:
             self.app.notify("No failed or errored cases to rerun.", title="Rerun failed")
             return
         count = len(failed)
-        self.app.start_run(
-            replace(self.app.base_selection, names=failed),
+        self.host.start_run(
+            replace(self.host.base_selection, names=failed),
             f"rerun: {count} failed case{'s' if count != 1 else ''}",
         )
 
@@ -440,8 +458,8 @@ class RunController:
             )
             return
         count = len(names)
-        self.app.start_run(
-            replace(self.app.base_selection, names=frozenset(names)),
+        self.host.start_run(
+            replace(self.host.base_selection, names=frozenset(names)),
             f"rerun: {count} failed case{'s' if count != 1 else ''} of recorded "
             f"{runs} {message.run_id}",
         )
@@ -541,9 +559,9 @@ class RunController:
             return
         if self.paused:
             self.pending_changes.update(paths)
-            self.app.refresh_header()
+            self.host.refresh_header()
             return
-        self.app.start_run(self.app.base_selection, self.describe_trigger(paths))
+        self.host.start_run(self.host.base_selection, self.describe_trigger(paths))
 
     def toggle_pause(self) -> None:
         """Pause watching, or resume it and rerun for what changed meanwhile."""
@@ -551,9 +569,9 @@ class RunController:
         pending = tuple(sorted(self.pending_changes))
         if not self.paused:
             self.pending_changes.clear()
-        self.app.refresh_header()
+        self.host.refresh_header()
         if not self.paused and pending:
-            self.app.start_run(self.app.base_selection, self.describe_trigger(pending))
+            self.host.start_run(self.host.base_selection, self.describe_trigger(pending))
 
     def describe_watch(self, watching: bool) -> str:
         """What the header says about watching."""

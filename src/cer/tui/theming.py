@@ -9,7 +9,7 @@ from rich.style import Style
 from textual.theme import BUILTIN_THEMES, Theme
 
 from cer.model import Status
-from cer.tui.state.details import DetailStyles
+from cer.tui.state.styles import DetailStyles
 from cer.tui.state.themes import ThemeFile
 from cer.tui.widgets.case_list import CaseList
 from cer.tui.widgets.diff_pane import DiffPane

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -33,9 +32,7 @@ from cer.coverage import (
     read_constraints,
 )
 from cer.model import Case, RunResult, Status, Suite
-
-if TYPE_CHECKING:
-    from cer.tui.state.details import DetailStyles
+from cer.tui.state.styles import DetailStyles
 
 VERIFIED = "✔"
 NOT_VERIFIED = "✘"

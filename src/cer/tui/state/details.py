@@ -9,32 +9,20 @@ from __future__ import annotations
 import pprint
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
 
-from cer.model import Case, CaseResult, Status
+from cer.model import Case, CaseResult
 from cer.tracebacks import code_frame, implementation_site, trim
 from cer.tui.state.board import Change, Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
-from cer.tui.state.diffing import DiffStyles, render_result_diff
+from cer.tui.state.diffing import render_result_diff
 from cer.tui.state.formatting import FLAKY_MARK, SYMBOLS, format_ms
-
-
-@dataclass(frozen=True)
-class DetailStyles:
-    """Styles for the panes, resolved from the theme on the event loop."""
-
-    diff: DiffStyles = field(default_factory=DiffStyles)
-    heading: Style = field(default_factory=lambda: Style(bold=True))
-    label: Style = field(default_factory=lambda: Style(dim=True))
-    path: Style = field(default_factory=lambda: Style(bold=True))
-    stderr: Style = field(default_factory=Style)
-    traceback: Style = field(default_factory=lambda: Style(color="red"))
-    statuses: Mapping[Status | None, Style] = field(default_factory=dict)
+from cer.tui.state.styles import DetailStyles
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
 from cer.tui.state.details import (
     Details,
-    DetailStyles,
     render_case,
     render_details,
     render_output,
@@ -40,6 +39,7 @@ from cer.tui.state.details import (
 )
 from cer.tui.state.diffing import Sides, describe_value, render_mismatch, render_result_diff
 from cer.tui.state.formatting import SYMBOLS, column_labels, format_ms
+from cer.tui.state.styles import DetailStyles
 
 CELL_LIMIT = 60
 """Characters of a value shown in a cell of the side-by-side table."""
