@@ -12,22 +12,24 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cer.approve import ApprovalError, approve_draft, approver_name, discard_draft
 from cer.coverage import CoverageError, suite_coverage
-from cer.derive import Derivation, Draft, derive
-from cer.drafts import DraftsError, add_drafts, drafts_path, load_drafts, set_observed
 from cer.engine.options import RunOptions
 from cer.history import History, default_history_path
-from cer.observe import observe
 from cer.options import UsageError, find_project_config
 from cer.records import HistoryError
 from cer.suite import SuiteError, load_suite
 
 __all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
 
+if TYPE_CHECKING:
+    from cer.derive import Derivation, Draft
+
 Command = Callable[[argparse.Namespace], int]
+
+# The commands' own modules (the drafts file, the suite editor with tomlkit, the observing
+# run) are imported by each command when it runs: every `cer` start builds this parser.
 
 
 def add_review_commands(commands: Any) -> dict[str, Command]:
@@ -173,6 +175,10 @@ def _draft_json(draft: Draft) -> dict[str, Any]:
 
 
 def cmd_derive(args: argparse.Namespace) -> int:
+    from cer.derive import derive
+    from cer.drafts import DraftsError, add_drafts, drafts_path, load_drafts, set_observed
+    from cer.observe import observe
+
     try:
         suite = load_suite(_suite_path(args.suite))
         coverage = suite_coverage(suite)
@@ -222,6 +228,9 @@ def cmd_derive(args: argparse.Namespace) -> int:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
+    from cer.approve import ApprovalError, approve_draft, approver_name
+    from cer.drafts import DraftsError
+
     try:
         suite_path = _suite_path(args.suite)
     except UsageError as exc:
@@ -260,6 +269,9 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
+    from cer.approve import discard_draft
+    from cer.drafts import DraftsError
+
     try:
         suite_path = _suite_path(args.suite)
     except UsageError as exc:
