@@ -9,10 +9,12 @@ runnable alone with ``--only``:
   minus a one-case run) against the fork floor, the same implementation's cases run in
   a minimal fork + pipe + wait loop; on the trivial suite and the CommonMark-style one;
 - ``none``: ``--isolation none``, marginal µs per case above a bare loop that calls the
-  same implementation and compares with ``==``;
+  same implementation and compares with ``==``, and above the floor of one case in
+  flight (the cases handed one at a time to a second process through a pipe);
 - ``peers``: the CommonMark-style workload (652 documents rendered by markdown-it-py
-  through a shared-parser adapter) with cer's defaults, ``-j auto`` and ``--isolation
-  none``, against parametrized pytest and ``pytest -n auto`` (pytest-xdist);
+  through a shared-parser adapter) with cer's defaults (one worker per CPU), ``-j 1``
+  and ``--isolation none``, against parametrized pytest and ``pytest -n auto``
+  (pytest-xdist), wall and CPU time;
 - ``startup``: a one-case ``cer run`` against the bare interpreter, with the largest
   imports (``python -X importtime``);
 - ``load``: a 100,000-case suite: tomli's own parse, a full load, the first load
@@ -47,7 +49,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 IMPLEMENTATION = '''
@@ -223,14 +225,26 @@ def bare_loop(folder: Path) -> float:
         sys.path.remove(str(folder))
 
 
-def run_process(args: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall time (s) and peak RSS (MiB) of a whole child process tree's largest member.
+class Measured(NamedTuple):
+    """One child process tree, as ``/usr/bin/time`` saw it."""
 
-    The peak is read with ``/usr/bin/time`` when present (per process, not the maximum
-    over every child this bench ever waited for)."""
+    wall: float
+    """Wall time, in seconds."""
+    peak_mib: float
+    """Peak resident memory of the tree's largest member, in MiB."""
+    cpu: float
+    """User plus system CPU time of the whole tree (every process it waited for), in
+    seconds: what a busy machine disturbs least."""
+
+
+def run_process(args: list[str], cwd: Path) -> Measured:
+    """Run ``args`` in ``cwd`` and measure it.
+
+    The peak and the CPU time are read with ``/usr/bin/time`` when present (per process
+    tree, not the maximum over every child this bench ever waited for)."""
     timer = shutil.which("time") or "/usr/bin/time"
     stats = cwd / ".bench-time"
-    command = [timer, "-f", "%M", "-o", str(stats), *args] if Path(timer).exists() else args
+    command = [timer, "-f", "%M %U %S", "-o", str(stats), *args] if Path(timer).exists() else args
     started = time.perf_counter()
     done = subprocess.run(
         command, cwd=cwd, capture_output=True, text=True, check=False, env=child_env()
@@ -238,65 +252,24 @@ def run_process(args: list[str], cwd: Path) -> tuple[float, float]:
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{args} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    peak = 0.0
+    peak = cpu = 0.0
     if stats.exists():
         lines = stats.read_text().strip().splitlines()
-        peak = int(lines[-1]) / 1024 if lines and lines[-1].isdigit() else 0.0
+        words = lines[-1].split() if lines else []
+        if len(words) == 3:
+            peak = int(words[0]) / 1024
+            cpu = float(words[1]) + float(words[2])
         stats.unlink()
-    return elapsed, peak
+    return Measured(elapsed, peak, cpu)
 
 
 def cer_command() -> str:
     return shutil.which("cer") or str(Path(sys.executable).parent / "cer")
 
 
-_CLI_HAS_JOBS: bool | None = None
-DRIVER = """
-import sys
-from cer.engine.runner import RunOptions, parse_jobs, run_suite
-from cer.suite import load_suite
-
-suite_path, impl, isolation, jobs = sys.argv[1:5]
-run = run_suite(load_suite(suite_path),
-                RunOptions(impl=impl, isolation=isolation, jobs=parse_jobs(jobs)))
-print(run.summary)
-sys.exit(0 if run.summary.verdict == "conformant" else 1)
-"""
-
-
-def cli_has_jobs() -> bool:
-    """Whether ``cer run`` takes ``-j`` yet; without it the bench runs the same options
-    through the runner's API (a slightly smaller process: no report code)."""
-    global _CLI_HAS_JOBS
-    if _CLI_HAS_JOBS is None:
-        done = subprocess.run(
-            [cer_command(), "run", "--help"],
-            capture_output=True,
-            text=True,
-            check=False,
-            env=child_env(),
-        )
-        _CLI_HAS_JOBS = "--jobs" in done.stdout
-    return _CLI_HAS_JOBS
-
-
-def cer_run(folder: Path, impl: str, *extra: str) -> tuple[float, float]:
-    """``cer run`` with ``extra`` options (``-j N`` goes through the runner's API while
-    the command line lacks it)."""
-    words = list(extra)
-    if "-j" in words and not cli_has_jobs():
-        at = words.index("-j")
-        jobs = words[at + 1]
-        del words[at : at + 2]
-        if jobs == "1":  # the command line's only setting so far
-            return run_process(
-                [cer_command(), "run", "evals.toml", "--impl", impl, "-q", *words], folder
-            )
-        isolation = words[words.index("--isolation") + 1] if "--isolation" in words else "fork"
-        return run_process(
-            [sys.executable, "-c", DRIVER, "evals.toml", impl, isolation, jobs], folder
-        )
-    return run_process([cer_command(), "run", "evals.toml", "--impl", impl, "-q", *words], folder)
+def cer_run(folder: Path, impl: str, *extra: str) -> Measured:
+    """``cer run`` on the suite in ``folder`` with ``extra`` options, quietly."""
+    return run_process([cer_command(), "run", "evals.toml", "--impl", impl, "-q", *extra], folder)
 
 
 # --- the TUI, in a child process of its own ------------------------------------------
@@ -381,7 +354,7 @@ def run_tui_child(kind: str, folder: Path, extra: str) -> dict[str, Any]:
 # --- the sections of the bench --------------------------------------------------------
 
 FLOOR = """
-import json, os, sys, time, tomllib
+import json, os, resource, sys, time, tomllib
 folder, module, attr, key = sys.argv[1:5]
 sys.path.insert(0, folder)
 import importlib
@@ -389,9 +362,17 @@ import cer.worker.main  # the size of a loaded worker
 function = getattr(importlib.import_module(module), attr)
 with open(os.path.join(folder, "evals.toml"), "rb") as handle:
     cases = tomllib.load(handle)["cases"]
-times = []
+
+def cpu():
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (resource.getrusage(resource.RUSAGE_SELF),
+                      resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
+
+times, cpus = [], []
 for _ in range(int(sys.argv[5])):
-    started = time.perf_counter()
+    started, used = time.perf_counter(), cpu()
     for case in cases:
         r, w = os.pipe()
         pid = os.fork()
@@ -411,18 +392,102 @@ for _ in range(int(sys.argv[5])):
             observed = {key: observed}
         assert all(observed[k] == v for k, v in case["expect"].items()), case["name"]
     times.append((time.perf_counter() - started) / len(cases))
+    cpus.append((cpu() - used) / len(cases))
 times.sort()
-print(times[len(times) // 2] * 1000)
+cpus.sort()
+print(times[len(times) // 2] * 1000, cpus[len(cpus) // 2] * 1000)
 """
 """The fork floor: the same implementation's cases, each in a process forked from one
 that imported ``cer.worker`` and the implementation, its observation sent back through
 a pipe as JSON, then ``waitpid``: what any runner that forks per case must pay."""
 
+IN_FLIGHT_FLOOR = """
+import json, os, struct, sys, time, tomllib
+folder, module, attr, key = sys.argv[1:5]
+sys.path.insert(0, folder)
+import importlib
+import cer.worker.main  # the size of a loaded worker
+function = getattr(importlib.import_module(module), attr)
+with open(os.path.join(folder, "evals.toml"), "rb") as handle:
+    cases = tomllib.load(handle)["cases"]
+HEADER = struct.Struct("<I")
 
-def fork_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) -> float:
-    """Median ms per case of the fork floor on the suite in ``folder``."""
+def read_exact(fd, size):
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+def send(fd, payload):
+    os.write(fd, HEADER.pack(len(payload)) + payload)
+
+def receive(fd):
+    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
+    return read_exact(fd, size)
+
+to_child_r, to_child_w = os.pipe()
+to_parent_r, to_parent_w = os.pipe()
+pid = os.fork()
+if pid == 0:  # the process that runs the cases, one at a time, as it is handed each
+    os.close(to_child_w)
+    os.close(to_parent_r)
+    while True:
+        try:
+            given = json.loads(receive(to_child_r))
+        except EOFError:
+            os._exit(0)
+        send(to_parent_w, json.dumps(function(**given)).encode())
+os.close(to_child_r)
+os.close(to_parent_w)
+times = []
+for _ in range(int(sys.argv[5])):
+    started = time.perf_counter()
+    for case in cases:
+        send(to_child_w, json.dumps(case["input"]).encode())
+        observed = json.loads(receive(to_parent_r))
+        if not isinstance(observed, dict):
+            observed = {key: observed}
+        assert all(observed[k] == v for k, v in case["expect"].items()), case["name"]
+    times.append((time.perf_counter() - started) / len(cases))
+os.close(to_child_w)
+os.waitpid(pid, 0)
+times.sort()
+print(times[len(times) // 2] * 1e6)
+"""
+"""The floor of one case in flight: the same implementation's cases handed one at a
+time to a second process (forked from one that imported ``cer.worker`` and the
+implementation) through a pipe as JSON, its observation read back the same way before
+the next case is handed over: what any runner that keeps the implementation out of its
+own process and lets it hold one case at a time must pay."""
+
+
+class Floor(NamedTuple):
+    """A floor's median cost per case, in ms."""
+
+    wall_ms: float
+    cpu_ms: float
+
+
+def fork_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) -> Floor:
+    """The fork floor on the suite in ``folder``: median ms per case, wall and CPU."""
     done = subprocess.run(
         [sys.executable, "-c", FLOOR, str(folder), module, attr, key, str(repeat)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
+    wall, cpu = done.stdout.split()
+    return Floor(float(wall), float(cpu))
+
+
+def in_flight_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) -> float:
+    """The one-case-in-flight floor on the suite in ``folder``: median µs per case."""
+    done = subprocess.run(
+        [sys.executable, "-c", IN_FLIGHT_FLOOR, str(folder), module, attr, key, str(repeat)],
         capture_output=True,
         text=True,
         check=True,
@@ -433,19 +498,41 @@ def fork_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) 
 
 def median_run(folder: Path, impl: str, *extra: str, repeat: int = 3) -> float:
     """Median wall time (s) of ``cer run`` with ``extra`` options."""
-    return statistics.median(cer_run(folder, impl, *extra)[0] for _ in range(repeat))
+    return statistics.median(cer_run(folder, impl, *extra).wall for _ in range(repeat))
 
 
-def marginal(folder: Path, one: Path, cases: int, impl: str, *extra: str, repeat: int = 3) -> float:
+def medians(runs: list[Measured]) -> dict[str, float]:
+    """Median wall and CPU seconds of ``runs``."""
+    return {
+        "wall_s": statistics.median(run.wall for run in runs),
+        "cpu_s": statistics.median(run.cpu for run in runs),
+    }
+
+
+class Marginal(NamedTuple):
+    """What one more case costs a run, in ms: wall time and CPU time of the whole
+    process tree."""
+
+    wall_ms: float
+    cpu_ms: float
+
+
+def marginal(
+    folder: Path, one: Path, cases: int, impl: str, *extra: str, repeat: int = 3
+) -> Marginal:
     """ms per case of ``cer run`` above its own start-up: the whole run of ``cases``
     minus the same run of a one-case suite, over ``cases - 1``; the two alternate so
     that a change of load hits both alike."""
-    big: list[float] = []
-    small: list[float] = []
+    big: list[Measured] = []
+    small: list[Measured] = []
     for _ in range(repeat):
-        big.append(cer_run(folder, impl, *extra)[0])
-        small.append(cer_run(one, impl, *extra)[0])
-    return (statistics.median(big) - statistics.median(small)) / (cases - 1) * 1000
+        big.append(cer_run(folder, impl, *extra))
+        small.append(cer_run(one, impl, *extra))
+    many, few = medians(big), medians(small)
+    return Marginal(
+        (many["wall_s"] - few["wall_s"]) / (cases - 1) * 1000,
+        (many["cpu_s"] - few["cpu_s"]) / (cases - 1) * 1000,
+    )
 
 
 def first_cases(source: Path, target: Path, count: int) -> Path:
@@ -481,31 +568,49 @@ def section_fork(root: Path, quick: bool) -> dict[str, Any]:
         floor = fork_floor(folder, module, attr, key)
         cer = marginal(folder, one, cases, impl, "--isolation", "fork", "-j", "1")
         floor_after = fork_floor(folder, module, attr, key)
-        floor_ms = statistics.median([floor, floor_after])
+        floor_ms = statistics.median([floor.wall_ms, floor_after.wall_ms])
+        floor_cpu_ms = statistics.median([floor.cpu_ms, floor_after.cpu_ms])
         if label == "trivial":  # the sandbox's share (the kernel's Landlock checks)
             result["trivial_sandbox_off_ms"] = marginal(
                 folder, one, cases, impl, "--isolation", "fork", "-j", "1", "--sandbox", "off"
-            )
+            ).wall_ms
         result[label] = {
             "cases": cases,
             "floor_ms": floor_ms,
-            "floor_before_after_ms": [floor, floor_after],
-            "cer_fork_ms": cer,
-            "ratio": cer / floor_ms,
+            "floor_before_after_ms": [floor.wall_ms, floor_after.wall_ms],
+            "floor_cpu_ms": floor_cpu_ms,
+            "cer_fork_ms": cer.wall_ms,
+            "cer_fork_cpu_ms": cer.cpu_ms,
+            "ratio": cer.wall_ms / floor_ms,
+            "cpu_ratio": cer.cpu_ms / floor_cpu_ms,
         }
     return result
 
 
 def section_none(root: Path, quick: bool) -> dict[str, Any]:
     """``--isolation none``: marginal µs per case above a bare loop calling the same
-    implementation and comparing with ``==``."""
+    implementation and comparing with ``==``, and above the floor of one case in flight
+    (the same cases handed one at a time to a second process)."""
     n = 1_000 if quick else 2_000
     folder = make_module(root, n)
     one = first_cases(folder, root / "none_one", 1)
     cer_run(one, "bench_impl:render")
     bare = bare_loop(folder) / n * 1e6
-    cer = marginal(folder, one, n, "bench_impl:render", "--isolation", "none", "-j", "1") * 1000
-    return {"cases": n, "bare_us": bare, "cer_none_us": cer, "above_bare_us": cer - bare}
+    in_flight = in_flight_floor(folder, "bench_impl", "render", "output")
+    cer = marginal(folder, one, n, "bench_impl:render", "--isolation", "none", "-j", "1")
+    in_flight_after = in_flight_floor(folder, "bench_impl", "render", "output")
+    floor_us = statistics.median([in_flight, in_flight_after])
+    cer_us = cer.wall_ms * 1000
+    return {
+        "cases": n,
+        "bare_us": bare,
+        "in_flight_floor_us": floor_us,
+        "in_flight_before_after_us": [in_flight, in_flight_after],
+        "cer_none_us": cer_us,
+        "cer_none_cpu_us": cer.cpu_ms * 1000,
+        "above_bare_us": cer_us - bare,
+        "above_in_flight_us": cer_us - floor_us,
+    }
 
 
 def commonmark_module(root: Path) -> Path:
@@ -515,27 +620,37 @@ def commonmark_module(root: Path) -> Path:
     return folder
 
 
-def pytest_run(folder: Path, *extra: str, repeat: int = 3) -> float:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "test_bench.py"]
-    return statistics.median(run_process(args, folder)[0] for _ in range(repeat))
+def pytest_command(*extra: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "test_bench.py"]
 
 
 def section_peers(root: Path, quick: bool) -> dict[str, Any]:
-    """The CommonMark-style workload, whole processes: cer's defaults and
-    ``--isolation none`` against parametrized pytest and ``pytest -n auto``."""
+    """The CommonMark-style workload, whole processes: cer's defaults (fork isolation,
+    one worker per CPU), ``-j 1`` and ``--isolation none`` against parametrized pytest
+    and ``pytest -n auto``; every command once per round, the rounds repeated."""
     cm = commonmark_module(root)
     impl = "cm_adapter:render"
-    cer_run(cm, impl)
-    repeat = 2 if quick else 3
-    rows = {
-        "cer_defaults": median_run(cm, impl, repeat=repeat),
-        "cer_fork_jauto": median_run(cm, impl, "-j", "auto", repeat=repeat),
-        "cer_none": median_run(cm, impl, "--isolation", "none", repeat=repeat),
-        "cer_none_jauto": median_run(cm, impl, "--isolation", "none", "-j", "auto", repeat=repeat),
-        "pytest": pytest_run(cm, repeat=repeat),
-        "pytest_xdist_auto": pytest_run(cm, "-n", "auto", repeat=repeat),
+    cer = [cer_command(), "run", "evals.toml", "--impl", impl, "-q"]
+    commands = {
+        "cer_defaults": cer,
+        "cer_fork_j1": [*cer, "-j", "1"],
+        "cer_none": [*cer, "--isolation", "none"],
+        "cer_none_j1": [*cer, "--isolation", "none", "-j", "1"],
+        "pytest": pytest_command(),
+        "pytest_xdist_auto": pytest_command("-n", "auto"),
     }
-    return {"cases": 652, "seconds": rows}
+    for command in commands.values():  # warm-up: bytecode caches, the suite cache
+        run_process(command, cm)
+    runs: dict[str, list[Measured]] = {name: [] for name in commands}
+    for _ in range(2 if quick else 3):
+        for name, command in commands.items():
+            runs[name].append(run_process(command, cm))
+    rows = {name: medians(measured) for name, measured in runs.items()}
+    return {
+        "cases": 652,
+        "seconds": {name: row["wall_s"] for name, row in rows.items()},
+        "cpu_seconds": {name: row["cpu_s"] for name, row in rows.items()},
+    }
 
 
 def section_startup(root: Path, quick: bool) -> dict[str, Any]:
@@ -547,8 +662,8 @@ def section_startup(root: Path, quick: bool) -> dict[str, Any]:
     cer: list[float] = []
     bare: list[float] = []
     for _ in range(repeat):  # alternate, so that a change of load hits both alike
-        cer.append(cer_run(one, impl)[0])
-        bare.append(run_process([sys.executable, "-c", "pass"], one)[0])
+        cer.append(cer_run(one, impl).wall)
+        bare.append(run_process([sys.executable, "-c", "pass"], one).wall)
     return {
         "cer_run_ms": statistics.median(cer) * 1000,
         "python_ms": statistics.median(bare) * 1000,
@@ -811,7 +926,6 @@ def main() -> None:
             "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "quick": args.quick,
-        "cli_has_jobs": cli_has_jobs(),
     }
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="cer-bench-") as tmp:
@@ -880,12 +994,14 @@ def print_table(results: dict[str, Any]) -> None:
         f"(1-min after each section: {machine['load_1min_after_each_section']})"
     )
     if "fork" in results:
-        print("\nfork mode, -j 1: marginal cost per case against the fork floor")
+        print("\nfork mode, -j 1: marginal cost per case against the fork floor (wall; CPU)")
         for label in ("trivial", "commonmark"):
             row = results["fork"][label]
             print(
                 f"  {label:<11} {row['cases']:>5} cases  cer {row['cer_fork_ms']:.3f} ms  "
-                f"floor {row['floor_ms']:.3f} ms  → {row['ratio']:.2f}x floor (target 1.3x)"
+                f"floor {row['floor_ms']:.3f} ms  → {row['ratio']:.2f}x floor (target 1.3x); "
+                f"CPU cer {row['cer_fork_cpu_ms']:.3f} ms, floor {row['floor_cpu_ms']:.3f} ms "
+                f"→ {row['cpu_ratio']:.2f}x"
             )
         off = results["fork"]["trivial_sandbox_off_ms"]
         floor = results["fork"]["trivial"]["floor_ms"]
@@ -893,18 +1009,26 @@ def print_table(results: dict[str, Any]) -> None:
     if "none" in results:
         row = results["none"]
         print(
-            f"\n--isolation none, -j 1, {row['cases']} cases: {row['cer_none_us']:.0f} µs a case, "
-            f"bare loop {row['bare_us']:.1f} µs → {row['above_bare_us']:.0f} µs above it "
-            "(target 30 µs)"
+            f"\n--isolation none, -j 1, {row['cases']} cases: {row['cer_none_us']:.0f} µs a case "
+            f"(CPU {row['cer_none_cpu_us']:.0f} µs), bare loop {row['bare_us']:.1f} µs → "
+            f"{row['above_bare_us']:.0f} µs above it (target 30 µs)\n"
+            f"  one case in flight, floor (a second process, a pipe each way): "
+            f"{row['in_flight_floor_us']:.0f} µs a case → cer "
+            f"{row['above_in_flight_us']:.0f} µs above it, "
+            f"{row['cer_none_us'] / row['in_flight_floor_us']:.2f}x"
         )
     if "peers" in results:
         rows = results["peers"]["seconds"]
+        cpus = results["peers"]["cpu_seconds"]
         pytest_s, xdist_s = rows["pytest"], rows["pytest_xdist_auto"]
-        print(f"\nCommonMark-style, {results['peers']['cases']} cases, whole process (median)")
+        print(
+            f"\nCommonMark-style, {results['peers']['cases']} cases, whole process "
+            "(median wall; CPU of the process tree)"
+        )
         for key, value in rows.items():
             print(
                 f"  {key:<18} {value:6.2f} s  {value / pytest_s:5.2f}x pytest  "
-                f"{value / xdist_s:5.2f}x pytest -n auto"
+                f"{value / xdist_s:5.2f}x pytest -n auto   CPU {cpus[key]:6.2f} s"
             )
         print(
             "  targets: cer_defaults ≤ 1.00x pytest; cer_none ≤ 0.33x pytest "
