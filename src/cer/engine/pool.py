@@ -244,6 +244,38 @@ class WorkerPool(AloneCases):
             return
         in_flight.append(_Flight(seq, item, handed_over))
 
+    def hand_next(self, lane: _Lane) -> None:
+        """Hand the lane's worker its next case as soon as it answered the one in
+        flight, before that answer is decoded and judged, so that the worker runs the
+        next case while the supervisor judges the last one.
+
+        Still one case at a time: the worker answered, and will not exit (no anomaly,
+        in time). A message read before this hand-over cannot answer the new case (see
+        :meth:`answer`). When the send fails, the case goes back to the queue and the
+        loss is handled where it is seen (:meth:`fill`, or the worker's end).
+        """
+        worker, pending = lane.worker, self.pending
+        if (
+            worker is None
+            or not pending
+            or lane.in_flight
+            or lane.expecting_exit
+            or lane.loading
+            or self.finished
+            or (self.cancel is not None and self.cancel.is_set())
+        ):
+            return
+        item = pending.popleft()
+        seq = case_id()
+        body = self.encode(item)
+        handed_over = time.monotonic()
+        try:
+            worker.send_case(seq, body)
+        except WorkerLost:
+            pending.appendleft(item)
+            return
+        lane.in_flight.append(_Flight(seq, item, handed_over))
+
     def wait(self, lanes: list[_Lane]) -> None:
         """Wait for any worker to speak (or a short while), then handle every complete
         message, lane by lane."""
@@ -400,7 +432,14 @@ class WorkerPool(AloneCases):
         body = message.body
         op = body.get("op")
         in_flight = lane.in_flight
-        if op != "result" or not in_flight or body.get("seq") != in_flight[0].seq:
+        if (
+            op != "result"
+            or not in_flight
+            or body.get("seq") != in_flight[0].seq
+            # Read before the case was handed over (a case handed over while earlier
+            # messages of the same read were handled): it cannot be its answer.
+            or now <= in_flight[0].sent_at
+        ):
             what = f"a {op!r} message" if type(op) is str else "a message"
             self.lost(
                 lane,
@@ -417,6 +456,10 @@ class WorkerPool(AloneCases):
         if isinstance(how, dict) and how.get("how") == "unstarted" and not late:
             self.restart_case(flight.item)
             return
+        if not late and elapsed_ms <= timeout * 1000.0 and not body.get("anomaly"):
+            # The worker answered in time and stays: it gets its next case before this
+            # answer is decoded and judged.
+            self.hand_next(lane)
         lane.losses = 0
         outcome = outcome_from_worker(
             body, message.raw, timeout, self.options.capture_limit, elapsed_ms
