@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping
 from datetime import date, datetime, time, timedelta, timezone
 from types import MappingProxyType
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from cer.model import MISSING
 
@@ -59,8 +58,14 @@ def type_name(value: Any) -> str:
 
 
 def _known_tzinfo(tz: Any) -> bool:
-    """Only tzinfo objects of the standard library are asked for an offset."""
-    return tz is None or type(tz) is timezone or type(tz) is ZoneInfo
+    """Only tzinfo objects of the standard library are asked for an offset. (zoneinfo
+    is imported only when a value has some other tzinfo: it costs a run that compares
+    no such value several milliseconds, as it reads the interpreter's configuration.)"""
+    if tz is None or type(tz) is timezone:
+        return True
+    from zoneinfo import ZoneInfo
+
+    return type(tz) is ZoneInfo
 
 
 def _offset(value: datetime | time) -> timedelta | None:

@@ -28,7 +28,7 @@ from cer.engine.options import (
     RunOptions,
     parse_jobs,
 )
-from cer.matrix import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
+from cer.labels import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.selection import Selection
 from cer.session import IMPL_OPTIONS

@@ -12,11 +12,14 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cer.coverage import CoverageFigures
 from cer.engine.options import ImplementationKind, RunOptions
-from cer.history import History
 from cer.model import RunResult, Status, Suite
+
+if TYPE_CHECKING:
+    from cer.coverage import CoverageFigures
+    from cer.history import History
 
 __all__ = [
     "IMPL_OPTIONS",

@@ -14,16 +14,20 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from cer.coverage import Coverage, CoverageFigures, describe_unknown
-from cer.equality import format_value
+from cer.coverage import describe_unknown
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
-from cer.matrix import IGNORED_KEYS, Agreement, Group, Matrix, Row
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
-from cer.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 from cer.safetext import for_terminal
 from cer.tracebacks import code_frame, failure_site, trim
+
+if TYPE_CHECKING:
+    # The matrix is imported by whoever built one, and the history's records by whoever
+    # read them: a one-implementation run needs neither (nor what they import).
+    from cer.coverage import Coverage, CoverageFigures
+    from cer.matrix import Group, Matrix, Row
+    from cer.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -404,6 +408,8 @@ def _cell_text(status: Status | None, words: bool) -> str:
 
 
 def _marker(row: Row, words: bool) -> str:
+    from cer.matrix import Agreement
+
     if row.agreement is Agreement.DISAGREE:
         return "≠ differ" if words else "≠"
     if row.agreement is Agreement.ALL_ERRORED:
@@ -421,6 +427,8 @@ def _describe_value(value: Any) -> str:
         return "<missing>"
     if value is None:
         return "None"
+    from cer.equality import format_value
+
     return f"{type(value).__name__} {format_value(value, 80)}"
 
 
@@ -433,6 +441,8 @@ def _group_line(group: Group, keys: Sequence[str], width: int) -> str:
             f"{key}: {_describe_value(group.observation.get(key, MISSING))}" for key in keys
         )
     else:
+        from cer.matrix import IGNORED_KEYS
+
         what = f"the same observation (apart from {', '.join(sorted(IGNORED_KEYS))})"
     status = f"{SYMBOLS[group.status]} {LABELS[group.status]:<5}"
     return _clip(for_terminal(f"      {', '.join(group.labels)}  {status}  {what}"), width)
@@ -480,6 +490,7 @@ def render_matrix(
     would not fit in ``width``). ``coverages`` and ``flaky`` are per column, in column
     order, when known.
     """
+    from cer.matrix import Agreement
 
     def paint(status: Status | None, text: str) -> str:
         if not colour or status is None:

@@ -27,10 +27,6 @@ from cer.cli.exits import (
     print_error,
     print_warning,
 )
-from cer.cli.history import (
-    cmd_diff,
-    cmd_history,
-)
 from cer.cli.parser import (
     build_parser,
     review_commands,
@@ -43,13 +39,10 @@ from cer.coverage import (
     read_module_doc,
     suite_coverage,
 )
-from cer.derive import coverage_figures
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.history import KEEP_RUNS, History, default_history_path
-from cer.matrix import build_matrix, matrix_to_dict
-from cer.merge import MergeError, merge_files
 from cer.model import RunResult, Suite
 from cer.options import ResolvedRun, UsageError, find_project_config, resolve_run
 from cer.records import HistoryError, HistoryUntrusted, RunRecord
@@ -471,6 +464,8 @@ def _run_matrix(
         flaky.append(flaky_names)
         coverages.append(coverage)
         runs.append(run)
+    from cer.matrix import build_matrix, matrix_to_dict  # only several implementations
+
     matrix = build_matrix(suite, runs, labels)
     charted = _chart_runs(args, history, suite)
     contexts = [
@@ -519,6 +514,8 @@ def _record(
         return None, False
     figures: CoverageFigures | None = None
     if coverage is not None:
+        from cer.derive import coverage_figures  # only with a module document
+
         figures = coverage_figures(coverage, suite)
     try:
         return record_run(history, run, suite, figures), False
@@ -542,6 +539,21 @@ def _chart_runs(
     except HistoryError as exc:
         print_warning(f"history: {exc}; the report shows no earlier runs")
         return ()
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """``cer history`` (:mod:`cer.cli.history`, imported only for this command and
+    ``cer diff``: a run has no use for the history's listings and HTML pages)."""
+    from cer.cli import history
+
+    return history.cmd_history(args)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``cer diff`` (see :func:`cmd_history`)."""
+    from cer.cli import history
+
+    return history.cmd_diff(args)
 
 
 def cmd_check(args: argparse.Namespace) -> ExitCode:
@@ -571,6 +583,8 @@ def cmd_check(args: argparse.Namespace) -> ExitCode:
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
     """Merge shard results, then report the whole run as ``cer run`` does."""
+    from cer.merge import MergeError, merge_files  # only this command
+
     try:
         run = merge_files(args.files)
     except MergeError as exc:

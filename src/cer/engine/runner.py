@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from cer.categories import build_registry
 from cer.engine import confinement
-from cer.engine.command.backend import CommandExecution
+from cer.engine.execution import Execution
 from cer.engine.options import (
     RunOptions,
     check_options,
@@ -96,8 +96,12 @@ def _run_suite(
     registry = build_registry(options.category_models)
     run_id = os.urandom(16).hex()  # like uuid4().hex, without importing uuid
     started = _now_ms()
-    backend = WorkerPool if options.kind == "python" else CommandExecution
-    execution = backend(suite, options, emit, cancel, warm)
+    if options.kind == "python":
+        execution: Execution = WorkerPool(suite, options, emit, cancel, warm)
+    else:
+        from cer.engine.command.backend import CommandExecution  # commands only
+
+        execution = CommandExecution(suite, options, emit, cancel, warm)
     execution.sandbox = decision
     if scratch is not None:
         execution.policy = confinement.build_policy(

@@ -14,6 +14,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -92,33 +93,54 @@ def _render_json(context: ReportContext) -> str:
     )
 
 
-def _formats() -> dict[str, ReportFormat]:
-    from cer.reports import github, html, junit, manifest, tap
+def _renderer(module: str) -> Callable[[ReportContext], str]:
+    """The ``render`` of ``cer.reports.<module>``, imported when a report of that format
+    is first rendered: a run that writes no report imports no writer (the XML, HTML
+    and manifest writers cost more to import than a one-case run takes)."""
 
+    def render(context: ReportContext) -> str:
+        writer: Callable[[ReportContext], str] = import_module(f"cer.reports.{module}").render
+        return writer(context)
+
+    return render
+
+
+def _html_unavailable() -> str | None:
+    """Why the HTML report cannot be written here (see
+    :func:`cer.reports.html.missing_dependency`), asked only when it is requested."""
+    from cer.reports import html
+
+    return html.missing_dependency()
+
+
+def _formats() -> dict[str, ReportFormat]:
     return {
         "junit": ReportFormat(
-            "junit", "JUnit XML for CI test reports", "cer-junit.xml", junit.render
+            "junit", "JUnit XML for CI test reports", "cer-junit.xml", _renderer("junit")
         ),
         "json": ReportFormat(
             "json", "the full results structure", "cer-results.json", _render_json
         ),
-        "tap": ReportFormat("tap", "TAP version 14", "cer-results.tap", tap.render),
+        "tap": ReportFormat("tap", "TAP version 14", "cer-results.tap", _renderer("tap")),
         "manifest": ReportFormat(
-            "manifest", "the evidence manifest (JSON)", "cer-manifest.json", manifest.render
+            "manifest",
+            "the evidence manifest (JSON)",
+            "cer-manifest.json",
+            _renderer("manifest"),
         ),
         "github": ReportFormat(
             "github",
             "GitHub Actions workflow annotations",
             STDOUT,
-            github.render,
+            _renderer("github"),
             line_oriented=True,
         ),
         "html": ReportFormat(
             "html",
             "a self-contained HTML page with charts",
             "cer-report.html",
-            html.render,
-            unavailable=html.missing_dependency,
+            _renderer("html"),
+            unavailable=_html_unavailable,
             needs_history=True,
         ),
     }
