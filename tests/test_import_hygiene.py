@@ -1,7 +1,9 @@
-"""The core never imports the terminal UI: the headless path stays small and UI-free."""
+"""The core never imports the terminal UI: the headless path stays small and UI-free, and
+a ``cer run`` imports only what a run uses."""
 
 from __future__ import annotations
 
+import json
 import pkgutil
 import subprocess
 import sys
@@ -9,6 +11,7 @@ import sys
 import pytest
 
 import cer
+from support import Module, single_case_suite
 
 CORE_MODULES = sorted(
     f"cer.{info.name}" for info in pkgutil.iter_modules(cer.__path__) if info.name != "tui"
@@ -49,3 +52,90 @@ def test_worker_imports_only_what_it_needs() -> None:
             ]
         )
     )
+
+
+ONE_CASE_RUN = """
+import json, sys
+out, *argv = sys.argv[1:]
+sys.argv = ["cer", *argv]
+from cer.cli.entry import main
+code = main()
+with open(out, "w", encoding="utf-8") as stream:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, stream)
+"""
+
+NOT_FOR_A_RUN = (
+    # other front ends and optional dependencies
+    "textual",
+    "rich",
+    "jinja2",
+    "tomlkit",
+    "cer.tui",
+    # other subcommands
+    "cer.cli.history",
+    "cer.derive",
+    "cer.drafts",
+    "cer.approve",
+    "cer.observe",
+    "cer.check",
+    # reports nobody asked for, several implementations, command implementations
+    "cer.reports.html",
+    "cer.reports.junit",
+    "cer.reports.manifest",
+    "cer.reports.tap",
+    "cer.reports.github",
+    "cer.reports.recorded",
+    "cer.matrix",
+    "cer.engine.command",
+    # what only those need
+    "xml",
+    "socket",
+    "zoneinfo",
+)
+
+
+def run_modules(module: Module, *argv: str) -> set[str]:
+    """The modules loaded by the end of a one-case ``cer run`` (started as the ``cer``
+    program is) in a fresh interpreter."""
+    module.suite(single_case_suite("{ output = 2 }", "{ x = 1 }"))
+    impl = module.impl("def f(x):\n    return x * 2\n")
+    out = module.root / "modules.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            ONE_CASE_RUN,
+            str(out),
+            "run",
+            "evals.toml",
+            "--impl",
+            f"{impl}:f",
+            "-q",
+            *argv,
+        ],
+        cwd=module.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(out.read_text(encoding="utf-8"))
+    assert found["code"] == 0
+    return set(found["modules"])
+
+
+def loaded(modules: set[str], name: str) -> bool:
+    return any(m == name or m.startswith(f"{name}.") for m in modules)
+
+
+def test_a_one_case_run_imports_only_what_a_run_uses(module: Module) -> None:
+    modules = run_modules(module)
+    assert {"cer.engine.runner", "cer.history", "cer.cli.console"} <= modules
+    assert [name for name in NOT_FOR_A_RUN if loaded(modules, name)] == []
+
+
+def test_a_report_imports_its_writer_when_asked_for(module: Module) -> None:
+    modules = run_modules(module, "--report", f"junit={module.root / 'junit.xml'}")
+    assert loaded(modules, "cer.reports.junit")
+    assert not loaded(modules, "cer.reports.html")

@@ -10,7 +10,6 @@ exist. A misspelt name is reported as an error, never silently dropped.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -302,6 +301,8 @@ def compute_coverage(
             if name in known:
                 covering[name].append(case.name)
                 continue
+            import difflib  # only for a name no constraint has: the suggestion
+
             close = difflib.get_close_matches(name, declared.names, n=1, cutoff=0.6)
             unknown.append(
                 UnknownReference(case.name, name, case.line, close[0] if close else None)
