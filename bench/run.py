@@ -362,6 +362,9 @@ import cer.worker.main  # the size of a loaded worker
 function = getattr(importlib.import_module(module), attr)
 with open(os.path.join(folder, "evals.toml"), "rb") as handle:
     cases = tomllib.load(handle)["cases"]
+if len(sys.argv) > 6:  # one of several such processes: every k-th case from the i-th
+    share, shares = map(int, sys.argv[6:8])
+    cases = cases[share::shares]
 
 def cpu():
     return sum(
@@ -482,6 +485,32 @@ def fork_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) 
     )
     wall, cpu = done.stdout.split()
     return Floor(float(wall), float(cpu))
+
+
+def parallel_fork_floor(folder: Path, module: str, attr: str, key: str) -> Measured:
+    """The fork floor as a whole run on every CPU: one process per CPU, started
+    together, each importing the implementation and forking a process per case for its
+    share of the cases; wall time from the first start to the last exit, with the
+    interpreters' start-up, as cer's defaults are measured."""
+    shares = os.cpu_count() or 1
+    command = [sys.executable, "-c", FLOOR, str(folder), module, attr, key, "1"]
+    started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = [
+        subprocess.Popen(
+            [*command, str(share), str(shares)],
+            stdout=subprocess.DEVNULL,
+            env=child_env(),
+        )
+        for share in range(shares)
+    ]
+    for child in children:
+        if child.wait() != 0:
+            raise RuntimeError(f"the parallel fork floor failed ({child.returncode})")
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Measured(wall, 0.0, cpu)
 
 
 def in_flight_floor(folder: Path, module: str, attr: str, key: str, repeat: int = 3) -> float:
@@ -642,9 +671,11 @@ def section_peers(root: Path, quick: bool) -> dict[str, Any]:
     for command in commands.values():  # warm-up: bytecode caches, the suite cache
         run_process(command, cm)
     runs: dict[str, list[Measured]] = {name: [] for name in commands}
+    runs["fork_floor_every_cpu"] = []
     for _ in range(2 if quick else 3):
         for name, command in commands.items():
             runs[name].append(run_process(command, cm))
+        runs["fork_floor_every_cpu"].append(parallel_fork_floor(cm, "cm_adapter", "render", "html"))
     rows = {name: medians(measured) for name, measured in runs.items()}
     return {
         "cases": 652,
@@ -1027,7 +1058,7 @@ def print_table(results: dict[str, Any]) -> None:
         )
         for key, value in rows.items():
             print(
-                f"  {key:<18} {value:6.2f} s  {value / pytest_s:5.2f}x pytest  "
+                f"  {key:<20} {value:6.2f} s  {value / pytest_s:5.2f}x pytest  "
                 f"{value / xdist_s:5.2f}x pytest -n auto   CPU {cpus[key]:6.2f} s"
             )
         print(
