@@ -43,6 +43,7 @@ def test_worker_imports_only_what_it_needs() -> None:
                 "cer.worker.isolation",
                 "cer.worker.snapshot",
                 "cer.worker.target",
+                "cer.worker.versions",
                 "cer.procs",
                 "cer.plaindata",
                 "cer.framing",

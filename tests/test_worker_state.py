@@ -11,7 +11,7 @@ import pytest
 
 from cer.worker import snapshot as worker
 from cer.worker.snapshot import Snapshot as _Snapshot
-from cer.worker.snapshot import _dict_version_reader
+from cer.worker.versions import dict_version_reader as _dict_version_reader
 
 SIGNALS = worker._SIGNALS
 

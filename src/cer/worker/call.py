@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import traceback
+from collections.abc import Collection
 from typing import Any
 
 from cer import plaindata
@@ -20,6 +21,7 @@ from cer.worker.target import (
     Target,
     load_model,
 )
+from cer.worker.versions import KeptCopy
 
 
 def payload_text(exc: BaseException) -> str:
@@ -62,7 +64,10 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
 
     previous_hook = threading.excepthook
     threading.excepthook = on_thread_exception
-    modules_before = set(sys.modules)
+    modules = _MODULES
+    if modules.mapping is not sys.modules:  # rebound by an earlier case (no isolation)
+        modules = KeptCopy(sys.modules)
+    modules_before, modules_moved = modules.current(), modules.moved
     view = CaseView(
         name=message["name"],
         case_class=message["case_class"],
@@ -73,8 +78,9 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
     # What reports the result is taken now: rebinding names in the runner's modules or
     # in builtins while the implementation runs must not change how its result is sent.
     to_wire, dumps, not_plain = plaindata.to_wire, plaindata.dumps, plaindata.NotPlainData
-    namespace = BUILTINS
-    saved_builtins = dict(namespace)
+    namespace, restore = BUILTINS, _restore_builtins
+    saved_builtins = _BUILTINS.current()
+    builtins_moved = _BUILTINS.moved
     box: list[Any] = [_UNSET]
     payload: dict[str, Any] | None = None
     try:
@@ -98,7 +104,8 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
 
                 box[0] = loaded.execute(invoke, view)
         finally:
-            _restore_builtins(namespace, saved_builtins)
+            if builtins_moved():
+                restore(namespace, saved_builtins)
     except SetupFailed as exc:
         payload = _exception_payload("setup", exc)
         cause = exc.__cause__
@@ -119,7 +126,7 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
         payload = _encode_returned(box[0], to_wire, not_plain)
     if thread_failures and payload["k"] in ("ret", "bad"):
         payload = {"k": "thread", "tb": "\n".join(thread_failures)}
-    lazy = _lazy_files(modules_before)
+    lazy = _lazy_files(modules_before) if modules_moved() else []
     if lazy:
         payload["files"] = lazy
     try:
@@ -132,7 +139,7 @@ STDLIB: list[StdlibTrees] = []
 """Where the standard library is, found once by :meth:`Worker.load` (before the import)."""
 
 
-def _lazy_files(before: set[str]) -> list[str] | str:
+def _lazy_files(before: Collection[str]) -> list[str] | str:
     """The files of modules first loaded while the case ran (outside the standard
     library), for the supervisor to add to the implementation id; ``"unknown"`` when
     they cannot be listed (the case broke ``sys.modules`` or a module's ``__file__``),
@@ -171,6 +178,24 @@ def _encode_returned(value: Any, to_wire: Any, not_plain: Any) -> dict[str, Any]
 
 
 BUILTINS: dict[str, Any] = builtins.__dict__
+
+_BUILTINS = KeptCopy(BUILTINS)
+"""Builtins as a case must find them and leave them (see :func:`keep_state`)."""
+
+_MODULES = KeptCopy(sys.modules)
+"""The loaded modules, to tell which a case imported (see :func:`keep_state`)."""
+
+
+def keep_state() -> None:
+    """Take the copies of builtins and of ``sys.modules`` a case starts from, now: in
+    the worker once the implementation is imported, so that every case's process
+    inherits them and a case that changes neither copies nothing (see
+    :class:`~cer.worker.versions.KeptCopy`)."""
+    global _MODULES
+    if _MODULES.mapping is not sys.modules:
+        _MODULES = KeptCopy(sys.modules)
+    _BUILTINS.current()
+    _MODULES.current()
 
 
 def _restore_builtins(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -216,13 +241,13 @@ def _below(path: str, folders: tuple[str, ...]) -> bool:
     return any(path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
 
 
-def source_files(before: set[str], stdlib: StdlibTrees) -> list[str]:
+def source_files(before: Collection[str], stdlib: StdlibTrees) -> list[str]:
     """Files of the modules the import added, outside the standard library: the
     implementation's own, and those of installed packages it loaded (``.py`` and
     compiled extensions alike), so that the implementation id changes with any of them.
     """
     files = set()
-    for name in set(sys.modules) - before:
+    for name in set(sys.modules).difference(before):
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
         if not isinstance(path, str) or not path:

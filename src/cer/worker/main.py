@@ -51,6 +51,7 @@ from cer.worker.call import (
     STDLIB,
     StdlibTrees,
     execute_case,
+    keep_state,
     source_files,
 )
 from cer.worker.isolation import (
@@ -222,6 +223,7 @@ class Worker:
                 "files": source_files(before, stdlib),
             }
         )
+        keep_state()  # after everything the worker itself imports, before any fork
         if self.isolation == "fork":
             self.spare = self._fork_child()  # ready before the first case arrives
 

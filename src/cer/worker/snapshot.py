@@ -11,10 +11,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from cer.worker.call import BUILTINS
+from cer.worker.versions import Versions, version_reader
 
 _GUARDED_MODULES = (
     "cer",
@@ -24,6 +24,7 @@ _GUARDED_MODULES = (
     "cer.worker.isolation",
     "cer.worker.snapshot",
     "cer.worker.target",
+    "cer.worker.versions",
     "cer.procs",
     "cer.plaindata",
     "cer.framing",
@@ -133,77 +134,6 @@ def _streams() -> tuple[tuple[object, object], ...]:
     )
 
 
-def _dict_version_reader() -> Callable[[dict[Any, Any]], Callable[[], int]] | None:
-    """A way to read a dict's version tag (PEP 509), or None where it cannot be trusted.
-
-    CPython 3.11 to 3.13 give every dict a tag that takes a new value on each change
-    to the dict (an insertion, a deletion, a rebinding to another object), kept in the
-    dict's header; reading it costs a fraction of a microsecond, against about a
-    hundred for comparing a namespace name by name. It is only an internal field, so
-    it is used only where the header has the expected layout and the tag moves as
-    expected on a probe dict; anywhere else every check compares in full.
-    """
-    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
-        return None
-    try:
-        import ctypes
-    except ImportError:  # pragma: no cover - CPython without ctypes
-        return None
-    tag_type, used_type = ctypes.c_uint64, ctypes.c_ssize_t
-    header = 2 * ctypes.sizeof(ctypes.c_void_p)  # reference count and type
-
-    def reader(mapping: dict[Any, Any]) -> Callable[[], int]:
-        cell = tag_type.from_address(id(mapping) + header + ctypes.sizeof(used_type))
-        return lambda: cell.value  # valid while the caller holds the dict (it does)
-
-    probe: dict[Any, Any] = {"a": object()}
-    used = used_type.from_address(id(probe) + header)
-    read = reader(probe)
-    seen = [read()]
-    probe["b"] = object()
-    seen.append(read())
-    probe["a"] = object()
-    seen.append(read())
-    del probe["b"]
-    seen.append(read())
-    if used.value != len(probe) or len(set(seen)) != len(seen):
-        return None
-    return reader
-
-
-class _Versions:
-    """The version tags of the dicts a snapshot guards, to tell at once that none of
-    them changed (see :func:`_dict_version_reader`)."""
-
-    __slots__ = ("dicts", "readers", "tags")
-
-    def __init__(
-        self, dicts: list[dict[Any, Any]], reader: Callable[[dict[Any, Any]], Callable[[], int]]
-    ) -> None:
-        self.dicts = dicts  # held, so that every address read stays this dict's
-        self.readers = [reader(mapping) for mapping in dicts]
-        self.tags = [read() for read in self.readers]
-
-    def unchanged(self) -> bool:
-        return all(read() == tag for read, tag in zip(self.readers, self.tags, strict=True))
-
-    def refresh(self) -> None:
-        self.tags = [read() for read in self.readers]
-
-
-_VERSION_READER: Callable[[dict[Any, Any]], Callable[[], int]] | None = None
-_VERSION_READER_KNOWN = False
-
-
-def _version_reader() -> Callable[[dict[Any, Any]], Callable[[], int]] | None:
-    """:func:`_dict_version_reader`, found once (only without isolation is it used)."""
-    global _VERSION_READER, _VERSION_READER_KNOWN
-    if not _VERSION_READER_KNOWN:
-        _VERSION_READER = _dict_version_reader()
-        _VERSION_READER_KNOWN = True
-    return _VERSION_READER
-
-
 class Snapshot:
     """Process state a case must leave alone when it runs inside the worker.
 
@@ -242,11 +172,11 @@ class Snapshot:
     threads: int
     timers: tuple[tuple[float, float], ...]
     tracing: tuple[object, ...]
-    versions: _Versions | None
+    versions: Versions | None
 
     @classmethod
     def take(cls) -> Snapshot:
-        reader = _version_reader()  # first: finding it binds names in this module
+        reader = version_reader()  # first: finding it binds names in its module
         snap = cls()
         snap.cwd = _safe_cwd()
         snap.environ = _environment()
@@ -270,7 +200,7 @@ class Snapshot:
             data = getattr(_environ, "_data", None)
             if type(data) is dict:
                 dicts.append(data)
-                snap.versions = _Versions(dicts, reader)
+                snap.versions = Versions(dicts, reader)
         return snap
 
     def differences(self) -> str | None:
