@@ -110,3 +110,10 @@ def test_malformed_bytes_raise_value_error() -> None:
         plaindata.decode(b'{"$bytes": 3}')
     with pytest.raises(ValueError):
         plaindata.decode(b"not json")
+
+
+@given(VALUES)
+def test_the_fast_walk_gives_exactly_what_the_walk_with_paths_gives(value: Any) -> None:
+    fast = plaindata._FastWalker().walk(value, 0)
+    full = plaindata._Walker().walk(value, "", 0)
+    assert typed(fast) == typed(full)

@@ -122,6 +122,67 @@ class _Walker:
         raise NotPlainData(path, f"value of type {_type_name(kind)} is not plain data")
 
 
+class _Retry(Exception):
+    """The fast walk met something to refuse: the full walk says what, and where."""
+
+
+class _FastWalker:
+    """:class:`_Walker` without the path of every value: the same checks and the same
+    result, about twice as fast. Anything it would refuse makes :func:`to_wire` walk
+    again with paths, to name the offending one."""
+
+    __slots__ = ("active", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.active: set[int] = set()
+
+    def walk(self, value: Any, depth: int) -> Any:
+        kind = _type(value)
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Retry
+        if kind in _SCALARS:
+            if kind is _int and value.bit_length() > _BIG_INT_BITS:
+                return {_TAG_INT: hex(value)}
+            return value
+        if depth >= MAX_DEPTH:
+            raise _Retry
+        if kind is _dict:
+            ident = _id(value)
+            active = self.active
+            if ident in active:
+                raise _Retry
+            active.add(ident)
+            result: dict[str, Any] = {}
+            walk, deeper = self.walk, depth + 1
+            for key, item in value.items():
+                if _type(key) is not _str:
+                    raise _Retry
+                result["$" + key if key.startswith("$") else key] = walk(item, deeper)
+            active.discard(ident)
+            return result
+        if kind is _list or kind is _tuple:
+            ident = _id(value)
+            active = self.active
+            if ident in active:
+                raise _Retry
+            active.add(ident)
+            walk, deeper = self.walk, depth + 1
+            out = [walk(item, deeper) for item in value]
+            active.discard(ident)
+            return out
+        if kind is _bytes:
+            return {_TAG_BYTES: base64.b64encode(value).decode("ascii")}
+        if kind is _datetime:
+            return {_TAG_DATETIME: value.isoformat()}
+        if kind is _date:
+            return {_TAG_DATE: value.isoformat()}
+        if kind is _time:
+            return {_TAG_TIME: value.isoformat()}
+        raise _Retry
+
+
 def _type_name(kind: type) -> str:
     module = getattr(kind, "__module__", "")
     name = getattr(kind, "__qualname__", None) or getattr(kind, "__name__", "?")
@@ -139,7 +200,10 @@ def to_wire(value: Any, path: str = "") -> Any:
     with str keys, and datetime/date/time, checked with ``type(x) is T`` so that no
     subclass and no method of the implementation's is ever involved.
     """
-    return _Walker().walk(value, path, 0)
+    try:
+        return _FastWalker().walk(value, 0)
+    except _Retry:
+        return _Walker().walk(value, path, 0)
 
 
 def _from_wire_object(obj: dict[str, Any]) -> Any:

@@ -39,6 +39,10 @@ _REHEARSAL = plaindata.dumps(
 )
 
 
+_REHEARSAL_TARGET = Target(_rehearsal_target)
+"""Made once in the worker (finding a signature runs much of ``inspect``), inherited."""
+
+
 def rehearse() -> None:
     """Run the runner's own part of a case once, with nothing of the implementation's.
 
@@ -48,7 +52,7 @@ def rehearse() -> None:
     the implementation's own pages. Nothing is written anywhere and no state is kept.
     """
     with contextlib.suppress(Exception):
-        execute_case(Target(_rehearsal_target), plaindata.loads(_REHEARSAL))
+        execute_case(_REHEARSAL_TARGET, plaindata.loads(_REHEARSAL))
 
 
 def forbid_new_processes() -> str | None:

@@ -105,7 +105,10 @@ class Worker:
         self.running: Child | None = None
         """The process of the case in progress (fork isolation)."""
         self._case_seq = 0
-        self._helpers: frozenset[int] = frozenset()
+        self._helpers: dict[int, int] = {}
+        """The processes the implementation's import started (children of the worker's
+        then), each with a pidfd (or NO_FD) that tells when that process has ended:
+        they are kept from case to case, everything else a case leaves is killed."""
         self._started = 0.0
         # Bound once: without isolation a case runs in this process, and rebinding these
         # module names must not change what the worker tells the supervisor.
@@ -224,7 +227,13 @@ class Worker:
             }
         )
         keep_state()  # after everything the worker itself imports, before any fork
+        self._helpers = _watch(children_of(os.getpid()))
         if self.isolation == "fork":
+            # At a timeout the worker asks for the case's stack before the kill. The
+            # handler, set here once, is inherited by every case's process, where it
+            # writes to descriptor 2: the stderr pipe, read apart from the case's own.
+            with contextlib.suppress(RuntimeError, ValueError, OSError):
+                faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
             self.spare = self._fork_child()  # ready before the first case arrives
 
     def _confine(self, policy_text: Any, abi: Any) -> str | None:
@@ -259,11 +268,10 @@ class Worker:
         snapshot = self._snapshot
         if snapshot is None:
             snapshot = self._snapshot = Snapshot.take()
-        helpers = frozenset(children_of(os.getpid()))
         self._reset_capture()
         payload = execute_case(self.target, message)
         output, dropped = self._take_capture()
-        strays = kill_strays(helpers)
+        strays = kill_strays(self._kept())
         anomaly = snapshot.differences()
         if strays:
             left = f"left {strays} child process{'es' if strays != 1 else ''} running"
@@ -285,6 +293,25 @@ class Worker:
         if anomaly:
             os._exit(0)
 
+    def _kept(self) -> frozenset[int]:
+        """The helpers to keep after a case: those still the processes the import started.
+
+        One that ended is no longer kept (it is reaped with the strays), so that its pid,
+        once free, can never make a process a case started look like a helper.
+        """
+        helpers = self._helpers
+        if not helpers:
+            return frozenset()
+        watched = [fd for fd in helpers.values() if fd != NO_FD]
+        if watched:
+            ended = set(select.select(watched, [], [], 0)[0])
+            if ended:
+                for pid, fd in list(helpers.items()):
+                    if fd in ended:
+                        os.close(fd)
+                        del helpers[pid]
+        return frozenset(helpers)
+
     # --- fork isolation --------------------------------------------------------------
 
     def _own_fds(self) -> list[int]:
@@ -292,6 +319,7 @@ class Worker:
         fds = [self.ctrl_in, self.ctrl_out]
         if self.capture_fd != NO_FD:
             fds.append(self.capture_fd)
+        fds.extend(fd for fd in self._helpers.values() if fd != NO_FD)
         for child in (self.running, self.spare):
             if child is not None:
                 fds.extend(child.worker_fds())
@@ -366,10 +394,6 @@ class Worker:
         message = plaindata.loads(body)
         del body
         self.set_memory_limit()
-        # At a timeout the worker asks for the case's stack before the kill: it goes to
-        # the stderr pipe, which the worker reads apart from the case's own stderr.
-        with contextlib.suppress(RuntimeError, ValueError, OSError):
-            faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
         payload = execute_case(self.target, message)
         flush_std_streams()
         write_all(result_w, pack(KIND_RAW, payload))
@@ -389,7 +413,6 @@ class Worker:
             child = self._fork_child()
         self.running = child
         self._case_seq = seq
-        self._helpers = frozenset(children_of(os.getpid())) - {child.pid}
         self._started = _monotonic()
         with contextlib.suppress(OSError):  # a dead spare: reported as never started
             write_all(child.input_w, pack(KIND_CASE, child.token + body))
@@ -466,8 +489,8 @@ class Worker:
             os.killpg(pid, signal.SIGKILL)
         if status is None:
             _, status = os.waitpid(pid, 0)
-        keep = self._helpers if self.spare is None else self._helpers | {self.spare.pid}
-        strays = kill_strays(keep)
+        keep = self._kept()
+        strays = kill_strays(keep if self.spare is None else keep | {self.spare.pid})
         for fd in list(open_fds):
             for _ in range(64):  # bounded: all writers are gone, only buffers remain
                 still_open, lost = read_available(fd, sinks[fd], limits[fd])
@@ -543,6 +566,18 @@ def _ask_for_stack(pid: int, err_r: int, err: bytearray, limit: int) -> bytes:
         if not still_open:
             break
     return bytes(stack)
+
+
+def _watch(pids: list[int]) -> dict[int, int]:
+    """Each pid with a pidfd for it (NO_FD where there is none)."""
+    watched = {}
+    for pid in pids:
+        fd = NO_FD
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                fd = os.pidfd_open(pid)
+        watched[pid] = fd
+    return watched
 
 
 def _has_data(fd: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from types import MethodType
 from typing import Any
 
 from cer.caseview import CaseView
@@ -33,8 +34,19 @@ class Target:
                 "run_case(case), nor a callable"
             )
         self.signature: inspect.Signature | None = None
+        self.shape: Shape | None = None
+        self.is_async = False
         if self.kind == "callable":
             self.signature = _signature(obj)
+            self.shape = Shape(self.signature) if self.signature is not None else None
+            self.is_async = _is_async(obj)
+        self._methods: dict[int, tuple[Any, bool, bool]] = {}
+        """For each function a ``run_case`` method was made of (by id, with the function
+        held): whether it takes the case as its one argument, and whether it is a
+        coroutine function. Learnt here for an object's method, so that every case's
+        process inherits it."""
+        if self.kind == "run_case" and type(obj.run_case) is MethodType:
+            self._method_facts(obj.run_case)
 
     def invoke(self, view: CaseView, box: list[Any]) -> None:
         """Call the implementation for one case and put what it returned in ``box[0]``.
@@ -50,7 +62,7 @@ class Target:
                 raise SetupFailed(f"instantiating {self.obj.__name__}() raised") from exc
             run_case = getattr(instance, "run_case", None)
             if callable(run_case):
-                _call(run_case, _signature(run_case), (view,), {}, box)
+                self._call_method(run_case, view, box)
                 return
             if not callable(instance):
                 raise TypeError(
@@ -59,9 +71,39 @@ class Target:
             _call_with_input(instance, _signature(instance), view.input, box)
             return
         if self.kind == "run_case":
-            _call(self.obj.run_case, _signature(self.obj.run_case), (view,), {}, box)
+            self._call_method(self.obj.run_case, view, box)
             return
-        _call_with_input(self.obj, self.signature, view.input, box)
+        shape, data = self.shape, view.input
+        if shape is None:
+            _call(self.obj, None, (data,), {}, box)
+        elif shape.takes_keywords(data):
+            _call_known(self.obj, self.is_async, (), data, box)
+        elif shape.one_argument:
+            _call_known(self.obj, self.is_async, (data,), {}, box)
+        else:
+            _call(self.obj, self.signature, (data,), {}, box)  # raises SetupFailed
+
+    def _call_method(self, method: Any, view: CaseView, box: list[Any]) -> None:
+        """Call ``run_case(case)``; what its function takes is found once per function
+        (a bound method's signature is its function's without ``self``)."""
+        if type(method) is not MethodType:
+            _call(method, _signature(method), (view,), {}, box)
+            return
+        takes_one, is_async = self._method_facts(method)
+        if not takes_one:
+            _call(method, _signature(method), (view,), {}, box)  # raises SetupFailed
+            return
+        _call_known(method, is_async, (view,), {}, box)
+
+    def _method_facts(self, method: MethodType) -> tuple[bool, bool]:
+        function = method.__func__
+        known = self._methods.get(id(function))
+        if known is None or known[0] is not function:
+            signature = _signature(method)
+            takes_one = signature is None or Shape(signature).one_argument
+            known = (function, takes_one, _is_async(method))
+            self._methods[id(function)] = known
+        return known[1], known[2]
 
 
 _MODELS: dict[str, Any] = {}
@@ -124,11 +166,70 @@ def _call(
             raise SetupFailed(
                 f"cannot call {_name_of(func)} with the case's input: {exc}"
             ) from None
-    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+    _call_known(func, _is_async(func), args, kwargs, box)
+
+
+def _is_async(func: Any) -> bool:
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004
-    ):
+    )
+
+
+def _call_known(
+    func: Any, is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any], box: list[Any]
+) -> None:
+    """Call ``func``, known to take these arguments; see :meth:`Target.invoke` for why
+    the value is stored on the line of the call."""
+    if is_async:
         import asyncio
 
         box[0] = asyncio.run(func(*args, **kwargs))
         return
     box[0] = func(*args, **kwargs)
+
+
+class Shape:
+    """What a signature takes, decided once from its parameters exactly as
+    ``inspect.Signature.bind`` decides it for each call (``bind(**data)`` and
+    ``bind(data)``), which costs microseconds and, in a forked case process, the
+    copy-on-write faults of the pages of ``inspect``'s code it runs."""
+
+    __slots__ = ("keywords_never", "names", "one_argument", "positional_only", "required", "var")
+
+    def __init__(self, signature: inspect.Signature) -> None:
+        parameter = inspect.Parameter
+        names: set[str] = set()
+        required: set[str] = set()
+        positional_only: set[str] = set()
+        self.var = False  # takes **kwargs
+        self.keywords_never = False  # a positional-only parameter without a default
+        listed = list(signature.parameters.values())
+        for param in listed:
+            if param.kind is parameter.VAR_KEYWORD:
+                self.var = True
+            elif param.kind is parameter.POSITIONAL_ONLY:
+                positional_only.add(param.name)
+                if param.default is parameter.empty:
+                    self.keywords_never = True
+            elif param.kind is not parameter.VAR_POSITIONAL:
+                names.add(param.name)
+                if param.default is parameter.empty:
+                    required.add(param.name)
+        self.names = frozenset(names)
+        self.required = frozenset(required)
+        self.positional_only = frozenset(positional_only)
+        varying = (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        self.one_argument = bool(listed) and (
+            listed[0].kind not in (parameter.KEYWORD_ONLY, parameter.VAR_KEYWORD)
+            and all(p.kind in varying or p.default is not parameter.empty for p in listed[1:])
+        )
+        """``bind(data)`` succeeds: one positional argument, nothing else required."""
+
+    def takes_keywords(self, data: dict[str, Any]) -> bool:
+        """Whether ``bind(**data)`` succeeds."""
+        if self.keywords_never or not self.positional_only.isdisjoint(data):
+            return False
+        keys = data.keys()
+        if not keys >= self.required:
+            return False
+        return self.var or keys <= self.names
