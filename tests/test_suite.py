@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cer import suite as suite_module
 from cer.model import Case
 from cer.suite import (
     SUPPORTED_VERSIONS,
@@ -729,3 +730,179 @@ def test_garbage_collector_state_is_restored(tmp_path: Path) -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# --- the fast load and the careful one --------------------------------------------------
+
+
+def careful(text: str, path: Path) -> Any:
+    """The suite the careful path (the whole document parsed at once) builds."""
+    document = tomllib.loads(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return suite_module._build_suite(document, text, path, digest)
+
+
+def fast_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the careful path fail the test: only the fast load may answer."""
+
+    def refuse_careful(*args: object) -> None:
+        raise AssertionError("the careful path was taken")
+
+    monkeypatch.setattr(suite_module, "_build_suite", refuse_careful)
+
+
+LAYOUTS = {
+    "plain": HEAD + "".join(case("cases", f"c{n}", extra="input = { a = 1 }") for n in range(7)),
+    "interleaved": HEAD
+    + "".join(
+        case(("cases", "adversarial", "generator_adversary")[n % 3], f"c{n}") for n in range(9)
+    ),
+    "subtables": HEAD
+    + "".join(
+        f'[[cases]]\nname = "c{n}"\ncategory = "x"\n'
+        f'[cases.input]\nq = {n}\n[cases.expect]\nr = "{n}"\n'
+        for n in range(5)
+    ),
+    "spaced and quoted headers": HEAD
+    + '[[ "cases" ]]\nname = "a"\ncategory = "x"\n'
+    + '  [[\'adversarial\']] # note\nname = "b"\ncategory = "x"\n'
+    + '[[cases]]\r\nname = "c"\r\ncategory = "x"\r\n',
+    "properties after the cases": HEAD
+    + case("cases", "a")
+    + case("cases", "b")
+    + '[properties]\nP1 = "text"\n[properties.more]\nx = 1\n'
+    + case("cases", "c")
+    + '[adversarial_coverage]\ncategories = ["x"]\n',
+    "every field": HEAD
+    + case(
+        "cases",
+        "full",
+        extra='description = "d"\nverifies = ["P1"]\ntags = ["t", "u"]\nseverity = "high"\n'
+        'input = { when = 1979-05-27, list = [1, 2.5, "s", true] }\nexpect = { out = [] }',
+    )
+    + case("cases", "bare"),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_the_fast_load_equals_the_careful_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    text = LAYOUTS[layout]
+    expected = careful(text, tmp_path / "evals.toml")
+    monkeypatch.setattr(suite_module, "_GROUP", 2)  # several groups, split anywhere
+    fast_only(monkeypatch)
+    got = parse_suite(text, tmp_path / "evals.toml")
+    assert got == expected
+    assert [c.line for c in got.cases] == [c.line for c in expected.cases]
+    assert [c.array_index for c in got.cases] == [c.array_index for c in expected.cases]
+    assert got.properties == expected.properties
+    assert got.adversarial_coverage == expected.adversarial_coverage
+
+
+TRICKY = {
+    "a header inside a multi-line string": HEAD
+    + case("cases", "a", extra='input = { md = """\n[[cases]]\nname = "fake"\n""" }')
+    + case("cases", "b"),
+    "a header inside a literal string": HEAD
+    + case("cases", "a", extra="input = { md = '''\n[[adversarial]]\n''' }")
+    + case("cases", "b"),
+    "a header inside a multi-line array": HEAD
+    + case("cases", "a", extra='input = { x = [\n[["cases"]],\n] }')
+    + case("cases", "b"),
+    "a subtable of an earlier array's case": HEAD
+    + case("cases", "a")
+    + case("adversarial", "b")
+    + "[cases.input]\nq = 1\n",
+    "an inline array before the headers": 'commonsformat_evals = "0.2"\n'
+    + 'cases = [{ name = "i", category = "x" }]\n'
+    + case("adversarial", "b"),
+    "a table split across groups": HEAD
+    + case("cases", "a")
+    + "[properties]\nx = 1\n"
+    + case("cases", "b")
+    + case("cases", "c")
+    + "[properties.more]\ny = 2\n",
+}
+
+
+@pytest.mark.parametrize("layout", sorted(TRICKY))
+def test_layouts_the_fast_load_cannot_prove_take_the_careful_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    text = TRICKY[layout]
+    try:
+        expected: Any = careful(text, tmp_path / "evals.toml")
+    except (SuiteError, tomllib.TOMLDecodeError) as exc:
+        expected = type(exc)
+    monkeypatch.setattr(suite_module, "_GROUP", 1)
+    assert suite_module._load_common_shape(text, tmp_path / "evals.toml", "x") is None
+    try:
+        got: Any = parse_suite(text, tmp_path / "evals.toml")
+    except SuiteError as exc:
+        got = type(exc)
+    if expected is tomllib.TOMLDecodeError:
+        expected = SuiteError
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        ('name = "c3"', 'name = "c1"'),
+        ('name = "c3"', 'name = "  "'),
+        ('category = "functional"', "category = 3"),
+        ("input = { a = 1 }", "input = 1"),
+        ("input = { a = 1 }", "expect = [1]"),
+        ("input = { a = 1 }", "tags = [1]"),
+        ("input = { a = 1 }", "verifies = 'P1'"),
+        ("input = { a = 1 }", "severity = 2"),
+        ("input = { a = 1 }", "description = []"),
+        ("input = { a = 1 }", "inputs = { a = 1 }"),
+        ('target = "demo"', "target = 1"),
+        ('target = "demo"', 'target = "demo"\nextra = 1'),
+    ],
+)
+def test_every_problem_is_reported_by_the_careful_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: tuple[str, str]
+) -> None:
+    """The fast load never raises: it steps aside, and the careful path names the file,
+    line and case of each problem exactly as it always did."""
+    text = LAYOUTS["plain"].replace(*spoil, 1)
+    monkeypatch.setattr(suite_module, "_GROUP", 2)
+    assert suite_module._load_common_shape(text, tmp_path / "evals.toml", "x") is None
+    with pytest.raises(SuiteError) as info:
+        parse_suite(text, tmp_path / "evals.toml")
+    with pytest.raises(SuiteError) as again:
+        careful(text, tmp_path / "evals.toml")
+    assert info.value.problems == again.value.problems
+
+
+def test_a_loaded_case_keeps_its_tables_packed_and_hands_out_copies(tmp_path: Path) -> None:
+    suite = load(tmp_path, LAYOUTS["plain"])
+    first = suite.cases[0]
+    stored = Case.__slots__
+    assert "input" in stored
+    given = first.input
+    assert given == {"a": 1}
+    given["a"] = 2
+    assert first.input == {"a": 1}
+    assert first.input is not first.input
+    assert first.expect == {}
+
+
+def test_a_case_refuses_bytes_for_a_table() -> None:
+    with pytest.raises(TypeError, match="must be a table"):
+        Case("n", "functional", "c", 1, 1, b"{", {})  # type: ignore[arg-type]
+
+
+def test_repeated_values_are_shared_between_cases(tmp_path: Path) -> None:
+    text = HEAD + "".join(
+        case("cases", f"c{n}", extra='tags = ["t"]\nseverity = "high"') for n in range(4)
+    )
+    suite = load(tmp_path, text)
+    first, *others = suite.cases
+    for other in others:
+        assert other.category is first.category
+        assert other.tags is first.tags
+        assert other.severity is first.severity

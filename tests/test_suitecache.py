@@ -3,13 +3,17 @@ suite, and never a stale, corrupt or foreign entry."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import marshal
 from pathlib import Path
 
 import pytest
 
 import cer
 from cer import suitecache
+from cer.model import CASE_FIELDS, case_columns
 from cer.suite import SuiteError, load_suite, parse_suite
 from cer.suitecache import cache_file, load_suite_cached
 
@@ -157,9 +161,9 @@ def test_an_entry_of_another_version_is_ignored(
     parsed: list[Path] = []
     real = parse_suite
 
-    def counting(raw: bytes, where: Path) -> object:
+    def counting(raw: bytes, where: Path, **options: str) -> object:
         parsed.append(where)
-        return real(raw, where)
+        return real(raw, where, **options)
 
     monkeypatch.setattr(suitecache, "parse_suite", counting)
     assert load_suite_cached(path) == load_suite(path)
@@ -170,7 +174,9 @@ def test_cer_version_is_part_of_the_key(tmp_path: Path, monkeypatch: pytest.Monk
     path = write(tmp_path)
     load_suite_cached(path)
     monkeypatch.setattr(cer, "__version__", "9.9.9")
-    monkeypatch.setattr(suitecache, "parse_suite", lambda *a: (_ for _ in ()).throw(KeyError()))
+    monkeypatch.setattr(
+        suitecache, "parse_suite", lambda *a, **k: (_ for _ in ()).throw(KeyError())
+    )
     with pytest.raises(KeyError):
         load_suite_cached(path)
 
@@ -187,17 +193,54 @@ def test_an_entry_made_for_another_suite_is_not_served(tmp_path: Path) -> None:
     assert load_suite_cached(second).cases[0].name == "other"
 
 
-def test_an_entry_of_the_wrong_shape_is_not_served(tmp_path: Path) -> None:
-    """A payload whose checksum is right but whose cases do not have a case's fields
-    (a bug, or a hand-made entry) is refused."""
+def _column(name: str) -> int:
+    return CASE_FIELDS.index(name)
+
+
+def _set(columns: list[tuple[object, ...]], name: str, value: tuple[object, ...]) -> None:
+    columns[_column(name)] = value
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda c: _set(c, "tags", (("a", 1), ())),
+        lambda c: _set(c, "tags", (["a", "b"], ())),
+        lambda c: _set(c, "input", (b"N", c[_column("input")][1])),
+        lambda c: _set(c, "expect", ({"error": True}, c[_column("expect")][1])),
+        lambda c: _set(c, "expect", (b"", c[_column("expect")][1])),
+        lambda c: _set(c, "position", (2, 1)),
+        lambda c: _set(c, "name", ("first",)),
+        lambda c: _set(c, "name", ("first", " ")),
+        lambda c: _set(c, "case_class", ("functional", "hostile")),
+        lambda c: _set(c, "line", ("7", None)),
+        lambda c: c.pop(),
+    ],
+    ids=[
+        "a number among tags",
+        "tags as a list",
+        "input not a packed table",
+        "expect not packed",
+        "expect empty bytes",
+        "positions out of order",
+        "a short column",
+        "a blank name",
+        "an unknown case class",
+        "a line as text",
+        "a column missing",
+    ],
+)
+def test_an_entry_of_the_wrong_shape_is_not_served(tmp_path: Path, spoil: object) -> None:
+    """A payload whose checksum is right but whose columns do not hold a case's fields
+    (a bug, or a hand-made entry) is refused, and the entry rebuilt."""
     path = write(tmp_path)
     suite = load_suite(path)
     identity = suitecache._identity(path.read_bytes())
     entry = cache_file(path)
     suitecache._write_entry(entry, identity, suite)
     good = entry.read_bytes()
-    bad_case = dict(vars(suite.cases[0]))
-    bad_case["tags"] = ("a", 1)
+    columns = case_columns(suite.cases)
+    spoil(columns)  # type: ignore[operator]
     table: dict[str, object] = {
         "format_version": "0.2",
         "target": "demo",
@@ -205,11 +248,8 @@ def test_an_entry_of_the_wrong_shape_is_not_served(tmp_path: Path) -> None:
         "properties": {},
         "adversarial_coverage": (),
         "warnings": (),
-        "cases": (bad_case, dict(vars(suite.cases[1]))),
+        "columns": tuple(columns),
     }
-    import hashlib
-    import marshal
-
     payload = marshal.dumps(table)
     header = {**identity, "payload_sha256": hashlib.sha256(payload).hexdigest()}
     entry.write_bytes(
@@ -217,6 +257,35 @@ def test_an_entry_of_the_wrong_shape_is_not_served(tmp_path: Path) -> None:
     )
     assert load_suite_cached(path).cases[0].tags == ("a", "b")
     assert entry.read_bytes() == good
+
+
+def test_the_entry_holds_packed_tables_and_serves_equal_cases(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    load_suite_cached(path)
+    served = load_suite_cached(path)
+    assert served == load_suite(path)
+    assert served.cases[0].input == {
+        "text": "hi",
+        "n": 3,
+        "f": -0.0,
+        "big": 123456789012345678901234567890,
+    }
+    assert str(served.cases[0].input["f"]) == "-0.0"
+    assert served.cases[1].expect == {"error": True}
+
+
+def test_a_suite_of_hand_built_cases_is_written_packed(tmp_path: Path) -> None:
+    """A suite whose cases hold plain tables (built by hand) gets an entry all the same."""
+    path = write(tmp_path)
+    loaded = load_suite(path)
+    plain = dataclasses.replace(
+        loaded, cases=tuple(dataclasses.replace(case) for case in loaded.cases)
+    )
+    suitecache._write_entry(cache_file(path), suitecache._identity(path.read_bytes()), plain)
+    assert (
+        suitecache._read_entry(cache_file(path), suitecache._identity(path.read_bytes()), path)
+        == loaded
+    )
 
 
 def test_an_invalid_suite_still_raises_and_writes_nothing(tmp_path: Path) -> None:

@@ -8,11 +8,14 @@ printed, serialised, recorded and compared without any knowledge of how they wer
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import marshal
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from functools import cached_property
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 CASE_CLASSES: tuple[str, ...] = ("functional", "adversarial", "generator_adversary")
 """The case classes, in the order of the schema's CHECK constraint."""
@@ -36,13 +39,19 @@ class Status(enum.StrEnum):
     ERRORED = "errored"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     """One case of a suite, exactly as declared in its ``evals.toml``.
 
     ``input`` and ``expect`` hold plain TOML data (str, int, float, bool, date/time,
     list, dict). They are never handed to an implementation: workers receive their own
     decoded copy of ``input`` and never see ``expect``.
+
+    A loaded suite keeps each case's ``input`` and ``expect`` packed (their ``marshal``
+    bytes, see :func:`build_cases`) and decodes them on every read: a 100,000-case suite
+    then holds a few hundred bytes a case instead of the parser's kilobytes of
+    dictionaries and strings. Each read returns a fresh copy, so no caller can change
+    the suite by changing what it was given.
     """
 
     name: str
@@ -65,6 +74,78 @@ class Case:
     def label(self) -> str:
         """How error messages name the case: ``[[adversarial]] #3 "name"``."""
         return f'[[{CASE_CLASS_TO_ARRAY[self.case_class]}]] #{self.array_index} "{self.name}"'
+
+
+CASE_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(Case))
+"""The fields of a :class:`Case`, in declaration order: the order of the columns that
+:func:`build_cases` takes."""
+
+_SLOTS: dict[str, Any] = {name: vars(Case)[name] for name in CASE_FIELDS}
+"""Each field's slot descriptor: it stores a value without ``__setattr__``."""
+
+
+def _packed_table(name: str) -> property:
+    """The ``input`` or ``expect`` attribute: the stored table, or the packed one decoded.
+
+    Plain ``bytes`` in the slot are a packed table (a mapping is never bytes); the setter
+    that ``__init__`` goes through refuses bytes, so only :func:`build_cases` packs.
+    """
+    slot = _SLOTS[name]
+    read_slot = slot.__get__
+    write_slot = slot.__set__
+    loads = marshal.loads
+
+    def read(case: Case) -> Mapping[str, Any]:
+        value = read_slot(case, Case)
+        if type(value) is bytes:
+            table: Mapping[str, Any] = loads(value)
+            return table
+        return value  # type: ignore[no-any-return]
+
+    def write(case: Case, value: Mapping[str, Any]) -> None:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a case's {name} must be a table, not bytes")
+        write_slot(case, value)
+
+    return property(read, write, doc=f"The case's {name} table (a fresh copy on every read).")
+
+
+for _name in ("input", "expect"):
+    setattr(Case, _name, _packed_table(_name))
+
+
+def pack_table(table: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
+    """``table`` packed for :func:`build_cases`: its ``marshal`` bytes, or the table
+    itself when it holds a value ``marshal`` cannot (a TOML date or time)."""
+    try:
+        return marshal.dumps(cast(Any, table))
+    except ValueError:
+        return table
+
+
+def build_cases(columns: Sequence[Sequence[Any]]) -> list[Case]:
+    """Cases from columns of already validated field values, one column per name of
+    :data:`CASE_FIELDS` in that order, all of one length.
+
+    The ``input`` and ``expect`` columns may hold packed tables (:func:`pack_table`).
+    Each column is stored with one C-level loop over the cases; building 100,000 cases
+    through ``__init__`` (twelve ``object.__setattr__`` calls each) would cost more than
+    validating them.
+    """
+    count = len(columns[0])
+    if any(len(column) != count for column in columns):
+        raise ValueError("the columns of a case table differ in length")
+    cases: list[Case] = list(map(object.__new__, repeat(Case, count)))
+    for name, column in zip(CASE_FIELDS, columns, strict=True):
+        deque(map(_SLOTS[name].__set__, cases, column), maxlen=0)
+    return cases
+
+
+def case_columns(cases: Sequence[Case]) -> list[tuple[Any, ...]]:
+    """The columns :func:`build_cases` takes back into equal cases, with packed tables
+    left packed (the suite cache writes these)."""
+    getters = [_SLOTS[name].__get__ for name in CASE_FIELDS]
+    return [tuple(map(get, cases)) for get in getters]
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,18 @@ results, reports and recorded runs are all compared in that order.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import difflib
 import gc
 import hashlib
+import marshal
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import repeat
+from itertools import accumulate, chain, repeat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from cer.model import ARRAY_TO_CASE_CLASS, Case, Suite
+from cer.model import ARRAY_TO_CASE_CLASS, Case, Suite, build_cases, pack_table
 
 try:
     import tomli as _toml
@@ -58,28 +58,6 @@ _CASE_KEYS: frozenset[str] = frozenset(
 the case with nothing to verify, and a misspelt ``input`` would run it on nothing)."""
 _LOCATED = re.compile(r"^\d+:\d+: ")
 _TOML_LOCATION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
-
-_CASE_FIELDS = frozenset(
-    {
-        "name",
-        "case_class",
-        "category",
-        "position",
-        "array_index",
-        "input",
-        "expect",
-        "description",
-        "verifies",
-        "tags",
-        "severity",
-        "line",
-    }
-)
-_CASE_IS_PLAIN = (
-    frozenset(field.name for field in dataclasses.fields(Case)) == _CASE_FIELDS
-    and "__slots__" not in vars(Case)
-    and not hasattr(Case, "__post_init__")
-)
 
 _ARRAY_NAMES = "|".join(_CASE_ARRAYS)
 _CASE_HEADER_LINE = re.compile(
@@ -143,20 +121,23 @@ def load_suite(path: str | Path) -> Suite:
     return parse_suite(data, suite_path)
 
 
-def parse_suite(text: str | bytes, path: Path) -> Suite:
+def parse_suite(text: str | bytes, path: Path, *, content_hash: str | None = None) -> Suite:
     """Build a :class:`Suite` from the contents of a suite file.
 
     ``path`` is where the contents came from; it names the file in messages and locates
-    the fixtures folder. Raises :class:`SuiteError` listing every problem found.
+    the fixtures folder. ``content_hash`` is the SHA-256 (hex) of the contents, when the
+    caller has computed it already. Raises :class:`SuiteError` listing every problem
+    found.
     """
     path = Path(path)
-    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-    content_hash = hashlib.sha256(raw).hexdigest()
+    if content_hash is None:
+        raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        content_hash = hashlib.sha256(raw).hexdigest()
     if isinstance(text, str):
         source = text
     else:
         try:
-            source = raw.decode("utf-8")
+            source = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SuiteError(
                 path, (f"not valid UTF-8 (byte {exc.start} cannot be decoded)",)
@@ -164,6 +145,12 @@ def parse_suite(text: str | bytes, path: Path) -> Suite:
     source = source.removeprefix("\ufeff")
 
     with _collector_paused():
+        try:
+            suite = _load_common_shape(source, path, content_hash)
+        except RecursionError:
+            suite = None
+        if suite is not None:
+            return suite
         try:
             document = _toml.loads(source)
         except _toml.TOMLDecodeError as exc:
@@ -266,7 +253,271 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
     """Validate the parsed document and assemble the suite, or raise every problem."""
     problems: list[str] = []
     warnings: list[str] = []
+    top = _top_level(document, source, path, problems)
 
+    present = [name for name in _CASE_ARRAYS if name in document]
+    counts = {name: len(document[name]) for name in present if isinstance(document[name], list)}
+    order, header_lines = _scan_layout(source, counts)
+
+    entries: list[tuple[str, int, Any, int | None]] = []
+    for array in [name for name in order if name in present] + [
+        name for name in present if name not in order
+    ]:
+        values = document[array]
+        if not isinstance(values, list):
+            problems.append(f"[[{array}]] must be an array of tables, not {_type_name(values)}")
+            continue
+        lines: list[int | None] = list(header_lines.get(array, ()))
+        if len(lines) != len(values):
+            lines = [None] * len(values)
+        entries.extend(
+            (array, index, entry, line)
+            for index, (entry, line) in enumerate(zip(values, lines, strict=True), start=1)
+        )
+    if all(line is not None for array, _, _, line in entries if array in header_lines):
+        # Every header was found: the file's own order, across interleaved arrays. An
+        # array written inline (``cases = [...]``) is a top-level key, so it sits before
+        # every header; the sort is stable, and such arrays keep their place in front.
+        entries.sort(key=lambda item: 0 if item[3] is None else item[3])
+
+    rows: list[tuple[Any, ...]] = []
+    first_seen: dict[str, tuple[int, str, int]] = {}
+    for position, (array, index, entry, line) in enumerate(entries, start=1):
+        case_class = ARRAY_TO_CASE_CLASS[array]
+        row = _case_row(entry, case_class, index, position, line)
+        if row is not None:
+            rows.append(row)
+            name: Any = row[0]
+        else:
+            problems.extend(_case_problems(entry, array, index, line))
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if not isinstance(name, str) or not name.strip():
+                continue
+        earlier = first_seen.setdefault(name, (position, array, index))
+        if earlier[0] != position:
+            first_position, first_array, first_index = earlier
+            problems.append(
+                f'[[{array}]] #{index} "{name}" (position {position}): duplicate name, '
+                f"already used by [[{first_array}]] #{first_index} "
+                f"(position {first_position})"
+            )
+
+    if problems:
+        raise SuiteError(path, problems)
+    if not entries:
+        warnings.append("the suite declares no cases")
+    cases = build_cases(list(zip(*rows, strict=True))) if rows else []
+    return _suite(path, top, cases, content_hash, tuple(warnings))
+
+
+_GROUP = 1000
+"""How many cases the fast load parses at a time: the parser's tables for one group are
+all it holds at once besides the packed cases."""
+_JUST_STR = frozenset((str,))
+_STR_OR_NONE = frozenset((str, type(None)))
+_TABLE_OR_NONE = frozenset((dict, type(None)))
+_LIST_OR_NONE = frozenset((list, type(None)))
+_PACKED_EMPTY = marshal.dumps({})
+
+
+def _load_common_shape(source: str, path: Path, content_hash: str) -> Suite | None:
+    """The suite, when it has the common shape and no problem at all; otherwise None,
+    and the careful path (:func:`_build_suite` on the whole document) decides, with a
+    precise message for every problem.
+
+    The text is cut at each line that looks like a case header (``[[cases]]``), and the
+    part before the first one and each group of cases is parsed on its own. Those
+    parses mean what the whole document means when all of them succeed, the part before
+    the first header defines no case array, every other top-level key is defined in
+    one part only, and each group holds as many entries of each case array as its
+    headers: a cut inside a multi-line string or array would leave that construct
+    unterminated in the part before the cut, which the parser refuses; a table of
+    another part's case (``[cases.input]`` after an ``[[adversarial]]`` header) would
+    make ``cases`` a table in its group, which the counts refuse; and no other key can
+    span two parts. Parsing in groups costs the same as one parse and lets each group's
+    tables go as soon as its cases are built, so a large suite never exists as parsed
+    tables all at once.
+
+    Each group is validated column by column, with one C-level loop per field and
+    check, instead of a dozen Python-level operations per case.
+    """
+    text = "\n" + source
+    matches = list(_CASE_HEADER_LINE.finditer(text))
+    del text
+    if not matches:
+        return None
+    # The header of a match starting at text offset k starts at source offset k.
+    starts: list[int] = list(map(re.Match.start, matches))
+    arrays: list[str] = list(map(re.Match.group, matches, repeat("name")))
+    del matches
+    lines = list(accumulate(map(source.count, repeat("\n"), [0, *starts[:-1]], starts), initial=1))[
+        1:
+    ]
+    try:
+        document: dict[str, Any] = _toml.loads(source[: starts[0]])
+    except _toml.TOMLDecodeError:
+        return None
+    if not document.keys().isdisjoint(ARRAY_TO_CASE_CLASS):
+        return None
+    bounds = [*starts, len(source)]
+    cases: list[Case] = []
+    indexes = dict.fromkeys(ARRAY_TO_CASE_CLASS, 0)
+    interned: dict[Any, Any] = {}
+    names: set[str] = set()
+    for first in range(0, len(starts), _GROUP):
+        last = min(first + _GROUP, len(starts))
+        try:
+            parsed = _toml.loads(source[starts[first] : bounds[last]])
+        except _toml.TOMLDecodeError:
+            return None
+        for key, value in parsed.items():
+            if key not in ARRAY_TO_CASE_CLASS:
+                if key in document:
+                    return None
+                document[key] = value
+        group = arrays[first:last]
+        entries = _group_entries(parsed, group)
+        if entries is None:
+            return None
+        columns = _common_columns(entries, interned)
+        if columns is None:
+            return None
+        del parsed, entries
+        name_column, category, input_, expect, description, verifies, tags, severity = columns
+        if len(set(group)) == 1:
+            array = group[0]
+            case_class: Iterable[str] = repeat(ARRAY_TO_CASE_CLASS[array], len(group))
+            index: Iterable[int] = range(indexes[array] + 1, indexes[array] + len(group) + 1)
+            indexes[array] += len(group)
+        else:
+            case_class = [ARRAY_TO_CASE_CLASS[array] for array in group]
+            index = []
+            for array in group:
+                indexes[array] += 1
+                index.append(indexes[array])
+        position = range(len(cases) + 1, len(cases) + len(group) + 1)
+        names.update(name_column)
+        cases.extend(
+            build_cases(
+                [
+                    name_column,
+                    list(case_class),
+                    category,
+                    position,
+                    list(index),
+                    input_,
+                    expect,
+                    description,
+                    verifies,
+                    tags,
+                    severity,
+                    lines[first:last],
+                ]
+            )
+        )
+    if len(names) != len(cases):
+        return None  # a duplicate name
+    problems: list[str] = []
+    try:
+        top = _top_level(document, source, path, problems)
+    except SuiteError:
+        return None
+    if problems:
+        return None
+    return _suite(path, top, cases, content_hash, ())
+
+
+def _group_entries(parsed: dict[str, Any], group: list[str]) -> list[Any] | None:
+    """The entries of the case arrays in ``parsed``, in the order of their headers
+    (``group`` names each header's array), or None when the counts do not match."""
+    present = [key for key in parsed if key in ARRAY_TO_CASE_CLASS]
+    if len(set(group)) == 1:
+        values = parsed.get(group[0])
+        if present != [group[0]] or type(values) is not list or len(values) != len(group):
+            return None
+        return values
+    iterators = {}
+    for array in present:
+        values = parsed[array]
+        if type(values) is not list or len(values) != group.count(array):
+            return None
+        iterators[array] = iter(values)
+    if set(iterators) != set(group):
+        return None
+    return [next(iterators[array]) for array in group]
+
+
+def _common_columns(entries: list[Any], interned: dict[Any, Any]) -> list[list[Any]] | None:
+    """The columns name, category, input, expect, description, verifies, tags and
+    severity of ``entries``, validated and ready for :func:`cer.model.build_cases`
+    (tables packed; repeated categories, severities and lists shared through
+    ``interned``), or None when any entry is not exactly right."""
+    if set(map(type, entries)) != {dict} or not all(map(_CASE_KEYS.issuperset, entries)):
+        return None
+    get = dict.get
+    fields: list[list[Any]] = [
+        list(map(get, entries, repeat(key)))
+        for key in (
+            "name",
+            "category",
+            "input",
+            "expect",
+            "description",
+            "verifies",
+            "tags",
+            "severity",
+        )
+    ]
+    name, category, input_, expect, description, verifies, tags, severity = fields
+    if not (
+        set(map(type, name)) == _JUST_STR
+        and all(map(str.strip, name))
+        and set(map(type, category)) == _JUST_STR
+        and all(map(str.strip, category))
+        and set(map(type, input_)) <= _TABLE_OR_NONE
+        and set(map(type, expect)) <= _TABLE_OR_NONE
+        and set(map(type, description)) <= _STR_OR_NONE
+        and set(map(type, severity)) <= _STR_OR_NONE
+        and set(map(type, verifies)) <= _LIST_OR_NONE
+        and set(map(type, chain.from_iterable(filter(None, verifies)))) <= _JUST_STR
+        and set(map(type, tags)) <= _LIST_OR_NONE
+        and set(map(type, chain.from_iterable(filter(None, tags)))) <= _JUST_STR
+    ):
+        return None
+    share = interned.setdefault
+    verifies = [() if value is None else tuple(value) for value in verifies]
+    tags = [() if value is None else tuple(value) for value in tags]
+    return [
+        name,
+        list(map(share, category, category)),
+        _pack_column(input_),
+        _pack_column(expect),
+        description,
+        list(map(share, verifies, verifies)),
+        list(map(share, tags, tags)),
+        list(map(share, severity, severity)),
+    ]
+
+
+def _pack_column(tables: list[dict[str, Any] | None]) -> list[Any]:
+    """Each table packed (:func:`cer.model.pack_table`), an absent one as ``{}``."""
+    dumps = marshal.dumps
+    try:
+        return [_PACKED_EMPTY if table is None else dumps(table) for table in tables]
+    except ValueError:  # a date or time somewhere: pack case by case
+        return [pack_table({} if table is None else table) for table in tables]
+
+
+_TopLevel = tuple[str, str | None, str | None, Mapping[str, Any], tuple[str, ...]]
+"""A suite's top-level fields: format version, target, target version, properties and
+adversarial coverage categories."""
+
+
+def _top_level(
+    document: Mapping[str, Any], source: str, path: Path, problems: list[str]
+) -> _TopLevel:
+    """Validate every top-level key of ``document`` but the case arrays; record what is
+    wrong in ``problems`` (an unsupported format version raises at once)."""
     format_version = _negotiate_version(document, path, problems)
     target = _optional_string(document, "target", problems)
     target_version = _optional_string(document, "target_version", problems)
@@ -294,60 +545,13 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
     for key in document:
         if key not in _TOP_LEVEL_KEYS:
             problems.append(_unknown_top_level(key, document[key], source))
+    return format_version, target, target_version, properties, coverage
 
-    present = [name for name in _CASE_ARRAYS if name in document]
-    counts = {name: len(document[name]) for name in present if isinstance(document[name], list)}
-    order, header_lines = _scan_layout(source, counts)
 
-    entries: list[tuple[str, int, Any, int | None]] = []
-    for array in [name for name in order if name in present] + [
-        name for name in present if name not in order
-    ]:
-        values = document[array]
-        if not isinstance(values, list):
-            problems.append(f"[[{array}]] must be an array of tables, not {_type_name(values)}")
-            continue
-        lines: list[int | None] = list(header_lines.get(array, ()))
-        if len(lines) != len(values):
-            lines = [None] * len(values)
-        entries.extend(
-            (array, index, entry, line)
-            for index, (entry, line) in enumerate(zip(values, lines, strict=True), start=1)
-        )
-    if all(line is not None for array, _, _, line in entries if array in header_lines):
-        # Every header was found: the file's own order, across interleaved arrays. An
-        # array written inline (``cases = [...]``) is a top-level key, so it sits before
-        # every header; the sort is stable, and such arrays keep their place in front.
-        entries.sort(key=lambda item: 0 if item[3] is None else item[3])
-
-    cases: list[Case] = []
-    first_seen: dict[str, tuple[int, str, int]] = {}
-    for position, (array, index, entry, line) in enumerate(entries, start=1):
-        case_class = ARRAY_TO_CASE_CLASS[array]
-        case = _build_case(entry, case_class, index, position, line)
-        if case is not None:
-            cases.append(case)
-            name: Any = case.name
-        else:
-            problems.extend(_case_problems(entry, array, index, line))
-            name = entry.get("name") if isinstance(entry, dict) else None
-            if not isinstance(name, str) or not name.strip():
-                continue
-        earlier = first_seen.setdefault(name, (position, array, index))
-        if earlier[0] != position:
-            first_position, first_array, first_index = earlier
-            problems.append(
-                f'[[{array}]] #{index} "{name}" (position {position}): duplicate name, '
-                f"already used by [[{first_array}]] #{first_index} "
-                f"(position {first_position})"
-            )
-    position = len(entries)
-
-    if problems:
-        raise SuiteError(path, problems)
-    if position == 0:
-        warnings.append("the suite declares no cases")
-
+def _suite(
+    path: Path, top: _TopLevel, cases: list[Case], content_hash: str, warnings: tuple[str, ...]
+) -> Suite:
+    format_version, target, target_version, properties, coverage = top
     return Suite(
         path=path,
         format_version=format_version,
@@ -357,7 +561,7 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
         content_hash=content_hash,
         properties=properties,
         adversarial_coverage=coverage,
-        warnings=tuple(warnings),
+        warnings=warnings,
     )
 
 
@@ -391,14 +595,12 @@ def _negotiate_version(document: Mapping[str, Any], path: Path, problems: list[s
     return version
 
 
-def _build_case(
+def _case_row(
     entry: Any, case_class: str, index: int, position: int, line: int | None
-) -> Case | None:
-    """The case an entry of a case array declares, or None when the entry has problems.
-
-    This is the fast path every case of a large suite takes; :func:`_case_problems`
-    explains a refusal.
-    """
+) -> tuple[Any, ...] | None:
+    """The field values (in :data:`cer.model.CASE_FIELDS` order, tables packed) of the
+    case an entry of a case array declares, or None when the entry has problems;
+    :func:`_case_problems` explains a refusal."""
     if not isinstance(entry, dict) or not entry.keys() <= _CASE_KEYS:
         return None
     get = entry.get
@@ -423,38 +625,20 @@ def _build_case(
         and (tags is None or _is_string_list(tags))
     ):
         return None
-    return _new_case(
-        {
-            "name": name,
-            "case_class": case_class,
-            "category": category,
-            "position": position,
-            "array_index": index,
-            "input": {} if input_ is None else input_,
-            "expect": {} if expect is None else expect,
-            "description": description,
-            "verifies": () if verifies is None else tuple(verifies),
-            "tags": () if tags is None else tuple(tags),
-            "severity": severity,
-            "line": line,
-        }
+    return (
+        name,
+        case_class,
+        category,
+        position,
+        index,
+        pack_table({} if input_ is None else input_),
+        pack_table({} if expect is None else expect),
+        description,
+        () if verifies is None else tuple(verifies),
+        () if tags is None else tuple(tags),
+        severity,
+        line,
     )
-
-
-def _new_case(fields: dict[str, Any]) -> Case:
-    """A :class:`Case` with exactly these (already validated) field values.
-
-    The generated ``__init__`` of a frozen dataclass sets each field through
-    ``object.__setattr__``, which makes it the largest cost of loading a suite of tens of
-    thousands of cases; filling the instance dictionary directly builds an equal object
-    about ten times faster. It is done only while ``Case`` is a plain dataclass whose
-    fields are the ones given here, and the ordinary constructor is used otherwise.
-    """
-    if _CASE_IS_PLAIN:
-        case: Case = object.__new__(Case)
-        case.__dict__.update(fields)
-        return case
-    return Case(**fields)
 
 
 def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list[str]:

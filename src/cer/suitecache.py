@@ -11,8 +11,10 @@ The cache is never trusted blindly. An entry is used only when all of these hold
 - the payload's SHA-256 matches (a torn or corrupt write is refused before it is
   decoded);
 - the payload decodes (``marshal``, plain data only: no code is ever run from it, and
-  no class is looked up, unlike ``pickle``) to a table of the expected shape, whose
-  every case has exactly the fields of a :class:`~cer.model.Case` with the right types.
+  no class is looked up, unlike ``pickle``) to a table of the expected shape: one
+  column per field of a :class:`~cer.model.Case`, all of one length, each value of the
+  right type, positions counting from 1, and each packed ``input`` and ``expect`` the
+  ``marshal`` bytes of a table.
 
 Anything else (a missing, stale, corrupt, truncated or foreign entry) is ignored and
 replaced by a fresh one after a full load. Entries are written atomically (a temporary
@@ -32,23 +34,18 @@ import marshal
 import os
 import sys
 import tempfile
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import cer
-from cer.model import Case, Suite
-from cer.suite import (
-    _CASE_FIELDS,
-    _CASE_IS_PLAIN,
-    SuiteError,
-    _collector_paused,
-    _new_case,
-    parse_suite,
-)
+from cer.model import CASE_CLASSES, CASE_FIELDS, Suite, build_cases, case_columns, pack_table
+from cer.suite import SuiteError, _collector_paused, parse_suite
 
 __all__ = ["CACHE_DIR", "FORMAT", "cache_file", "load_suite_cached"]
 
-FORMAT = 1
+FORMAT = 2
 """The layout of an entry; raised whenever what an entry holds, or how a suite is
 validated, changes, so that older entries are rebuilt."""
 CACHE_DIR = Path(".cer") / "cache"
@@ -95,7 +92,7 @@ def load_suite_cached(path: str | Path) -> Suite:
     if cached is not None:
         return cached
     with _collector_paused():  # writing allocates little: no reason to walk the suite
-        suite = parse_suite(raw, suite_path)
+        suite = parse_suite(raw, suite_path, content_hash=identity["suite_sha256"])
         _write_entry(entry, identity, suite)
     return suite
 
@@ -120,23 +117,37 @@ def _read_entry(entry: Path, identity: dict[str, Any], suite_path: Path) -> Suit
         with _collector_paused():
             table = marshal.loads(payload)
             return _suite_from(table, suite_path, identity["suite_sha256"])
-    except (ValueError, EOFError, TypeError, KeyError, AttributeError):
+    except (ValueError, EOFError, TypeError, KeyError, AttributeError, IndexError):
         return None
 
 
-def _suite_from(table: Any, suite_path: Path, content_hash: str) -> Suite | None:
-    """Check the decoded payload's shape and build the suite, or None."""
-    if not isinstance(table, dict) or table.keys() != {
+_TABLE_KEYS = frozenset(
+    (
         "format_version",
         "target",
         "target_version",
         "properties",
         "adversarial_coverage",
         "warnings",
-        "cases",
-    }:
+        "columns",
+    )
+)
+_JUST = {kind: frozenset((kind,)) for kind in (str, int, bytes, tuple)}
+_OR_NONE = {kind: frozenset((kind, type(None))) for kind in (str, int)}
+_PACKED_TABLE = frozenset((ord("{"), ord("{") | 0x80))
+"""The first byte of a marshalled dict (with or without marshal's reference flag)."""
+_CASE_CLASSES = frozenset(CASE_CLASSES)
+
+
+def _suite_from(table: Any, suite_path: Path, content_hash: str) -> Suite | None:
+    """Check the decoded payload's shape and build the suite, or None.
+
+    Every column is checked with C-level loops (the types each holds, as a set), so
+    that checking 100,000 cases costs a few milliseconds.
+    """
+    if not isinstance(table, dict) or table.keys() != _TABLE_KEYS:
         return None
-    rows = table["cases"]
+    columns = table["columns"]
     if not (
         isinstance(table["format_version"], str)
         and _optional_str(table["target"])
@@ -144,37 +155,53 @@ def _suite_from(table: Any, suite_path: Path, content_hash: str) -> Suite | None
         and isinstance(table["properties"], dict)
         and _str_tuple(table["adversarial_coverage"])
         and _str_tuple(table["warnings"])
-        and isinstance(rows, tuple)
+        and type(columns) is tuple
+        and len(columns) == len(CASE_FIELDS)
+        and all(type(column) is tuple for column in columns)
     ):
         return None
-    cases: list[Case] = []
-    append = cases.append
-    fields = _CASE_FIELDS
-    for position, row in enumerate(rows, start=1):
-        if not (
-            type(row) is dict
-            and row.keys() == fields
-            and type(row["name"]) is str
-            and type(row["case_class"]) is str
-            and type(row["category"]) is str
-            and row["position"] == position
-            and type(row["array_index"]) is int
-            and type(row["input"]) is dict
-            and type(row["expect"]) is dict
-            and _str_tuple(row["verifies"])
-            and _str_tuple(row["tags"])
-            and _optional_str(row["description"])
-            and _optional_str(row["severity"])
-            and (row["line"] is None or type(row["line"]) is int)
-        ):
-            return None
-        append(_case_of(row))
+    (
+        name,
+        case_class,
+        category,
+        position,
+        array_index,
+        input_,
+        expect,
+        description,
+        verifies,
+        tags,
+        severity,
+        line,
+    ) = columns
+    if not (
+        position == tuple(range(1, len(position) + 1))
+        and all(len(column) == len(position) for column in columns)
+        and _types(name) <= _JUST[str]
+        and all(map(str.strip, name))
+        and set(case_class) <= _CASE_CLASSES
+        and _types(category) <= _JUST[str]
+        and all(map(str.strip, category))
+        and _types(array_index) <= _JUST[int]
+        and _types(input_) <= _JUST[bytes]
+        and set(map(itemgetter(0), input_)) <= _PACKED_TABLE
+        and _types(expect) <= _JUST[bytes]
+        and set(map(itemgetter(0), expect)) <= _PACKED_TABLE
+        and _types(description) <= _OR_NONE[str]
+        and _types(verifies) <= _JUST[tuple]
+        and _types(chain.from_iterable(verifies)) <= _JUST[str]
+        and _types(tags) <= _JUST[tuple]
+        and _types(chain.from_iterable(tags)) <= _JUST[str]
+        and _types(severity) <= _OR_NONE[str]
+        and _types(line) <= _OR_NONE[int]
+    ):
+        return None
     return Suite(
         path=suite_path,
         format_version=table["format_version"],
         target=table["target"],
         target_version=table["target_version"],
-        cases=tuple(cases),
+        cases=tuple(build_cases(columns)),
         content_hash=content_hash,
         properties=table["properties"],
         adversarial_coverage=table["adversarial_coverage"],
@@ -182,15 +209,9 @@ def _suite_from(table: Any, suite_path: Path, content_hash: str) -> Suite | None
     )
 
 
-def _case_of(row: dict[str, Any]) -> Case:
-    """A :class:`Case` whose instance dictionary is ``row`` itself (checked above): no
-    copy, and nothing to free. Done only while ``Case`` is a plain dataclass, as
-    :func:`cer.suite._new_case` does; the ordinary constructor is used otherwise."""
-    if _CASE_IS_PLAIN:
-        case: Case = object.__new__(Case)
-        object.__setattr__(case, "__dict__", row)
-        return case
-    return _new_case(row)
+def _types(values: Any) -> set[type]:
+    """The exact types of ``values``' items."""
+    return set(map(type, values))
 
 
 def _optional_str(value: Any) -> bool:
@@ -198,15 +219,19 @@ def _optional_str(value: Any) -> bool:
 
 
 def _str_tuple(value: Any) -> bool:
-    """Whether ``value`` is a tuple of strings (``str.join`` refuses anything else with a
-    TypeError, which the caller takes as an unusable entry; it is the fastest check)."""
-    return type(value) is tuple and type("".join(value)) is str
+    """Whether ``value`` is a tuple of strings."""
+    return type(value) is tuple and _types(value) <= _JUST[str]
 
 
 def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
     """Write the entry of ``suite`` atomically; give up quietly when it cannot be (a
     value ``marshal`` cannot hold, such as a TOML date, or a folder that is not
     writable)."""
+    columns = case_columns(suite.cases)
+    for field in ("input", "expect"):  # a case built by hand holds its tables unpacked
+        at = CASE_FIELDS.index(field)
+        if _types(columns[at]) != _JUST[bytes]:
+            columns[at] = tuple(map(pack_table, columns[at]))
     table = {
         "format_version": suite.format_version,
         "target": suite.target,
@@ -214,21 +239,14 @@ def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
         "properties": dict(suite.properties),
         "adversarial_coverage": tuple(suite.adversarial_coverage),
         "warnings": tuple(suite.warnings),
-        # As built by cer.suite, a case's instance dictionary is exactly its fields; a
-        # row that is not is refused when read back, never served (see _suite_from).
-        "cases": tuple(
-            case.__dict__
-            if _CASE_IS_PLAIN
-            else {name: getattr(case, name) for name in _CASE_FIELDS}
-            for case in suite.cases
-        ),
+        "columns": tuple(columns),
     }
     try:
         payload = marshal.dumps(table)
     except ValueError:
         return  # a value marshal cannot hold (dates and times): no entry
     header = {**identity, "payload_sha256": hashlib.sha256(payload).hexdigest()}
-    data = _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+    head = _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         marker = entry.parent / ".gitignore"
@@ -237,7 +255,8 @@ def _write_entry(entry: Path, identity: dict[str, Any], suite: Suite) -> None:
         handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(data)
+                out.write(head)
+                out.write(payload)
             os.replace(temporary, entry)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
