@@ -208,7 +208,16 @@ def _keep_value(value: Any) -> Any:
 def retained(result: CaseResult) -> CaseResult:
     """What is kept of a judged result for reporting: every text scrubbed (see
     :func:`scrub`) and bounded, and the observation and mismatch values bounded (see
-    :func:`bound_value`). The status never changes."""
+    :func:`bound_value`). The status never changes.
+
+    A result without mismatches that neither scrubbing nor bounding would change (the
+    common passing case) is kept as it is: one walk over it instead of two copies."""
+    if not result.mismatches and _kept_as_is(result):
+        return result
+    return _retained_copy(result)
+
+
+def _retained_copy(result: CaseResult) -> CaseResult:
     observation: Mapping[str, Any] | None = result.observation
     if observation is not None:
         observation = _keep_value(dict(observation))
@@ -230,6 +239,90 @@ def retained(result: CaseResult) -> CaseResult:
             for m in result.mismatches
         ),
     )
+
+
+def _clean(text: str) -> bool:
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
+def _text_kept(text: str | None) -> bool:
+    return text is None or (len(text) <= RETAINED_TEXT and _clean(text))
+
+
+def _kept_as_is(result: CaseResult) -> bool:
+    """Whether :func:`retained` would give back a result equal to ``result`` (its
+    mismatches aside): every text short enough and free of lone surrogates, and the
+    observation a plain table that :class:`_Bounder` would copy whole."""
+    if not (
+        _clean(result.case_name)
+        and _text_kept(result.reason)
+        and _text_kept(result.stdout)
+        and _text_kept(result.stderr)
+        and _text_kept(result.traceback)
+    ):
+        return False
+    observation = result.observation
+    if observation is None:
+        return True
+    if type(observation) is not dict:
+        return False
+    try:
+        cost = _unchanged_cost(observation)
+    except RecursionError:
+        return False
+    # What the bounder takes off its budget is exactly ``cost``: with less than the
+    # whole budget spent, every string fits in what is left when it is reached, and
+    # the budget never runs out before an item.
+    return 0 <= cost < RETAINED_TOTAL
+
+
+def _unchanged_cost(value: Any) -> int:
+    """What bounding ``value`` takes off the budget when neither :class:`_Bounder`
+    (given enough budget) nor :func:`scrub_value` would change it; -1 when one would."""
+    kind = type(value)
+    if kind is dict:
+        if len(value) > RETAINED_ITEMS:
+            return -1
+        total = 0
+        for key, item in value.items():
+            if type(key) is str:
+                if not (key.isascii() or _clean(key)):
+                    return -1
+                total += len(key)
+            else:
+                total += 8
+            if type(item) in _SMALL:
+                total += 8
+                continue
+            cost = _unchanged_cost(item)
+            if cost < 0:
+                return -1
+            total += cost
+        return total
+    if kind is str:
+        if len(value) > RETAINED_CHARS or not _clean(value):
+            return -1
+        return len(value) + 2
+    if kind is list:
+        if len(value) > RETAINED_ITEMS:
+            return -1
+        total = 0
+        for item in value:
+            if type(item) in _SMALL:
+                total += 8
+                continue
+            cost = _unchanged_cost(item)
+            if cost < 0:
+                return -1
+            total += cost
+        return total
+    if kind is bytes:
+        return -1 if len(value) > RETAINED_CHARS else len(value) * 2
+    return 8
+
+
+_SMALL = frozenset({int, float, bool, type(None)})
+"""Values the bounder counts as 8 and keeps as they are."""
 
 
 def _shown_value(value: Any) -> Any:

@@ -145,6 +145,10 @@ def outcome_from_worker(
         tag = payload["k"]
     except (ValueError, TypeError, KeyError) as exc:
         return out("lost", detail=f"the case sent a malformed result: {exc}")
+    if tag == "ret" and "files" not in payload:  # the common case, without detours
+        return Outcome(
+            "returned", value=payload.get("v"), elapsed_ms=elapsed_ms, stdout=stdout, stderr=stderr
+        )
     if "files" in payload:
         return replace(_interpret(payload, tag, out), loaded_files=payload["files"])
     return _interpret(payload, tag, out)
@@ -270,10 +274,10 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
 
     if not expect:
         return result(Status.ERRORED, "could not verify: the case's expect table is empty")
-    unmeasured = unmeasured_keys(expect)
+    unmeasured, memory = key_facts(expect)
     if unmeasured:
-        return result(Status.ERRORED, unmeasured_reason(unmeasured))
-    if outcome.memory_mb is None and asks_memory(expect):
+        return result(Status.ERRORED, unmeasured_reason(list(unmeasured)))
+    if outcome.memory_mb is None and memory:
         why = outcome.memory_note or "the runner did not measure this case"
         return result(Status.ERRORED, f"could not verify {MEMORY_KEY}: {why}")
     health: dict[str, Any] = {"elapsed_ms": outcome.elapsed_ms}
@@ -414,6 +418,25 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
         if base not in found:
             found.append(base)
     return found
+
+
+_KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool]] = {}
+""":func:`unmeasured_keys` and :func:`asks_memory` by the keys of an expect table (they
+depend on nothing else): most cases of a suite share a handful of key sets."""
+_KEY_FACTS_MAX = 4096
+
+
+def key_facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """:func:`unmeasured_keys` of ``expect`` and :func:`asks_memory`, remembered by its
+    keys."""
+    keys = tuple(expect)
+    facts = _KEY_FACTS.get(keys)
+    if facts is None:
+        if len(_KEY_FACTS) >= _KEY_FACTS_MAX:
+            _KEY_FACTS.clear()
+        facts = (tuple(unmeasured_keys(expect)), asks_memory(expect))
+        _KEY_FACTS[keys] = facts
+    return facts
 
 
 def unmeasured_reason(keys: list[str]) -> str:

@@ -14,12 +14,11 @@ from cer.engine.options import (
     in_shard,
 )
 from cer.model import Case, CaseResult, Suite
-from cer.suite import resolve_fixtures
+from cer.suite import FIXTURE_SCHEME, resolve_fixtures
 from cer.verdict import (
-    asks_memory,
     errored,
+    key_facts,
     skipped,
-    unmeasured_keys,
     unmeasured_reason,
 )
 
@@ -47,6 +46,7 @@ def plan(
     selection = options.selection
     shard = options.shard
     everything = selection.is_everything
+    fixtures_dir = suite.fixtures_dir
     for case in suite.cases:
         if shard is not None and not in_shard(case.position, shard):
             decided.append(skipped(case, OTHER_SHARD))
@@ -61,11 +61,10 @@ def plan(
         if not case.expect:
             decided.append(errored(case, "could not verify: the case's expect table is empty"))
             continue
-        unmeasured = unmeasured_keys(case.expect)
+        unmeasured, memory = key_facts(case.expect)
         if unmeasured:
-            decided.append(errored(case, unmeasured_reason(unmeasured)))
+            decided.append(errored(case, unmeasured_reason(list(unmeasured))))
             continue
-        memory = asks_memory(case.expect)
         if memory and options.kind != "python":
             decided.append(
                 errored(
@@ -76,19 +75,35 @@ def plan(
                 )
             )
             continue
-        resolved, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
-        if missing:
-            names = ", ".join(missing)
-            decided.append(
-                errored(case, f"missing fixture: {names} (looked in {suite.fixtures_dir})")
-            )
-            continue
+        if _names_a_fixture(case.input):
+            resolved, missing = resolve_fixtures(dict(case.input), fixtures_dir)
+            if missing:
+                names = ", ".join(missing)
+                decided.append(
+                    errored(case, f"missing fixture: {names} (looked in {fixtures_dir})")
+                )
+                continue
+        else:
+            resolved = dict(case.input)
         alone = options.kind == "python" and (memory or case.expect.get("crashed") is True)
         runnable.append(Planned(case, resolved, model, alone))
     if options.first:
         first = options.first
         runnable.sort(key=lambda item: item.case.name not in first)  # stable
     return runnable, decided
+
+
+def _names_a_fixture(value: Any) -> bool:
+    """Whether ``value`` holds a ``fixture://`` string anywhere (what
+    :func:`cer.suite.resolve_fixtures` replaces); most inputs hold none, and their
+    copy needs no resolving."""
+    if isinstance(value, str):
+        return value.startswith(FIXTURE_SCHEME)
+    if isinstance(value, dict):
+        return any(_names_a_fixture(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_names_a_fixture(item) for item in value)
+    return False
 
 
 def shard_note(shard: tuple[int, int], total: int) -> str:
