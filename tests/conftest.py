@@ -12,3 +12,11 @@ from support import Module
 @pytest.fixture
 def module(tmp_path: Path) -> Module:
     return Module(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests read cer's output as it is outside GitHub Actions, wherever they run
+    (under GitHub Actions cer pauses workflow commands around it: see
+    tests/hostile/test_workflow_commands.py)."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

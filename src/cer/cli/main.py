@@ -11,6 +11,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from cer.cli.parser import (
     build_parser,
     review_commands,
 )
+from cer.cli.workflow_commands import CommandPause
 from cer.coverage import (
     ConstraintSet,
     Coverage,
@@ -59,6 +61,10 @@ from cer.suite import SuiteError, load_suite
 from cer.suitecache import load_suite_cached
 
 EARLY_WORKERS: WarmWorkers | None = None
+
+COMMANDS = CommandPause(sys.stdout, active=False)
+"""Pauses GitHub Actions' workflow commands while ``cer``'s output may hold the
+implementation's text (:mod:`cer.cli.workflow_commands`); set by :func:`main`."""
 """A worker started before this module was imported (:mod:`cer.cli.entry`), which the
 first run takes if it is still fresh."""
 
@@ -356,7 +362,10 @@ def _run_and_report(
     for request in args.reports:
         report = render_report(request.format, context)
         if request.to_stdout:
-            sys.stdout.write(report)
+            sys.stdout.flush()
+            with COMMANDS.own_commands() if request.format == "github" else nullcontext():
+                sys.stdout.write(report)
+                sys.stdout.flush()
             continue
         try:
             write_report(report, request.path)
@@ -631,15 +640,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``cer`` program. Called without ``argv`` (as the program itself), it also
     adopts the orphans of the processes it starts (cer.procs) and stops cleanly on
     SIGTERM and SIGHUP as on Ctrl-C."""
+    global COMMANDS
     _forgiving_streams()
     if argv is None:
         procs.adopt_orphans()
         _stop_on_signals()
+    COMMANDS = CommandPause.from_environment(sys.stdout)
+    COMMANDS.pause()
     try:
         return _main(argv)
     except KeyboardInterrupt as exc:
         print_error(f"{interruption(exc)}")
         return interrupted_code(exc)
+    finally:
+        sys.stdout.flush()
+        COMMANDS.resume()
 
 
 def _main(argv: Sequence[str] | None) -> int:
