@@ -3,6 +3,7 @@ command line is imported (cer.cli.entry)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,25 @@ def test_cer_run_through_the_entry_point(module: Module) -> None:
 def test_the_program_is_the_entry_point() -> None:
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert 'cer = "cer.cli.entry:main"' in pyproject
+
+
+def test_the_collector_skips_start_up_and_exit_but_runs_during_the_command() -> None:
+    code = (
+        "import gc, json, sys\n"
+        "import cer.cli.main as command_line\n"
+        "seen = {}\n"
+        "def command(argv=None):\n"
+        "    seen['enabled'] = gc.isenabled()\n"
+        "    seen['frozen'] = gc.get_freeze_count()\n"
+        "    return 0\n"
+        "command_line.main = command\n"
+        "from cer.cli import entry\n"
+        "sys.argv = ['cer', 'history']\n"
+        "seen['code'] = entry.main()\n"
+        "seen['enabled_after'] = gc.isenabled()\n"
+        "print(json.dumps(seen))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout)
+    assert seen == {"enabled": True, "frozen": seen["frozen"], "code": 0, "enabled_after": True}
+    assert seen["frozen"] > 1000  # what the imports made is out of later collections
