@@ -58,10 +58,11 @@ def plan(
         if model is None:
             decided.append(skipped(case, f"category not supported: {case.category}"))
             continue
-        if not case.expect:
+        expect = case.expect  # decoded afresh on every read: once here
+        if not expect:
             decided.append(errored(case, "could not verify: the case's expect table is empty"))
             continue
-        unmeasured, memory = key_facts(case.expect)
+        unmeasured, memory = key_facts(expect)
         if unmeasured:
             decided.append(errored(case, unmeasured_reason(list(unmeasured))))
             continue
@@ -75,17 +76,17 @@ def plan(
                 )
             )
             continue
-        if _names_a_fixture(case.input):
-            resolved, missing = resolve_fixtures(dict(case.input), fixtures_dir)
+        given = case.input
+        resolved = given if type(given) is dict else dict(given)
+        if _names_a_fixture(given):
+            resolved, missing = resolve_fixtures(resolved, fixtures_dir)
             if missing:
                 names = ", ".join(missing)
                 decided.append(
                     errored(case, f"missing fixture: {names} (looked in {fixtures_dir})")
                 )
                 continue
-        else:
-            resolved = dict(case.input)
-        alone = options.kind == "python" and (memory or case.expect.get("crashed") is True)
+        alone = options.kind == "python" and (memory or expect.get("crashed") is True)
         runnable.append(Planned(case, resolved, model, alone))
     if options.first:
         first = options.first

@@ -97,6 +97,9 @@ class WorkerPool(AloneCases):
         self.lanes: list[_Lane] = []
         self.pending: deque[Planned] = deque()
         self._attempts: dict[int, int] = {}
+        self._encoded: tuple[Planned, bytes] | None = None
+        """The case the queue hands out next, encoded ahead while workers run (see
+        :meth:`encode_ahead`)."""
 
     def start_lane(self, lane: _Lane) -> None:
         """Start the lane's worker (a warm one when there is one) and ask it to load
@@ -234,7 +237,7 @@ class WorkerPool(AloneCases):
             return
         item = pending.popleft()
         seq = case_id()
-        body = self.encode(item)
+        body = self.body_of(item)
         handed_over = time.monotonic()
         try:
             worker.send_case(seq, body)
@@ -267,7 +270,7 @@ class WorkerPool(AloneCases):
             return
         item = pending.popleft()
         seq = case_id()
-        body = self.encode(item)
+        body = self.body_of(item)
         handed_over = time.monotonic()
         try:
             worker.send_case(seq, body)
@@ -275,6 +278,22 @@ class WorkerPool(AloneCases):
             pending.appendleft(item)
             return
         lane.in_flight.append(_Flight(seq, item, handed_over))
+
+    def body_of(self, item: Planned) -> bytes:
+        """The encoded case message of ``item``: the one encoded ahead, when it is."""
+        encoded = self._encoded
+        if encoded is not None and encoded[0] is item:
+            self._encoded = None
+            return encoded[1]
+        return self.encode(item)
+
+    def encode_ahead(self) -> None:
+        """Encode the case the queue hands out next, so that handing it over right after
+        an answer (:meth:`hand_next`) costs only the write. Only the supervisor holds
+        it: a worker still gets a case's input when the case is handed over."""
+        pending = self.pending
+        if pending and (self._encoded is None or self._encoded[0] is not pending[0]):
+            self._encoded = (pending[0], self.encode(pending[0]))
 
     def wait(self, lanes: list[_Lane]) -> None:
         """Wait for any worker to speak (or a short while), then handle every complete
@@ -489,6 +508,7 @@ class WorkerPool(AloneCases):
         if body.get("anomaly"):
             lane.expecting_exit = True
             self.requeue(lane)
+        self.encode_ahead()
 
     def restart_case(self, item: Planned) -> None:
         """The case's process ended before it started the case (something disturbed
