@@ -101,8 +101,15 @@ def _same_namespace(saved: dict[Any, Any], now: dict[Any, Any]) -> bool:
     )
 
 
+def _environment_store() -> Any:
+    """The dict ``os.environ`` reads from (or None): a case that puts another object in
+    its place changes every variable at once, without touching the dict the snapshot
+    holds and watches."""
+    return getattr(_environ, "_data", None)
+
+
 def _environment() -> dict[Any, Any]:
-    data = getattr(_environ, "_data", None)
+    data = _environment_store()
     return data.copy() if type(data) is dict else dict(_environ)
 
 
@@ -148,6 +155,7 @@ class Snapshot:
         "builtins",
         "cwd",
         "environ",
+        "environ_store",
         "fds",
         "modules",
         "path",
@@ -163,6 +171,7 @@ class Snapshot:
     builtins: dict[str, Any]
     cwd: str
     environ: dict[Any, Any]
+    environ_store: Any
     fds: tuple[tuple[int, int] | None, ...]
     modules: list[tuple[str, Any, dict[str, Any]]]
     path: list[Any]
@@ -179,6 +188,7 @@ class Snapshot:
         reader = version_reader()  # first: finding it binds names in its module
         snap = cls()
         snap.cwd = _safe_cwd()
+        snap.environ_store = _environment_store()
         snap.environ = _environment()
         snap.path = list(sys.path)
         snap.builtins = dict(BUILTINS)
@@ -218,7 +228,9 @@ class Snapshot:
         quiet = versions is not None and versions.unchanged()
         if _safe_cwd() != self.cwd:
             changes.append("changed the working directory")
-        if not quiet and _environment() != self.environ:
+        if _environment_store() is not self.environ_store or (
+            not quiet and _environment() != self.environ
+        ):
             changes.append("changed environment variables")
         if not _same_items(self.path, sys.path):
             changes.append("changed sys.path")
