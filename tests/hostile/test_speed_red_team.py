@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 
 from cer.model import RunResult, Status
 from support import Module
@@ -75,3 +76,86 @@ def test_a_case_that_swaps_the_environment_store_does_not_leak_into_the_next(
     assert result.results[0].status is PASS
     assert "changed environment variables" in result.results[0].stderr, outcome(result)
     assert outcome(result)[1] == (PASS, ""), outcome(result)
+
+
+# --- a signature read once ------------------------------------------------------------
+
+# Each case gives the function new parameters once it ran: the next case's call can no
+# longer bind its input. That is the runner's problem (errored), never the
+# implementation's refusal of the input, which an `error_includes` would accept.
+CHANGES_ITS_METHOD = """
+class Impl:
+    def run_case(self, case):
+        def needs_more(self, case, extra):
+            return {"output": 1}
+        type(self).run_case.__code__ = needs_more.__code__
+        return {"output": 1}
+
+impl = Impl()
+"""
+
+CHANGES_ITS_FUNCTION = """
+def f(x):
+    def needs_more(x, extra):
+        return {"output": 1}
+    f.__code__ = needs_more.__code__
+    return {"output": 1}
+"""
+
+DROPS_ITS_DEFAULT = """
+def f(x, *, scale=1):
+    f.__kwdefaults__.clear()
+    return {"output": 1}
+"""
+
+# With fork isolation a thread the import started changes the function in the worker,
+# after its signature was read: every case's process forked later inherits the change.
+CHANGED_BY_AN_IMPORT_TIME_THREAD = """
+import threading, time
+
+def f(x):
+    time.sleep(0.1)
+    return {"output": 1}
+
+def needs_more(x, extra):
+    return {"output": 1}
+
+def change():
+    f.__code__ = needs_more.__code__
+
+threading.Timer(0.2, change).start()
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "attr"),
+    [(CHANGES_ITS_METHOD, "impl"), (CHANGES_ITS_FUNCTION, "f"), (DROPS_ITS_DEFAULT, "f")],
+    ids=["run_case code", "function code", "keyword default"],
+)
+def test_a_function_changed_by_a_case_is_bound_anew_without_isolation(
+    module: Module, source: str, attr: str
+) -> None:
+    module.suite(two_cases("{ output = 1 }", '{ error_includes = "argument" }'))
+    name = module.impl(source)
+    result = module.run(f"{name}:{attr}", isolation="none", jobs=1)
+    got = outcome(result)
+    assert got[0] == (PASS, ""), got
+    status, reason = got[1]
+    assert status is ERRORED, got
+    assert "with the case's input" in reason, got
+
+
+def test_a_function_changed_after_the_import_is_bound_anew_with_fork(module: Module) -> None:
+    cases = [
+        f'[[cases]]\nname = "c{x}"\ncategory = "functional"\ninput = {{ x = {x} }}\n'
+        'expect = { error_includes = "argument" }\n'
+        for x in range(1, 7)
+    ]
+    module.suite('commonsformat_evals = "0.2"\ntarget = "t"\n\n' + "\n".join(cases))
+    name = module.impl(CHANGED_BY_AN_IMPORT_TIME_THREAD)
+    result = module.run(f"{name}:f", isolation="fork", jobs=1)
+    got = outcome(result)
+    # Cases forked before the change fail (no error); those forked after it cannot
+    # bind their input: errored, never passed on the TypeError of a failed bind.
+    assert PASS not in [status for status, _ in got], got
+    assert got[-1][0] is ERRORED and "with the case's input" in got[-1][1], got

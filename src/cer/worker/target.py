@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from types import MethodType
+from types import FunctionType, MethodType
 from typing import Any
 
 from cer.caseview import CaseView
@@ -36,17 +36,24 @@ class Target:
         self.signature: inspect.Signature | None = None
         self.shape: Shape | None = None
         self.is_async = False
+        self.read_from: tuple[Any, ...] | None = None
+        """What the signature was read from (see :func:`_signature_source`)."""
         if self.kind == "callable":
-            self.signature = _signature(obj)
-            self.shape = Shape(self.signature) if self.signature is not None else None
-            self.is_async = _is_async(obj)
-        self._methods: dict[int, tuple[Any, bool, bool]] = {}
+            self._read_signature()
+        self._methods: dict[int, tuple[Any, bool, bool, tuple[Any, ...] | None]] = {}
         """For each function a ``run_case`` method was made of (by id, with the function
         held): whether it takes the case as its one argument, and whether it is a
         coroutine function. Learnt here for an object's method, so that every case's
         process inherits it."""
         if self.kind == "run_case" and type(obj.run_case) is MethodType:
             self._method_facts(obj.run_case)
+
+    def _read_signature(self) -> None:
+        obj = self.obj
+        self.read_from = _signature_source(obj)
+        self.signature = _signature(obj)
+        self.shape = Shape(self.signature) if self.signature is not None else None
+        self.is_async = _is_async(obj)
 
     def invoke(self, view: CaseView, box: list[Any]) -> None:
         """Call the implementation for one case and put what it returned in ``box[0]``.
@@ -73,6 +80,8 @@ class Target:
         if self.kind == "run_case":
             self._call_method(self.obj.run_case, view, box)
             return
+        if self.read_from is not None and _signature_source(self.obj) != self.read_from:
+            self._read_signature()  # the function was changed since (its code, defaults)
         shape, data = self.shape, view.input
         if shape is None:
             _call(self.obj, None, (data,), {}, box)
@@ -98,10 +107,16 @@ class Target:
     def _method_facts(self, method: MethodType) -> tuple[bool, bool]:
         function = method.__func__
         known = self._methods.get(id(function))
-        if known is None or known[0] is not function:
+        if (
+            known is None
+            or known[0] is not function
+            or known[3] is None
+            or _signature_source(function) != known[3]
+        ):
+            source = _signature_source(function)
             signature = _signature(method)
             takes_one = signature is None or Shape(signature).one_argument
-            known = (function, takes_one, _is_async(method))
+            known = (function, takes_one, _is_async(method), source)
             self._methods[id(function)] = known
         return known[1], known[2]
 
@@ -119,6 +134,32 @@ def load_model(spec: str) -> Any:
                 obj = getattr(obj, part)
         _MODELS[spec] = obj
     return _MODELS[spec]
+
+
+_SIGNATURE_ATTRIBUTES = ("__signature__", "__wrapped__", "_partialmethod")
+"""Attributes of a function that :func:`inspect.signature` reads before its code."""
+
+
+def _signature_source(func: Any) -> tuple[Any, ...] | None:
+    """Everything :func:`inspect.signature` reads of a plain function (its code, its
+    defaults, the names of its keyword defaults), to tell at once that a signature
+    read earlier still holds; None when that cannot be told this way (not a plain
+    function, or one with a ``__signature__``, ``__wrapped__`` or ``_partialmethod``
+    of its own): a ``run_case`` method's signature is then read for every call, a
+    callable's once, at the import.
+
+    Without isolation a case runs in the worker, and with fork isolation a thread the
+    import started runs there too: either can give the function other parameters
+    after its signature was read. A call that could not bind is the runner's problem
+    (errored), never the implementation's refusal of the input.
+    """
+    if type(func) is not FunctionType:
+        return None
+    attributes = func.__dict__
+    if any(name in attributes for name in _SIGNATURE_ATTRIBUTES):
+        return None
+    keywords = func.__kwdefaults__
+    return (func.__code__, func.__defaults__, tuple(keywords) if keywords else ())
 
 
 def _signature(func: Any) -> inspect.Signature | None:
