@@ -9,6 +9,7 @@ from cer.matrix import build_matrix
 from cer.model import Case, CaseResult, RunResult, Status
 from cer.tui.state.board import Row
 from cer.tui.state.formatting import column_labels
+from cer.tui.state.kept import KeptResult
 from cer.tui.state.matrix_layout import MatrixLayout, differs_in, sections
 from cer.tui.state.side_by_side import LaneRow as Lane
 from cer.tui.state.side_by_side import compare_lanes, render_details_many
@@ -97,8 +98,8 @@ def test_column_heads_drop_a_shared_prefix() -> None:
 def lanes_for(index: int) -> list[Lane]:
     case = CASES[index]
     return [
-        Lane("a", Row(case, A[index])),
-        Lane("b", Row(case, B[index]), flaky=True),
+        Lane("a", Row(case, KeptResult.of(A[index]))),
+        Lane("b", Row(case, KeptResult.of(B[index])), flaky=True),
     ]
 
 

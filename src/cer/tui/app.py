@@ -372,7 +372,8 @@ class CerApp(CaseActions):
         judged by once every lane has had its turn."""
         if not self.control.is_current(message):
             return
-        self.session.lanes[message.lane].finish(message.run, self.session.suite)
+        lane = self.session.lanes[message.lane]
+        lane.finish(message.run, self.session.suite, message.rest, message.count)
         if message.lane:
             self.board.refilter()
         if not any(lane.crash for lane in self.session.lanes) and self.banner.kind == "run-error":

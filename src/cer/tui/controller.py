@@ -26,14 +26,15 @@ from cer.derive import coverage_figures
 from cer.engine.options import RunCancelled, RunOptions
 from cer.history import History
 from cer.matrix import build_matrix
-from cer.model import RunResult, Suite
+from cer.model import CaseResult, RunResult, Suite
 from cer.records import HistoryError
-from cer.safetext import displayed, for_terminal
+from cer.safetext import for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError
 from cer.tui import messages
 from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
+from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
 from cer.tui.state.side_by_side import render_selected
 from cer.tui.state.styles import DetailStyles
@@ -234,14 +235,18 @@ class RunController:
         crashed (the next lane still runs), None when cancelled."""
         post = self.app.post_message
         stream = messages.ResultStream()
+        # The results streamed so far, as the runner reported them (it holds them too):
+        # the end of the run hands over only the others.
+        streamed: list[CaseResult] = []
 
         def on_event(event: events.RunEvent) -> None:
             if cancel.is_set():
                 return
             if isinstance(event, events.CaseFinished):
-                # Shown, never obeyed: the implementation's text cannot drive the
-                # terminal (cer.safetext.displayed).
-                if stream.add(displayed(event.result), event.done, event.total):
+                # Kept packed; unpacked only for a screen, through
+                # cer.safetext.displayed: shown, never obeyed.
+                streamed.append(event.result)
+                if stream.add(KeptResult.of(event.result), event.done, event.total):
                     post(messages.CasesFinished(generation, stream, index))
             elif isinstance(event, events.RunStarted):
                 post(messages.RunStarted(generation, event.total, index))
@@ -272,13 +277,17 @@ class RunController:
         if cancel.is_set():
             post(messages.RunCancelled(generation))
             return None
+        taken = {id(result) for result in streamed}
+        rest = tuple(KeptResult.of(result) for result in run.results if id(result) not in taken)
+        del taken
+        streamed.clear()
         shown = replace(
             run,
-            results=tuple(displayed(result) for result in run.results),
+            results=(),
             notes=tuple(for_terminal(note) for note in run.notes),
             implementation_id=for_terminal(run.implementation_id, multiline=False),
         )
-        post(messages.RunFinished(generation, shown, index))
+        post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
         if self.history_path is not None:
             post(record_run(self.history_path, generation, suite, run, index, doc))
         return 1
@@ -310,7 +319,10 @@ class RunController:
 
         def compute() -> None:
             views = tuple(
-                CoverageView() if given is None else compute_view(doc, *given) for given in inputs
+                CoverageView()
+                if given is None
+                else compute_view(doc, given.suite, given.judged_run())
+                for given in inputs
             )
             post(messages.CoveragesComputed(token, views))
 
@@ -322,10 +334,11 @@ class RunController:
         if suite is None:
             return
         self.matrix_token += 1
-        token, runs, labels = self.matrix_token, self.session.matrix_runs(), self.labels
+        token, inputs, labels = self.matrix_token, self.session.matrix_inputs(), self.labels
         post = self.app.post_message
 
         def build() -> None:
+            runs = tuple(each.run() for each in inputs)
             post(messages.MatrixComputed(token, build_matrix(suite, runs, labels)))
 
         self._worker(build, "matrix", "build the matrix")

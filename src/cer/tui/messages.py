@@ -19,8 +19,9 @@ from textual.message import Message
 
 from cer.coverage import CoverageFigures
 from cer.matrix import Matrix
-from cer.model import CaseResult, RunResult, Suite
+from cer.model import RunResult, Suite
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc
+from cer.tui.state.kept import KeptResult
 
 
 class ResultStream:
@@ -32,12 +33,12 @@ class ResultStream:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._results: list[CaseResult] = []
+        self._results: list[KeptResult] = []
         self._done = 0
         self._total = 0
         self._pending = False
 
-    def add(self, result: CaseResult, done: int, total: int) -> bool:
+    def add(self, result: KeptResult, done: int, total: int) -> bool:
         """Queue a result; True when the caller should post a message for it."""
         with self._lock:
             self._results.append(result)
@@ -47,7 +48,7 @@ class ResultStream:
             self._pending = True
             return True
 
-    def drain(self) -> tuple[list[CaseResult], int, int]:
+    def drain(self) -> tuple[list[KeptResult], int, int]:
         """Everything queued since the last drain, and the progress so far."""
         with self._lock:
             results, self._results = self._results, []
@@ -107,8 +108,15 @@ class CasesFinished(RunMessage):
 
 @dataclass
 class RunFinished(RunMessage):
+    """A lane's run finished. With ``rest``, ``run`` holds its own facts only: its
+    results came through :class:`CasesFinished`, but for ``rest`` (those the run did
+    not stream), and ``count`` is how many it has in all; without, ``run.results``
+    holds them all."""
+
     run: RunResult
     lane: int = 0
+    rest: tuple[KeptResult, ...] | None = None
+    count: int | None = None
 
 
 @dataclass

@@ -10,13 +10,14 @@ from __future__ import annotations
 import enum
 import fnmatch
 from bisect import bisect_left
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
+from cer.tui.state.kept import KeptResult
 
 FAILING: frozenset[Status] = frozenset({Status.FAIL, Status.ERRORED})
 """Statuses that count as a failure for failures-only, rerun-failed and regressions."""
@@ -44,16 +45,18 @@ class Change(enum.Enum):
     REGRESSED = "regressed"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Row:
     """One case and what is known about it right now.
 
-    ``stale`` means the shown result predates the run in flight; ``baseline`` is the
-    status at the end of the previous completed run, against which changes are marked.
+    ``kept`` is the case's latest result as the row keeps it (see
+    :class:`~cer.tui.state.kept.KeptResult`: status and time at hand, the evidence
+    packed); ``stale`` means it predates the run in flight; ``baseline`` is the status
+    at the end of the previous completed run, against which changes are marked.
     """
 
     case: Case
-    result: CaseResult | None = None
+    kept: KeptResult | None = None
     stale: bool = False
     baseline: Status | None = None
 
@@ -63,11 +66,21 @@ class Row:
 
     @property
     def status(self) -> Status | None:
-        return None if self.result is None else self.result.status
+        return None if self.kept is None else self.kept.status
+
+    @property
+    def elapsed_ms(self) -> int | None:
+        return None if self.kept is None else self.kept.elapsed_ms
+
+    @property
+    def result(self) -> CaseResult | None:
+        """The whole result, unpacked for a screen (each call unpacks it again: ask
+        once per rendering, never for every row)."""
+        return None if self.kept is None else self.kept.result()
 
     def snapshot(self) -> Row:
         """A copy of the row as it is now, for a worker thread to read."""
-        return Row(self.case, self.result, self.stale, self.baseline)
+        return Row(self.case, self.kept, self.stale, self.baseline)
 
     @property
     def change(self) -> Change | None:
@@ -196,6 +209,11 @@ class Board:
     total: int = 0
     run_selection: Selection = field(default_factory=Selection)
     last_run: RunResult | None = None
+    """The last finished run's own facts (its id, times, notes), without its results:
+    the rows hold those."""
+    unlisted: tuple[KeptResult, ...] = ()
+    """The last finished run's results of cases it did not run and the list shows no
+    result for (see :meth:`finish_run`)."""
     flaky: frozenset[str] = frozenset()
     """Names the history marks flaky for the implementation and suite of the last run."""
     peers: tuple[Board, ...] = ()
@@ -209,6 +227,8 @@ class Board:
     _index: dict[str, int] = field(default_factory=dict)
     _visible: list[int] | None = None
     _last_run_completed: bool = True
+    _aside: list[KeptResult] = field(default_factory=list)
+    """Results of the run in flight the rows did not take (cases it did not run)."""
 
     # -- suite and runs -------------------------------------------------------------
 
@@ -221,7 +241,7 @@ class Board:
             if previous is None:
                 rows.append(Row(case))
             else:
-                rows.append(Row(case, previous.result, previous.stale, previous.baseline))
+                rows.append(Row(case, previous.kept, previous.stale, previous.baseline))
         self.rows = rows
         self._index = {row.name: i for i, row in enumerate(rows)}
         self._recount()
@@ -231,6 +251,7 @@ class Board:
         """Mark the rows the run will execute as stale; they keep their old result."""
         self.running = True
         self.run_selection = selection
+        self._aside = []
         self.done = 0
         self.total = 0
         everything = selection.is_everything
@@ -242,35 +263,62 @@ class Board:
         self._last_run_completed = False
         self._recount()
 
-    def record(self, results: Iterable[CaseResult], done: int, total: int) -> None:
-        """Take results streamed from the run in flight."""
+    def record(self, results: Iterable[CaseResult | KeptResult], done: int, total: int) -> None:
+        """Take results streamed from the run in flight (a :class:`CaseResult` is kept
+        as a :class:`KeptResult`)."""
         self.done, self.total = done, total
         failures_only = self.filters.failures_only
         for result in results:
-            index = self._index.get(result.case_name)
+            kept = result if isinstance(result, KeptResult) else KeptResult.of(result)
+            index = self._index.get(kept.case_name)
             if index is None:
+                self._aside.append(kept)
                 continue
             row = self.rows[index]
             if not self._executed(row.case):
+                self._aside.append(kept)
                 continue
             was_failing = row.status in FAILING
             self._uncount(row)
-            row.result = result
+            row.kept = kept
             row.stale = False
             self._count(row)
             if failures_only and was_failing != (row.status in FAILING):
                 self._visible = None
 
-    def finish_run(self, run: RunResult) -> None:
-        """Take the complete result of a run; it becomes the baseline for the next one."""
-        self.record(run.results, len(run.results), len(run.results))
+    def finish_run(
+        self,
+        run: RunResult,
+        results: Sequence[CaseResult | KeptResult] | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Take the end of a run; it becomes the baseline for the next one.
+
+        ``results`` are the run's results the board has not taken yet through
+        :meth:`record` (by default all of ``run.results``), ``count`` how many results
+        the run has in all (by default as many as ``results``): the app streams them
+        as they come, so that the end of a run of 100,000 cases neither takes them all
+        again nor holds a second copy of them in ``last_run``.
+        """
+        if results is None:
+            results = run.results
+        count = len(results) if count is None else count
+        self.record(results, count, count)
         partial = self.run_selection.names is not None
         for row in self.rows:
             # A partial run (one case, a pattern, the failed ones) leaves the rest shown
             # as they were, dimmed: not run this time.
-            row.stale = partial and row.result is not None and not self._executed(row.case)
+            row.stale = partial and row.kept is not None and not self._executed(row.case)
+        # What the run reported for cases it did not run (deselected), where the list
+        # shows nothing else for them: the matrix counts these as the lane's results.
+        self.unlisted = tuple(
+            kept
+            for kept in self._aside
+            if (index := self._index.get(kept.case_name)) is None or self.rows[index].kept is None
+        )
+        self._aside = []
         self.running = False
-        self.last_run = run
+        self.last_run = replace(run, results=()) if run.results else run
         self._last_run_completed = True
         self._visible = None
 

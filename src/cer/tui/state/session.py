@@ -16,13 +16,14 @@ from typing import Literal
 from cer.coverage import CoverageFigures
 from cer.engine.options import RunOptions
 from cer.matrix import Matrix
-from cer.model import RunResult, Status, Suite
+from cer.model import CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
 from cer.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
 from cer.tui.state.board import Board
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.formatting import SYMBOLS
+from cer.tui.state.kept import KeptResult
 from cer.tui.state.side_by_side import LaneRow
 
 Severity = Literal["information", "warning", "error"]
@@ -47,6 +48,41 @@ class Announcement:
     severity: Severity
 
 
+@dataclass(frozen=True)
+class CoverageInput:
+    """What a lane's coverage is judged by: the suite, and the results its list showed
+    when its last run finished."""
+
+    suite: Suite
+    run: RunResult
+    """The run's own facts, without results."""
+    shown: tuple[KeptResult, ...]
+
+    def judged_run(self) -> RunResult:
+        """``run`` with the shown results, bare (coverage judges by statuses alone): built
+        where the coverage is computed, off the event loop, and dropped after."""
+        return replace(self.run, results=tuple(kept.bare() for kept in self.shown))
+
+
+@dataclass(frozen=True)
+class MatrixInput:
+    """One lane's column of the matrix, as a snapshot of kept results."""
+
+    base: RunResult
+    """The last run's own facts (or a stand-in before any run finished)."""
+    unlisted: tuple[KeptResult, ...]
+    """The last run's results of cases the list shows no result for."""
+    shown: tuple[KeptResult, ...]
+    """The results the list shows."""
+
+    def run(self) -> RunResult:
+        """The lane's results as the list shows them (the list's own first), unpacked."""
+        merged = {kept.case_name: kept for kept in self.unlisted}
+        for kept in self.shown:
+            merged[kept.case_name] = kept
+        return replace(self.base, results=tuple(kept.result() for kept in merged.values()))
+
+
 @dataclass
 class Lane:
     """One implementation's part of the session: what it is, its results (a board of
@@ -62,23 +98,30 @@ class Lane:
     notes: tuple[str, ...] = ()
     """The last finished run's notes."""
     coverage: CoverageView = field(default_factory=CoverageView)
-    coverage_input: tuple[Suite, RunResult] | None = None
+    coverage_input: CoverageInput | None = None
     coverage_trend: tuple[CoverageFigures, ...] = ()
     """The coverage figures of its recorded runs, oldest first (from the history)."""
     """What its coverage is judged by: the suite and the results the list shows."""
     import_failure: Failure | None = None
     crash: Failure | None = None
 
-    def finish(self, run: RunResult, suite: Suite | None) -> None:
-        """Take a finished run: it becomes the rows' baseline, and the results the list
-        now shows (a rerun of some cases keeps the others' earlier results) are what the
-        constraints' coverage is judged by."""
-        self.board.finish_run(run)
+    def finish(
+        self,
+        run: RunResult,
+        suite: Suite | None,
+        results: Sequence[CaseResult | KeptResult] | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Take a finished run (``results`` and ``count`` as
+        :meth:`~cer.tui.state.board.Board.finish_run` takes them): it becomes the rows'
+        baseline, and the results the list now shows (a rerun of some cases keeps the
+        others' earlier results) are what the constraints' coverage is judged by."""
+        self.board.finish_run(run, results, count)
         self.notes = run.notes
         self.crash = None
         if suite is not None:
-            shown = tuple(row.result for row in self.board.rows if row.result is not None)
-            self.coverage_input = (suite, replace(run, results=shown))
+            shown = tuple(row.kept for row in self.board.rows if row.kept is not None)
+            self.coverage_input = CoverageInput(suite, replace(run, results=()), shown)
 
     def row_at(self, index: int) -> LaneRow:
         """A snapshot of this lane's row at ``index``, for a worker thread."""
@@ -198,15 +241,14 @@ class Session:
             return ()
         return tuple(lane.row_at(index) for lane in self.lanes)
 
-    def coverage_inputs(self) -> tuple[tuple[Suite, RunResult] | None, ...]:
+    def coverage_inputs(self) -> tuple[CoverageInput | None, ...]:
         return tuple(lane.coverage_input for lane in self.lanes)
 
-    def matrix_runs(self) -> tuple[RunResult, ...]:
-        """Each lane's results as the list shows them, for the matrix; for a case the
-        list shows nothing for (deselected since the session started), the last run's
-        own result: skipped, deselected."""
+    def matrix_inputs(self) -> tuple[MatrixInput, ...]:
+        """What each lane's matrix column is made of, taken on the event loop (a
+        snapshot of the rows' kept results: no unpacking here)."""
         suite = self.suite
-        runs = []
+        inputs = []
         for lane in self.lanes:
             base = lane.board.last_run
             if base is None:
@@ -220,12 +262,16 @@ class Session:
                     results=(),
                     implementation=impl,
                 )
-            merged = {result.case_name: result for result in base.results}
-            for row in lane.board.rows:
-                if row.result is not None:
-                    merged[row.name] = row.result
-            runs.append(replace(base, results=tuple(merged.values())))
-        return tuple(runs)
+            shown = tuple(row.kept for row in lane.board.rows if row.kept is not None)
+            inputs.append(MatrixInput(base, lane.board.unlisted, shown))
+        return tuple(inputs)
+
+    def matrix_runs(self) -> tuple[RunResult, ...]:
+        """Each lane's results as the list shows them, for the matrix; for a case the
+        list shows nothing for (deselected since the session started), the last run's
+        own result: skipped, deselected. Unpacks every result: call it off the event
+        loop (on :meth:`matrix_inputs`' snapshot, as the app does)."""
+        return tuple(each.run() for each in self.matrix_inputs())
 
     def set_matrix(self, matrix: Matrix) -> None:
         self.matrix = matrix

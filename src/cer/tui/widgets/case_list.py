@@ -420,7 +420,7 @@ class CaseList(ScrollView, can_focus=True):
             change_style = line_style + self._style("case-list--regressed")
         column_style = line_style + self._style("case-list--column")
         case = row.case
-        time = format_ms(row.result.elapsed_ms if row.result is not None else None)
+        time = format_ms(row.elapsed_ms)
         flaky = case.name in self.board.flaky
         segments = [
             Segment(f" {SYMBOLS[status]}", status_style),
