@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+from dataclasses import replace
 
 from cer.engine.options import RunOptions
 from cer.model import MISSING, CaseResult, Mismatch, RunResult, Status
@@ -127,3 +128,20 @@ def test_the_matrix_sees_deselected_results_the_list_has_none_for() -> None:
             ("adds", Status.PASS, None),
             ("divides", Status.SKIPPED, "deselected"),
         }
+
+
+def test_without_observation_everything_else_is_kept() -> None:
+    result = result_for(
+        CASE,
+        Status.FAIL,
+        reason="html: differs",
+        mismatches=(Mismatch("html", "differs", "a", "b"),),
+        stdout="out\n",
+        observation={"html": "b", "error": None},
+    )
+    kept = KeptResult.of(result, observation=False)
+    assert kept.result() == replace(displayed(result), observation=None)
+    passed = KeptResult.of(
+        result_for(CASE, Status.PASS, observation={"html": "a"}), observation=False
+    )
+    assert passed.packed is None and passed.result().observation is None

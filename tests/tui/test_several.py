@@ -79,6 +79,26 @@ def statuses(app: CerApp, index: int) -> dict[str, Status | None]:
     return {row.name: row.status for row in app.boards[index].rows}
 
 
+async def test_only_a_comparison_of_implementations_keeps_observations() -> None:
+    """One implementation's panes never show an observation, so its rows keep none;
+    several implementations' rows keep theirs (the side-by-side panes and the matrix
+    compare them)."""
+    suite = triage_suite()
+    alone = create_app(
+        suite.path,
+        REF,
+        run=FakeRunner(ref_outcome),
+        load=fixed_loader(suite),
+        watch=False,
+    )
+    for app, kept in ((alone, None), (app_for(several()), {"output": 2})):
+        async with app.run_test(size=SIZE):
+            await settle(app)
+            row = app.board.row("adds-integers")
+            assert row is not None and row.result is not None
+            assert row.result.observation == kept
+
+
 async def test_every_implementation_runs_and_the_list_has_a_cell_each() -> None:
     run = several()
     app = app_for(run)

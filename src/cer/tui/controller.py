@@ -238,6 +238,8 @@ class RunController:
         # The results streamed so far, as the runner reported them (it holds them too):
         # the end of the run hands over only the others.
         streamed: list[CaseResult] = []
+        # Only a comparison of implementations shows observations (cer.tui.state.kept).
+        several = len(self.implementations) > 1
 
         def on_event(event: events.RunEvent) -> None:
             if cancel.is_set():
@@ -246,7 +248,8 @@ class RunController:
                 # Kept packed; unpacked only for a screen, through
                 # cer.safetext.displayed: shown, never obeyed.
                 streamed.append(event.result)
-                if stream.add(KeptResult.of(event.result), event.done, event.total):
+                kept = KeptResult.of(event.result, observation=several)
+                if stream.add(kept, event.done, event.total):
                     post(messages.CasesFinished(generation, stream, index))
             elif isinstance(event, events.RunStarted):
                 post(messages.RunStarted(generation, event.total, index))
@@ -278,7 +281,11 @@ class RunController:
             post(messages.RunCancelled(generation))
             return None
         taken = {id(result) for result in streamed}
-        rest = tuple(KeptResult.of(result) for result in run.results if id(result) not in taken)
+        rest = tuple(
+            KeptResult.of(result, observation=several)
+            for result in run.results
+            if id(result) not in taken
+        )
         del taken
         streamed.clear()
         shown = replace(

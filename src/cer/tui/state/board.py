@@ -225,7 +225,7 @@ class Board:
     """How the implementations' observations of each case compare, from the last matrix
     built (several implementations only)."""
     _index: dict[str, int] = field(default_factory=dict)
-    _visible: list[int] | None = None
+    _visible: Sequence[int] | None = None
     _last_run_completed: bool = True
     _aside: list[KeptResult] = field(default_factory=list)
     """Results of the run in flight the rows did not take (cases it did not run)."""
@@ -421,13 +421,14 @@ class Board:
             return frozenset(row.name for row in self.rows if row.status in FAILING)
         return frozenset(row.name for index, row in enumerate(self.rows) if self.failing_at(index))
 
-    def visible(self) -> list[int]:
-        """Indexes into ``rows`` of the rows the filters let through, in declared order."""
+    def visible(self) -> Sequence[int]:
+        """Indexes into ``rows`` of the rows the filters let through, in declared order
+        (every row: a ``range``, not a list of 100,000 numbers)."""
         if self._visible is None:
             if self.filters.active:
                 self._visible = [i for i, row in enumerate(self.rows) if self._shows(i, row)]
             else:
-                self._visible = list(range(len(self.rows)))
+                self._visible = range(len(self.rows))
         return self._visible
 
     def visible_position(self, name: str) -> int | None:

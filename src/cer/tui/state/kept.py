@@ -21,7 +21,7 @@ obeyed), as the results the TUI held whole were.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cer.model import CaseResult, Mismatch, Status
@@ -56,17 +56,21 @@ class KeptResult:
     """The result itself, for the rare evidence pickle refuses (the row keeps it live)."""
 
     @classmethod
-    def of(cls, result: CaseResult) -> KeptResult:
+    def of(cls, result: CaseResult, *, observation: bool = True) -> KeptResult:
         """Keep ``result`` (as the engine reported it: :meth:`result` makes it fit for
-        the screen)."""
+        the screen). Without ``observation``, keep all of it but its observation (then
+        None): only the comparison of several implementations shows an observation, and
+        one implementation's panes show what differs through the mismatches, so a
+        session of one implementation need not hold the observations of its cases."""
         packed: bytes | None = None
         whole: CaseResult | None = None
+        observed = result.observation if observation else None
         if (
             result.reason is not None
             or result.stdout
             or result.stderr
             or result.traceback is not None
-            or result.observation is not None
+            or observed is not None
             or result.mismatches
         ):
             evidence: _Evidence = (
@@ -74,13 +78,13 @@ class KeptResult:
                 result.stdout,
                 result.stderr,
                 result.traceback,
-                result.observation,
+                observed,
                 result.mismatches,
             )
             try:
                 packed = pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # whatever pickle refuses (it raises several kinds)
-                whole = result
+                whole = result if observation else replace(result, observation=None)
         return cls(
             result.case_name,
             result.case_class,
