@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cer import plaindata
@@ -117,3 +118,31 @@ def test_the_fast_walk_gives_exactly_what_the_walk_with_paths_gives(value: Any) 
     fast = plaindata._FastWalker().walk(value, 0)
     full = plaindata._Walker().walk(value, "", 0)
     assert typed(fast) == typed(full)
+
+
+def _json_way(data: bytes) -> Any:
+    """What loads decided before its fast path: json.loads, with the tag hook."""
+    if b'"$' not in data:
+        return json.loads(data)
+    return json.loads(data, object_hook=plaindata._from_wire_object)
+
+
+def _outcome(load: Any, data: bytes) -> Any:
+    try:
+        return ("value", repr(typed(load(data))))  # repr: NaN equals itself
+    except (ValueError, RecursionError) as exc:
+        return ("error", type(exc).__name__ if not isinstance(exc, ValueError) else "ValueError")
+
+
+TEXTS = st.one_of(
+    VALUES.map(lambda v: plaindata.encode(v).decode("utf-8")),
+    st.text(alphabet='{}[]",:$ 0123456789.eE-+\\ntrufalsNIy\ufeff\x00', max_size=30),
+)
+
+
+@given(TEXTS, st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32"]))
+@settings(max_examples=400)
+def test_loads_decides_exactly_as_json_loads(text: str, encoding: str) -> None:
+    data = text.encode(encoding, "surrogatepass")
+    for padded in (data, b" " + data, data + b"\n"):
+        assert _outcome(plaindata.loads, padded) == _outcome(_json_way, padded)

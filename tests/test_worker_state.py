@@ -26,10 +26,10 @@ def test_a_version_tag_moves_on_every_change_and_only_then() -> None:
     assert reader is not None
     kept = object()
     namespace: dict[str, Any] = {"a": kept}
-    read = reader(namespace)
-    before = read()
+    tag = reader(namespace)
+    before = tag.value
     namespace["a"] = kept  # the same object: nothing changed
-    assert read() == before
+    assert tag.value == before
     for change in (
         lambda: namespace.__setitem__("a", object()),
         lambda: namespace.__setitem__("b", 1),
@@ -38,9 +38,9 @@ def test_a_version_tag_moves_on_every_change_and_only_then() -> None:
         lambda: namespace.pop("c"),
         namespace.clear,
     ):
-        seen = read()
+        seen = tag.value
         change()
-        assert read() != seen
+        assert tag.value != seen
 
 
 @pytest.mark.parametrize(
@@ -81,3 +81,29 @@ def test_a_kept_snapshot_sees_a_change_and_its_undoing(change: Any, undo: Any, w
     # undone: the same objects again, and the snapshot still holds
     assert snapshot.differences() is None
     assert snapshot.differences() is None
+
+
+def test_a_lazy_import_is_no_change_but_a_replaced_or_removed_guarded_module_is() -> None:
+    import types
+
+    snapshot = _Snapshot.take()
+    sys.modules["cer_probe_lazy"] = types.ModuleType("cer_probe_lazy")  # imported by a case
+    try:
+        assert snapshot.differences() is None
+        assert snapshot.differences() is None
+        real = sys.modules["json"]
+        sys.modules["json"] = types.ModuleType("json")
+        try:
+            found = snapshot.differences()
+        finally:
+            sys.modules["json"] = real
+        assert found is not None and "changed the runner's modules" in found
+        del sys.modules["json"]
+        try:
+            found = snapshot.differences()
+        finally:
+            sys.modules["json"] = real
+        assert found is not None and "changed the runner's modules" in found
+        assert snapshot.differences() is None
+    finally:
+        del sys.modules["cer_probe_lazy"]

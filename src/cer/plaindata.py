@@ -271,7 +271,22 @@ def loads(data: bytes) -> Any:
     :func:`dumps`, and their tables stay tables.
     """
     try:
-        if b'"$' not in data:
+        tagged = b'"$' in data
+        scan = _scan_tagged if tagged else _scan_plain
+        if scan is not None:
+            # The C scanner straight on the text: what json.loads does, less its
+            # Python-level steps. Anything it does not take whole (whitespace around
+            # the value, another encoding, an error) goes the full way below, which
+            # decides exactly as json.loads does.
+            try:
+                text = data.decode("utf-8")
+                value, end = scan(text, 0)
+            except (ValueError, StopIteration):
+                pass
+            else:
+                if end == len(text):
+                    return value
+        if not tagged:
             return _json_loads(data)
         return _json_loads(data, object_hook=_from_wire_object)
     except RecursionError:
@@ -279,6 +294,22 @@ def loads(data: bytes) -> Any:
 
 
 _json_loads = json.loads
+
+
+def _bind_scanners() -> tuple[Any, Any]:
+    """The C scanners json.loads uses, without and with the tag hook (None, None
+    where there is no C scanner)."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # pragma: no cover - CPython always has _json
+        return None, None
+    return (
+        make_scanner(json.JSONDecoder()),
+        make_scanner(json.JSONDecoder(object_hook=_from_wire_object)),
+    )
+
+
+_scan_plain, _scan_tagged = _bind_scanners()
 
 
 def encode(value: Any) -> bytes:

@@ -118,10 +118,19 @@ def forbid_new_processes() -> str | None:
 
 
 def flush_std_streams() -> None:
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(BaseException):
-            if stream is not None:
+    """Flush the standard streams (the current ones and the original ones, each once)."""
+    out, err, first_out, first_err = sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__
+    for stream in (
+        out,
+        err if err is not out else None,
+        first_out if first_out is not out and first_out is not err else None,
+        first_err if first_err is not out and first_err is not err else None,
+    ):
+        if stream is not None:
+            try:  # noqa: SIM105 - cheaper than suppress(), and run twice a case
                 stream.flush()
+            except BaseException:
+                pass
 
 
 def parent_death_signal_setter() -> Callable[[], None]:

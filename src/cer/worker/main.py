@@ -96,6 +96,8 @@ class Worker:
         self.timeout = 10.0
         self.devnull = os.open(os.devnull, os.O_RDONLY)
         self.capture_fd = NO_FD
+        self._capture_used = True
+        """Whether the capture may hold anything (then it is emptied before a case)."""
         self.set_death_signal = parent_death_signal_setter()
         self.set_memory_limit: Callable[[], None] = lambda: None
         self.sandbox_abi = 0
@@ -147,13 +149,18 @@ class Worker:
         os.dup2(self.devnull, 0)
         os.dup2(self.capture_fd, 1)
         os.dup2(self.capture_fd, 2)
-        os.ftruncate(self.capture_fd, 0)
-        os.lseek(self.capture_fd, 0, os.SEEK_SET)
+        if self._capture_used:
+            os.ftruncate(self.capture_fd, 0)
+            os.lseek(self.capture_fd, 0, os.SEEK_SET)
+            self._capture_used = False
         # fds 1 and 2 share the file offset with capture_fd through dup2.
 
     def _take_capture(self) -> tuple[str, int]:
         flush_std_streams()
         size = os.fstat(self.capture_fd).st_size
+        if not size and not os.lseek(self.capture_fd, 0, os.SEEK_CUR):
+            return "", 0  # nothing written (the usual case): nothing to read or clear
+        self._capture_used = True
         data = os.pread(self.capture_fd, min(size, self.capture_limit), 0)
         return data.decode("utf-8", "replace"), max(0, size - self.capture_limit)
 

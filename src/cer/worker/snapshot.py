@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from cer.worker.call import BUILTINS
-from cer.worker.versions import Versions, version_reader
+from cer.worker.versions import Tag, Versions, version_reader
 
 _GUARDED_MODULES = (
     "cer",
@@ -81,7 +81,19 @@ _getsignal = _raw_signal.getsignal
 _getitimer = signal.getitimer
 
 
-_SIGNALS: tuple[int, ...] = tuple(sorted(int(n) for n in _raw_signal.valid_signals()))
+def _readable_signals() -> tuple[int, ...]:
+    """The signals whose handler can be read (on Linux, every valid one)."""
+    readable = []
+    for number in sorted(int(n) for n in _raw_signal.valid_signals()):
+        try:
+            _getsignal(number)
+        except (OSError, ValueError):
+            continue
+        readable.append(number)
+    return tuple(readable)
+
+
+_SIGNALS: tuple[int, ...] = _readable_signals()
 
 
 _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
@@ -114,6 +126,10 @@ def _environment() -> dict[Any, Any]:
 
 
 def _signal_handlers() -> list[object]:
+    try:
+        return list(map(_getsignal, _SIGNALS))  # in one go: these could all be read
+    except (OSError, ValueError):
+        pass
     handlers: list[object] = []
     for number in _SIGNALS:
         try:
@@ -162,6 +178,7 @@ class Snapshot:
         "recursion",
         "signals",
         "streams",
+        "sys_modules",
         "threads",
         "timers",
         "tracing",
@@ -178,6 +195,7 @@ class Snapshot:
     recursion: int
     signals: list[object]
     streams: tuple[tuple[object, object], ...]
+    sys_modules: tuple[dict[str, Any], Tag, int] | None
     threads: int
     timers: tuple[tuple[float, float], ...]
     tracing: tuple[object, ...]
@@ -205,7 +223,11 @@ class Snapshot:
         snap.tracing = (_gettrace(), _getprofile())
         snap.recursion = _getrecursionlimit()
         snap.versions = None
+        snap.sys_modules = None
         if reader is not None:
+            modules = sys.modules
+            tag = reader(modules)
+            snap.sys_modules = (modules, tag, tag.value)
             dicts = [BUILTINS, *(vars(module) for _, module, _ in snap.modules)]
             data = getattr(_environ, "_data", None)
             if type(data) is dict:
@@ -256,11 +278,21 @@ class Snapshot:
             changes.append("installed a trace or profile function or changed the recursion limit")
         if not changes and versions is not None and not quiet:
             versions.refresh()  # changed back to the same objects: still the snapshot
+        known = self.sys_modules
+        if not changes and known is not None and known[1].value != known[2]:
+            # Modules were imported (lazily, by the case): the guarded ones were found
+            # unchanged above, so the record holds with the new tag.
+            self.sys_modules = (known[0], known[1], known[1].value)
         return "; ".join(changes) or None
 
     def _same_modules(self, quiet: bool) -> bool:
         """The same guarded modules, each still holding its namespace; name by name
-        unless the namespaces' version tags say that none of them changed."""
+        unless the namespaces' version tags say that none of them changed (and that of
+        ``sys.modules`` that no module was added, removed or replaced)."""
+        if quiet and self.sys_modules is not None:
+            modules, tag, value = self.sys_modules
+            if sys.modules is modules and tag.value == value:
+                return True
         present = [name for name in _GUARDED_MODULES if name in sys.modules]
         if present != [name for name, _, _ in self.modules]:
             return False

@@ -5,12 +5,23 @@ on). Used by the per-case work of :mod:`cer.worker.call` and by the state check 
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-Reader = Callable[[dict[Any, Any]], Callable[[], int]]
-"""Makes, for one dict, a function that reads its current version tag."""
+
+class Tag(Protocol):
+    """One dict's version tag, read live through :attr:`value`."""
+
+    @property
+    def value(self) -> int: ...
+
+
+Reader = Callable[[dict[Any, Any]], Tag]
+"""Gives, for one dict, its :class:`Tag` (valid while the caller holds the dict)."""
+
+_value = operator.attrgetter("value")
 
 
 def dict_version_reader() -> Reader | None:
@@ -32,20 +43,20 @@ def dict_version_reader() -> Reader | None:
     tag_type, used_type = ctypes.c_uint64, ctypes.c_ssize_t
     header = 2 * ctypes.sizeof(ctypes.c_void_p)  # reference count and type
 
-    def reader(mapping: dict[Any, Any]) -> Callable[[], int]:
-        cell = tag_type.from_address(id(mapping) + header + ctypes.sizeof(used_type))
-        return lambda: cell.value  # valid while the caller holds the dict (it does)
+    def reader(mapping: dict[Any, Any]) -> Tag:
+        tag: Tag = tag_type.from_address(id(mapping) + header + ctypes.sizeof(used_type))
+        return tag
 
     probe: dict[Any, Any] = {"a": object()}
     used = used_type.from_address(id(probe) + header)
-    read = reader(probe)
-    seen = [read()]
+    tag = reader(probe)
+    seen = [tag.value]
     probe["b"] = object()
-    seen.append(read())
+    seen.append(tag.value)
     probe["a"] = object()
-    seen.append(read())
+    seen.append(tag.value)
     del probe["b"]
-    seen.append(read())
+    seen.append(tag.value)
     if used.value != len(probe) or len(set(seen)) != len(seen):
         return None
     return reader
@@ -68,18 +79,18 @@ def version_reader() -> Reader | None:
 class Versions:
     """The version tags of several dicts, to tell at once that none of them changed."""
 
-    __slots__ = ("dicts", "readers", "tags")
+    __slots__ = ("cells", "dicts", "tags")
 
     def __init__(self, dicts: list[dict[Any, Any]], reader: Reader) -> None:
         self.dicts = dicts  # held, so that every address read stays this dict's
-        self.readers = [reader(mapping) for mapping in dicts]
-        self.tags = [read() for read in self.readers]
+        self.cells = [reader(mapping) for mapping in dicts]
+        self.tags = list(map(_value, self.cells))
 
     def unchanged(self) -> bool:
-        return all(read() == tag for read, tag in zip(self.readers, self.tags, strict=True))
+        return list(map(_value, self.cells)) == self.tags  # integers: no __eq__ of anyone's
 
     def refresh(self) -> None:
-        self.tags = [read() for read in self.readers]
+        self.tags = list(map(_value, self.cells))
 
 
 class KeptCopy:
@@ -94,22 +105,22 @@ class KeptCopy:
     tag instead. Without trustworthy tags every call copies and every check says moved.
     """
 
-    __slots__ = ("copy", "mapping", "read", "tag")
+    __slots__ = ("cell", "copy", "mapping", "tag")
 
     def __init__(self, mapping: dict[Any, Any]) -> None:
         self.mapping = mapping
         reader = version_reader()
-        self.read = reader(mapping) if reader is not None else None
+        self.cell = reader(mapping) if reader is not None else None
         self.tag = -1
         self.copy: dict[Any, Any] = {}
         self.current()
 
     def current(self) -> dict[Any, Any]:
         """A copy of the dict as it is now: the kept one while the dict is unchanged."""
-        read = self.read
-        if read is None:
+        cell = self.cell
+        if cell is None:
             return dict(self.mapping)
-        tag = read()
+        tag = cell.value
         if tag != self.tag:
             # The tag is read first: a change made while the copy is taken (by a thread
             # of the implementation's) makes the next check see a moved tag.
@@ -119,5 +130,5 @@ class KeptCopy:
 
     def moved(self) -> bool:
         """Whether the dict may differ from the copy :meth:`current` returned last."""
-        read = self.read
-        return read is None or read() != self.tag
+        cell = self.cell
+        return cell is None or cell.value != self.tag
