@@ -300,9 +300,10 @@ def _bind_scanners() -> tuple[Any, Any]:
     """The C scanners json.loads uses, without and with the tag hook (None, None
     where there is no C scanner)."""
     try:
-        from _json import make_scanner
+        from _json import make_scanner as _make_scanner
     except ImportError:  # pragma: no cover - CPython always has _json
         return None, None
+    make_scanner: Any = _make_scanner  # typeshed types its argument as itself
     return (
         make_scanner(json.JSONDecoder()),
         make_scanner(json.JSONDecoder(object_hook=_from_wire_object)),
