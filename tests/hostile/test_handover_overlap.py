@@ -163,3 +163,31 @@ def test_a_case_the_worker_could_not_be_handed_goes_back_to_the_queue(tmp_path: 
     assert list(execution.pending) == items
     assert not lane.in_flight
     assert execution.results == {}
+
+
+class _Records:
+    """A worker that keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send_case(self, seq: int, body: bytes) -> None:
+        self.sent.append(body)
+
+
+def test_a_case_encoded_ahead_is_sent_only_as_itself(tmp_path: Path) -> None:
+    module = Module(tmp_path)
+    module.suite(suite(3))
+    loaded = load_suite(tmp_path / "evals.toml")
+    execution = WorkerPool(loaded, RunOptions(impl="m:f"), lambda event: None, None)
+    first, second, third = (Planned(case, dict(case.input), "functional") for case in loaded.cases)
+    execution.pending = deque([first, second])
+    execution.encode_ahead()  # the first is encoded ahead ...
+    execution.pending.appendleft(third)  # ... then another case goes first (a restart)
+    lane = _Lane(0)
+    worker = _Records()
+    lane.worker = worker  # type: ignore[assignment]
+    for _ in range(3):
+        lane.in_flight.clear()
+        execution.hand_next(lane)
+    assert worker.sent == [WorkerPool.encode(item) for item in (third, first, second)]

@@ -231,21 +231,12 @@ class WorkerPool(AloneCases):
         be for the case in flight, and the time from handing it over to its answer is
         that case's own (``elapsed_ms``), measured here on the supervisor's clock.
         """
-        worker, pending, in_flight = lane.worker, self.pending, lane.in_flight
-        assert worker is not None
-        if not pending or in_flight or lane.expecting_exit:
+        assert lane.worker is not None
+        if not self.pending or lane.in_flight or lane.expecting_exit:
             return
-        item = pending.popleft()
-        seq = case_id()
-        body = self.body_of(item)
-        handed_over = time.monotonic()
-        try:
-            worker.send_case(seq, body)
-        except WorkerLost as lost:
-            pending.appendleft(item)
+        lost = self.hand_over(lane)
+        if lost is not None:
             self.salvage(lane, lost.description)
-            return
-        in_flight.append(_Flight(seq, item, handed_over))
 
     def hand_next(self, lane: _Lane) -> None:
         """Hand the lane's worker its next case as soon as it answered the one in
@@ -257,10 +248,9 @@ class WorkerPool(AloneCases):
         :meth:`answer`). When the send fails, the case goes back to the queue and the
         loss is handled where it is seen (:meth:`fill`, or the worker's end).
         """
-        worker, pending = lane.worker, self.pending
         if (
-            worker is None
-            or not pending
+            lane.worker is None
+            or not self.pending
             or lane.in_flight
             or lane.expecting_exit
             or lane.loading
@@ -268,16 +258,25 @@ class WorkerPool(AloneCases):
             or (self.cancel is not None and self.cancel.is_set())
         ):
             return
+        self.hand_over(lane)
+
+    def hand_over(self, lane: _Lane) -> WorkerLost | None:
+        """Send the first case of the queue to the lane's worker under a fresh id; when
+        the send fails, the case goes back to the front of the queue and the loss is
+        returned."""
+        worker, pending = lane.worker, self.pending
+        assert worker is not None
         item = pending.popleft()
         seq = case_id()
         body = self.body_of(item)
         handed_over = time.monotonic()
         try:
             worker.send_case(seq, body)
-        except WorkerLost:
+        except WorkerLost as lost:
             pending.appendleft(item)
-            return
+            return lost
         lane.in_flight.append(_Flight(seq, item, handed_over))
+        return None
 
     def body_of(self, item: Planned) -> bytes:
         """The encoded case message of ``item``: the one encoded ahead, when it is."""
