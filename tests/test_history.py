@@ -674,6 +674,40 @@ def test_a_trigger_added_while_open_is_refused_before_recording(tmp_path: Path) 
     db.close()
 
 
+def test_warming_up_makes_the_log_before_recording_and_changes_nothing(tmp_path: Path) -> None:
+    path = _made(tmp_path)
+    wal = Path(f"{path}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # the last close removed it
+    with History.open(path) as history:
+        history.warm_up()
+        history._warmed()
+        assert wal.stat().st_size > 0  # made by the warm-up, not by a recording
+        history.record(make_run("r2", [("a", Status.PASS), ("b", Status.FAIL)]))
+        assert [record.run_id for record in history.runs()] == ["r2", "r1"]
+    with History.open(path, create=False) as history:
+        history.warm_up()
+        history.close()  # waits for the warm-up: the file is written whole
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+
+
+def test_a_warm_up_on_a_tampered_history_leaves_the_refusal_to_recording(
+    tmp_path: Path,
+) -> None:
+    path = _made(tmp_path)
+    with History.open(path) as history:
+        _tamper(path, TAMPERS["trigger"][0])
+        history.warm_up()
+        history._warmed()
+        with pytest.raises(HistoryUntrusted):
+            history.record(make_run("r2", [("a", Status.FAIL), ("b", Status.FAIL)]))
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT COUNT(*) FROM eval_runs").fetchone()[0] == 1
+    db.close()
+
+
 def test_layout_of_a_declaration_does_not_matter(tmp_path: Path) -> None:
     path = _made(tmp_path)
     declared = history_schema.normal_sql

@@ -14,6 +14,7 @@ Used by ``cer run`` / ``cer history`` / ``cer diff`` and by the TUI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -94,6 +95,7 @@ class History(HistoryQueries):
         self.timeout = timeout
         self._db = connection
         self._lock = threading.RLock()
+        self._warming: threading.Thread | None = None
 
     # --- opening ----------------------------------------------------------------------
 
@@ -196,6 +198,7 @@ class History(HistoryQueries):
             raise HistoryError(f"{self.path}: unreadable history version {found[0]!r}") from None
 
     def close(self) -> None:
+        self._warmed()
         with self._lock:
             self._db.close()
 
@@ -206,6 +209,45 @@ class History(HistoryQueries):
         self.close()
 
     # --- recording --------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Start, in a background thread, the disk work the next :meth:`record` would
+        begin with, so that it overlaps whatever the caller does meanwhile (``cer run``:
+        the run itself).
+
+        SQLite removes its write-ahead log when the last connection closes, so the first
+        write of every process creates it again, and creating it costs two flushes to
+        disk (the log's header and its folder). The warm-up is a transaction of its own
+        that writes the database's ``user_version`` back unchanged, after checking the
+        schema as a recording does: nothing in the file changes meaning. Whatever goes
+        wrong in it is left for :meth:`record` to meet and report. :meth:`record` and
+        :meth:`close` wait for it.
+        """
+        with self._lock:
+            if self._warming is None:
+                self._warming = threading.Thread(
+                    target=self._warm, name="cer-history-warm-up", daemon=True
+                )
+                self._warming.start()
+
+    def _warm(self) -> None:
+        with contextlib.suppress(Exception), self._errors("prepare"):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._verify_schema()
+                version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+                self._db.execute(f"PRAGMA user_version = {version}")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _warmed(self) -> None:
+        """Wait for a warm-up still running (see :meth:`warm_up`)."""
+        warming = self._warming
+        if warming is not None:
+            warming.join()
 
     def record(
         self,
@@ -256,6 +298,7 @@ class History(HistoryQueries):
                     _json(data["mismatches"]),
                 )
             )
+        self._warmed()
         with self._errors("record the run in"):
             self._db.execute("BEGIN IMMEDIATE")
             try:

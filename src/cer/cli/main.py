@@ -236,6 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         except HistoryUntrusted as exc:
             print_error(f"history: {exc}")
             return ExitCode.USAGE
+        if history is not None:
+            history.warm_up()  # its first disk flushes overlap the run
     resolved = _protect_outputs(args, resolved, history)
     try:
         if resolved.several:
