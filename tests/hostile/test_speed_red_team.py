@@ -159,3 +159,79 @@ def test_a_function_changed_after_the_import_is_bound_anew_with_fork(module: Mod
     # bind their input: errored, never passed on the TypeError of a failed bind.
     assert PASS not in [status for status, _ in got], got
     assert got[-1][0] is ERRORED and "with the case's input" in got[-1][1], got
+
+
+# --- a result kept as it is -------------------------------------------------------------
+
+# A passing case (no mismatch: `has_fields` looks at one key) whose observation holds
+# what must not be kept as it is: lone surrogates in keys and values, at the top and
+# nested, a string and bytes over the 16 KiB a value keeps, an array over its 1000 items.
+# Beside them values that are kept as they are: NaN, -0.0, a huge integer, control text.
+LOUD_BUT_PASSING = """
+def f(x):
+    print("out \\x1b[2J")
+    return {
+        "output": {
+            "a": 1,
+            "\\ud800key": "\\udfff",
+            "big": "x" * 20000,
+            "bytes": b"\\xff" * 20000,
+            "many": list(range(1500)),
+            "deep": [[[["\\ud801"]]]],
+            "nan": float("nan"),
+            "neg": -0.0,
+            "huge": 10 ** 5000,
+            "ctl": "\\x1b[2J\\u202e",
+        },
+        "extra\\ud800": "\\udc00",
+    }
+"""
+
+
+def repr_of_texts(value: object) -> str:
+    """Every string and table key in ``value``, joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "".join(repr_of_texts(k) + repr_of_texts(v) for k, v in value.items())
+    if isinstance(value, list):
+        return "".join(map(repr_of_texts, value))
+    return ""
+
+
+def test_a_passing_result_that_is_not_safe_as_it_is_is_scrubbed_and_bounded(
+    module: Module,
+) -> None:
+    import math
+
+    from cer.reports import FORMATS, ReportContext, render_report
+    from cer.suite import load_suite
+
+    module.suite(two_cases('{ has_fields = ["a"] }', '{ has_fields = ["a"] }'))
+    name = module.impl(LOUD_BUT_PASSING)
+    result = module.run(f"{name}:f", jobs=1)
+    assert [r.status for r in result.results] == [PASS, PASS], outcome(result)
+    for kept in result.results:
+        observation = kept.observation
+        assert observation is not None
+        # Every text of it can be written as UTF-8: the lone surrogates are escapes.
+        repr_of_texts(observation).encode("utf-8")
+        assert observation["extra\\ud800"] == "\\udc00"
+        output = observation["output"]
+        assert output["\\ud800key"] == "\\udfff"
+        assert output["deep"] == [[[["\\ud801"]]]]
+        assert len(output["big"]) < 20000 and "[cut: " in output["big"]
+        assert type(output["bytes"]) is str and "[cut: " in output["bytes"]
+        assert len(output["many"]) <= 1001 and "[cut: " in str(output["many"][-1])
+        assert math.isnan(output["nan"])
+        assert math.copysign(1.0, output["neg"]) == -1.0
+        assert output["huge"] == 10**5000
+        assert output["ctl"] == "\x1b[2J\u202e"  # kept true; shown as escapes
+    context = ReportContext(run=result, suite=load_suite(module.root / "evals.toml"))
+    for format_name, report_format in FORMATS.items():
+        if report_format.unavailable is not None and report_format.unavailable():
+            continue
+        text = render_report(format_name, context)
+        text.encode("utf-8")
+        if format_name in ("tap", "github"):
+            assert "\x1b" not in text and "\u202e" not in text, format_name
