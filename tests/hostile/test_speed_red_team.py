@@ -12,6 +12,7 @@ the truthful outcome; it fails if the shortcut ever stops noticing.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -235,3 +236,120 @@ def test_a_passing_result_that_is_not_safe_as_it_is_is_scrubbed_and_bounded(
         text.encode("utf-8")
         if format_name in ("tap", "github"):
             assert "\x1b" not in text and "\u202e" not in text, format_name
+
+
+# --- a suite parsed group by group, and cached as columns -------------------------------
+
+# Cases that differ only in what a loose comparison would miss (1, 1.0 and true; 0.0
+# and -0.0; a key with a dot and a dotted key), values marshal cannot hold (dates and
+# times), arrays of tables inside a case, quoted and spaced headers, unicode.
+TYPED_SUITE = """\
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "int"
+category = "functional"
+input = { v = 1, "a.b" = 1, big = 9223372036854775807, small = -9223372036854775808 }
+expect = { output = 1 }
+
+[[cases]]
+name = "float"
+category = "functional"
+input = { v = 1.0, a.b = 1, nan = nan, inf = -inf, zero = -0.0 }
+expect = { output = 1.0 }
+
+[[ "adversarial" ]]   # a comment
+name = "bool"
+category = "functional"
+input = { v = true, 'q"uote' = "\\u00e9\\t", empty = {}, list = [] }
+expect = { output = true }
+
+[[cases]]
+name = "dates"
+category = "functional"
+input = { d = 1979-05-27, t = 07:32:00.5, dt = 1979-05-27T07:32:00-08:00, l = 1979-05-27T07:32:00 }
+expect = { output = 1979-05-27 }
+
+[[generator_adversary]]
+name = "tables"
+category = "functional"
+[generator_adversary.input]
+rows = [{ a = 1 }, { a = 1.0 }]
+[[generator_adversary.input.more]]
+k = "x"
+[[generator_adversary.input.more]]
+k = "y"
+[generator_adversary.expect]
+output = [[1, 1.0], [true, "1"]]
+
+[[cases]]
+name = "ünï\\u0301code"
+category = "functional"
+input = { "ключ" = "значение", "" = "" }
+expect = { output = "0" }
+"""
+
+
+def strict(suite: object) -> list[str]:
+    """Every case of ``suite`` as text that tells 1, 1.0 and True apart, and -0.0 from
+    0.0 (``==`` on the tables would not)."""
+    return [
+        repr(
+            (
+                case.name,
+                case.case_class,
+                case.category,
+                case.position,
+                case.array_index,
+                case.input,
+                case.expect,
+                case.description,
+                case.verifies,
+                case.tags,
+                case.severity,
+                case.line,
+            )
+        )
+        for case in suite.cases  # type: ignore[attr-defined]
+    ]
+
+
+@pytest.mark.parametrize("group", [1, 2, 4, 1000])
+def test_the_fast_load_and_the_cache_keep_every_type_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group: int
+) -> None:
+    import hashlib
+    import tomllib
+
+    from cer import suite as suite_module
+    from cer import suitecache
+    from cer.suitecache import cache_file, load_suite_cached
+
+    path = tmp_path / "evals.toml"
+    expected = strict(
+        suite_module._build_suite(
+            tomllib.loads(TYPED_SUITE),
+            TYPED_SUITE,
+            path,
+            hashlib.sha256(TYPED_SUITE.encode()).hexdigest(),
+        )
+    )
+    monkeypatch.setattr(suite_module, "_GROUP", group)
+    assert strict(suite_module.parse_suite(TYPED_SUITE, path)) == expected
+    # Without the dates the suite can be cached: the entry gives back the same cases.
+    undated = TYPED_SUITE.replace(
+        "d = 1979-05-27, t = 07:32:00.5, dt = 1979-05-27T07:32:00-08:00, l = 1979-05-27T07:32:00",
+        'd = "1979-05-27"',
+    ).replace("output = 1979-05-27", 'output = "1979-05-27"')
+    path.write_text(undated, encoding="utf-8")
+    first = strict(load_suite_cached(path))
+    assert cache_file(path).exists()
+
+    def not_parsed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the entry was not served")
+
+    monkeypatch.setattr(suitecache, "parse_suite", not_parsed)
+    second = strict(load_suite_cached(path))
+    assert second == first == strict(suite_module.load_suite(path))
+    assert "-0.0" in second[1] and "nan" in second[1] and "True" in second[2]
