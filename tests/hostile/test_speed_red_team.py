@@ -353,3 +353,91 @@ def test_the_fast_load_and_the_cache_keep_every_type_and_line(
     second = strict(load_suite_cached(path))
     assert second == first == strict(suite_module.load_suite(path))
     assert "-0.0" in second[1] and "nan" in second[1] and "True" in second[2]
+
+
+# --- the next case handed over before the last answer is judged --------------------------
+
+
+def numbered_suite(count: int, expect: str = "{ output = 4 }") -> str:
+    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
+    for x in range(1, count + 1):
+        parts.append(
+            f'[[cases]]\nname = "c{x}"\ncategory = "functional"\n'
+            f"input = {{ x = {x} }}\nexpect = {expect}\n"
+        )
+    return "\n".join(parts)
+
+
+# The worker writes every message a few bytes at a time with pauses between the writes:
+# each answer arrives over many reads, and no part of one may be taken for a whole one.
+TRICKLES = """
+import sys, time
+from cer import plaindata
+from cer.framing import KIND_JSON, KIND_RAW, pack, write_all
+
+worker = sys.modules["cer.worker.main"]
+
+def send(self, message, raw=None):
+    data = pack(KIND_JSON, plaindata.dumps(message))
+    if raw is not None:
+        data += pack(KIND_RAW, raw)
+    for at in range(0, len(data), 7):
+        write_all(self.ctrl_out, data[at : at + 7])
+        time.sleep(0.002)
+
+worker.Worker.send = send
+
+def f(x):
+    return {"output": 4 if x != 3 else 5}
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_answers_split_over_many_reads_are_judged_whole(module: Module, isolation: str) -> None:
+    module.suite(numbered_suite(4))
+    name = module.impl(TRICKLES)
+    result = module.run(f"{name}:f", isolation=isolation, jobs=1)
+    assert outcome(result) == [
+        (PASS, ""),
+        (PASS, ""),
+        (FAIL, "output: expected int 4, observed int 5"),
+        (PASS, ""),
+    ]
+
+
+# The worker answers the first case, then sends the same answer again while the second
+# case (handed over at once) is running: a second answer for a case already answered
+# never answers the one in flight.
+ANSWERS_TWICE = """
+import sys, threading, time
+
+worker = sys.modules["cer.worker.main"]
+_send = worker.Worker.send
+sent = []
+
+def send(self, message, raw=None):
+    _send(self, message, raw)
+    if message.get("op") == "result" and not sent:
+        sent.append(message)
+        threading.Timer(0.1, _send, (self, message, raw)).start()
+
+worker.Worker.send = send
+
+def f(x):
+    if x == 2:
+        time.sleep(0.5)
+    return {"output": 4}
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_second_answer_arriving_during_the_next_case_errors_it(
+    module: Module, isolation: str
+) -> None:
+    module.suite(numbered_suite(3))
+    name = module.impl(ANSWERS_TWICE)
+    result = module.run(f"{name}:f", isolation=isolation, jobs=1)
+    got = outcome(result)
+    assert got[0] == (PASS, ""), got
+    assert got[1][0] is ERRORED and "answers no case in flight" in got[1][1], got
+    assert got[2] == (PASS, ""), got
