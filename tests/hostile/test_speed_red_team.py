@@ -441,3 +441,95 @@ def test_a_second_answer_arriving_during_the_next_case_errors_it(
     assert got[0] == (PASS, ""), got
     assert got[1][0] is ERRORED and "answers no case in flight" in got[1][1], got
     assert got[2] == (PASS, ""), got
+
+
+# --- what the command line imports only when a command runs ----------------------------
+
+SWEEP_SUITE = """\
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "a"
+category = "functional"
+verifies = ["known", "unknown"]
+input = { x = 1 }
+expect = { output = 1 }
+
+[[cases]]
+name = "b"
+category = "functional"
+input = { x = 2 }
+expect = { output = 3 }
+
+[[cases]]
+name = "c"
+category = "no such category"
+input = { x = 2 }
+expect = { output = 3 }
+"""
+
+SWEEP_COMMANDS = {
+    "run, every report": [
+        "run", "evals.toml", "--impl", "m:f", "--coverage", "-v",
+        "--report", "junit", "--report", "json", "--report", "tap",
+        "--report", "manifest", "--report", "github", "--report", "html",
+    ],
+    "run, json to a file": [
+        "run", "evals.toml", "--impl", "m:f", "--format", "json", "-o", "r.json"
+    ],
+    "run, a matrix": [
+        "run", "evals.toml", "--impl", "m:f", "--impl-cmd-per-case", "python3 -c pass",
+        "--report", "junit", "--report", "json",
+    ],
+    "run, a harness": ["run", "evals.toml", "--impl-cmd", "python3 -c pass", "--timeout", "2"],
+    "run, no isolation, a shard": [
+        "run", "evals.toml", "--impl", "m:f", "--isolation", "none", "-j", "2", "--shard", "1/2"
+    ],
+    "run, failed only": ["run", "evals.toml", "--impl", "m:f", "--failed"],
+    "history": ["history"],
+    "history of a case, json": ["history", "--case", "b", "--format", "json"],
+    "history as html": ["history", "--html", "h.html"],
+    "approvals": ["history", "--approvals"],
+    "diff": ["diff"],
+    "diff, json": ["diff", "--format", "json"],
+    "check": ["check", "evals.toml"],
+    "merge": ["merge", "r.json"],
+    "derive": ["derive", "evals.toml"],
+    "approve": ["approve", "nothing"],
+    "discard": ["discard", "nothing"],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sweep_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("sweep")
+    (folder / "evals.toml").write_text(SWEEP_SUITE, encoding="utf-8")
+    (folder / "m.py").write_text("def f(x):\n    return {'output': x}\n", encoding="utf-8")
+    (folder / "commonsformat.md").write_text(
+        "# M\n\n## Constraints\n\n- `known` — a constraint\n", encoding="utf-8"
+    )
+    for argv in (["run", "evals.toml", "--impl", "m:f"], SWEEP_COMMANDS["run, json to a file"]):
+        subprocess.run([sys.executable, "-m", "cer.cli", *argv], cwd=folder, timeout=120)
+    return folder
+
+
+@pytest.mark.parametrize("command", sorted(SWEEP_COMMANDS))
+def test_every_command_imports_what_it_needs_in_a_fresh_process(
+    sweep_folder: Path, command: str
+) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "cer.cli", *SWEEP_COMMANDS[command]],
+        cwd=sweep_folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr[-2000:]
+    assert done.returncode in (0, 1, 2, 3), (done.returncode, done.stderr[-2000:])
