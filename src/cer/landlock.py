@@ -197,11 +197,22 @@ def nest(version: int) -> None:
     neither signal (ABI 6) nor trace (any ABI) the processes of the outer domain. The
     layer adds no file rule: it handles only creating block devices, which nothing
     needs."""
-    ruleset = _create_ruleset(version, FS_MAKE_BLOCK, 0, scopes(version))
+    ruleset = nest_ruleset(version)
     try:
-        _restrict(ruleset)
+        enter(ruleset)
     finally:
         os.close(ruleset)
+
+
+def nest_ruleset(version: int) -> int:
+    """The ruleset :func:`nest` enters, as a descriptor: made once, it can be entered
+    by any number of processes, and each that enters it gets a domain of its own."""
+    return _create_ruleset(version, FS_MAKE_BLOCK, 0, scopes(version))
+
+
+def enter(ruleset: int) -> None:
+    """Put this process in a new domain made of ``ruleset``, nested in its current one."""
+    _restrict(ruleset)
 
 
 # --------------------------------------------------------------------------- rules text

@@ -28,7 +28,9 @@ __all__ = [
     "SandboxError",
     "SandboxStatus",
     "apply",
+    "case_ruleset",
     "confine_case",
+    "enter_case",
     "expand",
     "launcher_command",
     "status",
@@ -236,6 +238,24 @@ def confine_case(abi: int) -> None:
     neither signal (ABI 6) nor trace (any ABI) the worker or another case."""
     try:
         landlock.nest(abi)
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def case_ruleset(abi: int) -> int:
+    """The ruleset of :func:`confine_case` as a descriptor, made once by the worker so
+    that each case's process only enters it (:func:`enter_case`)."""
+    try:
+        return landlock.nest_ruleset(abi)
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def enter_case(ruleset: int) -> None:
+    """:func:`confine_case` with the ruleset made by :func:`case_ruleset`: the domain
+    is this process's own all the same."""
+    try:
+        landlock.enter(ruleset)
     except landlock.LandlockError as exc:
         raise SandboxError(str(exc)) from None
 

@@ -102,6 +102,8 @@ class Worker:
         self.set_memory_limit: Callable[[], None] = lambda: None
         self.sandbox_abi = 0
         """The Landlock ABI this worker confined itself with (0: not sandboxed)."""
+        self.case_ruleset = NO_FD
+        """The ruleset each case's process enters (fork isolation in the sandbox)."""
         self.spare: Child | None = None
         """The next case's process, forked ahead of time (fork isolation)."""
         self.running: Child | None = None
@@ -241,6 +243,9 @@ class Worker:
             # writes to descriptor 2: the stderr pipe, read apart from the case's own.
             with contextlib.suppress(RuntimeError, ValueError, OSError):
                 faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
+            if self.sandbox_abi:
+                with contextlib.suppress(sandbox.SandboxError):  # else each case makes one
+                    self.case_ruleset = sandbox.case_ruleset(self.sandbox_abi)
             self.spare = self._fork_child()  # ready before the first case arrives
 
     def _confine(self, policy_text: Any, abi: Any) -> str | None:
@@ -326,6 +331,8 @@ class Worker:
         fds = [self.ctrl_in, self.ctrl_out]
         if self.capture_fd != NO_FD:
             fds.append(self.capture_fd)
+        if self.case_ruleset != NO_FD:
+            fds.append(self.case_ruleset)
         fds.extend(fd for fd in self._helpers.values() if fd != NO_FD)
         for child in (self.running, self.spare):
             if child is not None:
@@ -375,7 +382,10 @@ class Worker:
         if self.sandbox_abi:
             # A domain of its own inside the worker's: the case cannot signal or trace
             # the worker, nor any other case.
-            sandbox.confine_case(self.sandbox_abi)
+            if self.case_ruleset != NO_FD:
+                sandbox.enter_case(self.case_ruleset)
+            else:
+                sandbox.confine_case(self.sandbox_abi)
         for fd in close:
             with contextlib.suppress(OSError):
                 os.close(fd)
