@@ -57,6 +57,7 @@ from cer.worker.call import (
 from cer.worker.isolation import (
     NO_FD,
     Child,
+    close_quietly,
     flush_std_streams,
     forbid_new_processes,
     parent_death_signal_setter,
@@ -77,6 +78,7 @@ _HEADER = HEADER
 # Bound once: a case running inside the worker (no isolation) may rebind time's names.
 _monotonic = time.monotonic
 _perf_counter = time.perf_counter
+_pidfd_open = getattr(os, "pidfd_open", None)
 
 
 class Worker:
@@ -354,16 +356,20 @@ class Worker:
                 self._child_main(token, input_r, result_w, out_w, err_w, close)
             finally:
                 os._exit(0)
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - see close_quietly
             os.setpgid(pid, pid)
+        except OSError:
+            pass
         for fd in (input_r, result_w, out_w, err_w):
             os.close(fd)
         for fd in (result_r, out_r, err_r):
             os.set_blocking(fd, False)
         pidfd = NO_FD
-        if hasattr(os, "pidfd_open"):
-            with contextlib.suppress(OSError):
-                pidfd = os.pidfd_open(pid)
+        if _pidfd_open is not None:
+            try:
+                pidfd = _pidfd_open(pid)
+            except OSError:
+                pidfd = NO_FD
         return Child(pid, token, input_w, result_r, out_r, err_r, pidfd)
 
     def _child_main(
@@ -387,8 +393,7 @@ class Worker:
             else:
                 sandbox.confine_case(self.sandbox_abi)
         for fd in close:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            close_quietly(fd)
         os.dup2(self.devnull, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
@@ -502,8 +507,10 @@ class Worker:
                     status = raw_status
         # Whatever happened, nothing of the case may outlive it: its process group, and
         # whatever it started in a session of its own (adopted here, as the subreaper).
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:  # noqa: SIM105 - see close_quietly
             os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if status is None:
             _, status = os.waitpid(pid, 0)
         keep = self._kept()
