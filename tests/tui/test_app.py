@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 from textual.strip import Strip
 from textual.widgets import Input, OptionList, TabbedContent
 
+from cer import events
 from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
@@ -563,3 +565,43 @@ async def test_a_crashing_runner_shows_a_banner_until_a_run_finishes() -> None:
         app.action_rerun_all()
         await settle(app)
         assert app.banner.kind is None
+
+
+async def test_the_end_of_a_run_takes_the_results_that_did_not_stream() -> None:
+    """The rows take each result as it streams; the end of the run hands over the
+    results that did not stream (one never streamed, one differs from what streamed),
+    so that the list shows the run's own results, which the board does not copy."""
+    suite = triage_suite()
+    first, last = suite.cases[0], suite.cases[-1]
+
+    def run(
+        suite: Suite,
+        options: RunOptions,
+        *,
+        on_event: Callable[[events.RunEvent], None] | None = None,
+        cancel: object = None,
+    ) -> RunResult:
+        emit = on_event or (lambda event: None)
+        results = [passing(case) for case in suite.cases]
+        emit(events.RunStarted("r", suite, options.impl, len(results)))
+        emit(events.ImplementationLoaded(f"{options.impl}@x", ()))
+        for done, result in enumerate(results[:-1], 1):  # the last one never streams
+            emit(events.CaseFinished(result, done, len(results)))
+        results[0] = result_for(first, Status.FAIL, reason="judged again")
+        run = RunResult("r", "calc", f"{options.impl}@x", 0, 10, tuple(results))
+        emit(events.RunFinished(run))
+        return run
+
+    app = create_app(Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(suite), watch=False)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        assert statuses(app) == {
+            case.name: Status.FAIL if case is first else Status.PASS for case in suite.cases
+        }
+        row = app.board.row(first.name)
+        assert row is not None and row.result is not None
+        assert row.result.reason == "judged again"
+        kept = app.board.row(last.name)
+        assert kept is not None and kept.result == replace(passing(last), observation=None)
+        assert (app.board.done, app.board.total) == (len(suite.cases), len(suite.cases))
+        assert app.board.last_run is not None and app.board.last_run.results == ()

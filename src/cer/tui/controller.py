@@ -235,9 +235,9 @@ class RunController:
         crashed (the next lane still runs), None when cancelled."""
         post = self.app.post_message
         stream = messages.ResultStream()
-        # The results streamed so far, as the runner reported them (it holds them too):
-        # the end of the run hands over only the others.
-        streamed: list[CaseResult] = []
+        # The results streamed so far, as the runner reported them (it holds them too),
+        # by their case's position: the end of the run hands over only the others.
+        streamed: list[CaseResult | None] = []
         # Only a comparison of implementations shows observations (cer.tui.state.kept).
         several = len(self.implementations) > 1
 
@@ -247,7 +247,11 @@ class RunController:
             if isinstance(event, events.CaseFinished):
                 # Kept packed; unpacked only for a screen, through
                 # cer.safetext.displayed: shown, never obeyed.
-                streamed.append(event.result)
+                position = event.result.position
+                if position >= len(streamed):
+                    streamed.extend([None] * (max(position, event.total) + 1 - len(streamed)))
+                if position >= 0:
+                    streamed[position] = event.result
                 kept = KeptResult.of(event.result, observation=several)
                 if stream.add(kept, event.done, event.total):
                     post(messages.CasesFinished(generation, stream, index))
@@ -280,13 +284,11 @@ class RunController:
         if cancel.is_set():
             post(messages.RunCancelled(generation))
             return None
-        taken = {id(result) for result in streamed}
         rest = tuple(
             KeptResult.of(result, observation=several)
             for result in run.results
-            if id(result) not in taken
+            if not (0 <= result.position < len(streamed) and streamed[result.position] is result)
         )
-        del taken
         streamed.clear()
         shown = replace(
             run,
