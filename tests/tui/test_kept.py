@@ -82,8 +82,16 @@ def test_the_implementations_text_comes_out_as_escapes() -> None:
 def test_evidence_pickle_refuses_is_kept_whole() -> None:
     result = result_for(CASE, Status.PASS, observation={"value": lambda: None})
     kept = KeptResult.of(result)
-    assert kept.packed is None and kept.whole is result
-    assert kept.result() == displayed(result)
+    assert kept.packed is None and kept.whole == displayed(result)
+    assert kept.result() is kept.whole
+
+
+def test_a_result_kept_whole_is_displayed_once_and_shared() -> None:
+    result = result_for(CASE, Status.FAIL, reason="\x1b[2J", observation={"html": "a"})
+    kept = KeptResult.whole_of(result)
+    assert kept.packed is None and kept.whole == displayed(result)
+    assert kept.whole.reason == "\\x1b[2J"  # type: ignore[union-attr]
+    assert kept.result() is kept.result() is kept.whole
 
 
 def test_a_streamed_run_ends_without_taking_its_results_again() -> None:

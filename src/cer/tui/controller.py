@@ -238,22 +238,28 @@ class RunController:
         # The results streamed so far, as the runner reported them (it holds them too),
         # by their case's position: the end of the run hands over only the others.
         streamed: list[CaseResult | None] = []
-        # Only a comparison of implementations shows observations (cer.tui.state.kept).
+        # One implementation's rows keep their results packed, without observations
+        # (only a comparison shows those); several implementations' rows keep theirs
+        # whole, shared with the matrix (cer.tui.state.kept).
         several = len(self.implementations) > 1
+
+        def keep(result: CaseResult) -> KeptResult:
+            if several:
+                return KeptResult.whole_of(result)
+            return KeptResult.of(result, observation=False)
 
         def on_event(event: events.RunEvent) -> None:
             if cancel.is_set():
                 return
             if isinstance(event, events.CaseFinished):
-                # Kept packed; unpacked only for a screen, through
-                # cer.safetext.displayed: shown, never obeyed.
+                # Whatever the screen shows of it goes through cer.safetext.displayed
+                # (keep, KeptResult.result): shown, never obeyed.
                 position = event.result.position
                 if position >= len(streamed):
                     streamed.extend([None] * (max(position, event.total) + 1 - len(streamed)))
                 if position >= 0:
                     streamed[position] = event.result
-                kept = KeptResult.of(event.result, observation=several)
-                if stream.add(kept, event.done, event.total):
+                if stream.add(keep(event.result), event.done, event.total):
                     post(messages.CasesFinished(generation, stream, index))
             elif isinstance(event, events.RunStarted):
                 post(messages.RunStarted(generation, event.total, index))
@@ -285,7 +291,7 @@ class RunController:
             post(messages.RunCancelled(generation))
             return None
         rest = tuple(
-            KeptResult.of(result, observation=several)
+            keep(result)
             for result in run.results
             if not (0 <= result.position < len(streamed) and streamed[result.position] is result)
         )

@@ -41,8 +41,8 @@ _NO_EVIDENCE: _Evidence = (None, "", "", None, None, ())
 @dataclass(frozen=True, slots=True)
 class KeptResult:
     """A result as a row keeps it: identity, status and time as they are, the evidence
-    (reason, output, traceback, observation, mismatches) packed; see the module's
-    docstring."""
+    (reason, output, traceback, observation, mismatches) packed (:meth:`of`) or the
+    whole result (:meth:`whole_of`); see the module's docstring."""
 
     case_name: str
     case_class: str
@@ -53,7 +53,8 @@ class KeptResult:
     packed: bytes | None
     """The evidence, pickled; None when the result has none (nothing to unpack)."""
     whole: CaseResult | None = None
-    """The result itself, for the rare evidence pickle refuses (the row keeps it live)."""
+    """The result itself, already fit for the screen, when it is kept whole
+    (:meth:`whole_of`, or evidence pickle refuses); :meth:`result` returns it as is."""
 
     @classmethod
     def of(cls, result: CaseResult, *, observation: bool = True) -> KeptResult:
@@ -84,7 +85,7 @@ class KeptResult:
             try:
                 packed = pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # whatever pickle refuses (it raises several kinds)
-                whole = result if observation else replace(result, observation=None)
+                whole = displayed(result if observation else replace(result, observation=None))
         return cls(
             result.case_name,
             result.case_class,
@@ -96,11 +97,28 @@ class KeptResult:
             whole,
         )
 
+    @classmethod
+    def whole_of(cls, result: CaseResult) -> KeptResult:
+        """Keep ``result`` whole, made fit for the screen once: what several
+        implementations' rows do, since the matrix built after every cycle holds every
+        result of every lane anyway (packing them would only add a copy, and unpacking
+        them all for each matrix the time to do it)."""
+        return cls(
+            result.case_name,
+            result.case_class,
+            result.category,
+            result.status,
+            result.elapsed_ms,
+            result.position,
+            None,
+            displayed(result),
+        )
+
     def result(self) -> CaseResult:
-        """The whole result, unpacked, as a screen may show it
-        (:func:`cer.safetext.displayed`)."""
+        """The whole result as a screen may show it (:func:`cer.safetext.displayed`):
+        unpacked, or the one kept whole."""
         if self.whole is not None:
-            return displayed(self.whole)
+            return self.whole
         reason, stdout, stderr, traceback, observation, mismatches = (
             _NO_EVIDENCE if self.packed is None else pickle.loads(self.packed)
         )
