@@ -34,6 +34,10 @@ from cer.framing import (
 from cer.procs import end_process, signal_name
 
 _SEQ = struct.Struct(">Q")
+_READ_SIZE = 1 << 16
+"""Bytes asked for by one read of the worker's channel: what a pipe holds by default,
+so no read could get more. Asking for much more (a megabyte) made every read allocate,
+map and unmap a buffer that large, three system calls and a page fault per message."""
 
 
 def _scratch_file() -> BinaryIO:
@@ -173,7 +177,7 @@ class WorkerProcess:
         """Read what the channel holds now (call when :meth:`fileno` is readable);
         WorkerLost when the worker has gone or its channel is corrupted."""
         try:
-            chunk = os.read(self._from_worker, 1 << 20)
+            chunk = os.read(self._from_worker, _READ_SIZE)
         except BlockingIOError:
             return
         except OSError as exc:
