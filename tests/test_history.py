@@ -693,6 +693,24 @@ def test_warming_up_makes_the_log_before_recording_and_changes_nothing(tmp_path:
     db.close()
 
 
+def test_a_warm_up_does_not_wait_for_another_writer(tmp_path: Path) -> None:
+    path = _made(tmp_path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process is writing, for a long time
+    try:
+        with History.open(path, timeout=120) as history:
+            history.warm_up()
+            warming = history._warming
+            assert warming is not None
+            warming.join(60)
+            assert not warming.is_alive()  # gave up at once, not after the busy timeout
+            assert history.timeout == 120
+            assert history._db.execute("PRAGMA busy_timeout").fetchone()[0] == 120_000
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
 def test_a_warm_up_on_a_tampered_history_leaves_the_refusal_to_recording(
     tmp_path: Path,
 ) -> None:

@@ -219,9 +219,10 @@ class History(HistoryQueries):
         write of every process creates it again, and creating it costs two flushes to
         disk (the log's header and its folder). The warm-up is a transaction of its own
         that writes the database's ``user_version`` back unchanged, after checking the
-        schema as a recording does: nothing in the file changes meaning. Whatever goes
-        wrong in it is left for :meth:`record` to meet and report. :meth:`record` and
-        :meth:`close` wait for it.
+        schema as a recording does: nothing in the file changes meaning. It does not
+        wait for another process's write to end, and whatever goes wrong in it is left
+        for :meth:`record` to meet and report. :meth:`record` and :meth:`close` wait
+        for it.
         """
         with self._lock:
             if self._warming is None:
@@ -232,16 +233,23 @@ class History(HistoryQueries):
 
     def _warm(self) -> None:
         with contextlib.suppress(Exception), self._errors("prepare"):
-            self._db.execute("BEGIN IMMEDIATE")
+            # Only ever a head start: while another process writes, it gives up at once
+            # rather than wait out the busy timeout (which an interrupted run would
+            # then wait for too, in close).
+            self._db.execute("PRAGMA busy_timeout = 0")
             try:
-                self._verify_schema()
-                version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-                self._db.execute(f"PRAGMA user_version = {version}")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._verify_schema()
+                    version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+                    self._db.execute(f"PRAGMA user_version = {version}")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {round(self.timeout * 1000)}")
 
     def _warmed(self) -> None:
         """Wait for a warm-up still running (see :meth:`warm_up`)."""
