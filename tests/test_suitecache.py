@@ -14,7 +14,7 @@ import pytest
 import cer
 from cer import suitecache
 from cer.model import CASE_FIELDS, case_columns
-from cer.suite import SuiteError, load_suite, parse_suite
+from cer.suite import SuiteError, load_suite, parse_suite_columns
 from cer.suitecache import cache_file, load_suite_cached
 
 SUITE = """commonsformat_evals = "0.2"
@@ -54,7 +54,7 @@ def no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object) -> None:
         raise AssertionError("the suite was parsed again")
 
-    monkeypatch.setattr(suitecache, "parse_suite", refuse)
+    monkeypatch.setattr(suitecache, "parse_suite_columns", refuse)
 
 
 def test_first_load_writes_an_entry_equal_to_a_plain_load(tmp_path: Path) -> None:
@@ -159,13 +159,13 @@ def test_an_entry_of_another_version_is_ignored(
     load_suite_cached(path)
     _forge(path, **changes)
     parsed: list[Path] = []
-    real = parse_suite
+    real = parse_suite_columns
 
     def counting(raw: bytes, where: Path, **options: str) -> object:
         parsed.append(where)
         return real(raw, where, **options)
 
-    monkeypatch.setattr(suitecache, "parse_suite", counting)
+    monkeypatch.setattr(suitecache, "parse_suite_columns", counting)
     assert load_suite_cached(path) == load_suite(path)
     assert parsed == [path]
 
@@ -175,7 +175,7 @@ def test_cer_version_is_part_of_the_key(tmp_path: Path, monkeypatch: pytest.Monk
     load_suite_cached(path)
     monkeypatch.setattr(cer, "__version__", "9.9.9")
     monkeypatch.setattr(
-        suitecache, "parse_suite", lambda *a, **k: (_ for _ in ()).throw(KeyError())
+        suitecache, "parse_suite_columns", lambda *a, **k: (_ for _ in ()).throw(KeyError())
     )
     with pytest.raises(KeyError):
         load_suite_cached(path)
@@ -311,3 +311,22 @@ def test_an_unwritable_cache_folder_costs_nothing_but_time(tmp_path: Path) -> No
 def test_an_unreadable_suite_is_a_suite_error(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="cannot read"):
         load_suite_cached(tmp_path / "missing.toml")
+
+
+def test_a_served_suite_shares_repeated_values(tmp_path: Path, no_parse: None) -> None:
+    """The entry keeps no references between equal values; the reader shares them again,
+    so a served suite is as small as a freshly loaded one."""
+    cases = "".join(
+        f'[[cases]]\nname = "c{n}"\ncategory = "functional"\ntags = ["t"]\n'
+        f'severity = "high"\nexpect = {{ out = {n} }}\n'
+        for n in range(3)
+    )
+    path = write(tmp_path, 'commonsformat_evals = "0.2"\n' + cases)
+    suitecache._write_entry(
+        cache_file(path), suitecache._identity(path.read_bytes()), load_suite(path)
+    )
+    first, *others = load_suite_cached(path).cases
+    for other in others:
+        assert other.category is first.category
+        assert other.tags is first.tags
+        assert other.severity is first.severity

@@ -19,7 +19,7 @@ from itertools import accumulate, chain, repeat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from cer.model import ARRAY_TO_CASE_CLASS, Case, Suite, build_cases, pack_table
+from cer.model import ARRAY_TO_CASE_CLASS, CASE_FIELDS, Case, Suite, build_cases, pack_table
 
 try:
     import tomli as _toml
@@ -31,6 +31,7 @@ __all__ = [
     "SuiteError",
     "load_suite",
     "parse_suite",
+    "parse_suite_columns",
     "resolve_fixtures",
 ]
 
@@ -129,6 +130,19 @@ def parse_suite(text: str | bytes, path: Path, *, content_hash: str | None = Non
     caller has computed it already. Raises :class:`SuiteError` listing every problem
     found.
     """
+    return parse_suite_columns(text, path, content_hash=content_hash)[0]
+
+
+Columns = list[list[Any]]
+"""A suite's cases as one list per field of :data:`cer.model.CASE_FIELDS`, tables
+packed: what :func:`cer.model.build_cases` builds them from."""
+
+
+def parse_suite_columns(
+    text: str | bytes, path: Path, *, content_hash: str | None = None
+) -> tuple[Suite, Columns]:
+    """Like :func:`parse_suite`, with the columns the cases were built from, which the
+    suite cache writes as they are instead of taking 100,000 cases apart again."""
     path = Path(path)
     if content_hash is None:
         raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
@@ -146,11 +160,11 @@ def parse_suite(text: str | bytes, path: Path, *, content_hash: str | None = Non
 
     with _collector_paused():
         try:
-            suite = _load_common_shape(source, path, content_hash)
+            loaded = _load_common_shape(source, path, content_hash)
         except RecursionError:
-            suite = None
-        if suite is not None:
-            return suite
+            loaded = None
+        if loaded is not None:
+            return loaded
         try:
             document = _toml.loads(source)
         except _toml.TOMLDecodeError as exc:
@@ -249,7 +263,9 @@ def _describe_toml_error(exc: ValueError, source: str) -> str:
     return f"invalid TOML: {reason or message}"
 
 
-def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash: str) -> Suite:
+def _build_suite(
+    document: dict[str, Any], source: str, path: Path, content_hash: str
+) -> tuple[Suite, Columns]:
     """Validate the parsed document and assemble the suite, or raise every problem."""
     problems: list[str] = []
     warnings: list[str] = []
@@ -306,8 +322,11 @@ def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash
         raise SuiteError(path, problems)
     if not entries:
         warnings.append("the suite declares no cases")
-    cases = build_cases(list(zip(*rows, strict=True))) if rows else []
-    return _suite(path, top, cases, content_hash, tuple(warnings))
+    columns: Columns = [list(column) for column in zip(*rows, strict=True)]
+    if not columns:
+        columns = [[] for _ in CASE_FIELDS]
+    cases = build_cases(columns)
+    return _suite(path, top, cases, content_hash, tuple(warnings)), columns
 
 
 _GROUP = 1000
@@ -320,7 +339,7 @@ _LIST_OR_NONE = frozenset((list, type(None)))
 _PACKED_EMPTY = marshal.dumps({})
 
 
-def _load_common_shape(source: str, path: Path, content_hash: str) -> Suite | None:
+def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suite, Columns] | None:
     """The suite, when it has the common shape and no problem at all; otherwise None,
     and the careful path (:func:`_build_suite` on the whole document) decides, with a
     precise message for every problem.
@@ -364,6 +383,7 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> Suite | No
     indexes = dict.fromkeys(ARRAY_TO_CASE_CLASS, 0)
     interned: dict[Any, Any] = {}
     names: set[str] = set()
+    every: Columns = [[] for _ in CASE_FIELDS]
     for first in range(0, len(starts), _GROUP):
         last = min(first + _GROUP, len(starts))
         try:
@@ -397,24 +417,23 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> Suite | No
                 index.append(indexes[array])
         position = range(len(cases) + 1, len(cases) + len(group) + 1)
         names.update(name_column)
-        cases.extend(
-            build_cases(
-                [
-                    name_column,
-                    list(case_class),
-                    category,
-                    position,
-                    list(index),
-                    input_,
-                    expect,
-                    description,
-                    verifies,
-                    tags,
-                    severity,
-                    lines[first:last],
-                ]
-            )
-        )
+        group_columns: Columns = [
+            name_column,
+            list(case_class),
+            category,
+            list(position),
+            list(index),
+            input_,
+            expect,
+            description,
+            verifies,
+            tags,
+            severity,
+            lines[first:last],
+        ]
+        cases.extend(build_cases(group_columns))
+        for whole, part in zip(every, group_columns, strict=True):
+            whole.extend(part)
     if len(names) != len(cases):
         return None  # a duplicate name
     problems: list[str] = []
@@ -424,7 +443,7 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> Suite | No
         return None
     if problems:
         return None
-    return _suite(path, top, cases, content_hash, ())
+    return _suite(path, top, cases, content_hash, ()), every
 
 
 def _group_entries(parsed: dict[str, Any], group: list[str]) -> list[Any] | None:
