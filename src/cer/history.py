@@ -32,7 +32,7 @@ from cer.history_schema import (
     APPLICATION_ID,
     creation_sql,
 )
-from cer.model import RunResult, Suite, Summary
+from cer.model import Case, RunResult, Suite, Summary
 from cer.records import (
     ApprovalEvent,
     HistoryError,
@@ -269,9 +269,11 @@ class History(HistoryQueries):
         lacks one; ``coverage`` the run's constraint coverage figures. Recording the
         same run id twice is a HistoryError.
         """
-        expected: Mapping[str, Any] = {}
+        # The cases, not their expect tables: a loaded suite decodes a table on every
+        # read, and decoding all of them at once would hold them all in memory.
+        cases: Mapping[str, Case] = {}
         if suite is not None:
-            expected = {case.name: case.expect for case in suite.cases}
+            cases = {case.name: case for case in suite.cases}
         suite_path = run.suite_path or (str(suite.path) if suite is not None else "")
         suite_hash = run.suite_hash or (suite.content_hash if suite is not None else "")
         summary = run.summary
@@ -292,7 +294,8 @@ class History(HistoryQueries):
                 )
             )
             data = serialize.result_to_dict(result)
-            expect = expected.get(result.case_name)
+            case = cases.get(result.case_name)
+            expect = case.expect if case is not None else None
             details.append(
                 (
                     run.run_id,
