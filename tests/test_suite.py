@@ -739,7 +739,7 @@ def careful(text: str, path: Path) -> Any:
     """The suite the careful path (the whole document parsed at once) builds."""
     document = tomllib.loads(text)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return suite_module._build_suite(document, text, path, digest)[0]
+    return suite_module._build_suite(document, text, path, digest)
 
 
 def fast_only(monkeypatch: pytest.MonkeyPatch) -> None:

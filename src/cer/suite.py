@@ -174,7 +174,7 @@ def parse_suite_columns(
                 path, ("invalid TOML: values are nested too deeply to read",)
             ) from None
         try:
-            return _build_suite(document, source, path, content_hash)
+            return _build_suite_columns(document, source, path, content_hash)
         except RecursionError:
             raise SuiteError(path, ("values are nested too deeply to read",)) from None
 
@@ -263,10 +263,15 @@ def _describe_toml_error(exc: ValueError, source: str) -> str:
     return f"invalid TOML: {reason or message}"
 
 
-def _build_suite(
+def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash: str) -> Suite:
+    """Validate the parsed document and assemble the suite, or raise every problem."""
+    return _build_suite_columns(document, source, path, content_hash)[0]
+
+
+def _build_suite_columns(
     document: dict[str, Any], source: str, path: Path, content_hash: str
 ) -> tuple[Suite, Columns]:
-    """Validate the parsed document and assemble the suite, or raise every problem."""
+    """:func:`_build_suite`, with the columns the cases were built from."""
     problems: list[str] = []
     warnings: list[str] = []
     top = _top_level(document, source, path, problems)

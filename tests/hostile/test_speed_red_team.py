@@ -349,7 +349,7 @@ def test_the_fast_load_and_the_cache_keep_every_type_and_line(
     def not_parsed(*args: object, **kwargs: object) -> None:
         raise AssertionError("the entry was not served")
 
-    monkeypatch.setattr(suitecache, "parse_suite", not_parsed)
+    monkeypatch.setattr(suitecache, "parse_suite_columns", not_parsed)
     second = strict(load_suite_cached(path))
     assert second == first == strict(suite_module.load_suite(path))
     assert "-0.0" in second[1] and "nan" in second[1] and "True" in second[2]
