@@ -533,3 +533,62 @@ def test_every_command_imports_what_it_needs_in_a_fresh_process(
     )
     assert "Traceback" not in done.stderr + done.stdout, done.stderr[-2000:]
     assert done.returncode in (0, 1, 2, 3), (done.returncode, done.stderr[-2000:])
+
+
+# --- a worker that stops reading its channel ------------------------------------------
+
+# The worker answers its case and then never reads its channel again. The next case's
+# input is larger than a pipe holds, so handing it over cannot complete: the supervisor
+# must not wait on that write for good (no deadline would ever be enforced again).
+STOPS_READING = """
+import sys, time
+
+worker = sys.modules["cer.worker.main"]
+_send = worker.Worker.send
+
+def send(self, message, raw=None):
+    _send(self, message, raw)
+    if message.get("op") == "result":
+        time.sleep(120)  # answered; never takes its next case
+
+worker.Worker.send = send
+
+def f(s):
+    return {"output": 1}
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_worker_that_stops_reading_cannot_hang_the_run(module: Module, isolation: str) -> None:
+    import json
+    import subprocess
+    import sys
+
+    big = "x" * 300_000  # several times what a pipe holds
+    module.suite(
+        'commonsformat_evals = "0.2"\ntarget = "t"\n\n'
+        + "\n".join(
+            f'[[cases]]\nname = "{name}"\ncategory = "functional"\n'
+            f'input = {{ s = "{text}" }}\nexpect = {{ output = 1 }}\n'
+            for name, text in (("small", "a"), ("large", big), ("last", "b"))
+        )
+    )
+    name = module.impl(STOPS_READING)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "cer.cli", "run", "evals.toml", "--impl", f"{name}:f",
+            "--timeout", "1", "-j", "1", "--isolation", isolation, "--no-history",
+            "--format", "json",
+        ],
+        cwd=module.root,
+        capture_output=True,
+        text=True,
+        timeout=120,  # a guard against a hang, not a measurement
+    )  # fmt: skip
+    results = {r["case_name"]: r for r in json.loads(done.stdout)["results"]}
+    assert results["small"]["status"] == "pass"
+    # The large case was never taken by the worker that stopped reading: it runs on a
+    # new worker, which answers it and stops reading in turn.
+    assert results["large"]["status"] == "pass", results["large"]
+    assert results["last"]["status"] == "errored"
+    assert "timed out after 1 s" in results["last"]["reason"]

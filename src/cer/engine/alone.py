@@ -125,6 +125,7 @@ class AloneCases(Execution):
         case used.
         """
         options, case = self.options, item.case
+        worker.write_timeout = options.timeout
         measure = asks_memory(case.expect)
         confined = "the worker did not say whether new processes were forbidden"
         try:

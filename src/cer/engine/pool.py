@@ -107,6 +107,7 @@ class WorkerPool(AloneCases):
         worker = self.warm.take() if self.warm is not None else None
         if worker is None:
             worker = WorkerProcess()
+        worker.write_timeout = self.options.timeout
         lane.worker = worker
         lane.loading = True
         lane.reported_late = False

@@ -29,7 +29,6 @@ from cer.framing import (
     FrameError,
     pack,
     split_frames,
-    write_all,
 )
 from cer.procs import end_process, signal_name
 
@@ -38,6 +37,10 @@ _READ_SIZE = 1 << 16
 """Bytes asked for by one read of the worker's channel: what a pipe holds by default,
 so no read could get more. Asking for much more (a megabyte) made every read allocate,
 map and unmap a buffer that large, three system calls and a page fault per message."""
+
+WRITE_TIMEOUT = 30.0
+"""How long a worker may leave a message to it untaken before it is lost, unless the
+pool sets the run's case timeout (:attr:`WorkerProcess.write_timeout`)."""
 
 
 def _scratch_file() -> BinaryIO:
@@ -110,7 +113,14 @@ class WorkerProcess:
             os.close(to_worker_r)
             os.close(from_worker_w)
         self._to_worker = to_worker_w
+        # Writes never block: a worker that stops reading its channel (the worker is on
+        # the implementation's side) must not stop the supervisor (see :meth:`_write`).
+        os.set_blocking(to_worker_w, False)
         self._from_worker = from_worker_r
+        self.write_timeout = WRITE_TIMEOUT
+        """How long one message may take to be taken by the worker; the pool sets the
+        run's case timeout, after which a case not even taken has timed out."""
+        self._deaf: str | None = None
         self._buffer = bytearray()
         self._pending: list[tuple[int, bytes]] = []
         self._next = 0
@@ -145,9 +155,33 @@ class WorkerProcess:
         return self._from_worker
 
     def _write(self, data: bytes) -> None:
+        """Write ``data`` to the worker, waiting while its channel is full, at most
+        :attr:`write_timeout` seconds: a worker that stops reading (a case's input can
+        be larger than the pipe holds) is lost, never a supervisor blocked for good,
+        with no deadline enforced. Once that happened, every later write fails at once.
+        """
         self.used = True
+        if self._deaf is not None:
+            raise WorkerLost(self._deaf)
+        fd, view = self._to_worker, memoryview(data)
+        deadline: float | None = None
         try:
-            write_all(self._to_worker, data)
+            while view:
+                try:
+                    view = view[os.write(fd, view) :]
+                    continue
+                except BlockingIOError:
+                    pass
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.write_timeout
+                if now >= deadline:
+                    self._deaf = (
+                        "the worker stopped reading its channel: a message to it was not "
+                        f"taken within {self.write_timeout:g} s"
+                    )
+                    raise WorkerLost(self._deaf)
+                select.select([], [fd], [], deadline - now)
         except OSError as exc:
             raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
 
