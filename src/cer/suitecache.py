@@ -93,6 +93,7 @@ def load_suite_cached(path: str | Path) -> Suite:
         return cached
     with _collector_paused():  # writing allocates little: no reason to walk the suite
         suite, columns = parse_suite_columns(raw, suite_path, content_hash=identity["suite_sha256"])
+        del raw  # the file's bytes and the entry's need not be held at once
         _write_entry(entry, identity, suite, columns)
     return suite
 
