@@ -297,9 +297,21 @@ class WorkerProcess:
                 self.rusage = usage
                 self.process.returncode = os.waitstatus_to_exitcode(status)
                 return self.process.returncode
-            if time.monotonic() >= deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return None
-            time.sleep(0.002)
+            self._await_exit(min(remaining, 0.002) if self._pidfd is None else remaining)
+
+    def _await_exit(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the worker process to end: on its pidfd,
+        which wakes the moment it does (Linux), else by sleeping."""
+        if self._pidfd is None:
+            time.sleep(timeout)
+            return
+        try:
+            select.select([self._pidfd], [], [], timeout)
+        except (OSError, ValueError):
+            time.sleep(min(timeout, 0.002))
 
     def _death_description(self, what: str) -> str:
         code = self.reap(0.5)
@@ -351,8 +363,11 @@ class WorkerProcess:
         if self.closed:
             return
         self.ask_to_quit()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=1)
+        if self._pidfd is not None:
+            self._await_exit(1.0)  # wakes as it ends, where a timed wait polls and sleeps
+        else:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=1)
         self.kill()
 
 

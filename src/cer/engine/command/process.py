@@ -28,7 +28,9 @@ STOP_GRACE = 1.0
 _POLL = 0.05
 
 
-_READ_CHUNK = 1 << 20
+_READ_CHUNK = 1 << 16
+"""Bytes asked for by one read: what a pipe holds. A larger request makes every read
+allocate, map and unmap a buffer that large."""
 
 
 def describe_exit(code: int | None) -> str:
