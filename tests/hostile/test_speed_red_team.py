@@ -592,3 +592,57 @@ def test_a_worker_that_stops_reading_cannot_hang_the_run(module: Module, isolati
     assert results["large"]["status"] == "pass", results["large"]
     assert results["last"]["status"] == "errored"
     assert "timed out after 1 s" in results["last"]["reason"]
+
+
+# Without isolation a worker that finds its state changed says so with its answer and
+# exits; the supervisor hands it nothing more. This worker says so after every answer
+# and stays: waiting for the exit it announced would wait for ever.
+CLAIMS_IT_WILL_EXIT = """
+import sys
+
+worker = sys.modules["cer.worker.main"]
+_send = worker.Worker.send
+
+def send(self, message, raw=None):
+    if message.get("op") == "result":
+        message = dict(message, anomaly="changed its state, and stays all the same")
+    _send(self, message, raw)
+
+worker.Worker.send = send
+
+def f(s):
+    return {"output": 1 if s != "c" else 2}
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_worker_that_announces_its_exit_and_stays_cannot_hang_the_run(
+    module: Module, isolation: str
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    module.suite(
+        'commonsformat_evals = "0.2"\ntarget = "t"\n\n'
+        + "\n".join(
+            f'[[cases]]\nname = "{s}"\ncategory = "functional"\n'
+            f'input = {{ s = "{s}" }}\nexpect = {{ output = 1 }}\n'
+            for s in "abcd"
+        )
+    )
+    name = module.impl(CLAIMS_IT_WILL_EXIT)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "cer.cli", "run", "evals.toml", "--impl", f"{name}:f",
+            "--timeout", "1", "-j", "1", "--isolation", isolation, "--no-history",
+            "--format", "json",
+        ],
+        cwd=module.root,
+        capture_output=True,
+        text=True,
+        timeout=120,  # a guard against a hang, not a measurement
+    )  # fmt: skip
+    results = json.loads(done.stdout)["results"]
+    # Each answer is judged as it came; every case runs, each on a worker of its own.
+    assert [r["status"] for r in results] == ["pass", "pass", "fail", "pass"], results

@@ -80,6 +80,10 @@ class _Lane:
         """The case in flight passed its deadline; the worker's own report is awaited
         for a short grace, so that the worker can be kept."""
         self.expecting_exit = False
+        """The worker said it changed state and will exit (no isolation)."""
+        self.exit_deadline = 0.0
+        """When a worker that said it will exit is ended if it has not (it is on the
+        implementation's side: its word that it will exit is no reason to wait)."""
 
 
 class WorkerPool(AloneCases):
@@ -507,6 +511,7 @@ class WorkerPool(AloneCases):
         self.record(judge(flight.item.case, outcome))
         if body.get("anomaly"):
             lane.expecting_exit = True
+            lane.exit_deadline = time.monotonic() + REPORT_GRACE
             self.requeue(lane)
         self.encode_ahead()
 
@@ -562,6 +567,10 @@ class WorkerPool(AloneCases):
                 )
             return
         if not lane.in_flight:
+            if lane.expecting_exit and now > lane.exit_deadline:
+                # It said it would exit and did not: it gets no case again, so without
+                # this the run would wait for it for ever.
+                self.kill_lane(lane)
             return
         deadline = lane.in_flight[0].sent_at + self.options.timeout
         if now <= deadline:
