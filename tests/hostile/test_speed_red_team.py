@@ -646,3 +646,38 @@ def test_a_worker_that_announces_its_exit_and_stays_cannot_hang_the_run(
     results = json.loads(done.stdout)["results"]
     # Each answer is judged as it came; every case runs, each on a worker of its own.
     assert [r["status"] for r in results] == ["pass", "pass", "fail", "pass"], results
+
+
+def test_a_stopped_worker_with_a_full_channel_is_neither_waited_on_nor_asked_twice() -> None:
+    import os
+    import signal
+    import threading
+
+    from cer.engine.workerproc import WorkerLost, WorkerProcess
+
+    worker = WorkerProcess()
+    try:
+        os.kill(worker.process.pid, signal.SIGSTOP)
+        worker.write_timeout = 0.2
+        with pytest.raises(WorkerLost, match="stopped reading its channel"):
+            worker.send_case(1, b"x" * 1_000_000)
+        with pytest.raises(WorkerLost, match="stopped reading its channel"):
+            worker.send_case(2, b"{}")  # known deaf: fails at once
+        fresh = WorkerProcess()
+        try:
+            os.kill(fresh.process.pid, signal.SIGSTOP)
+            fresh.write_timeout = 600.0
+            # Its channel full, a request to quit does not wait for room.
+            while True:
+                try:
+                    os.write(fresh._to_worker, b"\0" * 65536)
+                except BlockingIOError:
+                    break
+            asking = threading.Thread(target=fresh.ask_to_quit, daemon=True)
+            asking.start()
+            asking.join(60.0)  # a guard against a hang, not a measurement
+            assert not asking.is_alive()
+        finally:
+            fresh.kill()
+    finally:
+        worker.kill()

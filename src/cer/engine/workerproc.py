@@ -355,6 +355,7 @@ class WorkerProcess:
     def ask_to_quit(self) -> None:
         """Tell the worker to quit, without waiting (see :meth:`close`)."""
         if not self.closed:
+            self.write_timeout = 0.0  # a worker whose channel is full is not waited for
             with contextlib.suppress(WorkerLost):
                 self.send({"op": "quit"})
 
