@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from cer.categories import build_registry
 from cer.engine import confinement
+from cer.engine.allocator import free_large_buffers_promptly
 from cer.engine.execution import Execution
 from cer.engine.options import (
     RunOptions,
@@ -74,6 +75,7 @@ def run_suite(
     options ask for cannot be had here.
     """
     check_options(options)
+    free_large_buffers_promptly()
     decision = confinement.decide(options.sandbox, options.network)
     scratch = tempfile.mkdtemp(prefix="cer-scratch-") if decision.abi else None
     try:
