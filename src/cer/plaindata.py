@@ -62,6 +62,20 @@ class NotPlainData(Exception):
         self.problem = problem
 
 
+def _tagged(kind: type, value: Any) -> dict[str, str] | None:
+    """The wire form of a bytes, datetime, date or time ``value`` of type ``kind``
+    (a table of one tagged string); None for any other kind."""
+    if kind is _bytes:
+        return {_TAG_BYTES: base64.b64encode(value).decode("ascii")}
+    if kind is _datetime:
+        return {_TAG_DATETIME: value.isoformat()}
+    if kind is _date:
+        return {_TAG_DATE: value.isoformat()}
+    if kind is _time:
+        return {_TAG_TIME: value.isoformat()}
+    return None
+
+
 def _child_path(path: str, key: str | int) -> str:
     if _type(key) is _int:
         return f"{path}[{key}]"
@@ -111,15 +125,10 @@ class _Walker:
                 result[wire_key] = self.walk(item, _child_path(path, key), depth + 1)
             self.active.discard(ident)
             return result
-        if kind is _bytes:
-            return {_TAG_BYTES: base64.b64encode(value).decode("ascii")}
-        if kind is _datetime:
-            return {_TAG_DATETIME: value.isoformat()}
-        if kind is _date:
-            return {_TAG_DATE: value.isoformat()}
-        if kind is _time:
-            return {_TAG_TIME: value.isoformat()}
-        raise NotPlainData(path, f"value of type {_type_name(kind)} is not plain data")
+        tagged = _tagged(kind, value)
+        if tagged is None:
+            raise NotPlainData(path, f"value of type {_type_name(kind)} is not plain data")
+        return tagged
 
 
 class _Retry(Exception):
@@ -172,15 +181,10 @@ class _FastWalker:
             out = [walk(item, deeper) for item in value]
             active.discard(ident)
             return out
-        if kind is _bytes:
-            return {_TAG_BYTES: base64.b64encode(value).decode("ascii")}
-        if kind is _datetime:
-            return {_TAG_DATETIME: value.isoformat()}
-        if kind is _date:
-            return {_TAG_DATE: value.isoformat()}
-        if kind is _time:
-            return {_TAG_TIME: value.isoformat()}
-        raise _Retry
+        tagged = _tagged(kind, value)
+        if tagged is None:
+            raise _Retry
+        return tagged
 
 
 def _type_name(kind: type) -> str:
