@@ -15,6 +15,7 @@ import pytest
 
 from cer import history as history_module
 from cer import history_schema, resources
+from cer.engine.options import OTHER_SHARD
 from cer.history import History, default_history_path
 from cer.model import CaseResult, Mismatch, RunResult, Status
 from cer.records import HistoryError, HistoryUntrusted, diff_statuses
@@ -502,6 +503,8 @@ def test_flaky_needs_the_same_implementation_and_suite(history: History) -> None
             at=2,
         )
     )
+    # a shard that left a case to another shard says nothing about it either
+    history.record(make_run("2b", [("steady", Status.SKIPPED, OTHER_SHARD)], at=2))
     # a different implementation or a different suite never makes a case flaky
     history.record(make_run("3", [("steady", Status.FAIL)], impl="impl:f@bbbb", at=3))
     history.record(make_run("4", [("steady", Status.ERRORED)], suite_hash="h2", at=4))
@@ -519,7 +522,7 @@ def test_flaky_needs_the_same_implementation_and_suite(history: History) -> None
         ("2", "fail", True),
         ("1", "pass", True),
     ]
-    assert [e.flaky for e in history.case_history("steady")] == [False] * 4
+    assert [e.flaky for e in history.case_history("steady")] == [False] * 5
 
 
 def test_latest_failed_is_taken_from_the_newest_run_of_the_suite(history: History) -> None:

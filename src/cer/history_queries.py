@@ -15,6 +15,7 @@ from typing import Any
 
 from cer import serialize
 from cer.coverage import CoverageFigures
+from cer.engine.options import OTHER_SHARD
 from cer.history_schema import (
     APPLICATION_ID,
     expected_schema,
@@ -35,6 +36,10 @@ from cer.records import (
     diff_statuses,
     suite_key,
 )
+
+NOT_SELECTED = ("deselected", OTHER_SHARD)
+"""The reasons of a skipped case that was only not selected for a run: they prove
+nothing about it."""
 
 
 class HistoryQueries:
@@ -374,9 +379,10 @@ class HistoryQueries:
         self, *, implementation_id: str | None = None, suite_hash: str | None = None
     ) -> tuple[FlakyCase, ...]:
         """Cases whose status changed between runs with the same implementation id and
-        the same suite hash. Deselected results do not count: they say nothing."""
-        clauses = ["NOT (e.status = 'skipped' AND COALESCE(e.reason, '') = 'deselected')"]
-        params: list[Any] = []
+        the same suite hash. A case that was not run for not being selected (deselected,
+        or in another shard) does not count: it says nothing."""
+        clauses = ["NOT (e.status = 'skipped' AND COALESCE(e.reason, '') IN (?, ?))"]
+        params: list[Any] = list(NOT_SELECTED)
         if implementation_id is not None:
             clauses.append("r.implementation_id = ?")
             params.append(implementation_id)

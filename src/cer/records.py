@@ -39,11 +39,6 @@ def suite_key(suite_path: str | Path) -> str:
     return os.path.normcase(os.path.abspath(Path(suite_path)))
 
 
-def is_deselected(status: str, reason: str | None) -> bool:
-    """Whether a result only says the case was not selected (it proves nothing)."""
-    return status == Status.SKIPPED.value and reason == "deselected"
-
-
 @dataclass(frozen=True)
 class RunRecord:
     """One recorded run as listed by ``cer history``."""
