@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 
 from cer import suite as suite_module
+from cer.fixtures import resolve_fixtures
 from cer.model import Case
 from cer.suite import (
     SUPPORTED_VERSIONS,
     SuiteError,
-    _scan_layout_carefully,
     load_suite,
     parse_suite,
-    resolve_fixtures,
 )
+from cer.suitelayout import scan_layout_carefully
 
 HEAD = 'commonsformat_evals = "0.2"\ntarget = "demo"\n'
 
@@ -200,7 +200,7 @@ def test_plain_and_careful_scans_agree(tmp_path: Path) -> None:
         )
     text = HEAD + "".join(blocks)
     suite = load(tmp_path, text)
-    order, lines = _scan_layout_carefully("\n" + text)
+    order, lines = scan_layout_carefully("\n" + text)
     assert order == ["cases", "adversarial", "generator_adversary"]
     for array, found in lines.items():
         loaded = [c.line for c in suite.cases if f"[[{array}]]" in c.label]

@@ -24,8 +24,9 @@ from cer.coverage import (
     find_module_doc,
     read_constraints,
 )
+from cer.fixtures import resolve_fixtures
 from cer.model import Suite
-from cer.suite import SuiteError, parse_suite, resolve_fixtures
+from cer.suite import SuiteError, parse_suite
 
 __all__ = ["CheckReport", "Finding", "SuiteUnreadable", "check_suite", "render_check"]
 

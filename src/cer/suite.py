@@ -12,14 +12,14 @@ import difflib
 import gc
 import hashlib
 import marshal
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import accumulate, chain, repeat
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_FIELDS, Case, Suite, build_cases, pack_table
+from cer.suitelayout import CASE_HEADER_LINE, scan_layout, top_level_line
 
 try:
     import tomli as _toml
@@ -32,14 +32,10 @@ __all__ = [
     "load_suite",
     "parse_suite",
     "parse_suite_columns",
-    "resolve_fixtures",
 ]
 
 SUPPORTED_VERSIONS: tuple[str, ...] = ("0.1", "0.2")
 """The ``commonsformat_evals`` versions this runner reads, oldest first."""
-
-FIXTURE_SCHEME = "fixture://"
-"""Prefix of an input string that names a file in the module's ``fixtures/`` folder."""
 
 _CASE_ARRAYS: tuple[str, ...] = tuple(ARRAY_TO_CASE_CLASS)
 _TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -59,31 +55,6 @@ _CASE_KEYS: frozenset[str] = frozenset(
 the case with nothing to verify, and a misspelt ``input`` would run it on nothing)."""
 _LOCATED = re.compile(r"^\d+:\d+: ")
 _TOML_LOCATION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
-
-_ARRAY_NAMES = "|".join(_CASE_ARRAYS)
-_CASE_HEADER_LINE = re.compile(
-    rf"""\n[ \t]*+\[\[[ \t]*+(?P<q>["']?)(?P<name>{_ARRAY_NAMES})(?P=q)[ \t]*+\]\]"""
-)
-# One token of a valid TOML document, for the careful scan. Strings and comments are
-# consumed whole so that nothing inside them is mistaken for a header; the order of the
-# alternatives matters (triple quotes before single quotes). The text is scanned with a
-# newline in front so that every line, the first included, starts with one.
-_TOKEN = re.compile(
-    rf"""
-      \n[ \t]*+
-      (?:
-          (?P<header>\[\[[ \t]*+(?P<hq>["']?)(?P<hname>{_ARRAY_NAMES})(?P=hq)[ \t]*+\]\])
-        | (?P<inline>(?P<iq>["']?)(?P<iname>{_ARRAY_NAMES})(?P=iq)[ \t]*+=[ \t]*+\[)
-        | (?P<table>\[)
-      )
-    | \"\"\"(?:[^"\\]++|\\[\s\S]|\"{{1,2}}+(?!\"))*+\"{{3,5}}
-    | '''[\s\S]*?'{{3,5}}
-    | "[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"
-    | '[^'\n]*+'
-    | \#[^\n]*+
-    """,
-    re.VERBOSE,
-)
 
 
 class SuiteError(Exception):
@@ -196,52 +167,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def resolve_fixtures(value: Any, fixtures_dir: Path) -> tuple[Any, tuple[str, ...]]:
-    """Copy ``value`` with every ``fixture://NAME`` string replaced by a file path.
-
-    The replacement is the absolute path of ``fixtures_dir / NAME``. The second item
-    lists, once each and in order of appearance, the names that are not existing files;
-    a name that would leave the fixtures folder (absolute, or holding ``..``) is listed
-    too and left unreplaced, so that no path outside the folder is ever handed on.
-    """
-    missing: list[str] = []
-    resolved = _resolve(value, Path(fixtures_dir), missing)
-    return resolved, tuple(missing)
-
-
-def _resolve(value: Any, fixtures_dir: Path, missing: list[str]) -> Any:
-    """Recursive step of :func:`resolve_fixtures`; appends bad names to ``missing``."""
-    if isinstance(value, str):
-        if not value.startswith(FIXTURE_SCHEME):
-            return value
-        name = value[len(FIXTURE_SCHEME) :]
-        if not _is_safe_fixture_name(name):
-            if name not in missing:
-                missing.append(name)
-            return value
-        target = os.path.abspath(fixtures_dir / name)
-        if not os.path.isfile(target) and name not in missing:
-            missing.append(name)
-        return target
-    if isinstance(value, dict):
-        return {key: _resolve(item, fixtures_dir, missing) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_resolve(item, fixtures_dir, missing) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_resolve(item, fixtures_dir, missing) for item in value)
-    return value
-
-
-def _is_safe_fixture_name(name: str) -> bool:
-    """Whether ``name`` is a relative path that stays inside the fixtures folder."""
-    if not name.strip() or "\x00" in name:
-        return False
-    for flavour in (PurePosixPath(name), PureWindowsPath(name)):
-        if flavour.is_absolute() or flavour.anchor or ".." in flavour.parts:
-            return False
-    return True
-
-
 def _describe_toml_error(exc: ValueError, source: str) -> str:
     """Turn a TOML decoding error into ``LINE:COL: invalid TOML: reason``."""
     message = str(exc)
@@ -278,7 +203,7 @@ def _build_suite_columns(
 
     present = [name for name in _CASE_ARRAYS if name in document]
     counts = {name: len(document[name]) for name in present if isinstance(document[name], list)}
-    order, header_lines = _scan_layout(source, counts)
+    order, header_lines = scan_layout(source, counts)
 
     entries: list[tuple[str, int, Any, int | None]] = []
     for array in [name for name in order if name in present] + [
@@ -366,7 +291,7 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
     check, instead of a dozen Python-level operations per case.
     """
     text = "\n" + source
-    matches = list(_CASE_HEADER_LINE.finditer(text))
+    matches = list(CASE_HEADER_LINE.finditer(text))
     del text
     if not matches:
         return None
@@ -705,7 +630,7 @@ def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list
 def _unknown_top_level(key: str, value: Any, source: str) -> str:
     """The problem of a top-level key the format does not define, located and with the
     nearest known key as a suggestion."""
-    line = _top_level_line(key, source)
+    line = top_level_line(key, source)
     where = f"{line}:1: " if line is not None else ""
     if _is_array_of_tables(value):
         hint = difflib.get_close_matches(key, _CASE_ARRAYS, n=1)
@@ -722,85 +647,10 @@ def _unknown_top_level(key: str, value: Any, source: str) -> str:
     )
 
 
-def _top_level_line(key: str, source: str) -> int | None:
-    """The first line that declares the top-level ``key`` (a header or an assignment),
-    found by a plain search; None when the spelling cannot be found that way."""
-    name = re.escape(key)
-    pattern = re.compile(
-        rf"""^[ \t]*(?:\[\[?[ \t]*(?P<q1>["']?){name}(?P=q1)[ \t]*[\].]"""
-        rf"""|(?P<q2>["']?){name}(?P=q2)[ \t]*[=.])""",
-        re.MULTILINE,
-    )
-    match = pattern.search(source)
-    if match is None:
-        return None
-    return source.count("\n", 0, match.start()) + 1
-
-
 def _did_you_mean(key: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the known name closest to ``key``, or nothing."""
     hint = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {hint[0]!r}?)" if hint else ""
-
-
-def _scan_layout(source: str, counts: Mapping[str, int]) -> tuple[list[str], dict[str, list[int]]]:
-    """Find where the case arrays are declared in the text of a valid TOML document.
-
-    Returns the arrays in the order of their first appearance and, for each array, the
-    1-based lines of its ``[[...]]`` headers; the TOML parser keeps neither. ``counts``
-    holds how many entries the parser found in each array. A plain search for header
-    lines is enough when it finds exactly that many: a header-like line inside a
-    multi-line string would have made the count too high (every spelling of a header
-    but one with escapes in a quoted key is found). Otherwise the careful scan, which
-    reads every string and comment, decides; that keeps large suites fast.
-    """
-    text = "\n" + source
-    order: list[str] = []
-    lines: dict[str, list[int]] = {}
-    line = 0
-    counted_to = 0
-    for match in _CASE_HEADER_LINE.finditer(text):
-        start = match.start() + 1
-        line += text.count("\n", counted_to, start)
-        counted_to = start
-        name = match["name"]
-        lines.setdefault(name, []).append(line)
-        if name not in order:
-            order.append(name)
-    if all(len(lines.get(name, ())) == count for name, count in counts.items()):
-        return order, lines
-    return _scan_layout_carefully(text)
-
-
-def _scan_layout_carefully(text: str) -> tuple[list[str], dict[str, list[int]]]:
-    """Like :func:`_scan_layout`, but skipping strings and comments token by token.
-
-    ``text`` is the document with a newline in front. The inline form ``cases = [``
-    counts for the order only before the first table header, where it is a top-level key.
-    """
-    order: list[str] = []
-    lines: dict[str, list[int]] = {}
-    in_root = True
-    line = 0
-    counted_to = 0
-    for match in _TOKEN.finditer(text):
-        kind = match.lastgroup
-        if kind == "header":
-            start = match.start() + 1
-            line += text.count("\n", counted_to, start)
-            counted_to = start
-            name = match["hname"]
-            lines.setdefault(name, []).append(line)
-            if name not in order:
-                order.append(name)
-            in_root = False
-        elif kind == "table":
-            in_root = False
-        elif kind == "inline" and in_root:
-            name = match["iname"]
-            if name not in order:
-                order.append(name)
-    return order, lines
 
 
 def _optional_string(document: Mapping[str, Any], key: str, problems: list[str]) -> str | None:

@@ -13,8 +13,8 @@ from cer.engine.options import (
     RunOptions,
     in_shard,
 )
+from cer.fixtures import FIXTURE_SCHEME, resolve_fixtures
 from cer.model import Case, CaseResult, Suite
-from cer.suite import FIXTURE_SCHEME, resolve_fixtures
 from cer.verdict import (
     errored,
     key_facts,
@@ -96,7 +96,7 @@ def plan(
 
 def _names_a_fixture(value: Any) -> bool:
     """Whether ``value`` holds a ``fixture://`` string anywhere (what
-    :func:`cer.suite.resolve_fixtures` replaces); most inputs hold none, and their
+    :func:`cer.fixtures.resolve_fixtures` replaces); most inputs hold none, and their
     copy needs no resolving."""
     if isinstance(value, str):
         return value.startswith(FIXTURE_SCHEME)
