@@ -285,7 +285,8 @@ class RunConditions:
     """What a run ran under, recorded with it so that a result can be read in context:
     how cases were isolated, the sandbox (``landlock ABI 7`` or ``none: <why>``), the
     network rule, the per-case timeout, the number of workers, the categories mapped
-    onto other models, and the versions of cer and Python."""
+    onto other models, the versions of cer and Python, and how the memory of cases was
+    measured (``memory``: empty when no case asked about it)."""
 
     isolation: str
     sandbox: str
@@ -295,6 +296,7 @@ class RunConditions:
     category_remaps: tuple[tuple[str, str], ...] = ()
     cer_version: str = ""
     python_version: str = ""
+    memory: str = ""
 
     def to_dict(self) -> dict[str, object]:
         """The conditions as JSON-ready data (the ``conditions`` table of reports)."""
@@ -307,6 +309,7 @@ class RunConditions:
             "category_remaps": dict(self.category_remaps),
             "cer_version": self.cer_version,
             "python_version": self.python_version,
+            "memory": self.memory,
         }
 
     @classmethod
@@ -322,6 +325,7 @@ class RunConditions:
             category_remaps=tuple(sorted((str(k), str(v)) for k, v in dict(remaps).items())),
             cer_version=str(data.get("cer_version", "")),
             python_version=str(data.get("python_version", "")),
+            memory=str(data.get("memory", "")),
         )
 
 

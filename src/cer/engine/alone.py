@@ -9,10 +9,10 @@ import os
 import select
 import signal
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from cer import plaindata
+from cer import memory_cgroup, plaindata
 from cer.engine.execution import Execution
 from cer.engine.identity import UNKNOWN, Identity, extend, identify
 from cer.engine.options import (
@@ -68,6 +68,42 @@ def _peak_resident_mb(pid: int) -> float | None:
     return None
 
 
+_MIB = 1024.0 * 1024.0
+
+
+@dataclass
+class MemoryAccount:
+    """How one case's memory is counted (see :mod:`cer.memory_cgroup`): the cgroup its
+    worker was moved into, or, without one, what ``/dev/shm`` held before the case."""
+
+    group: memory_cgroup.CaseGroup | None
+    shm: memory_cgroup.ShmListing | None
+
+    def peak_mb(self, pid: int) -> float | None:
+        """The case's peak memory in MiB, read while its process ``pid`` lives on after
+        its answer; None when the kernel's account cannot be read.
+
+        With a cgroup: the larger of the process's peak resident memory and the most
+        memory the kernel charged to the cgroup at once (which counts memfd and tmpfs
+        pages, mapped or not, but not the pages of shared libraries another process
+        loaded first). Without: the peak resident memory plus the memory-backed files
+        the process holds and left in ``/dev/shm`` when it answered (a file that is
+        also mapped counts twice, which can only make the count larger)."""
+        resident = _peak_resident_mb(pid)
+        if resident is None:
+            return None
+        if self.group is not None:
+            charged = self.group.peak()
+            return None if charged is None else max(resident, round(charged / _MIB, 3))
+        held = memory_cgroup.held_in_memory_files(pid, self.shm)
+        return None if held is None else round(resident + held / _MIB, 3)
+
+    def close(self) -> None:
+        """Remove the cgroup, once the worker has ended."""
+        if self.group is not None:
+            self.group.remove()
+
+
 def case_id() -> int:
     """A fresh, unguessable identifier for one hand-over of one case: a result is
     accepted only when it names the case in flight, so that nothing can answer a case
@@ -77,6 +113,9 @@ def case_id() -> int:
 
 class AloneCases(Execution):
     """The part of the worker pool that runs a case in a worker of its own."""
+
+    memory_controller: memory_cgroup.Controller | None = None
+    """Where the cgroups of memory cases are made (found by the first such case)."""
 
     def await_message(self, worker: WorkerProcess, deadline: float) -> tuple[str, Any]:
         """The worker's next message, or how waiting for it ended: ``("message",
@@ -127,6 +166,51 @@ class AloneCases(Execution):
         options, case = self.options, item.case
         worker.write_timeout = options.timeout
         measure = asks_memory(case.expect)
+        account = self.account_memory(worker) if measure else None
+        try:
+            self.run_alone_accounted(worker, item, account)
+        finally:
+            if account is not None:
+                worker.kill()
+                account.close()
+
+    def account_memory(self, worker: WorkerProcess) -> MemoryAccount:
+        """Start accounting for the memory of ``worker``, which has imported nothing
+        yet: a cgroup of its own where one can be made (the run's first memory case
+        looks for where), else a listing of ``/dev/shm`` to tell what the case leaves
+        there (see :mod:`cer.memory_cgroup`)."""
+        if not self.memory_method:
+            found = memory_cgroup.locate()
+            self.memory_controller = found if isinstance(found, memory_cgroup.Controller) else None
+            self.memory_method = (
+                found.describe()
+                if isinstance(found, memory_cgroup.Controller)
+                else "peak resident memory plus the memory-backed files the case holds "
+                f"(no cgroup: {found})"
+            )
+        controller = self.memory_controller
+        if controller is not None:
+            try:
+                group = controller.open_case()
+            except OSError:
+                group = None
+            if group is not None:
+                try:
+                    group.join(worker.process.pid)
+                except OSError:
+                    group.remove()
+                    group = None
+            if group is not None:
+                return MemoryAccount(group, None)
+        return MemoryAccount(None, memory_cgroup.ShmListing.take())
+
+    def run_alone_accounted(
+        self, worker: WorkerProcess, item: Planned, account: MemoryAccount | None
+    ) -> None:
+        """:meth:`run_alone`, with the case's memory accounted for by ``account``
+        (None when it does not ask about memory)."""
+        options, case = self.options, item.case
+        measure = account is not None
         confined = "the worker did not say whether new processes were forbidden"
         try:
             worker.send(
@@ -192,7 +276,9 @@ class AloneCases(Execution):
                 )
                 outcome = replace(outcome, elapsed_ms=timeout * 1000.0)
             else:
-                peak = _peak_resident_mb(worker.process.pid) if measure else None
+                peak = None
+                if account is not None:
+                    peak = account.peak_mb(worker.process.pid)
                 worker.ask_to_quit()
                 after, _ = self.await_message(worker, time.monotonic() + REPORT_GRACE + 1)
                 if after == "message":

@@ -79,6 +79,9 @@ class Execution(ABC):
         """The sandbox the run is under (set by :func:`run_suite`)."""
         self.policy: Policy | None = None
         """What the sandbox allows, when there is one."""
+        self.memory_method = ""
+        """How the run measured a case's memory (its run conditions say it); empty
+        when no case asked about memory."""
 
     # --- bookkeeping -------------------------------------------------------------------
 

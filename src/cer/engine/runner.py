@@ -151,14 +151,17 @@ def _run_suite(
         format_version=suite.format_version,
         implementation=scrub(options.impl),
         notes=tuple(scrub(note) for note in execution.notes),
-        conditions=run_conditions(options, decision),
+        conditions=run_conditions(options, decision, execution.memory_method),
     )
     emit(RunFinished(run))
     return run
 
 
-def run_conditions(options: RunOptions, decision: confinement.Decision) -> RunConditions:
-    """What a run with ``options`` ran under, as its records keep it."""
+def run_conditions(
+    options: RunOptions, decision: confinement.Decision, memory: str = ""
+) -> RunConditions:
+    """What a run with ``options`` ran under, as its records keep it (``memory``: how
+    it measured the memory of cases, when any asked)."""
     import platform
 
     import cer
@@ -172,4 +175,5 @@ def run_conditions(options: RunOptions, decision: confinement.Decision) -> RunCo
         category_remaps=tuple(sorted(options.category_models.items())),
         cer_version=cer.__version__,
         python_version=platform.python_version(),
+        memory=memory,
     )

@@ -506,6 +506,7 @@ def _conditions(context: ReportContext) -> tuple[tuple[str, str], ...]:
             ("category remaps", remaps),
             ("cer version", conditions.cer_version),
             ("python version", conditions.python_version),
+            ("memory measured by", conditions.memory),
         ]
     return tuple((label, value) for label, value in rows if value)
 
