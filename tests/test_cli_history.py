@@ -163,8 +163,7 @@ def test_failed_reruns_only_what_failed(
     code, _, err = cer(capsys, "run", "--impl", f"{bad}:f", "--failed")
     assert code == 2  # no suite given
     code, _, err = cer(capsys, "run", "evals.toml", "--impl", f"{bad}:f", "--failed")
-    assert code == 2 and "no recorded run" in err
-    assert run_json(capsys, bad)[0] == 1
+    assert code == 1 and "no recorded run" in err and "running the whole suite" in err
     code, document = run_json(capsys, good, "--failed")
     assert code == 3  # the fixed case passes; the others were deselected
     assert [(r["case_name"], r["status"], r["reason"]) for r in document["results"]] == [
@@ -173,7 +172,8 @@ def test_failed_reruns_only_what_failed(
         ("doubles-four", "skipped", "deselected"),
     ]
     code, out, err = cer(capsys, "run", "evals.toml", "--impl", f"{good}:f", "--failed")
-    assert code == 0 and out == "" and "nothing to rerun" in err
+    assert code == 0 and "3 cases: 3 passed" in out
+    assert "had no failed or errored cases: running the whole suite" in err
     code, _, err = cer(
         capsys, "run", "evals.toml", "--impl", f"{good}:f", "--failed", "--no-history"
     )

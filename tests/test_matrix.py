@@ -921,9 +921,10 @@ def test_failed_reruns_what_any_implementation_failed(
     suite = str(module.root / "evals.toml")
     history = str(tmp_path / "h.sqlite")
     both = ["--impl", f"{good}:f", "--impl", f"{bad}:f", "--history", history, "-q"]
+    # Nothing recorded yet: the whole suite runs, as pytest's --last-failed does.
     assert (
-        main(["run", suite, "--impl", f"{good}:f", "--history", history, "--failed"])
-        == ExitCode.USAGE
+        main(["run", suite, "--impl", f"{good}:f", "--history", history, "--failed", "-q"])
+        == ExitCode.OK
     )
     assert "no recorded run" in capsys.readouterr().err
     assert main(["run", suite, *both]) == ExitCode.FAILED
@@ -939,7 +940,8 @@ def test_failed_reruns_what_any_implementation_failed(
             r["case_name"]: r["status"] for r in run["results"] if r["reason"] != "deselected"
         } == {"doubles-three": "pass" if run["run"]["implementation"] == f"{good}:f" else "fail"}
     with History.open(Path(history), create=False) as recorded:
-        assert len(recorded.runs(None)) == 5
+        assert len(recorded.runs(None)) == 6
     missing = module.impl(GOOD)
-    assert main(["run", suite, *both, "--impl", f"{missing}:f", "--failed"]) == ExitCode.USAGE
-    assert f"no recorded run of {missing}:f" in capsys.readouterr().err
+    assert main(["run", suite, *both, "--impl", f"{missing}:f", "--failed"]) == ExitCode.FAILED
+    err = capsys.readouterr().err
+    assert f"no recorded run of {missing}:f" in err and "running the whole suite" in err

@@ -25,6 +25,7 @@ from typing import Any
 
 from cer import serialize
 from cer.coverage import CoverageFigures
+from cer.history_gaps import clear_gap, mark_gap, ran_whole_suite
 from cer.history_queries import (
     HistoryQueries,
 )
@@ -268,13 +269,34 @@ class History(HistoryQueries):
         ``suite`` supplies each case's expect table and the content hash when the run
         lacks one; ``coverage`` the run's constraint coverage figures. Recording the
         same run id twice is a HistoryError.
+
+        A run that cannot be recorded leaves a mark beside the database
+        (:mod:`cer.history_gaps`), so that ``--failed`` does not trust the older run
+        it would otherwise read; recording a run of the whole suite removes it.
         """
+        suite_path = run.suite_path or (str(suite.path) if suite is not None else "")
+        try:
+            self._record(run, suite, coverage, suite_path)
+        except HistoryError:
+            if suite_path:
+                mark_gap(self.path, suite_path)
+            raise
+        if suite_path and ran_whole_suite(run):
+            clear_gap(self.path, suite_path)
+
+    def _record(
+        self,
+        run: RunResult,
+        suite: Suite | None,
+        coverage: CoverageFigures | None,
+        suite_path: str,
+    ) -> None:
+        """The body of :meth:`record`."""
         # The cases, not their expect tables: a loaded suite decodes a table on every
         # read, and decoding all of them at once would hold them all in memory.
         cases: Mapping[str, Case] = {}
         if suite is not None:
             cases = {case.name: case for case in suite.cases}
-        suite_path = run.suite_path or (str(suite.path) if suite is not None else "")
         suite_hash = run.suite_hash or (suite.content_hash if suite is not None else "")
         summary = run.summary
         results = []

@@ -28,6 +28,7 @@ from cer.cli import console
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.engine.workerproc import WarmWorkers
 from cer.history import History, default_history_path
+from cer.history_queries import NOT_SELECTED
 from cer.model import Case, RunResult, Status
 from cer.options import ProjectConfig, UsageError, find_project_config, resolve_run
 from cer.pytest_suite import CaseFailed, SuiteState, failure_text, merge_process_runs
@@ -42,6 +43,9 @@ a case."""
 _NOT_RUN = "not run: the run stopped before this case (-x, --maxfail or --sw)"
 _WORKEROUTPUT_KEY = "cer_runs"
 _ENTRY_IMPL_KEYS = ("impl", "impl_cmd", "impl_cmd_per_case")
+_INCOMPLETE = 3
+"""The exit code of a session whose cases cer skipped: ``cer run``'s own for an
+incomplete run."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -96,6 +100,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cer-history-path",
         metavar="PATH",
         help="record each suite's run in the history database at PATH",
+    )
+    group.addoption(
+        "--cer-accept-skips",
+        action="store_true",
+        help="let a session whose cases cer skipped (a category it cannot run) exit 0; "
+        "by default it exits 3, as cer run does",
     )
     parser.addini("cer_impl", "the implementation (MODULE:ATTR) for cer suites", default=None)
 
@@ -423,6 +433,24 @@ class CerPlugin:
             workeroutput[_WORKEROUTPUT_KEY] = json.dumps(
                 [serialize.run_to_dict(run) for run in self.process_runs()]
             )
+            return
+        # A session whose cases cer could not run proves nothing complete: like cer
+        # run it exits 3 (unless told to accept skips), never 0.
+        if session.exitstatus == 0 and self.skipped_count() and not self.accept_skips():
+            session.exitstatus = _INCOMPLETE
+
+    def accept_skips(self) -> bool:
+        return bool(self.config.getoption("cer_accept_skips", False))
+
+    def skipped_count(self) -> int:
+        """The cases of this session that cer skipped itself (a category it cannot
+        run), as opposed to those pytest did not select."""
+        return sum(
+            1
+            for run in self.session_runs()
+            for result in run.results
+            if result.status is Status.SKIPPED and result.reason not in NOT_SELECTED
+        )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -456,6 +484,18 @@ class CerPlugin:
                 terminalreporter.write_line(f"  note: {note}")
             if history_wanted:
                 terminalreporter.write_line(f"  {self.record(run, history_path)}")
+        skipped = self.skipped_count()
+        if skipped:
+            cases = f"{skipped} case{'s' if skipped != 1 else ''}"
+            if self.accept_skips():
+                terminalreporter.write_line(
+                    f"cer: incomplete: {cases} skipped by cer, accepted (--cer-accept-skips)"
+                )
+            else:
+                terminalreporter.write_line(
+                    f"cer: incomplete: {cases} skipped by cer, so the session exits "
+                    f"{_INCOMPLETE} as cer run does (--cer-accept-skips accepts skips)"
+                )
 
     def shown(self, path: str) -> str:
         """``path`` relative to the root directory when it is below it."""

@@ -45,6 +45,7 @@ from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.history import KEEP_RUNS, History, default_history_path
+from cer.history_gaps import gap_marker, has_gap, mark_gap
 from cer.model import RunResult, Suite
 from cer.options import ResolvedRun, UsageError, find_project_config, resolve_run
 from cer.records import HistoryError, HistoryUntrusted, RunRecord
@@ -179,23 +180,25 @@ def _rerun_selection(
 ) -> tuple[frozenset[str] | None, str]:
     """The names ``--failed`` selects: what failed in this implementation's newest
     recorded run, or, when it has none, in the suite's newest run of any implementation
-    (so that a matrix run's last column never decides for another implementation)."""
+    (so that a matrix run's last column never decides for another implementation).
+    Empty, with the reason, when the whole suite is to run; None on a history error."""
     names, why = _rerun_selection_many(history, suite, [options])
-    if names is not None:
+    if names:
+        return names, why
+    if names is not None and not why.startswith("--failed: no recorded run"):
         return names, why
     try:
         latest = history.latest_failed(suite_path=suite.path)
     except HistoryError as exc:
         return None, f"--failed: {exc}"
     if latest is None:
-        return None, (
-            f"--failed: no recorded run of {suite.path} in {history.path}; "
-            "run without --failed first"
+        return frozenset(), (
+            f"--failed: no recorded run of {suite.path} in {history.path}: running the whole suite"
         )
     if not latest.names:
         return frozenset(), (
-            f"the latest recorded run ({latest.run_id[:8]}) had no failed "
-            "or errored cases: nothing to rerun"
+            f"--failed: the latest recorded run ({latest.run_id[:8]}) had no failed "
+            "or errored cases: running the whole suite"
         )
     return frozenset(latest.names), ""
 
@@ -232,13 +235,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     history = None
     if not args.no_history:
         try:
-            history = _open_history(args.history or default_history_path(suite.path))
+            history_path = Path(args.history or default_history_path(suite.path))
+            history = _open_history(history_path)
         except HistoryUntrusted as exc:
             print_error(f"history: {exc}")
             return ExitCode.USAGE
+        if history is None:
+            mark_gap(history_path, suite.path)  # this run goes unrecorded
         if history is not None:
             history.warm_up()  # its first disk flushes overlap the run
-    resolved = _protect_outputs(args, resolved, history)
+    resolved = _protect_outputs(args, resolved, history, suite)
     try:
         if resolved.several:
             return _run_matrix(args, resolved, suite, history, module_doc)
@@ -249,10 +255,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _protect_outputs(
-    args: argparse.Namespace, resolved: ResolvedRun, history: History | None
+    args: argparse.Namespace, resolved: ResolvedRun, history: History | None, suite: Suite
 ) -> ResolvedRun:
-    """``resolved`` with the run's report files and history database added to what the
-    sandbox keeps the implementation away from."""
+    """``resolved`` with the run's report files, history database and its mark of an
+    unrecorded run added to what the sandbox keeps the implementation away from."""
     outputs = [args.output] if args.output is not None else []
     outputs.extend(r.path for r in args.reports if not r.to_stdout)
     paths = [str(Path(p).resolve()) for p in outputs]
@@ -260,6 +266,7 @@ def _protect_outputs(
         paths.extend(labelled_path(p, label) for p in list(paths) for label in resolved.labels)
     if history is not None:
         paths.append(str(Path(history.path).resolve()))
+        paths.append(str(gap_marker(Path(history.path).resolve(), suite.path)))
     protected = tuple(paths)
     implementations = tuple(replace(o, protected=protected) for o in resolved.implementations)
     return replace(resolved, options=implementations[0], implementations=implementations)
@@ -269,10 +276,19 @@ def _failed_only(
     history: History | None, suite: Suite, implementations: list[RunOptions], *, several: bool
 ) -> tuple[list[RunOptions], ExitCode | None]:
     """``--failed``: the implementations narrowed to what failed last time, or the exit
-    code to stop with (no history, nothing recorded, or nothing to rerun)."""
+    code to stop with (no history, or a history error). When nothing is recorded as
+    failed (no recorded run, a green one, or a run since that could not be recorded)
+    the whole suite runs, as pytest's ``--last-failed`` does: an exit code that
+    vouched for cases it did not run would claim more than ran."""
     if history is None:
         print_error("--failed needs the run history, which could not be opened")
         return implementations, ExitCode.USAGE
+    if has_gap(history.path, suite.path):
+        sys.stderr.write(
+            f"cer: --failed: a run of {suite.path} since the latest recorded one could "
+            f"not be recorded in {history.path}: running the whole suite\n"
+        )
+        return implementations, None
     if several:
         names, why = _rerun_selection_many(history, suite, implementations)
     else:
@@ -282,7 +298,7 @@ def _failed_only(
         return implementations, ExitCode.USAGE
     if not names:
         sys.stderr.write(f"cer: {why}\n")
-        return implementations, ExitCode.OK
+        return implementations, None
     return [
         replace(options, selection=replace(options.selection, names=names))
         for options in implementations
@@ -405,21 +421,22 @@ def _rerun_selection_many(
     """``--failed`` with several implementations: the cases that failed or errored in
     the newest recorded run of any of them (matched by the implementation as given and
     the kind of its id), so that each implementation reruns the same cases. None with
-    the reason when one of them has no recorded run."""
+    the reason (the whole suite runs) when one of them has no recorded run or
+    none failed anything."""
     try:
         last = failed_last_time(history, suite.path, implementations)
     except HistoryError as exc:
         return None, f"--failed: {exc}"
     if last.missing is not None:
-        return None, (
+        return frozenset(), (
             f"--failed: no recorded run of {last.missing.impl} on {suite.path} "
-            f"in {history.path}; run without --failed first"
+            f"in {history.path}: running the whole suite"
         )
     names = set(last.names)
     if not names:
         return frozenset(), (
-            "the latest recorded runs of these implementations had no "
-            "failed or errored cases: nothing to rerun"
+            "--failed: the latest recorded runs of these implementations had no "
+            "failed or errored cases: running the whole suite"
         )
     present = {case.name for case in suite.cases}
     gone = sorted(name for name in names if name not in present)

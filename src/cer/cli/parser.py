@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run only the cases that failed or errored in the latest "
         "recorded run of this suite (with several implementations: in "
-        "the latest run of any of them)",
+        "the latest run of any of them); the whole suite when nothing is "
+        "recorded as failed",
     )
 
     hist = commands.add_parser(

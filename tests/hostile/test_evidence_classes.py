@@ -1,0 +1,179 @@
+"""Attacks on what the evidence claims: an exit code, a rerun, the history, the
+implementation's identity and what decided a case.
+
+Each test is what a hostile (or merely unlucky) user can do to get a claim that was not
+earned: an exit code vouching for cases that did not run, a history that trusted an
+older run, an implementation id taken from a list the implementation sent. Each asserts
+the truthful outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SUITE = """\
+commonsformat_evals = "0.2"
+target = "doubler"
+
+[[cases]]
+name = "doubles-one"
+category = "functional"
+input = { x = 1 }
+expect = { output = 2 }
+
+[[cases]]
+name = "doubles-two"
+category = "functional"
+input = { x = 2 }
+expect = { output = 4 }
+
+[[cases]]
+name = "doubles-three"
+category = "functional"
+input = { x = 3 }
+expect = { output = 6 }
+"""
+
+GOOD = "def f(x):\n    return x * 2\n"
+BROKEN = "def f(x):\n    return 0\n"
+BAD_ON_ONE = "def f(x):\n    return 0 if x == 1 else x * 2\n"
+BAD_ON_THREE = "def f(x):\n    return 0 if x == 3 else x * 2\n"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def cer_run(
+    folder: Path, source: str, *args: str, fsize: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``cer run evals.toml --impl impl:f`` in ``folder`` after writing ``source`` as
+    impl.py; ``fsize`` imposes a file size limit on the run from outside."""
+    (folder / "impl.py").write_text(source)
+    limit = None
+    if fsize is not None:
+
+        def limit() -> None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    return subprocess.run(
+        [sys.executable, "-m", "cer.cli", "run", "evals.toml", "--impl", "impl:f", *args],
+        cwd=folder,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+    )
+
+
+def statuses(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    document = json.loads(done.stdout)
+    return {r["case_name"]: r["status"] for r in document["results"]}
+
+
+@pytest.fixture
+def module(tmp_path: Path) -> Path:
+    (tmp_path / "evals.toml").write_text(SUITE)
+    return tmp_path
+
+
+# --- an exit code never claims more than ran -------------------------------------------
+
+
+def test_failed_after_a_green_run_runs_the_whole_suite(module: Path) -> None:
+    assert cer_run(module, GOOD).returncode == 0
+    # The code now fails every case; the last recorded run was green.
+    done = cer_run(module, BROKEN, "--failed", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    assert "running the whole suite" in done.stderr
+    assert statuses(done) == dict.fromkeys(("doubles-one", "doubles-two", "doubles-three"), "fail")
+
+
+def test_failed_with_no_recorded_run_runs_the_whole_suite(module: Path) -> None:
+    done = cer_run(module, BROKEN, "--failed", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    assert "no recorded run" in done.stderr and "running the whole suite" in done.stderr
+    assert set(statuses(done).values()) == {"fail"}
+
+
+def test_a_run_that_could_not_be_recorded_is_not_forgotten_by_failed(module: Path) -> None:
+    assert cer_run(module, BAD_ON_ONE).returncode == 1  # recorded: doubles-one failed
+    history = module / ".cer" / "history.sqlite"
+    size = history.stat().st_size
+    # Imposed from outside: no file of the run may grow, so the run is not recorded.
+    lost = cer_run(module, BAD_ON_THREE, fsize=1)
+    assert lost.returncode == 1
+    assert "this run is not recorded" in lost.stderr
+    assert history.stat().st_size == size
+    # doubles-one is fixed, doubles-three now fails: trusting the recorded run would
+    # rerun doubles-one alone.
+    done = cer_run(module, BAD_ON_THREE, "--failed", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    assert "could not be recorded" in done.stderr
+    assert statuses(done) == {
+        "doubles-one": "pass",
+        "doubles-two": "pass",
+        "doubles-three": "fail",
+    }
+    # Once a whole run is recorded again, --failed trusts the history again.
+    done = cer_run(module, BAD_ON_THREE, "--failed", "--format", "json")
+    assert "could not be recorded" not in done.stderr
+    assert statuses(done)["doubles-one"] == "skipped"
+
+
+PLUGIN_SUITE = """\
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "fine"
+category = "functional"
+input = { x = 1 }
+expect = { output = 1 }
+
+[[cases]]
+name = "unsupported"
+category = "concurrency"
+input = { x = 3 }
+expect = { output = 3 }
+"""
+
+
+def pytest_session(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_pytest_session_with_cases_cer_skipped_is_not_green(tmp_path: Path) -> None:
+    (tmp_path / "evals.toml").write_text(PLUGIN_SUITE)
+    (tmp_path / "impl.py").write_text("def f(x):\n    return x\n")
+    done = pytest_session(tmp_path, "--cer-impl", "impl:f", "evals.toml")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "1 passed, 1 skipped" in done.stdout
+    assert "— incomplete" in done.stdout  # cer's own verdict line
+    assert "--cer-accept-skips" in done.stdout
+    accepted = pytest_session(tmp_path, "--cer-impl", "impl:f", "evals.toml", "--cer-accept-skips")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "— incomplete" in accepted.stdout
+    # Cases pytest did not select are not cer's skips: a -k run of the passing case is
+    # pytest's business.
+    picked = pytest_session(tmp_path, "--cer-impl", "impl:f", "evals.toml", "-k", "fine")
+    assert picked.returncode == 0, picked.stdout + picked.stderr
