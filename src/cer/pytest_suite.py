@@ -4,14 +4,12 @@ the merge of the runs of pytest-xdist's workers, and the text of a failed case."
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from cer import serialize
 from cer.categories import CategoryConfigError
 from cer.engine.options import RunCancelled, RunOptions
 from cer.engine.runner import run_suite
@@ -20,6 +18,7 @@ from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite
 from cer.safetext import for_terminal
 from cer.selection import Selection
+from cer.tomltext import input_line
 
 
 @dataclass
@@ -162,9 +161,7 @@ def failure_text(suite: Suite, case: Case, result: CaseResult) -> str:
         f"{suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]] "
         f'"{case.name}" ({case.category}) {status}'
     ]
-    if case.input:
-        shown = json.dumps(serialize.value_to_json(dict(case.input)), ensure_ascii=False)
-        lines.append(f"    input: {shown if len(shown) <= 300 else shown[:300] + '…'}")
+    lines.append(f"    {input_line(case.input, f'{suite.path.name}{line}')}")
     for text in (result.reason or "no reason given").splitlines() or [""]:
         lines.append(f"E   {text}")
     if result.traceback and result.status is Status.ERRORED:

@@ -20,6 +20,7 @@ from cer.coverage import describe_unknown
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
 from cer.safetext import for_terminal
+from cer.tomltext import input_line
 from cer.tracebacks import code_frame, failure_site, trim
 
 if TYPE_CHECKING:
@@ -169,10 +170,10 @@ def render_report(
         if result.status is Status.SKIPPED and result.reason == "deselected":
             continue
         case = cases.get(result.case_name)
-        where = ""
+        where = place = ""
         if case is not None:
-            line = f":{case.line}" if case.line else ""
-            where = f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
+            place = suite.path.name + (f":{case.line}" if case.line else "")
+            where = f"  {place} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
         label = f"{SYMBOLS[result.status]} {LABELS[result.status]:<5}"
         marker = "  [flaky]" if result.case_name in flaky else ""
         heading = for_terminal(f"{result.case_name}  ({result.category}){where}", multiline=False)
@@ -181,6 +182,9 @@ def render_report(
         # and bidi controls appear as escapes (cer.safetext.for_terminal).
         if result.reason and result.status is not Status.PASS:
             lines.append(_indent(for_terminal(result.reason)))
+        if case is not None and result.status in (Status.FAIL, Status.ERRORED):
+            # The case's input beside its reason (cer.tomltext), cut with where it is whole.
+            lines.append(_indent(input_line(case.input, place)))
         if result.status is not Status.PASS:
             lines.extend(_indent(line) for line in _code_frame_lines(result.traceback))
         if verbose and result.captured_output and result.status is not Status.PASS:

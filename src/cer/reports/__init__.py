@@ -72,9 +72,17 @@ def results_document(context: ReportContext) -> dict[str, Any]:
     """The full results structure (``--format json`` and ``--report json``).
 
     ``serialize.run_to_dict`` plus ``coverage`` (null without a module document) and
-    ``flaky`` (null without history), and a ``flaky`` flag on each result when known.
+    ``flaky`` (null without history), each result's case ``input`` and ``expected``
+    (its expect table), and a ``flaky`` flag on each result when known.
     """
     document = serialize.run_to_dict(context.run)
+    # Each case's input and expect beside what was observed, passes included: the
+    # document then says why each case passed or failed, not only that it did.
+    cases = {case.name: case for case in context.suite.cases}
+    for item in document["results"]:
+        case = cases.get(item["case_name"])
+        item["input"] = None if case is None else serialize.value_to_json(dict(case.input))
+        item["expected"] = None if case is None else serialize.value_to_json(dict(case.expect))
     document["coverage"] = None if context.coverage is None else context.coverage.to_dict()
     if context.flaky is None:
         document["flaky"] = None

@@ -28,8 +28,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from cer import __version__
 from cer.equality import format_value
-from cer.model import CASE_CLASS_TO_ARRAY, CASE_CLASSES, MISSING, CaseResult, Mismatch, Status
+from cer.model import (
+    CASE_CLASS_TO_ARRAY,
+    CASE_CLASSES,
+    MISSING,
+    Case,
+    CaseResult,
+    Mismatch,
+    Status,
+)
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.tomltext import shown_input, table_lines
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -210,6 +219,12 @@ class Failure:
     tags: tuple[str, ...]
     detailed: bool = True
     """False past :data:`DETAILED_FAILURES`: no mismatches or streams shown."""
+    input: str = ""
+    """The case's input on one line (:func:`cer.tomltext.shown_input`), cut when long."""
+    input_whole: str = ""
+    """The whole input as ``key = value`` lines, when :attr:`input` was cut."""
+    expected: str = ""
+    """The case's expect table as ``key = value`` lines."""
 
 
 @dataclass(frozen=True)
@@ -427,9 +442,23 @@ def _failures(context: ReportContext) -> tuple[Failure, ...]:
                 flaky=result.case_name in flaky,
                 tags=case.tags if case is not None else (),
                 detailed=detailed,
+                **_declared(case),
             )
         )
     return tuple(failures)
+
+
+def _declared(case: Case | None) -> dict[str, str]:
+    """A case's input (shortened, and whole when it was cut) and its expect, as TOML."""
+    if case is None:
+        return {}
+    shown = shown_input(case.input)
+    whole = "\n".join(table_lines(case.input)) if shown.cut else ""
+    return {
+        "input": shown.text,
+        "input_whole": _cut(whole),
+        "expected": _cut("\n".join(table_lines(case.expect))),
+    }
 
 
 def _cut(text: str) -> str:

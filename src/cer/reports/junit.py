@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 from cer.model import CASE_CLASSES, CaseResult, Status
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.tomltext import input_line
 
 __all__ = ["render"]
 
@@ -30,8 +31,9 @@ def _seconds(ms: int | float | None) -> str:
     return f"{(ms or 0) / 1000:.3f}"
 
 
-def _detail(result: CaseResult) -> str:
-    """The body of a failure or error: the reason, each mismatch, the traceback."""
+def _detail(result: CaseResult, input_text: str) -> str:
+    """The body of a failure or error: the reason, each mismatch, the case's input
+    (:func:`cer.tomltext.input_line`), the traceback."""
     parts = [result.reason or ""]
     for mismatch in result.mismatches:
         line = mismatch.message
@@ -39,6 +41,7 @@ def _detail(result: CaseResult) -> str:
             line = f"{mismatch.path}: {line}"
         if line not in parts[0]:
             parts.append(line)
+    parts.append(input_text)
     if result.traceback:
         parts.append(result.traceback)
     return "\n".join(part for part in parts if part)
@@ -50,7 +53,7 @@ def render(context: ReportContext) -> str:
     summary = run.summary
     target = run.target_module
     file = suite_display_path(suite)
-    lines = {case.name: case.line for case in suite.cases}
+    cases = {case.name: case for case in suite.cases}
     root = ET.Element(
         "testsuites",
         {
@@ -103,17 +106,21 @@ def render(context: ReportContext) -> str:
                 "time": _seconds(result.elapsed_ms),
                 "file": xml_safe(file),
             }
-            line = lines.get(result.case_name)
-            if line:
-                attributes["line"] = str(line)
+            case = cases.get(result.case_name)
+            input_text = ""
+            if case is not None and case.line:
+                attributes["line"] = str(case.line)
+            if case is not None:
+                where = f"{suite.path.name}:{case.line}" if case.line else suite.path.name
+                input_text = input_line(case.input, where)
             case_el = ET.SubElement(suite_el, "testcase", attributes)
             reason = xml_safe(result.reason or "")
             if result.status is Status.FAIL:
                 element = ET.SubElement(case_el, "failure", {"message": reason, "type": "fail"})
-                element.text = xml_safe(_detail(result))
+                element.text = xml_safe(_detail(result, input_text))
             elif result.status is Status.ERRORED:
                 element = ET.SubElement(case_el, "error", {"message": reason, "type": "errored"})
-                element.text = xml_safe(_detail(result))
+                element.text = xml_safe(_detail(result, input_text))
             elif result.status is Status.SKIPPED:
                 ET.SubElement(case_el, "skipped", {"message": reason})
             if result.stdout:

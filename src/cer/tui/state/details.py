@@ -6,7 +6,6 @@ hands the finished text to the panes.
 
 from __future__ import annotations
 
-import pprint
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +15,8 @@ from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
 
-from cer.model import Case, CaseResult
+from cer.model import Case, CaseResult, Status
+from cer.tomltext import shown_input, table_lines
 from cer.tracebacks import code_frame, implementation_site, trim
 from cer.tui.state.board import Change, Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
@@ -107,6 +107,20 @@ def render_reason(
         text.append("\n")
         text.append(result.reason)
         text.append("\n")
+    if result.status in (Status.FAIL, Status.ERRORED):
+        # The input beside the reason, as TOML on one line (cer.tomltext): the Case tab
+        # shows it whole.
+        shown = shown_input(row.case.input)
+        text.append("\n")
+        text.append("input = ", styles.label)
+        text.append(shown.text)
+        if shown.cut:
+            text.append(
+                f"  ({shown.total - len(shown.text) + 1} more characters: the Case pane "
+                "has it whole)",
+                styles.label,
+            )
+        text.append("\n")
     frame = code_frame(implementation_site(result))
     if frame is not None:
         lines = frame.render()
@@ -179,15 +193,14 @@ def render_case(case: Case, styles: DetailStyles) -> Text:
         text.append(f"{label:>9}: ", styles.label)
         text.append(f"{value}\n")
     for title, table in (("input", case.input), ("expect", case.expect)):
-        text.append(f"\n{title}\n", styles.heading)
-        text.append(_pretty(table))
+        text.append(f"\n[{title}]\n", styles.heading)
+        text.append(_as_toml(table))
         text.append("\n")
     return text
 
 
-def _pretty(value: Mapping[str, Any]) -> str:
+def _as_toml(value: Mapping[str, Any]) -> str:
+    """A declared table whole, as the TOML lines under its header (cer.tomltext)."""
     if not value:
         return "  (empty)"
-    return "\n".join(
-        f"  {line}" for line in pprint.pformat(dict(value), width=76, sort_dicts=False).splitlines()
-    )
+    return "\n".join(f"  {line}" for line in table_lines(value))
