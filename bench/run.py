@@ -11,6 +11,10 @@ runnable alone with ``--only``:
 - ``none``: ``--isolation none``, marginal µs per case above a bare loop that calls the
   same implementation and compares with ``==``, and above the floor of one case in
   flight (the cases handed one at a time to a second process through a pipe);
+- ``real``: a realistic worker: a TOML suite of several hundred documents against
+  tomlkit (a pure-Python parser from the package index), whole processes in
+  alternating rounds: ``cer run -j 1``, its defaults and ``--isolation none`` beside
+  the fork floor and the plain loop of a process with the same imports, wall and CPU;
 - ``peers``: the CommonMark-style workload (652 documents rendered by markdown-it-py
   through a shared-parser adapter) with cer's defaults (one worker per CPU), ``-j 1``
   and ``--isolation none``, against parametrized pytest and ``pytest -n auto``
@@ -642,6 +646,210 @@ def section_none(root: Path, quick: bool) -> dict[str, Any]:
     }
 
 
+# --- a realistic worker: a TOML suite against a parser from the package index ----------
+
+TOML_ADAPTER = '''
+import tomlkit
+
+
+def parse(document):
+    """The document's value as plain data, parsed by tomlkit (a pure-Python parser from
+    the package index, so the worker's heap is a real library's, as a user's would be)."""
+    return {"output": tomlkit.parse(document).unwrap()}
+'''
+
+TOML_PIECES = [
+    'title = "document {i}"\n',
+    'name = "Tom \\u00e9 {i}"\nescaped = "tab\\there, quote \\" and \\\\"\n',
+    "count = {i}\nhex = 0xDEAD\noct = 0o755\nbin = 0b1101\nbig = 9_223_372_036_854_775\n",
+    "ratio = {i}.25\nexp = 6.626e-34\nneg = -0.5\n",
+    "enabled = true\ndisabled = false\n",
+    "when = 1979-05-27T07:32:{s:02d}-08:00\nday = 2020-01-{d:02d}\nat = 07:32:{s:02d}\n",
+    "local = 1979-05-27T07:32:{s:02d}.5\n",
+    'ports = [ 8000, 8001, {i} ]\nmixed = [ "a", 1, 2.5, true, [1, 2] ]\n',
+    'point = {{ x = {i}, y = 2, label = "p" }}\n',
+    'multi = """\nline one {i}\n  line two\n"""\nliteral = \'C:\\\\path\\\\{i}\'\n',
+    '"quoted key {i}" = 1\ndotted.key.path = "v{i}"\n',
+    '[server]\nhost = "10.0.0.{d}"\nport = {i}\n',
+    '[server.tls]\ncert = "/etc/{i}.pem"\nverify = true\n',
+    '[[products]]\nname = "Hammer"\nsku = {i}\n\n[[products]]\nname = "Nail"\ncolor = "gray"\n',
+    '[owner]\nname = "Someone {i}"\ntags = [ "x", "y", "z" ]\n',
+    "[empty{i}]\n",
+]
+"""TOML snippets combined into the realistic suite's documents, each under its own
+table so that keys never clash."""
+
+TOML_INVALID = [
+    ("key = ", "Unexpected character"),
+    ("a = 1\na = 2\n", "already exists"),
+    ('s = "unterminated\n', "Control characters"),
+    ("[table\nx = 1\n", "Unexpected"),
+    ("n = 1__0\n", "Invalid"),
+    ("d = 1979-13-45\n", "Invalid"),
+    ("x = [1, 2\n", "Unexpected"),
+    ("= 1\n", "Empty key"),
+]
+"""Invalid documents and a fragment of tomlkit's message for each."""
+
+
+def toml_inline(value: Any) -> str:
+    """``value`` (plain data as tomlkit returns it) as an inline TOML value."""
+    import datetime
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_inline(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{toml_string(k)} = {toml_inline(v)}" for k, v in value.items())
+        return "{ " + pairs + " }" if pairs else "{}"
+    raise TypeError(f"no inline TOML for {type(value).__name__}")
+
+
+def toml_cases(count: int) -> list[str]:
+    """``count`` cases: documents built from :data:`TOML_PIECES` whose expected value is
+    tomlkit's own (checked against tomli's), and every twelfth an invalid document that
+    must be rejected."""
+    import tomli
+    import tomlkit
+
+    cases = []
+    for i in range(count):
+        name = f"toml-{i + 1:04d}"
+        if i % 12 == 11:
+            document, fragment = TOML_INVALID[i // 12 % len(TOML_INVALID)]
+            try:
+                tomlkit.parse(document)
+            except Exception as exc:
+                if fragment not in str(exc):
+                    raise RuntimeError(f"tomlkit's message moved: {exc}") from None
+            else:
+                raise RuntimeError(f"tomlkit accepts {document!r}")
+            cases.append(
+                f'[[cases]]\nname = "{name}"\ncategory = "functional"\n'
+                f'tags = ["invalid"]\ninput = {{ document = {toml_string(document)} }}\n'
+                f"expect = {{ rejects = true, error_includes = {toml_string(fragment)} }}\n\n"
+            )
+            continue
+        chosen = [TOML_PIECES[(i * 5 + k * 7) % len(TOML_PIECES)] for k in range(2 + i % 5)]
+        flat = [p for p in chosen if not p.startswith("[")]
+        tables = list(dict.fromkeys(p for p in chosen if p.startswith("[")))
+        body = "".join(dict.fromkeys(flat)) + "\n".join(tables)
+        document = body.format(i=i, s=i % 60, d=i % 28 + 1)
+        value = tomlkit.parse(document).unwrap()
+        if value != tomli.loads(document):
+            raise RuntimeError(f"tomlkit and tomli disagree on {name}:\n{document}")
+        cases.append(
+            f'[[cases]]\nname = "{name}"\ncategory = "functional"\ntags = ["valid"]\n'
+            f"input = {{ document = {toml_string(document)} }}\n"
+            f"expect = {{ output = {toml_inline(value)} }}\n\n"
+        )
+    return cases
+
+
+REAL_FLOOR = """
+import os, pickle, resource, sys, time, tomllib
+folder, module, attr, mode = sys.argv[1:5]
+sys.path.insert(0, folder)
+import importlib
+import cer.worker.main  # the size of a loaded worker
+function = getattr(importlib.import_module(module), attr)
+with open(os.path.join(folder, "evals.toml"), "rb") as handle:
+    cases = tomllib.load(handle)["cases"]
+
+
+def observe(case):
+    try:
+        return function(**case["input"])
+    except Exception as exc:
+        return {"rejects": True, "error": str(exc)}
+
+
+def check(case, observed):
+    expect = case["expect"]
+    if expect.get("rejects"):
+        assert observed.get("rejects") and expect["error_includes"] in observed["error"], case
+    else:
+        assert observed.get("output") == expect["output"], case["name"]
+
+
+started = time.perf_counter()
+for case in cases:
+    if mode == "loop":
+        check(case, observe(case))
+        continue
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, pickle.dumps(observe(case)))
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    check(case, pickle.loads(data))
+print((time.perf_counter() - started) / len(cases) * 1000)
+"""
+"""The realistic suite's floors, as a whole process each (interpreter, imports, the
+suite read with tomllib): ``loop`` calls the implementation on every case in the
+process; ``fork`` forks a process per case from the process that imported it, the
+observation sent back through a pipe (pickled), then ``waitpid``. Prints the ms per
+case of the loop itself, start-up left out."""
+
+
+def toml_module(root: Path, count: int) -> Path:
+    folder = root / f"toml_{count}"
+    if not (folder / "evals.toml").exists():
+        write_module(folder, toml_cases(count), "toml_adapter", TOML_ADAPTER, "parse", "output")
+    return folder
+
+
+def section_real(root: Path, quick: bool) -> dict[str, Any]:
+    """A realistic worker: a TOML suite (several hundred cases) against tomlkit, whole
+    processes in alternating rounds, wall and CPU time: ``cer run -j 1``, its defaults
+    and ``--isolation none`` beside the fork floor (a process with the same imports
+    forking a process per case) and the plain loop (the same process calling the
+    implementation in a loop)."""
+    n = 300 if quick else 720
+    folder = toml_module(root, n)
+    one = first_cases(folder, root / "toml_one", 1)
+    impl = "toml_adapter:parse"
+    cer = [cer_command(), "run", "evals.toml", "--impl", impl, "-q"]
+    floor = [sys.executable, "-c", REAL_FLOOR, str(folder), "toml_adapter", "parse"]
+    commands = {
+        "plain_loop": [*floor, "loop"],
+        "fork_floor": [*floor, "fork"],
+        "cer_fork_j1": [*cer, "-j", "1"],
+        "cer_defaults": cer,
+        "cer_none_j1": [*cer, "--isolation", "none", "-j", "1"],
+    }
+    for command in commands.values():  # warm-up: bytecode caches, the suite cache
+        run_process(command, folder)
+    run_process([*cer, "-j", "1"], one)
+    runs: dict[str, list[Measured]] = {name: [] for name in commands}
+    runs["cer_one_case"] = []
+    for _ in range(2 if quick else 3):
+        for name, command in commands.items():
+            runs[name].append(run_process(command, folder))
+        runs["cer_one_case"].append(run_process([*cer, "-j", "1"], one))
+    rows = {name: medians(measured) for name, measured in runs.items()}
+    return {
+        "cases": n,
+        "seconds": {name: row["wall_s"] for name, row in rows.items()},
+        "cpu_seconds": {name: row["cpu_s"] for name, row in rows.items()},
+        "load_1min": os.getloadavg()[0],
+    }
+
+
 def commonmark_module(root: Path) -> Path:
     folder = root / "commonmark"
     if not (folder / "evals.toml").exists():
@@ -924,6 +1132,7 @@ def section_jobs(root: Path, quick: bool) -> dict[str, Any]:
 SECTIONS: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
     "fork": section_fork,
     "none": section_none,
+    "real": section_real,
     "peers": section_peers,
     "startup": section_startup,
     "load": section_load,
@@ -1048,6 +1257,27 @@ def print_table(results: dict[str, Any]) -> None:
             f"{row['in_flight_floor_us']:.0f} µs a case → cer "
             f"{row['above_in_flight_us']:.0f} µs above it, "
             f"{row['cer_none_us'] / row['in_flight_floor_us']:.2f}x"
+        )
+    if "real" in results:
+        row = results["real"]
+        wall, cpu = row["seconds"], row["cpu_seconds"]
+        loop, floor = wall["plain_loop"], wall["fork_floor"]
+        print(
+            f"\nrealistic worker: TOML suite, {row['cases']} cases, against tomlkit; whole "
+            f"processes (median wall; CPU of the process tree), 1-min load {row['load_1min']:.1f}"
+        )
+        for key, value in wall.items():
+            print(
+                f"  {key:<14} {value:6.2f} s  {value / floor:5.2f}x fork floor  "
+                f"{value / loop:5.2f}x plain loop   CPU {cpu[key]:6.2f} s"
+            )
+        start = wall["cer_one_case"]
+        above = (wall["cer_fork_j1"] - start) / (row["cases"] - 1) * 1000
+        print(
+            f"  targets: cer_fork_j1 ≤ 1.30x fork floor (now {wall['cer_fork_j1'] / floor:.2f}x, "
+            f"{above:.2f} ms a case above a one-case run); cer_none_j1 ≤ 2.00x plain loop "
+            f"(now {wall['cer_none_j1'] / loop:.2f}x); cer_defaults ≤ cer_fork_j1 "
+            f"(now {wall['cer_defaults'] / wall['cer_fork_j1']:.2f}x)"
         )
     if "peers" in results:
         rows = results["peers"]["seconds"]
