@@ -574,6 +574,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             category_models=dict(categories),
             jobs=jobs,
             shard=getattr(args, "shard", None),
+            max_fail=getattr(args, "max_fail", None),
             sandbox=sandbox_mode,
             network=network,
         )

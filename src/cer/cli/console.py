@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cer.coverage import describe_unknown
+from cer.engine.options import STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
 from cer.safetext import for_terminal
@@ -230,6 +231,13 @@ def summary_line(run: RunResult, *, colour: bool = False) -> str:
         )
     )
     line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {summary.verdict}"
+    not_run = sum(
+        1
+        for result in run.results
+        if result.status is Status.SKIPPED and (result.reason or "").startswith(STOPPED)
+    )
+    if not_run:
+        line += f" (stopped early: {not_run} not run)"
     if run.conditions is not None:
         line += f" · sandbox: {run.conditions.sandbox}"
     return line

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cer import __version__
-from cer.engine.options import parse_shard
+from cer.engine.options import parse_max_fail, parse_shard
 from cer.history import KEEP_RUNS
 from cer.options import (
     add_run_arguments,
@@ -76,6 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="I/N",
         help="run only the I-th of N deterministic slices of the suite (positions I, I+N, "
         "...); the rest are skipped 'in another shard'; combine with cer merge",
+    )
+    run.add_argument(
+        "--max-fail",
+        type=argument_type(parse_max_fail),
+        metavar="N",
+        help="stop handing out cases once N cases failed or errored; the rest are "
+        "reported skipped, not run (never passed), and the run is nonconformant",
+    )
+    run.add_argument(
+        "-x",
+        dest="max_fail",
+        action="store_const",
+        const=1,
+        help="stop at the first failed or errored case (--max-fail 1)",
     )
     out = run.add_argument_group("output")
     out.add_argument(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from cer.engine.identity import Identity
 from cer.engine.options import (
     RunCancelled,
     RunOptions,
+    stopped_reason,
 )
 from cer.engine.plan import Planned
 from cer.engine.workerproc import WarmWorkers
@@ -33,6 +34,7 @@ from cer.events import (
 )
 from cer.model import CaseResult, Status, Suite
 from cer.safetext import retained, scrub
+from cer.verdict import skipped
 
 if TYPE_CHECKING:
     from cer.sandbox import Policy
@@ -82,6 +84,14 @@ class Execution(ABC):
         self.memory_method = ""
         """How the run measured a case's memory (its run conditions say it); empty
         when no case asked about memory."""
+        self.failures = 0
+        """Cases that ran and failed or errored (decided ones aside): counted against
+        ``options.max_fail``."""
+        self.stopped = False
+        """``options.max_fail`` was reached: no case is handed out any more."""
+        self.not_run = 0
+        """Cases left out because the run was stopped."""
+        self._deciding = False
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -97,8 +107,12 @@ class Execution(ABC):
 
     def flush_deferred(self) -> None:
         deferred, self.deferred = self.deferred, []
-        for result in deferred:
-            self.record(result)
+        self._deciding = True  # decided before running: they count for no --max-fail
+        try:
+            for result in deferred:
+                self.record(result)
+        finally:
+            self._deciding = False
 
     def record(self, result: CaseResult) -> None:
         if self.policy is not None and result.reason and result.status in _EXPLAINED:
@@ -112,6 +126,20 @@ class Execution(ABC):
         self.results[result.position] = result
         # Its texts are scrubbed already: the event goes out without emit's checks.
         self._emit(CaseFinished(result, len(self.results), self.total))
+        limit = self.options.max_fail
+        if limit is not None and not self._deciding and result.status in _EXPLAINED:
+            self.failures += 1
+            if self.failures >= limit:
+                self.stopped = True
+
+    def leave_out(self, planned: Iterable[Planned]) -> None:
+        """The run was stopped (``--max-fail``): record each of ``planned`` as not run,
+        a skip with the stop's reason, never a pass."""
+        assert self.options.max_fail is not None
+        reason = stopped_reason(self.options.max_fail)
+        for item in planned:
+            self.not_run += 1
+            self.record(skipped(item.case, reason))
 
     def check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():

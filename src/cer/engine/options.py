@@ -74,6 +74,31 @@ class RunOptions:
     protected: tuple[str, ...] = ()
     """Paths the implementation may not reach at all besides the suite's own (the
     report outputs, a history database given by path)."""
+    max_fail: int | None = None
+    """Stop handing out cases once this many cases that ran failed or errored
+    (``--max-fail N``, ``-x`` for 1); the cases not handed out are reported skipped
+    with a reason from :func:`stopped_reason`, never as passed. None: run every case."""
+
+
+STOPPED = "not run: the run was stopped after"
+"""How the reason of every case a stopped run did not hand out begins."""
+
+
+def stopped_reason(limit: int) -> str:
+    """The reason of a case left out because ``limit`` cases had failed or errored."""
+    cases = "case" if limit == 1 else "cases"
+    return f"{STOPPED} {limit} failed or errored {cases} (--max-fail {limit})"
+
+
+def parse_max_fail(text: str) -> int:
+    """``--max-fail N`` as given on a command line: a whole number of at least 1."""
+    try:
+        limit = int(text.strip())
+    except ValueError:
+        raise ValueError(f"--max-fail must be a whole number of cases, not {text!r}") from None
+    if limit < 1:
+        raise ValueError(f"--max-fail must be at least 1, not {text!r}")
+    return limit
 
 
 def parse_jobs(text: str) -> int:
@@ -153,6 +178,8 @@ def check_options(options: RunOptions) -> None:
         index, count = options.shard
         if not (type(index) is int and type(count) is int and 1 <= index <= count):
             raise ValueError("shard must be (I, N) with 1 <= I <= N")
+    if options.max_fail is not None and (type(options.max_fail) is not int or options.max_fail < 1):
+        raise ValueError("max_fail must be a whole number of cases, at least 1")
     if options.sandbox not in SANDBOX_MODES:
         raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}")
     if options.network not in NETWORK_MODES:

@@ -168,8 +168,14 @@ class WorkerPool(AloneCases):
             count = min(resolve_jobs(self.options.jobs), len(planned))
             self.lanes = [_Lane(index) for index in range(count)]
             self.execute()
+            if self.stopped and self.pending:
+                self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
+                self.pending.clear()
         for item in alone:
             self.check_cancel()
+            if self.stopped:
+                self.leave_out([item])
+                continue
             if self.finished:  # the implementation could not be loaded
                 self.record(errored(item.case, self.notes[-1] if self.notes else "not run"))
                 continue
@@ -182,7 +188,9 @@ class WorkerPool(AloneCases):
     def execute(self) -> None:
         """Keep every lane busy until each case has a result."""
         pending, lanes = self.pending, self.lanes
-        while not self.finished and (pending or any(lane.in_flight for lane in lanes)):
+        while not self.finished and (
+            (pending and not self.stopped) or any(lane.in_flight for lane in lanes)
+        ):
             self.check_cancel()
             for lane in lanes:
                 if lane.worker is None and not lane.retired:
@@ -207,7 +215,7 @@ class WorkerPool(AloneCases):
         if lane.losses > RESTART_BUDGET:
             lane.retired = True
             return
-        if not self.pending and not lane.in_flight:
+        if (not self.pending or self.stopped) and not lane.in_flight:
             return
         try:
             self.start_lane(lane)
@@ -237,7 +245,7 @@ class WorkerPool(AloneCases):
         that case's own (``elapsed_ms``), measured here on the supervisor's clock.
         """
         assert lane.worker is not None
-        if not self.pending or lane.in_flight or lane.expecting_exit:
+        if not self.pending or lane.in_flight or lane.expecting_exit or self.stopped:
             return
         lost = self.hand_over(lane)
         if lost is not None:
@@ -260,10 +268,19 @@ class WorkerPool(AloneCases):
             or lane.expecting_exit
             or lane.loading
             or self.finished
+            or self.stopped
+            or self.one_failure_from_stopping()
             or (self.cancel is not None and self.cancel.is_set())
         ):
             return
         self.hand_over(lane)
+
+    def one_failure_from_stopping(self) -> bool:
+        """Whether the answer about to be judged could stop the run (``--max-fail``):
+        then the next case waits for the verdict, so that no case is handed out after
+        the last failure allowed."""
+        limit = self.options.max_fail
+        return limit is not None and self.failures + 1 >= limit
 
     def hand_over(self, lane: _Lane) -> WorkerLost | None:
         """Send the first case of the queue to the lane's worker under a fresh id; when

@@ -129,6 +129,13 @@ def _run_suite(
             warm.fill()
         raise
     execution.flush_deferred()
+    if execution.not_run:
+        cases = "case was" if execution.not_run == 1 else "cases were"
+        execution.notes.append(
+            f"the run was stopped after {execution.failures} failed or errored "
+            f"case{'' if execution.failures == 1 else 's'} (--max-fail {options.max_fail}): "
+            f"{execution.not_run} {cases} not run"
+        )
     execution.stop()
     execution.end_strays()
     if warm is not None:

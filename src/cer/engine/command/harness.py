@@ -31,6 +31,7 @@ from cer.engine.command.values import (
 )
 from cer.engine.execution import Execution
 from cer.events import ImplementationLoaded
+from cer.model import Status
 from cer.verdict import Outcome, errored, judge
 
 if TYPE_CHECKING:
@@ -195,6 +196,8 @@ class Harness:
         last_failure = ""
         while pending:
             self.execution.check_cancel()
+            if self.execution.stopped or self.held_stops_the_run():  # --max-fail
+                break
             if self.process is None:
                 if consecutive > RESTART_BUDGET or restarts >= RESTART_LIMIT:
                     why = (
@@ -235,6 +238,18 @@ class Harness:
                 last_failure = failure
                 self.kill()
         self.stop()
+        if pending:  # stopped by --max-fail: the held answer was the last failure allowed
+            self.execution.leave_out(pending)
+            pending.clear()
+
+    def held_stops_the_run(self) -> bool:
+        """Whether the held answer, once recorded, reaches ``--max-fail``: then no next
+        case is sent (the answer is held until the next one only to catch a second
+        answer to it, which would make it errored: a failure either way)."""
+        limit, held = self.options.max_fail, self.held
+        if limit is None or held is None or self.execution.failures + 1 < limit:
+            return False
+        return judge(held.item.case, held.outcome).status in (Status.FAIL, Status.ERRORED)
 
     def run_case(self, item: Planned, pending: deque[Planned]) -> str | None:
         """Send one case and settle it.

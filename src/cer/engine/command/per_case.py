@@ -54,9 +54,12 @@ class PerCase:
         identity, sources = command_identity(self.options.kind, self.words)
         self.execution.implementation_id = identity
         self.execution.emit(ImplementationLoaded(identity, sources))
-        for item in planned:
+        for index, item in enumerate(planned):
             seq = fresh_seq()
             self.execution.check_cancel()
+            if self.execution.stopped:  # --max-fail reached
+                self.execution.leave_out(planned[index:])
+                return
             try:
                 request = run_request(seq, item)
             except NotEncodable as exc:
