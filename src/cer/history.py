@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cer import serialize
 from cer.coverage import CoverageFigures
+from cer.history_budget import DEFAULT_HISTORY_MAX_MB, MAX_AGE_DAYS, stored_cases
 from cer.history_gaps import clear_gap, mark_gap, ran_whole_suite
 from cer.history_queries import (
     HistoryQueries,
@@ -90,10 +90,17 @@ class History(HistoryQueries):
     """
 
     def __init__(
-        self, path: Path, connection: sqlite3.Connection, timeout: float = BUSY_TIMEOUT
+        self,
+        path: Path,
+        connection: sqlite3.Connection,
+        timeout: float = BUSY_TIMEOUT,
+        max_bytes: int = DEFAULT_HISTORY_MAX_MB * 1024 * 1024,
     ) -> None:
         self.path = path
         self.timeout = timeout
+        self.max_bytes = max_bytes
+        """The size the runs may take (``[tool.cer] history_max_mb``): recording a run
+        forgets the oldest runs until they fit."""
         self._db = connection
         self._lock = threading.RLock()
         self._warming: threading.Thread | None = None
@@ -102,9 +109,15 @@ class History(HistoryQueries):
 
     @classmethod
     def open(
-        cls, path: str | Path, *, create: bool = True, timeout: float = BUSY_TIMEOUT
+        cls,
+        path: str | Path,
+        *,
+        create: bool = True,
+        timeout: float = BUSY_TIMEOUT,
+        max_bytes: int | None = None,
     ) -> History:
-        """Open (and, with ``create``, create) the history at ``path``.
+        """Open (and, with ``create``, create) the history at ``path``; ``max_bytes``
+        bounds the size of its runs (default :data:`DEFAULT_HISTORY_MAX_MB` MiB).
 
         Without ``create`` a missing file is a HistoryError instead of a new database,
         so that read-only commands never leave an empty database behind.
@@ -122,6 +135,8 @@ class History(HistoryQueries):
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open {path}: {exc}") from exc
         history = cls(path, connection, timeout)
+        if max_bytes is not None:
+            history.max_bytes = max_bytes
         try:
             history._prepare()
         except HistoryError:
@@ -301,8 +316,8 @@ class History(HistoryQueries):
         summary = run.summary
         results = []
         details = []
-        for result in run.results:
-            output = result.captured_output
+        for result, stored in zip(run.results, stored_cases(run.results, cases), strict=True):
+            output = stored.captured_output
             results.append(
                 (
                     run.run_id,
@@ -310,25 +325,22 @@ class History(HistoryQueries):
                     result.case_class,
                     result.category,
                     result.status.value,
-                    result.reason,
+                    stored.reason,
                     output.encode("utf-8", "surrogatepass") if output else None,
                     result.elapsed_ms,
                 )
             )
-            data = serialize.result_to_dict(result)
-            case = cases.get(result.case_name)
-            expect = case.expect if case is not None else None
             details.append(
                 (
                     run.run_id,
                     result.case_name,
                     result.position,
-                    result.stdout,
-                    result.stderr,
-                    result.traceback,
-                    None if data["observation"] is None else _json(data["observation"]),
-                    None if expect is None else _json(serialize.value_to_json(dict(expect))),
-                    _json(data["mismatches"]),
+                    stored.stdout,
+                    stored.stderr,
+                    stored.traceback,
+                    stored.observation,
+                    stored.expected,
+                    stored.mismatches,
                 )
             )
         self._warmed()
@@ -435,6 +447,8 @@ class History(HistoryQueries):
             )
         if suite_path:
             self._prune(suite_key(suite_path))
+        self._prune_by_age()
+        self._prune_by_size(run.run_id)
 
     def _prune(self, key: str) -> None:
         """Forget the runs of a suite beyond the newest :data:`KEEP_RUNS`, so that a
@@ -447,6 +461,54 @@ class History(HistoryQueries):
                 (key, KEEP_RUNS),
             )
         ]
+        self._forget(stale)
+
+    def _prune_by_age(self) -> None:
+        """Forget the runs recorded more than :data:`MAX_AGE_DAYS` ago, but the newest of
+        each suite (what ``--failed`` and ``cer diff`` start from)."""
+        cutoff = _now_ms() - MAX_AGE_DAYS * 86_400_000
+        stale = [
+            row[0]
+            for row in self._db.execute(
+                "SELECT c.run_id FROM cer_runs c WHERE c.recorded_at_ms < ?"
+                " AND c.seq < (SELECT MAX(n.seq) FROM cer_runs n"
+                " WHERE n.suite_key = c.suite_key)",
+                (cutoff,),
+            )
+        ]
+        self._forget(stale)
+
+    def used_bytes(self) -> int:
+        """The bytes the database's pages in use take (its free pages not counted)."""
+        with self._errors("measure"):
+            return self._used_bytes()
+
+    def _used_bytes(self) -> int:
+        db = self._db
+        pages = int(db.execute("PRAGMA page_count").fetchone()[0])
+        free = int(db.execute("PRAGMA freelist_count").fetchone()[0])
+        size = int(db.execute("PRAGMA page_size").fetchone()[0])
+        return (pages - free) * size
+
+    def _prune_by_size(self, keep: str) -> None:
+        """Forget the oldest runs, of any suite, until the database's pages in use fit
+        in :attr:`max_bytes`; the run ``keep`` (the one just recorded) stays."""
+        while self._used_bytes() > self.max_bytes:
+            oldest = [
+                row[0]
+                for row in self._db.execute(
+                    "SELECT run_id FROM cer_runs WHERE run_id != ? ORDER BY seq LIMIT 8",
+                    (keep,),
+                )
+            ]
+            if not oldest:
+                return
+            self._forget(oldest)
+
+    def _forget(self, stale: list[str]) -> None:
+        """Delete every row of the runs ``stale``."""
+        if not stale:
+            return
         for table in (
             "cer_run_conditions",
             "cer_run_coverage",

@@ -61,6 +61,7 @@ _CONFIG_KEYS = frozenset(
         "pytest_suites",
         "sandbox",
         "network",
+        "history_max_mb",
     }
 )
 _SINGLE_KEYS: tuple[tuple[ImplementationKind, str], ...] = (
@@ -584,6 +585,27 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         [short_label(item.kind, item.impl) for item in given], [item.label for item in given]
     )
     return ResolvedRun(Path(suite), implementations[0], config, implementations, labels)
+
+
+def history_max_bytes(config: ProjectConfig) -> int:
+    """``[tool.cer] history_max_mb`` in bytes (the size the history's runs may take);
+    UsageError when it is not a positive number."""
+    from cer.history_budget import DEFAULT_HISTORY_MAX_MB  # only where history is used
+
+    value = config.values.get("history_max_mb", DEFAULT_HISTORY_MAX_MB)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise UsageError(f"{config.path}: [tool.cer] history_max_mb must be a number above 0")
+    return int(value * 1024 * 1024)
+
+
+def configured_history_max_bytes(start: Path | None = None) -> int | None:
+    """``[tool.cer] history_max_mb`` (in bytes) of the project around ``start``, or None
+    (the history's default) when there is none or it cannot be read: for the front
+    ends that record without a command line of their own (``cer-tui``)."""
+    try:
+        return history_max_bytes(find_project_config(start))
+    except UsageError:
+        return None
 
 
 def _config_size(value: Any, key: str) -> int:

@@ -30,7 +30,13 @@ from cer.engine.workerproc import WarmWorkers
 from cer.history import History, default_history_path
 from cer.history_queries import NOT_SELECTED
 from cer.model import Case, RunResult, Status
-from cer.options import ProjectConfig, UsageError, find_project_config, resolve_run
+from cer.options import (
+    ProjectConfig,
+    UsageError,
+    find_project_config,
+    history_max_bytes,
+    resolve_run,
+)
 from cer.pytest_suite import CaseFailed, SuiteState, failure_text, merge_process_runs
 from cer.records import HistoryError
 from cer.safetext import for_terminal
@@ -497,6 +503,13 @@ class CerPlugin:
                     f"{_INCOMPLETE} as cer run does (--cer-accept-skips accepts skips)"
                 )
 
+    def history_max_bytes(self) -> int | None:
+        """``[tool.cer] history_max_mb`` of this session's project, in bytes."""
+        try:
+            return history_max_bytes(self.project)
+        except UsageError:
+            return None
+
     def shown(self, path: str) -> str:
         """``path`` relative to the root directory when it is below it."""
         try:
@@ -512,7 +525,7 @@ class CerPlugin:
         except SuiteError:
             suite = None
         try:
-            with History.open(path) as history:
+            with History.open(path, max_bytes=self.history_max_bytes()) as history:
                 history.record(run, suite)
         except HistoryError as exc:
             return f"cer: warning: history: {exc}; this run is not recorded"

@@ -177,3 +177,127 @@ def test_a_pytest_session_with_cases_cer_skipped_is_not_green(tmp_path: Path) ->
     # pytest's business.
     picked = pytest_session(tmp_path, "--cer-impl", "impl:f", "evals.toml", "-k", "fine")
     assert picked.returncode == 0, picked.stdout + picked.stderr
+
+
+# --- the history has a budget ------------------------------------------------------------
+
+CHATTY_SUITE = "\n".join(
+    ['commonsformat_evals = "0.2"', 'target = "chatty"']
+    + [
+        f'[[cases]]\nname = "c{i}"\ncategory = "functional"\ninput = {{ x = {i} }}\n'
+        'expect = { output = "short" }\n'
+        for i in range(200)
+    ]
+)
+CHATTY = """\
+import sys
+
+def f(x):
+    if x < 2:
+        sys.stdout.write("o" * 1_000_000)
+        sys.stderr.write("e" * 1_000_000)
+    else:
+        sys.stdout.write("o" * 40_000)
+        sys.stderr.write("e" * 40_000)
+    if x % 2:
+        raise ValueError("r" * 1_000_000)
+    return "v" * (1_000_000 if x < 2 else 40_000)
+"""
+
+
+def test_what_the_implementation_says_cannot_grow_the_history_without_bound(
+    tmp_path: Path,
+) -> None:
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.history import History
+    from cer.suite import load_suite
+
+    (tmp_path / "evals.toml").write_text(CHATTY_SUITE)
+    (tmp_path / "chatty.py").write_text(CHATTY)
+    suite = load_suite(tmp_path / "evals.toml")
+    options = RunOptions(
+        impl="chatty:f",
+        paths=(str(tmp_path),),
+        capture_limit=2_000_000,
+        sandbox="off",
+        timeout=20.0,
+    )
+    run = run_suite(suite, options)
+    assert len(run.results) == 200
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        history.record(run, suite)
+        stored = history.load_run(run.run_id)
+        used = history.used_bytes()
+    # 200 cases said 24 MB and more; the run's evidence is kept to its budget.
+    assert used < 12 * 1024 * 1024, used
+    first = stored.results[0]
+    assert "[cut in the history:" in first.stdout
+    assert len(first.stdout) < 20_000 and len(first.stderr) < 20_000
+    errored = stored.results[1]
+    assert errored.reason is not None
+    assert errored.reason.startswith("the implementation raised ValueError")
+    assert errored.traceback is not None and "[cut in the history:" in errored.traceback
+    # Past the run's budget, a case keeps its status and reason and says what was lost.
+    assert [r.status for r in stored.results] == [r.status for r in run.results]
+    assert any("[not stored: the run's evidence passed" in r.stdout for r in stored.results)
+
+
+def test_history_max_mb_bounds_the_file_and_cer_history_shows_its_size(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.cer]\nhistory_max_mb = 1\n")
+    (tmp_path / "evals.toml").write_text(SUITE)
+    noisy = (
+        "import sys\n\ndef f(x):\n    sys.stdout.write('n' * 60_000)\n"
+        "    sys.stderr.write('n' * 60_000)\n    return 0\n"
+    )
+    for _ in range(8):
+        assert cer_run(tmp_path, noisy, "-q").returncode == 1
+    history = tmp_path / ".cer" / "history.sqlite"
+    assert history.stat().st_size < 2 * 1024 * 1024
+    listed = subprocess.run(
+        [sys.executable, "-m", "cer.cli", "history", "--suite", "evals.toml", "-n", "50"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "history size:" in listed.stdout and "limit 1.0 MiB" in listed.stdout
+    runs = [line for line in listed.stdout.splitlines() if line[:1].isdigit()]
+    assert 1 <= len(runs) < 8  # the oldest runs were forgotten
+    bad = tmp_path / "pyproject.toml"
+    bad.write_text("[tool.cer]\nhistory_max_mb = -1\n")
+    refused = cer_run(tmp_path, noisy)
+    assert refused.returncode == 2 and "history_max_mb" in refused.stderr
+
+
+def test_old_runs_are_forgotten_but_the_newest_of_each_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+    from dataclasses import replace
+
+    import cer.history
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.history import History
+    from cer.history_budget import MAX_AGE_DAYS
+    from cer.suite import load_suite
+
+    (tmp_path / "evals.toml").write_text(SUITE)
+    (tmp_path / "impl.py").write_text(GOOD)
+    suite = load_suite(tmp_path / "evals.toml")
+    run = run_suite(suite, RunOptions(impl="impl:f", paths=(str(tmp_path),), sandbox="off"))
+    old = (MAX_AGE_DAYS + 10) * 86_400_000
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        monkeypatch.setattr(cer.history, "_now_ms", lambda: int(time.time() * 1000) - old)
+        for index in range(3):
+            history.record(replace(run, run_id=f"old{index}"), suite)
+        assert len(history.runs(None)) == 3  # the newest of them is kept
+        monkeypatch.undo()
+        history.record(run, suite)
+        kept = [record.run_id for record in history.runs(None)]
+    assert kept == [run.run_id]

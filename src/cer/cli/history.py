@@ -4,6 +4,7 @@ or an HTML page."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from cer.history import KEEP_RUNS, History, default_history_path
 from cer.options import (
     UsageError,
     find_project_config,
+    history_max_bytes,
 )
 from cer.records import HistoryError, RunDiff, RunRecord
 from cer.reports import (
@@ -80,6 +82,31 @@ def _figures_json(figures: CoverageFigures) -> dict[str, Any]:
         "constraints_enforceable": figures.enforceable,
         "constraints_needs_repair": figures.needs_repair,
     }
+
+
+def _size(history: History) -> dict[str, int]:
+    """How large the history is: its files on disk (with SQLite's journal), the pages
+    its runs use, and the limit recording keeps them to (``history_max_mb``)."""
+    on_disk = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            on_disk += Path(f"{history.path}{suffix}").stat().st_size
+    try:
+        limit = history_max_bytes(find_project_config())
+    except UsageError:
+        limit = history.max_bytes
+    return {"bytes_on_disk": on_disk, "bytes_used": history.used_bytes(), "max_bytes": limit}
+
+
+def _mib(count: int) -> str:
+    return f"{count / (1024 * 1024):.1f} MiB"
+
+
+def _size_line(size: dict[str, int]) -> str:
+    return (
+        f"history size: {_mib(size['bytes_on_disk'])} on disk, {_mib(size['bytes_used'])} "
+        f"in use (limit {_mib(size['max_bytes'])}, history_max_mb in [tool.cer])\n"
+    )
 
 
 HISTORY_LIMIT = 20
@@ -199,14 +226,16 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                     text = console.render_case_history(args.case, entries, str(history.path))
             else:
                 records = history.runs(args.limit or HISTORY_LIMIT, suite_path=suite)
+                size = _size(history)
                 if args.format == "json":
                     document = {
                         "history": str(history.path),
+                        "size": size,
                         "runs": [_record_json(r) for r in records],
                     }
                     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
                 else:
-                    text = console.render_history(records, str(history.path))
+                    text = console.render_history(records, str(history.path)) + _size_line(size)
         except HistoryError as exc:
             print_error(str(exc))
             return ExitCode.USAGE

@@ -47,7 +47,13 @@ from cer.engine.workerproc import WarmWorkers
 from cer.history import KEEP_RUNS, History, default_history_path
 from cer.history_gaps import gap_marker, has_gap, mark_gap
 from cer.model import RunResult, Suite
-from cer.options import ResolvedRun, UsageError, find_project_config, resolve_run
+from cer.options import (
+    ResolvedRun,
+    UsageError,
+    find_project_config,
+    history_max_bytes,
+    resolve_run,
+)
 from cer.records import HistoryError, HistoryUntrusted, RunRecord
 from cer.reports import (
     FORMATS,
@@ -161,13 +167,13 @@ def _remove_stale_reports(args: argparse.Namespace, labels: Sequence[str], suite
             print_warning(f"cannot remove the earlier report {path}: {exc}")
 
 
-def _open_history(path: Path) -> History | None:
+def _open_history(path: Path, max_bytes: int | None = None) -> History | None:
     """The history for recording; a warning and None when it cannot be used.
 
     A database cer did not make is not a mere inconvenience: something may have
     tampered with it, so HistoryUntrusted goes up and stops the run."""
     try:
-        return History.open(path)
+        return History.open(path, max_bytes=max_bytes)
     except HistoryUntrusted:
         raise
     except HistoryError as exc:
@@ -206,6 +212,7 @@ def _rerun_selection(
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         resolved = resolve_run(args)
+        max_bytes = history_max_bytes(resolved.config)
     except UsageError as exc:
         print_error(str(exc))
         return ExitCode.USAGE
@@ -236,7 +243,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.no_history:
         try:
             history_path = Path(args.history or default_history_path(suite.path))
-            history = _open_history(history_path)
+            history = _open_history(history_path, max_bytes)
         except HistoryUntrusted as exc:
             print_error(f"history: {exc}")
             return ExitCode.USAGE

@@ -27,6 +27,7 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.history import History
 from cer.matrix import build_matrix
 from cer.model import CaseResult, RunResult, Suite
+from cer.options import configured_history_max_bytes
 from cer.records import HistoryError
 from cer.safetext import for_terminal
 from cer.selection import Selection
@@ -651,7 +652,7 @@ def record_run(
     """
     figures = run_figures(suite, run, doc)
     try:
-        with History.open(path) as history:
+        with History.open(path, max_bytes=configured_history_max_bytes(suite.directory)) as history:
             flaky = session.record_run(history, run, suite, figures)
             trend = coverage_trend(history, suite, run)
     except HistoryError as error:
