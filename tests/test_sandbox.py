@@ -194,7 +194,8 @@ def test_a_denied_path_is_explained_in_python_and_node_wording() -> None:
     policy = sandbox.Policy(("/opt/impl",), ("/tmp/scratch",), scratch="/tmp/scratch")
     python = "the implementation raised PermissionError: [Errno 13] Permission denied: '/x/y'"
     assert confinement.explain_denial(python, policy) == (
-        f"{python}; the sandbox denied access to /x/y (not in the implementation's allowed paths)"
+        f"{python}; the sandbox denied access to /x/y (not in the implementation's allowed "
+        "paths; allow it with --sandbox-read /x/y)"
     )
     node = "raised Error: EACCES: permission denied, open '/opt/impl/out.txt'"
     assert confinement.explain_denial(node, policy).endswith(

@@ -62,6 +62,7 @@ _CONFIG_KEYS = frozenset(
         "sandbox",
         "network",
         "history_max_mb",
+        "sandbox_read",
     }
 )
 _SINGLE_KEYS: tuple[tuple[ImplementationKind, str], ...] = (
@@ -277,6 +278,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         choices=SANDBOX_MODES,
         help="confine the implementation with Linux Landlock (docs/trust.md): auto (the "
         "default) where the kernel has it, require (refuse to run without it), off",
+    )
+    parser.add_argument(
+        "--sandbox-read",
+        dest="sandbox_read",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="let the sandboxed implementation also read PATH (repeatable): a data file "
+        "or folder beside its modules, or a toolchain the sandbox does not find",
     )
     parser.add_argument(
         "--network",
@@ -555,6 +565,10 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
     except SandboxUnavailable as exc:
         raise UsageError(str(exc)) from None
     paths = (*config.paths_value("paths"), *(Path(p) for p in args.paths))
+    sandbox_read = (
+        *config.paths_value("sandbox_read"),
+        *(Path(p) for p in getattr(args, "sandbox_read", None) or ()),
+    )
     selection = Selection(
         case_globs=tuple(args.case_globs),
         categories=tuple(args.categories),
@@ -578,6 +592,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             max_fail=getattr(args, "max_fail", None),
             sandbox=sandbox_mode,
             network=network,
+            sandbox_read=tuple(str(p.resolve()) for p in sandbox_read),
         )
         for item in given
     )

@@ -4,18 +4,28 @@ A case's memory is what the kernel charges for it: a table kept in a ``memfd`` t
 is written and never mapped, or in files under ``/dev/shm``, is RAM all the same, and
 must not pass a bound it exceeds, whichever way the run measured (a cgroup of the
 case's own, or the memory-backed files the case holds).
+
+In the folders it is imported from, the implementation may read what it needs (its
+modules and packages with their data, what the user names) and nothing else: not a
+checkout's ``.git`` (where the committed suite sits), not the drafts, not an earlier
+run's results, not a notes file; each refusal names the path and the option.
 """
 
 from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cer import memory_cgroup, sandbox
+from cer.cli.main import main
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
+from cer.suite import load_suite
 from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
@@ -118,3 +128,161 @@ def test_a_run_without_memory_cases_names_no_method(module: Module) -> None:
     name = module.impl(textwrap.dedent(HIDDEN))
     result = module.run(f"{name}:f", timeout=10.0)
     assert result.conditions is not None and result.conditions.memory == ""
+
+
+# --- reads in the folders the implementation is imported from ----------------------------
+
+READER = """
+import os
+
+def f(path):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), path), "rb") as h:
+        h.read(1)
+    return "read"
+"""
+
+READS = {
+    "git-object": ".git/objects/ab/cdef0123",
+    "git-head": ".git/HEAD",
+    "drafts": "evals.drafts.toml",
+    "earlier-results": "results.json",
+    "notes": "notes.txt",
+    "hidden-folder": ".secrets/token",
+    "module": "helper.py",
+    "package-data": "pkg/table.json",
+    "named-data": "data-files/table.csv",
+}
+ALLOWED = {"module", "package-data", "named-data"}
+
+
+def _reads_suite() -> str:
+    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
+    for name, path in READS.items():
+        parts.append(
+            f'[[cases]]\nname = "{name}"\ncategory = "functional"\n'
+            f'input = {{ path = "{path}" }}\nexpect = {{ output = "read" }}\n'
+        )
+    return "\n".join(parts)
+
+
+def _checkout(root: Path) -> None:
+    for path in READS.values():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("[[cases]] expect = the answers\n", encoding="utf-8")
+    (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "impl.py").write_text(READER, encoding="utf-8")
+    (root / "evals.toml").write_text(_reads_suite(), encoding="utf-8")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("where", ["suite-folder", "working-directory"])
+def test_an_import_root_lends_only_what_an_implementation_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    _checkout(root)
+    if where == "working-directory":
+        monkeypatch.chdir(root)
+    # An earlier run wrote its results beside the module, where the user pointed it.
+    code = main(
+        [
+            "run",
+            str(root / "evals.toml"),
+            "--impl",
+            "impl:f",
+            "-q",
+            "-o",
+            str(root / "results.json"),
+            "--sandbox-read",
+            str(root / "data-files"),
+        ]
+    )
+    assert code == 1
+    capsys.readouterr()
+    assert (root / "results.json").stat().st_size > 100  # written by that run
+    result = run_suite(
+        load_suite(root / "evals.toml"),
+        RunOptions(impl="impl:f", timeout=5.0, sandbox_read=(str(root / "data-files"),)),
+    )
+    by_name = {r.case_name: r for r in result.results}
+    for name, path in READS.items():
+        got = by_name[name]
+        if name in ALLOWED:
+            assert got.status is PASS, (name, got.reason)
+            continue
+        assert got.status is ERRORED, (name, got.status, got.reason)
+        real = os.path.realpath(root / path)
+        assert f"the sandbox denied access to {real}" in (got.reason or ""), got.reason
+        if name == "drafts":  # cer's own: no option opens it
+            assert "--sandbox-read" not in (got.reason or ""), got.reason
+        else:
+            assert f"--sandbox-read {real} or [tool.cer] sandbox_read" in (got.reason or ""), (
+                got.reason
+            )
+
+
+@needs_sandbox
+def test_a_path_the_user_names_is_lent_and_nothing_beside_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    _checkout(root)
+    result = run_suite(
+        load_suite(root / "evals.toml"),
+        RunOptions(impl="impl:f", timeout=5.0, sandbox_read=(str(root / "notes.txt"),)),
+    )
+    by_name = {r.case_name: r.status for r in result.results}
+    assert by_name["notes"] is PASS
+    assert by_name["drafts"] is ERRORED and by_name["git-object"] is ERRORED
+    assert by_name["named-data"] is ERRORED  # not named this time
+
+
+@needs_sandbox
+def test_a_command_harness_may_read_beside_it_but_not_what_cer_keeps(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    _checkout(root)
+    harness = root / "harness.py"
+    harness.write_text(
+        textwrap.dedent(
+            """
+            import json, os, sys
+            here = os.path.dirname(os.path.abspath(__file__))
+            for line in sys.stdin:
+                request = json.loads(line)
+                if request.get("op") == "start":
+                    implementation = {"name": "reader", "version": "1"}
+                    started = {"op": "started", "protocol": 1, "implementation": implementation}
+                    print(json.dumps(started), flush=True)
+                    continue
+                if request.get("op") != "run":
+                    continue
+                path = request["case"]["input"]["value"]["path"]["value"]
+                try:
+                    open(os.path.join(here, path), "rb").close()
+                    read = {"output": {"type": "string", "value": "read"}}
+                    body = {"observation": {"type": "table", "value": read}}
+                except OSError as exc:
+                    body = {"error": {"type": "PermissionError", "message": str(exc)}}
+                print(json.dumps({"op": "result", "seq": request["seq"], **body}), flush=True)
+            """
+        ),
+        encoding="utf-8",
+    )
+    import shlex
+    import sys
+
+    result = run_suite(
+        load_suite(root / "evals.toml"),
+        RunOptions(
+            impl=f"{shlex.quote(sys.executable)} {shlex.quote(str(harness))}",
+            kind="command",
+            timeout=5.0,
+        ),
+    )
+    by_name = {r.case_name: r for r in result.results}
+    for name in ("git-object", "git-head", "drafts"):
+        assert by_name[name].status is not PASS, (name, by_name[name].reason)
+    for name in ("notes", "module", "package-data", "named-data", "hidden-folder"):
+        assert by_name[name].status is PASS, (name, by_name[name].reason)

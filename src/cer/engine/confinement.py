@@ -4,8 +4,9 @@ The supervisor decides, from the suite and the run options, whether a run is san
 (``--sandbox auto|require|off``) and with what policy (:func:`build_policy`); the
 worker and the command launcher only apply it (see :mod:`cer.sandbox`). The policy:
 
-- read and execute: the implementation's import roots (``--path`` folders, the suite's
-  folder, the working directory), the folders a command names, the Python installation
+- read and execute: what the implementation needs of its import roots (``--path``
+  folders, the suite's folder, the working directory; see :mod:`cer.readset`), the
+  folders a command names, the paths of ``RunOptions.sandbox_read``, the Python installation
   and everything on this interpreter's ``sys.path``, ``cer`` itself, the folders on
   ``PATH``, the suite's fixtures, the system's programs, libraries and configuration
   (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, ``/opt``), ``/proc``, ``/sys``,
@@ -15,7 +16,8 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
 - nothing at all: the suite file, ``commonsformat.md`` and ``commonsformat.toml``
   beside it, ``.cer`` folders (the history) beside the suite and in the working
   directory, and every path in ``RunOptions.protected`` (report outputs, a history
-  given by path). A folder that holds one of them is allowed entry by entry.
+  given by path), and what :mod:`cer.readset` leaves out of the import roots. A folder
+  that holds one of them is allowed entry by entry.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import re
 import shlex
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer import sandbox
+from cer import readset, sandbox
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
 
@@ -133,25 +136,45 @@ def build_policy(
     suite: Suite, options: RunOptions, scratch: str, import_roots: list[str]
 ) -> sandbox.Policy:
     """The policy of one run: see the module's docstring."""
+    return build(suite, options, scratch, import_roots)[0]
+
+
+def build(
+    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str]
+) -> tuple[sandbox.Policy, list[readset.Refusal]]:
+    """The policy of one run, and what it leaves out of the folders the implementation
+    is imported from (:mod:`cer.readset`), for the reasons of refused reads."""
     import cer
 
-    read = [*import_roots, *_command_folders(options)]
-    read.append(str(Path(cer.__file__).resolve().parent.parent))
-    read.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
-    read.extend(entry for entry in sys.path if entry)
-    read.append(os.path.dirname(os.path.realpath(sys.executable)))
-    read.extend(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry)
-    read.append(str(suite.fixtures_dir))
-    read.extend(_SYSTEM_READ)
+    named = [*_command_folders(options)]
+    named.append(str(Path(cer.__file__).resolve().parent.parent))
+    named.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+    named.extend(entry for entry in sys.path if entry)
+    named.append(os.path.dirname(os.path.realpath(sys.executable)))
+    named.extend(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry)
+    named.append(str(suite.fixtures_dir))
+    named.extend(_SYSTEM_READ)
     for link in ("/etc/resolv.conf", "/etc/localtime"):
-        read.append(os.path.realpath(link))
-    return sandbox.expand(
-        read,
+        named.append(os.path.realpath(link))
+    roots = set(map(os.path.realpath, import_roots))
+    kept = protected_paths(suite, options)
+    readset.remember_outputs(options.protected)
+    refused = readset.refusals(
+        import_roots,
+        python=options.kind == "python",
+        kept=kept,
+        named=[path for path in named if os.path.realpath(path) not in roots],
+        extra=options.sandbox_read,
+        outputs=readset.remembered_outputs(),
+    )
+    policy = sandbox.expand(
+        [*import_roots, *named, *options.sandbox_read],
         [scratch, *_SYSTEM_WRITE],
-        protected_paths(suite, options),
+        [refusal.path for refusal in refused],
         network="deny" if options.network == "deny" else "allow",
         scratch=scratch,
     )
+    return policy, refused
 
 
 _DENIED = re.compile(
@@ -160,10 +183,12 @@ _DENIED = re.compile(
 )
 
 
-def explain_denial(reason: str, policy: sandbox.Policy) -> str:
-    """``reason`` with a note naming the path the sandbox refused, when it holds a
-    permission error for a path (Python's and Node's wording) that the policy does not
-    allow; unchanged otherwise."""
+def explain_denial(
+    reason: str, policy: sandbox.Policy, refused: Sequence[readset.Refusal] = ()
+) -> str:
+    """``reason`` with a note naming the path the sandbox refused, and the option that
+    would allow it, when it holds a permission error for a path (Python's and Node's
+    wording) that the policy does not allow; unchanged otherwise."""
     match = _DENIED.search(reason)  # Python's wording, then Node's
     if match is None or "the sandbox denied access" in reason:
         return reason
@@ -172,6 +197,22 @@ def explain_denial(reason: str, policy: sandbox.Policy) -> str:
         return reason
     if any(_within(path, root) for root in policy.write):
         return reason
+    target = os.path.abspath(path)
+    real = os.path.realpath(target)
+    for refusal in refused:
+        if _within(real, refusal.path) or _within(target, refusal.path):
+            if refusal.why == "cer":
+                break
+            return (
+                f"{reason}; the sandbox denied access to {target} (not in the "
+                f"implementation's allowed paths: {refusal.explain(target)})"
+            )
+    else:
+        if not any(_within(target, root) for root in policy.read):
+            return (
+                f"{reason}; the sandbox denied access to {target} (not in the "
+                f"implementation's allowed paths; allow it with --sandbox-read {target})"
+            )
     return f"{reason}; {policy.explain(path)}"
 
 

@@ -37,6 +37,7 @@ from cer.safetext import retained, scrub
 from cer.verdict import skipped
 
 if TYPE_CHECKING:
+    from cer.readset import Refusal
     from cer.sandbox import Policy
 
 _EXPLAINED = (Status.ERRORED, Status.FAIL)
@@ -81,6 +82,9 @@ class Execution(ABC):
         """The sandbox the run is under (set by :func:`run_suite`)."""
         self.policy: Policy | None = None
         """What the sandbox allows, when there is one."""
+        self.refused: list[Refusal] = []
+        """What the policy leaves out of the folders the implementation is imported
+        from, and why (:mod:`cer.readset`): named in the reasons of refused reads."""
         self.memory_method = ""
         """How the run measured a case's memory (its run conditions say it); empty
         when no case asked about memory."""
@@ -116,7 +120,7 @@ class Execution(ABC):
 
     def record(self, result: CaseResult) -> None:
         if self.policy is not None and result.reason and result.status in _EXPLAINED:
-            explained = confinement.explain_denial(result.reason, self.policy)
+            explained = confinement.explain_denial(result.reason, self.policy, self.refused)
             if explained != result.reason:
                 result = replace(result, reason=explained)
         if result.position in self.results:

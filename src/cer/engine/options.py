@@ -78,6 +78,9 @@ class RunOptions:
     """Stop handing out cases once this many cases that ran failed or errored
     (``--max-fail N``, ``-x`` for 1); the cases not handed out are reported skipped
     with a reason from :func:`stopped_reason`, never as passed. None: run every case."""
+    sandbox_read: tuple[str, ...] = ()
+    """Paths the sandboxed implementation may read besides what the sandbox allows it
+    (``--sandbox-read``, ``[tool.cer] sandbox_read``): see :mod:`cer.readset`."""
 
 
 STOPPED = "not run: the run was stopped after"

@@ -106,7 +106,7 @@ def _run_suite(
         execution = CommandExecution(suite, options, emit, cancel, warm)
     execution.sandbox = decision
     if scratch is not None:
-        execution.policy = confinement.build_policy(
+        execution.policy, execution.refused = confinement.build(
             suite, options, scratch, search_paths(suite, options)
         )
     if options.isolation == "fork" and not hasattr(os, "fork"):

@@ -1,0 +1,202 @@
+"""What the sandboxed implementation may read in the folders it is imported from.
+
+The working directory, the suite's folder and the ``--path`` folders hold more than an
+implementation needs: a checkout's ``.git`` (the committed suite sits in its objects),
+the drafts file, an earlier run's results with every expected value, notes, secrets.
+Landlock only ever allows (it cannot deny a path beneath an allowed one), so those
+folders are not allowed whole: their entries are allowed one by one, and the rest is
+left out (:func:`refusals` names what, and why, for :func:`cer.sandbox.expand`):
+
+- For a Python implementation, an entry of an import root is allowed when the import
+  system can take it: a module (``.py``, bytecode, a compiled extension), a folder
+  whose name is an identifier (a package, or a namespace package, with its data files)
+  and ``__pycache__``. Anything else at the top of an import root is left out: data
+  files, drafts, results, configuration, hidden folders.
+- For a command, whose harness may need any file beside it (``package.json``,
+  ``node_modules``), the folders it is imported from stay readable but for what cer
+  itself keeps there.
+- Everywhere, whatever the kind: version-control metadata (``.git``, ``.hg``,
+  ``.svn``, ``.jj``), ``.cer`` folders, the suite's drafts file and every file cer has
+  written as a report or result, in this run or an earlier one, wherever the user
+  pointed it (:func:`remember_outputs` keeps their list).
+
+An entry that holds something the rest of the policy allows (a virtual environment's
+``.venv`` holding the interpreter, a folder on ``PATH``) stays allowed; so does every
+path the user names with ``--sandbox-read`` or ``[tool.cer] sandbox_read``, except the
+files cer keeps from the implementation in any case (the suite, the history, this
+run's reports), which no option opens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "OUTPUTS_ENV",
+    "VCS_NAMES",
+    "Refusal",
+    "outputs_record",
+    "refusals",
+    "remember_outputs",
+    "remembered_outputs",
+]
+
+VCS_NAMES = (".git", ".hg", ".svn", ".jj")
+"""Folders (or, for a git worktree, files) of version-control metadata."""
+
+OUTPUTS_ENV = "CER_OUTPUTS_RECORD"
+"""Where the list of files cer has written is kept, when set (tests point it at a
+temporary file); by default ``$XDG_STATE_HOME/cer/outputs``."""
+
+_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+_RECORD_LIMIT = 2000
+"""Lines past which the record of outputs is rewritten with the files still there."""
+
+Why = Literal["vcs", "cer", "not-importable", "output"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A path left out of what the implementation may read, and why."""
+
+    path: str
+    why: Why
+
+    def explain(self, asked: str) -> str:
+        """The words a case's reason gets when the implementation was refused
+        ``asked``, this path or one beneath it."""
+        if self.why == "cer":
+            return "cer keeps its own files from the implementation"
+        what = {
+            "vcs": "version-control metadata",
+            "output": "a file cer wrote (results or a report)",
+            "not-importable": "not a module or package of the folders the implementation "
+            "is imported from",
+        }[self.why]
+        return f"{what}; allow it with --sandbox-read {asked} or [tool.cer] sandbox_read"
+
+
+def refusals(
+    import_roots: Iterable[str],
+    *,
+    python: bool,
+    kept: Iterable[str],
+    named: Iterable[str],
+    extra: Iterable[str],
+    outputs: Iterable[str],
+) -> list[Refusal]:
+    """What to leave out of the import roots (see the module's docstring).
+
+    ``kept``: paths cer keeps from the implementation whatever the options (the suite,
+    ``.cer`` folders, this run's reports); ``named``: the other paths the policy allows
+    (an entry holding one stays allowed); ``extra``: the user's ``sandbox_read``;
+    ``outputs``: files cer wrote in earlier runs."""
+    allowed = [os.path.realpath(path) for path in extra]
+    others = [os.path.realpath(path) for path in named]
+    found: dict[str, Refusal] = {}
+    for path in kept:
+        real = os.path.realpath(path)
+        found.setdefault(real, Refusal(real, "cer"))
+
+    def refuse(path: str, why: Why) -> None:
+        real = os.path.realpath(path)
+        if any(_within(real, root) for root in allowed):
+            return
+        inner = [root for root in (*allowed, *others) if _within(root, real)]
+        if real in inner:
+            return
+        if not inner:
+            found.setdefault(real, Refusal(real, why))
+            return
+        # Something allowed lies below: leave out the rest of the folder around it.
+        try:
+            names = os.listdir(real)
+        except OSError:
+            return
+        for name in names:
+            refuse(os.path.join(real, name), why)
+
+    for path in outputs:
+        real = os.path.realpath(path)
+        if real not in allowed:
+            found.setdefault(real, Refusal(real, "output"))
+    for root in dict.fromkeys(os.path.realpath(path) for path in import_roots):
+        try:
+            entries = os.scandir(root)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name in VCS_NAMES:
+                    refuse(entry.path, "vcs")
+                elif name == ".cer" or name.endswith(".drafts.toml"):
+                    found.setdefault(entry.path, Refusal(entry.path, "cer"))
+                elif python and not _importable(entry):
+                    refuse(entry.path, "not-importable")
+    return list(found.values())
+
+
+def _importable(entry: os.DirEntry[str]) -> bool:
+    """Whether Python's import system can take ``entry`` of a folder on its path."""
+    name = entry.name
+    try:
+        folder = entry.is_dir()
+    except OSError:
+        return False
+    if folder:
+        return name == "__pycache__" or name.isidentifier()
+    return name.endswith(_MODULE_SUFFIXES) and name.partition(".")[0].isidentifier()
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def outputs_record() -> str:
+    """The file that lists what cer has written (see :data:`OUTPUTS_ENV`)."""
+    given = os.environ.get(OUTPUTS_ENV)
+    if given:
+        return given
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(state, "cer", "outputs")
+
+
+def remembered_outputs() -> list[str]:
+    """The files cer wrote in earlier runs that are still there."""
+    try:
+        with open(outputs_record(), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    return [line for line in dict.fromkeys(lines) if line and os.path.lexists(line)]
+
+
+def remember_outputs(paths: Iterable[str]) -> None:
+    """Add ``paths`` (files this run writes) to the record, so that later runs keep
+    them from the implementation too; rewrites the record with the files still there
+    once it grows long. Failing to keep the record is not a reason to stop a run."""
+    new = [os.path.abspath(path) for path in paths if "\n" not in path]
+    if not new:
+        return
+    record = outputs_record()
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(record), exist_ok=True)
+        with open(record, "a", encoding="utf-8") as handle:
+            handle.write("".join(f"{path}\n" for path in new))
+        if os.path.getsize(record) > _RECORD_LIMIT * 80:
+            kept = remembered_outputs()
+            partial = f"{record}.{os.getpid()}"
+            with open(partial, "w", encoding="utf-8") as handle:
+                handle.write("".join(f"{path}\n" for path in kept))
+            os.replace(partial, record)
