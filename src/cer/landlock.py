@@ -17,9 +17,12 @@ Run as a script, this file is the launcher of command implementations::
     python -I -S -B landlock.py RULES -- COMMAND ARGS
 
 It confines itself to RULES (see :func:`encode`), then becomes COMMAND; it never runs
-the command unconfined. It imports nothing but ``os``, ``sys`` and ``ctypes`` (it
-starts once per case of ``--impl-cmd-per-case``, so its start-up is kept short), and
-nothing from the rest of ``cer``: :mod:`cer.sandbox` builds the rules.
+the command unconfined: it also drops every capability (:mod:`cer.privileges`) and
+installs the seccomp filter (:mod:`cer.seccomp`), both loaded by path, after giving
+itself a private ``/dev/shm`` where it may. It imports nothing but ``os``, ``sys``,
+``ctypes`` and those two (it starts once per case of ``--impl-cmd-per-case``, so its
+start-up is kept short), and nothing else of ``cer``: :mod:`cer.sandbox` builds the
+rules.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import types
 
 DISABLE_ENV = "CER_SANDBOX_UNAVAILABLE"
 """When set (to any non-empty text), :func:`abi` answers that Landlock is unavailable:
@@ -45,7 +49,10 @@ FS_EXECUTE = 1 << 0
 FS_WRITE_FILE = 1 << 1
 FS_READ_FILE = 1 << 2
 FS_READ_DIR = 1 << 3
+FS_MAKE_CHAR = 1 << 6
 FS_MAKE_BLOCK = 1 << 11
+MAKE_DEVICE = FS_MAKE_CHAR | FS_MAKE_BLOCK
+"""Making device nodes: handled by every ruleset, granted by no rule."""
 FS_REFER = 1 << 13
 FS_TRUNCATE = 1 << 14
 FS_IOCTL_DEV = 1 << 15
@@ -177,14 +184,16 @@ def restrict(
     """Confine this process, and everything it starts from now on, at Landlock ABI
     ``version``: ``read`` may be read and executed, ``write`` also changed, the
     folders in ``listable`` only listed; everything else is refused, and so are
-    signals and abstract sockets outside the domain, and with ``deny_network`` TCP."""
+    signals and abstract sockets outside the domain, and with ``deny_network`` TCP.
+    No rule allows making a device node, not even where writing is allowed."""
     if deny_network and version < 4:
         raise LandlockError(f"Landlock ABI {version} cannot deny the network (it needs ABI 4)")
     handled = fs_rights(version)
     net = NET_BIND_TCP | NET_CONNECT_TCP if deny_network else 0
     ruleset = _create_ruleset(version, handled, net, scopes(version))
     try:
-        for rights, paths in ((FS_READ_DIR, listable), (READ_RIGHTS, read), (handled, write)):
+        writable = handled & ~MAKE_DEVICE
+        for rights, paths in ((FS_READ_DIR, listable), (READ_RIGHTS, read), (writable, write)):
             for path in paths:
                 _add_path(ruleset, path, rights & handled)
         _restrict(ruleset)
@@ -195,7 +204,7 @@ def restrict(
 def nest(version: int) -> None:
     """Put this process in a domain nested inside its current one, so that it can
     neither signal (ABI 6) nor trace (any ABI) the processes of the outer domain. The
-    layer adds no file rule: it handles only creating block devices, which nothing
+    layer adds no file rule: it handles only making device nodes, which nothing
     needs."""
     ruleset = nest_ruleset(version)
     try:
@@ -207,7 +216,7 @@ def nest(version: int) -> None:
 def nest_ruleset(version: int) -> int:
     """The ruleset :func:`nest` enters, as a descriptor: made once, it can be entered
     by any number of processes, and each that enters it gets a domain of its own."""
-    return _create_ruleset(version, FS_MAKE_BLOCK, 0, scopes(version))
+    return _create_ruleset(version, MAKE_DEVICE, 0, scopes(version))
 
 
 def enter(ruleset: int) -> None:
@@ -247,6 +256,20 @@ def apply_encoded(text: str) -> int:
     return version
 
 
+def _sibling(name: str) -> types.ModuleType:
+    """The module ``name`` of this file's folder (``cer.privileges``, ``cer.seccomp``),
+    loaded by path: the launcher runs isolated (``-I``), with no ``cer`` on its path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"_cer_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str]) -> int:
     """``landlock.py RULES -- COMMAND ARGS``: apply RULES, then become COMMAND.
 
@@ -255,8 +278,16 @@ def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: landlock.py RULES -- COMMAND [ARGS]\n")
         return 2
+    privileges, seccomp = _sibling("privileges"), _sibling("seccomp")
+    privileges.private_shm()  # before the rules: a confined process cannot mount
     try:
         apply_encoded(argv[0])
+        why = privileges.drop()
+        code = seccomp.program()
+        if why is None and code is not None:
+            why = seccomp.install(code)
+        if why is not None:
+            raise LandlockError(why)
     except (LandlockError, ValueError) as exc:
         sys.stderr.write(f"cer sandbox: cannot confine the command: {exc}\n")
         return 126

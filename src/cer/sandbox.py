@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from cer import landlock
+from cer import landlock, privileges, seccomp
 
 __all__ = [
     "DISABLE_ENV",
@@ -214,12 +214,17 @@ def _allow(
 
 def apply(policy: Policy, abi: int | None = None) -> int:
     """Confine this process (and everything it starts from now on) to ``policy``;
-    returns the ABI used. SandboxError when Landlock is unavailable or refuses."""
+    returns the ABI used. SandboxError when Landlock is unavailable or refuses.
+
+    Around the Landlock rules: a private ``/dev/shm`` first, while mounting is still
+    possible (:func:`cer.privileges.private_shm`), then every capability dropped
+    (:func:`cer.privileges.drop`) and the seccomp filter (:mod:`cer.seccomp`)."""
     if abi is None:
         found = status()
         if not found.available:
             raise SandboxError(found.why_not)
         abi = found.abi
+    privileges.private_shm()
     try:
         landlock.restrict(
             abi,
@@ -230,7 +235,19 @@ def apply(policy: Policy, abi: int | None = None) -> int:
         )
     except landlock.LandlockError as exc:
         raise SandboxError(str(exc)) from None
+    harden()
     return abi
+
+
+def harden() -> None:
+    """Drop every capability and install the seccomp filter (where one is written for
+    this machine); SandboxError when either fails."""
+    why = privileges.drop()
+    code = seccomp.program()
+    if why is None and code is not None:
+        why = seccomp.install(code)
+    if why is not None:
+        raise SandboxError(why)
 
 
 def confine_case(abi: int) -> None:
