@@ -182,16 +182,18 @@ class ShmListing:
     def take(cls) -> ShmListing:
         return cls(frozenset(_shm_files()))
 
-    def left_since(self) -> dict[tuple[int, int], int]:
+    def left_since(self, pid: int | None = None) -> dict[tuple[int, int], int]:
         """The files in ``/dev/shm`` that were not there before, with their size in
-        bytes as the kernel allocated it."""
-        return {key: size for key, size in _shm_files().items() if key not in self.before}
+        bytes as the kernel allocated it; with ``pid``, in the ``/dev/shm`` that process
+        sees (the sandbox gives the implementation's side one of its own)."""
+        where = f"/proc/{pid}/root" if pid is not None else ""
+        return {key: size for key, size in _shm_files(where).items() if key not in self.before}
 
 
-def _shm_files() -> dict[tuple[int, int], int]:
+def _shm_files(root: str = "") -> dict[tuple[int, int], int]:
     found: dict[tuple[int, int], int] = {}
     try:
-        walk = os.walk(_SHM)
+        walk = os.walk(root + _SHM)
         for folder, _, names in walk:
             for name in names:
                 with contextlib.suppress(OSError):
@@ -203,10 +205,10 @@ def _shm_files() -> dict[tuple[int, int], int]:
     return found
 
 
-def _tmpfs_devices() -> set[int]:
+def _tmpfs_devices(pid: int | str = "self") -> set[int]:
     devices: set[int] = set()
     try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        with open(f"/proc/{pid}/mountinfo", encoding="utf-8") as handle:
             for line in handle:
                 left, _, right = line.partition(" - ")
                 if right.split(" ", 1)[0] in ("tmpfs", "shmem", "ramfs"):
@@ -221,8 +223,8 @@ def held_in_memory_files(pid: int, shm: ShmListing | None) -> int | None:
     """The bytes the live process ``pid`` holds in memory-backed files: every ``memfd``
     and tmpfs file it has open, and every file left in ``/dev/shm`` since ``shm`` was
     taken, each counted once; None when its descriptors cannot be read."""
-    counted: dict[tuple[int, int], int] = dict(shm.left_since()) if shm is not None else {}
-    memory_devices = _tmpfs_devices()
+    counted: dict[tuple[int, int], int] = dict(shm.left_since(pid)) if shm is not None else {}
+    memory_devices = _tmpfs_devices() | _tmpfs_devices(pid)
     folder = f"/proc/{pid}/fd"
     try:
         names = os.listdir(folder)
