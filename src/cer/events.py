@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cer.model import CaseResult, RunResult, Suite
+from cer.model import CaseResult, RunConditions, RunResult, Suite
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,9 @@ class RunStarted:
     suite: Suite
     implementation: str
     total: int
+    conditions: RunConditions | None = None
+    """What the run runs under, as known when it starts (how memory is measured is
+    known only once a case asked about it: the finished run's conditions say it)."""
 
 
 @dataclass(frozen=True)

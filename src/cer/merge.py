@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer import serialize
+from cer import resultlines, serialize
 from cer.engine.options import OTHER_SHARD
 from cer.model import CaseResult, RunConditions, RunResult, Status, Summary
 
@@ -72,6 +72,15 @@ def read_results(path: str | Path) -> RunResult:
         raise MergeError(f"{name}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise MergeError(f"{name}: not UTF-8 text, so not a cer results document") from None
+    if resultlines.looks_like_lines(text):
+        try:
+            read = resultlines.read_lines(text)
+        except (KeyError, TypeError, ValueError) as exc:
+            detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise MergeError(f"{name}: not a cer JSON-lines results file: {detail}") from None
+        if read.run is None:
+            raise MergeError(f"{name}: {read.problem}")
+        return read.run
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -10,12 +10,13 @@ import json
 import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Literal
 
-from cer import procs, serialize
+from cer import procs, resultlines, serialize
 from cer.categories import CategoryConfigError
 from cer.cli import console
 from cer.cli.exits import (
@@ -44,6 +45,7 @@ from cer.coverage import (
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
+from cer.events import RunEvent
 from cer.history import KEEP_RUNS, History, default_history_path
 from cer.history_gaps import gap_marker, has_gap, mark_gap
 from cer.model import RunResult, Suite
@@ -128,9 +130,14 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
     exclusive = [r.format for r in requests if r.to_stdout and not FORMATS[r.format].line_oriented]
     if len(exclusive) > 1:
         return f"reports {', '.join(exclusive)} cannot all write to standard output"
-    if exclusive and args.format == "json" and args.output is None:
+    if labels and args.format == "jsonl":
         return (
-            f"--format json and --report {exclusive[0]} both write to standard output; "
+            "--format jsonl streams the results of one implementation; with several, "
+            "use --format json, or one cer run per implementation"
+        )
+    if exclusive and args.format in ("json", "jsonl") and args.output is None:
+        return (
+            f"--format {args.format} and --report {exclusive[0]} both write to standard output; "
             "send one of them to a file"
         )
     return None
@@ -350,21 +357,39 @@ def _run_and_report(
             return stop
         (options,) = rerun
     progress = console.Progress(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
+    stream = _LineStream.open(args, suite) if args.format == "jsonl" else None
+    if stream is False:
+        return ExitCode.USAGE
     try:
-        run = run_suite(suite, options, on_event=progress, warm=EARLY_WORKERS)
+        run = run_suite(
+            suite, options, on_event=stream.on(progress) if stream else progress, warm=EARLY_WORKERS
+        )
     except CategoryConfigError as exc:
+        if stream:
+            stream.close_unfinished()
         print_error(f"[tool.cer.categories]: {exc}")
         return ExitCode.USAGE
     except KeyboardInterrupt as exc:
         progress.clear()
-        print_error(f"{interruption(exc)}; no results were reported")
+        kept = ""
+        if stream:
+            stream.close_unfinished()
+            kept = f"; {stream.kept()}"
+        print_error(f"{interruption(exc)}; no results were reported{kept}")
         return interrupted_code(exc)
+    except BaseException:
+        if stream:
+            stream.close_unfinished()
+        raise
     progress.clear()
     coverage = module_doc.coverage(suite, run)
     flaky, untrusted = _record(history, run, suite, coverage)
     context = ReportContext(run, suite, coverage, flaky, _chart_runs(args, history, suite))
     summary_line = console.summary_line(run) + "\n"
-    if args.format == "json":
+    if stream:
+        stream.finish(results_document(context))
+        text = ""
+    elif args.format == "json":
         text = (
             json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
             + "\n"
@@ -401,11 +426,76 @@ def _run_and_report(
     return code
 
 
+class _LineStream:
+    """``--format jsonl``: the run's lines (:mod:`cer.resultlines`) written to
+    ``--output`` or stdout as the run goes, each line on its way at once."""
+
+    def __init__(
+        self, write: Callable[[bytes], None], close: Callable[[], None], suite: Suite, where: str
+    ) -> None:
+        self.writer = resultlines.LineWriter(write, suite)
+        self._close: Callable[[], None] | None = close
+        self.where = where
+
+    @classmethod
+    def open(cls, args: argparse.Namespace, suite: Suite) -> _LineStream | Literal[False]:
+        """The stream, or False (after saying why) when ``--output`` cannot be opened."""
+        if args.output is None:
+            out = sys.stdout.buffer
+            gone = False
+
+            def to_stdout(data: bytes) -> None:
+                nonlocal gone
+                if gone:
+                    return
+                try:
+                    out.write(data)
+                    out.flush()
+                except BrokenPipeError:  # the reader went (| head): the run goes on
+                    gone = True
+
+            return cls(to_stdout, sys.stdout.flush, suite, "standard output")
+        try:
+            write, close = resultlines.file_writer(args.output)
+        except OSError as exc:
+            print_error(f"cannot write {args.output}: {exc.strerror or exc}")
+            return False
+        return cls(write, close, suite, str(args.output))
+
+    def on(self, progress: Callable[[RunEvent], None]) -> Callable[[RunEvent], None]:
+        """An event handler that writes the lines, then shows the progress."""
+
+        def handle(event: RunEvent) -> None:
+            self.writer(event)
+            progress(event)
+
+        return handle
+
+    def kept(self) -> str:
+        done = self.writer.written
+        plural = "s" if done != 1 else ""
+        return f"{self.where} keeps the {done} result{plural} finished, without a trailer"
+
+    def finish(self, document: dict[str, Any]) -> None:
+        self.writer.finish(document)
+        self.close_unfinished()
+
+    def close_unfinished(self) -> None:
+        """Close the output (once); a run that did not finish leaves it without a trailer."""
+        close, self._close = self._close, None
+        if close is not None:
+            close()
+
+
 def _write_main_report(
     args: argparse.Namespace, text: str, summary_line: str, stdout_taken: bool
 ) -> bool:
     """Write the report (``--output`` or stdout); False when ``--output`` failed, after
     the report went to stdout instead."""
+    if args.format == "jsonl":  # the lines went out as the run went
+        if args.output is not None and not stdout_taken:
+            sys.stdout.write(summary_line)
+        return True
     if args.output is not None:
         try:
             write_report(text, args.output)

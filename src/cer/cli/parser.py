@@ -94,9 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     out = run.add_argument_group("output")
     out.add_argument(
         "--format",
-        choices=("text", "json"),
+        choices=("text", "json", "jsonl"),
         default="text",
-        help="text: a report for people (default); json: the full results",
+        help="text: a report for people (default); json: the full results; jsonl: one "
+        "JSON line per result as it is known, between a header and a trailer line",
     )
     out.add_argument(
         "--output",

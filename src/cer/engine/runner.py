@@ -115,7 +115,9 @@ def _run_suite(
         execution.options = options
     if options.shard is not None:
         execution.notes.append(shard_note(options.shard, len(suite.cases)))
-    emit(RunStarted(run_id, suite, options.impl, len(suite.cases)))
+    emit(
+        RunStarted(run_id, suite, options.impl, len(suite.cases), run_conditions(options, decision))
+    )
     runnable, decided = plan(suite, options, registry)
     execution.deferred = list(decided)
     if not runnable:
