@@ -58,6 +58,17 @@ class CategoryRegistry:
             model = self._discovered.get(category) or None
         return model
 
+    def provider_for(self, category: str) -> str:
+        """The installed package whose ``cer.categories`` entry point runs ``category``,
+        as ``NAME VERSION (entry point MODULE:ATTR)``: what a run's evidence names,
+        since that package, not the runner, decides the category's cases."""
+        model = self.model_for(category) or ""
+        return _entry_point_providers().get(
+            category,
+            f"an installed package of unknown name and version (entry point "
+            f"{model.removeprefix(ENTRY_POINT_PREFIX)})",
+        )
+
 
 def build_registry(
     user_mapping: Mapping[str, str] | None = None, *, entry_points: bool = True
@@ -76,6 +87,19 @@ def build_registry(
                 f"built-in model nor a known category (known: {known})"
             )
     return CategoryRegistry(models, entry_points)
+
+
+def _entry_point_providers() -> dict[str, str]:
+    """Category → the package of the entry point that runs it, with its version."""
+    from importlib.metadata import entry_points
+
+    found = {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(point, "dist", None)
+        name = getattr(dist, "name", None) or "an unnamed package"
+        version = getattr(dist, "version", None) or "of unknown version"
+        found[point.name] = f"{name} {version} (entry point {point.value})"
+    return found
 
 
 def _entry_point_models() -> dict[str, str]:

@@ -374,7 +374,7 @@ def matrix_to_dict(
             "path": str(suite.path),
             "hash": suite.content_hash,
             "format_version": suite.format_version,
-            "target_module": suite.target or suite.directory.name,
+            "target_module": suite.target_module,
         },
         "implementations": [
             {

@@ -169,6 +169,19 @@ class Suite:
         return self.path.parent
 
     @property
+    def target_module(self) -> str:
+        """What the suite verifies, as runs record it: its ``target``, else the name of
+        the module folder (resolved, so that a bare ``evals.toml`` names the working
+        directory), else the suite file's stem. Never empty."""
+        if self.target:
+            return self.target
+        try:
+            folder = self.directory.resolve().name
+        except OSError:
+            folder = self.directory.name
+        return folder or self.path.stem or "suite"
+
+    @property
     def fixtures_dir(self) -> Path:
         return self.path.parent / "fixtures"
 
@@ -297,6 +310,9 @@ class RunConditions:
     cer_version: str = ""
     python_version: str = ""
     memory: str = ""
+    category_plugins: tuple[tuple[str, str], ...] = ()
+    """Category → the installed plugin (``cer.categories`` entry point) that ran its
+    cases, with its version: that package, not the runner, decided them."""
 
     def to_dict(self) -> dict[str, object]:
         """The conditions as JSON-ready data (the ``conditions`` table of reports)."""
@@ -310,6 +326,7 @@ class RunConditions:
             "cer_version": self.cer_version,
             "python_version": self.python_version,
             "memory": self.memory,
+            "category_plugins": dict(self.category_plugins),
         }
 
     @classmethod
@@ -326,6 +343,11 @@ class RunConditions:
             cer_version=str(data.get("cer_version", "")),
             python_version=str(data.get("python_version", "")),
             memory=str(data.get("memory", "")),
+            category_plugins=tuple(
+                sorted(
+                    (str(k), str(v)) for k, v in dict(data.get("category_plugins") or {}).items()
+                )
+            ),
         )
 
 

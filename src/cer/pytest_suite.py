@@ -103,7 +103,7 @@ class SuiteState:
             results.append(found)
         return RunResult(
             run_id=os.urandom(16).hex(),
-            target_module=self.suite.target or self.suite.directory.name,
+            target_module=self.suite.target_module,
             implementation_id=self.implementation_id or self.options.impl,
             started_at_ms=self.started_at_ms,
             completed_at_ms=self.completed_at_ms or self.started_at_ms,

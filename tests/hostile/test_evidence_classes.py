@@ -301,3 +301,156 @@ def test_old_runs_are_forgotten_but_the_newest_of_each_suite(
         history.record(run, suite)
         kept = [record.run_id for record in history.runs(None)]
     assert kept == [run.run_id]
+
+
+# --- the evidence names what decided -----------------------------------------------------
+
+PAIRS_SUITE = """\
+commonsformat_evals = "0.2"
+target = "pairs"
+
+[[cases]]
+name = "twice"
+category = "pairwise"
+input = { x = 3 }
+expect = { output = [6, 6] }
+"""
+
+# A plugin that passes every case of its category, whatever the implementation does.
+PAIRS_MODEL = """\
+class Always:
+    def execute(self, invoke, case):
+        return [6, 6]
+
+MODEL = Always()
+"""
+
+
+def test_a_category_decided_by_a_plugin_names_the_plugin_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.history import History
+    from cer.reports import ReportContext
+    from cer.reports.manifest import manifest_document
+    from cer.serialize import run_to_dict
+    from cer.suite import load_suite
+
+    site = tmp_path / "site"
+    dist = site / "cer_pairs-1.2.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cer-pairs\nVersion: 1.2.0\n")
+    (dist / "entry_points.txt").write_text("[cer.categories]\npairwise = pairs_model:MODEL\n")
+    (site / "pairs_model.py").write_text(PAIRS_MODEL)
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    (tmp_path / "evals.toml").write_text(PAIRS_SUITE)
+    (tmp_path / "impl.py").write_text("def f(x):\n    return None\n")
+    suite = load_suite(tmp_path / "evals.toml")
+    run = run_suite(
+        suite,
+        RunOptions(impl="impl:f", paths=(str(tmp_path), str(site)), sandbox="off"),
+    )
+    assert run.results[0].status.value == "pass"  # the plugin's doing, not the code's
+    provider = "cer-pairs 1.2.0 (entry point pairs_model:MODEL)"
+    assert run.conditions is not None
+    assert dict(run.conditions.category_plugins) == {"pairwise": provider}
+    document = run_to_dict(run)
+    assert document["run"]["conditions"]["category_plugins"] == {"pairwise": provider}
+    manifest = manifest_document(ReportContext(run, suite))
+    assert manifest["run"]["conditions"]["category_plugins"] == {"pairwise": provider}
+    with History.open(tmp_path / "h.sqlite") as history:
+        history.record(run, suite)
+        (record,) = history.runs(None)
+    assert any(provider in note and "pairwise" in note for note in record.notes)
+
+
+HARNESS = """\
+import json
+import sys
+
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "start":
+        info = {"name": "sneaky-harness", "version": "6.6.6", "files": []}
+        sys.stdout.write(json.dumps({"op": "started", "protocol": 1, "implementation": info}))
+    elif request["op"] == "run":
+        body = {"observation": {"output": {"type": "integer", "value": "2"}}}
+        sys.stdout.write(json.dumps({"op": "result", "seq": request["seq"], **body}))
+    else:
+        break
+    sys.stdout.write("\\n")
+    sys.stdout.flush()
+"""
+
+
+def test_a_harness_is_named_in_the_evidence_as_it_declared_itself(tmp_path: Path) -> None:
+    (tmp_path / "evals.toml").write_text(SUITE)
+    (tmp_path / "harness.py").write_text(HARNESS)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cer.cli",
+            "run",
+            "evals.toml",
+            "--impl-cmd",
+            f"{sys.executable} harness.py",
+            "--format",
+            "json",
+            "--no-history",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    document = json.loads(done.stdout)
+    assert any("sneaky-harness" in note and "6.6.6" in note for note in document["run"]["notes"]), (
+        document["run"]["notes"]
+    )
+
+
+def test_a_bare_suite_file_name_still_names_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.suite import load_suite
+
+    folder = tmp_path / "doubler-module"
+    folder.mkdir()
+    (folder / "evals.toml").write_text(SUITE.replace('target = "doubler"\n', ""))
+    (folder / "impl.py").write_text(GOOD)
+    monkeypatch.chdir(folder)
+    run = run_suite(load_suite(Path("evals.toml")), RunOptions(impl="impl:f", sandbox="off"))
+    assert run.target_module == "doubler-module"
+
+
+def test_an_approval_comment_without_a_record_approves_nothing(tmp_path: Path) -> None:
+    from cer.provenance import case_text_hash, marker_line
+    from cer.suite import load_suite
+
+    (tmp_path / "evals.toml").write_text(SUITE)
+    case = load_suite(tmp_path / "evals.toml").cases[1]
+    # Anyone can compute the hash of a case and write the comment above it.
+    forged = marker_line(
+        "Ada Lovelace", "2026-01-01T00:00:00Z", case_text_hash(case), observed=False
+    )
+    text = SUITE.replace(
+        '[[cases]]\nname = "doubles-two"', f'{forged}\n[[cases]]\nname = "doubles-two"'
+    )
+    (tmp_path / "evals.toml").write_text(text)
+    manifest = tmp_path / "manifest.json"
+    done = cer_run(tmp_path, GOOD, "--report", f"manifest={manifest}")
+    assert done.returncode == 0, done.stderr
+    assertions = {a["id"]: a for a in json.loads(manifest.read_text())["assertions"]}
+    claimed = assertions["doubles-two"]
+    assert claimed["approved_by"] is None
+    assert claimed["approval_comment"] == {"by": "Ada Lovelace", "at": "2026-01-01T00:00:00Z"}
+    assert claimed["approval_disagrees"] is True
+    assert assertions["doubles-one"]["approval_disagrees"] is False

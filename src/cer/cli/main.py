@@ -56,7 +56,7 @@ from cer.options import (
     history_max_bytes,
     resolve_run,
 )
-from cer.records import HistoryError, HistoryUntrusted, RunRecord
+from cer.records import ApprovalEvent, HistoryError, HistoryUntrusted, RunRecord
 from cer.reports import (
     FORMATS,
     ReportContext,
@@ -384,7 +384,14 @@ def _run_and_report(
     progress.clear()
     coverage = module_doc.coverage(suite, run)
     flaky, untrusted = _record(history, run, suite, coverage)
-    context = ReportContext(run, suite, coverage, flaky, _chart_runs(args, history, suite))
+    context = ReportContext(
+        run,
+        suite,
+        coverage,
+        flaky,
+        _chart_runs(args, history, suite),
+        _approvals(args, history, suite),
+    )
     summary_line = console.summary_line(run) + "\n"
     if stream:
         stream.finish(results_document(context))
@@ -594,7 +601,7 @@ def _run_matrix(
     matrix = build_matrix(suite, runs, labels)
     charted = _chart_runs(args, history, suite)
     contexts = [
-        ReportContext(run, suite, coverage, flaky_names, charted)
+        ReportContext(run, suite, coverage, flaky_names, charted, _approvals(args, history, suite))
         for run, coverage, flaky_names in zip(runs, coverages, flaky, strict=True)
     ]
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
@@ -650,6 +657,20 @@ def _record(
     except HistoryError as exc:
         print_warning(f"history: {exc}; this run is not recorded")
         return None, False
+
+
+def _approvals(
+    args: argparse.Namespace, history: History | None, suite: Suite
+) -> tuple[ApprovalEvent, ...] | None:
+    """The suite's approval records (who approved which case), when a manifest is
+    written; None without history, or with a warning when it cannot be read."""
+    if history is None or not any(r.format == "manifest" for r in args.reports):
+        return None
+    try:
+        return history.approvals(suite_path=suite.path)
+    except HistoryError as exc:
+        print_warning(f"history: {exc}; the manifest confirms no approval")
+        return None
 
 
 def _chart_runs(

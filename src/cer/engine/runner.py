@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from cer.categories import build_registry
+from cer.categories import ENTRY_POINT_PREFIX, build_registry
 from cer.engine import confinement
 from cer.engine.allocator import free_large_buffers_promptly
 from cer.engine.execution import Execution
@@ -119,6 +119,17 @@ def _run_suite(
         RunStarted(run_id, suite, options.impl, len(suite.cases), run_conditions(options, decision))
     )
     runnable, decided = plan(suite, options, registry)
+    plugins = tuple(
+        sorted(
+            {
+                (item.case.category, registry.provider_for(item.case.category))
+                for item in runnable
+                if options.kind == "python" and item.model.startswith(ENTRY_POINT_PREFIX)
+            }
+        )
+    )
+    for category, provider in plugins:
+        execution.notes.append(f"category {category}: its cases were run by the plugin {provider}")
     execution.deferred = list(decided)
     if not runnable:
         execution.flush_deferred()
@@ -150,7 +161,7 @@ def _run_suite(
         results.append(found)
     run = RunResult(
         run_id=run_id,
-        target_module=suite.target or suite.directory.name,
+        target_module=suite.target_module,
         implementation_id=scrub(execution.implementation_id),
         started_at_ms=started,
         completed_at_ms=_now_ms(),
@@ -160,7 +171,10 @@ def _run_suite(
         format_version=suite.format_version,
         implementation=scrub(options.impl),
         notes=tuple(scrub(note) for note in execution.notes),
-        conditions=run_conditions(options, decision, execution.memory_method),
+        conditions=replace(
+            run_conditions(options, decision, execution.memory_method),
+            category_plugins=tuple((c, scrub(p)) for c, p in plugins),
+        ),
     )
     emit(RunFinished(run))
     return run

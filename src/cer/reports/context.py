@@ -12,7 +12,7 @@ from cer.coverage import Coverage
 from cer.model import RunResult, Suite
 
 if TYPE_CHECKING:
-    from cer.records import RunRecord
+    from cer.records import ApprovalEvent, RunRecord
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class ReportContext:
     history: tuple[RunRecord, ...] = ()
     """Recorded runs of the suite, newest first (for the HTML report's chart); empty
     without history or when the report does not need them."""
+    approvals: tuple[ApprovalEvent, ...] | None = None
+    """The suite's approval events in the history, newest first (the manifest's
+    ``approved_by``); None without history."""
 
 
 def iso_time(ms: int) -> str:

@@ -18,8 +18,9 @@ from typing import Any
 
 from cer import __version__, serialize
 from cer.coverage import Coverage
-from cer.model import CASE_CLASSES, Summary
-from cer.provenance import read_provenance
+from cer.model import CASE_CLASSES, Case, Summary
+from cer.provenance import Provenance, case_text_hash, clean_name, read_provenance
+from cer.records import ApprovalEvent
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "conformance", "manifest_document", "render"]
@@ -36,6 +37,50 @@ def conformance(summary: Summary, coverage: Coverage | None) -> str:
     return verdict
 
 
+def _approvals_by_case(context: ReportContext) -> dict[str, list[ApprovalEvent]] | None:
+    """The suite's approval records by case name, newest first; None without history."""
+    if context.approvals is None:
+        return None
+    found: dict[str, list[ApprovalEvent]] = {}
+    for event in context.approvals:
+        found.setdefault(event.case_name, []).append(event)
+    return found
+
+
+def _approval(
+    case: Case | None,
+    mark: Provenance | None,
+    approvals: dict[str, list[ApprovalEvent]] | None,
+) -> dict[str, Any]:
+    """Who approved a case, from the approval record in the history (the comment in the
+    suite file is text anyone can edit): the newest record of the case's text as it
+    stands. ``approval_disagrees`` flags a case whose comment and record disagree (a
+    comment no record backs, a record the comment does not show, another approver).
+    Without history nothing is confirmed: ``approved_by`` is null and the comment is
+    reported as the comment's claim."""
+    claimed = mark is not None and mark.approved_by is not None
+    comment = (
+        {"by": mark.approved_by, "at": mark.approved_at} if claimed and mark is not None else None
+    )
+    record = None
+    if case is not None and approvals is not None:
+        digest = case_text_hash(case)
+        record = next((e for e in approvals.get(case.name, []) if e.text_hash == digest), None)
+    fields: dict[str, Any] = {
+        "approved_by": None if record is None else record.approver,
+        "approved_at": None if record is None else iso_time(record.approved_at_ms),
+        "expectation_observed": record is not None and record.from_observation,
+        "approval_comment": comment,
+    }
+    if approvals is not None:
+        fields["approval_disagrees"] = (record is not None) != claimed or (
+            record is not None
+            and mark is not None
+            and clean_name(record.approver) != mark.approved_by
+        )
+    return fields
+
+
 def manifest_document(context: ReportContext) -> dict[str, Any]:
     """The manifest as JSON-ready data."""
     run, suite = context.run, context.suite
@@ -44,6 +89,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
     present = {result.case_class for result in run.results}
     fingerprint = run.implementation_id.rpartition("@")[2] if "@" in run.implementation_id else None
     origins = read_provenance(suite)
+    approvals = _approvals_by_case(context)
     assertions = []
     for result in run.results:
         case = declared.get(result.case_name)
@@ -58,9 +104,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
         }
         found = None if origins is None else origins.get(result.case_name)
         assertion["origin"] = None if found is None else found.origin
-        assertion["approved_by"] = None if found is None else found.approved_by
-        assertion["approved_at"] = None if found is None else found.approved_at
-        assertion["expectation_observed"] = found is not None and found.from_observation
+        assertion.update(_approval(case, found, approvals))
         if context.flaky is not None:
             assertion["flaky"] = result.case_name in context.flaky
         assertions.append(assertion)

@@ -112,6 +112,11 @@ class Harness:
                 (str(info.get("name")), str(info.get("version"))),
             )
             self.execution.implementation_id = identity
+            # What decided the cases is named in the evidence, as the harness named it.
+            self.execution.notes.append(
+                f"the harness declared itself {info.get('name')!r} version "
+                f"{info.get('version')!r} (its own words)"
+            )
             self.execution.emit(ImplementationLoaded(identity, sources))
             self.loop(deque(planned))
         finally:

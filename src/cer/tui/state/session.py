@@ -255,7 +255,7 @@ class Session:
                 impl = lane.options.impl
                 base = RunResult(
                     run_id="",
-                    target_module="" if suite is None else suite.target or "",
+                    target_module="" if suite is None else suite.target_module,
                     implementation_id=lane.implementation_id or impl,
                     started_at_ms=0,
                     completed_at_ms=0,
