@@ -392,3 +392,65 @@ def test_the_filter_exists_for_both_machines() -> None:
         assert code is not None and len(code) % 8 == 0
         assert len(code) // 8 < 4096  # the kernel's BPF_MAXINSNS
     assert seccomp.program("riscv64") is None
+
+
+LOWER_LIMIT = """
+import os
+import resource
+
+
+def attack(pid):
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+    resource.prlimit(pid, resource.RLIMIT_FSIZE, (4096, hard))
+    return "lowered"
+"""
+
+
+def test_the_supervisor_sets_its_own_limits_back(tmp_path: Path) -> None:
+    """Without the filter (``--sandbox off``), a case lowers cer's file-size limit, so
+    that the report and the history could not be written: cer sets it back after the
+    case, and the run says so."""
+    (tmp_path / "lower.py").write_text(LOWER_LIMIT, encoding="utf-8")
+    (tmp_path / "evals.toml").write_text(
+        'commonsformat_evals = "0.2"\ntarget = "lower"\n\n'
+        f'[[cases]]\nname = "lower"\ncategory = "functional"\n'
+        f'input = {{ pid = {os.getpid()} }}\nexpect = {{ output = "lowered" }}\n',
+        encoding="utf-8",
+    )
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_FSIZE)
+    try:
+        run = run_suite(
+            load_suite(tmp_path / "evals.toml"),
+            RunOptions(impl="lower:attack", sandbox="off", timeout=10.0),
+        )
+        after = resource.getrlimit(resource.RLIMIT_FSIZE)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, before)
+    assert run.results[0].status is Status.PASS, run.results[0].reason
+    assert after == before
+    assert any("RLIMIT_FSIZE" in note and "set back" in note for note in run.notes), run.notes
+
+
+def test_a_limit_that_cannot_be_set_back_stops_the_run() -> None:
+    done = _in_child(
+        """
+        import resource
+        from cer import privileges
+        from cer.engine.limits import LimitsChanged, OwnLimits
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+        limits = OwnLimits()
+        privileges.drop()  # as root: no CAP_SYS_RESOURCE to raise a hard limit again
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        try:
+            limits.restore()
+        except LimitsChanged as exc:
+            print(exc)
+        """
+    )
+    assert "cer's own resource limit RLIMIT_CORE was changed during the run" in done.stdout, (
+        done.stdout,
+        done.stderr,
+    )
+    assert "the run is stopped" in done.stdout

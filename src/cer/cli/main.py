@@ -42,6 +42,7 @@ from cer.coverage import (
     read_module_doc,
     suite_coverage,
 )
+from cer.engine.limits import LimitsChanged
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
@@ -369,6 +370,10 @@ def _run_and_report(
             stream.close_unfinished()
         print_error(f"[tool.cer.categories]: {exc}")
         return ExitCode.USAGE
+    except LimitsChanged as exc:
+        progress.clear()
+        print_error(f"{exc}; no results were reported")
+        return ExitCode.USAGE
     except KeyboardInterrupt as exc:
         progress.clear()
         kept = ""
@@ -577,6 +582,10 @@ def _run_matrix(
             run = run_suite(suite, options, on_event=progress, warm=EARLY_WORKERS)
         except CategoryConfigError as exc:
             print_error(f"[tool.cer.categories]: {exc}")
+            return ExitCode.USAGE
+        except LimitsChanged as exc:
+            progress.clear()
+            print_error(f"{exc}; no results were reported")
             return ExitCode.USAGE
         except KeyboardInterrupt as exc:
             progress.clear()

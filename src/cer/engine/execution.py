@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from cer import procs
 from cer.engine import confinement
 from cer.engine.identity import Identity
+from cer.engine.limits import OwnLimits
 from cer.engine.options import (
     RunCancelled,
     RunOptions,
@@ -96,6 +97,9 @@ class Execution(ABC):
         self.not_run = 0
         """Cases left out because the run was stopped."""
         self._deciding = False
+        self.limits = OwnLimits()
+        """The supervisor's own resource limits as the run started: set back after
+        each case if anything changed them (:mod:`cer.engine.limits`)."""
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -119,6 +123,7 @@ class Execution(ABC):
             self._deciding = False
 
     def record(self, result: CaseResult) -> None:
+        self.limits.restore()
         if self.policy is not None and result.reason and result.status in _EXPLAINED:
             explained = confinement.explain_denial(result.reason, self.policy, self.refused)
             if explained != result.reason:

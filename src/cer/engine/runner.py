@@ -151,6 +151,9 @@ def _run_suite(
         )
     execution.stop()
     execution.end_strays()
+    execution.limits.restore()
+    if execution.limits.changed:
+        execution.notes.append(execution.limits.note())
     if warm is not None:
         warm.fill()
     results = []
