@@ -25,9 +25,11 @@ Layout::
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,16 +40,20 @@ from tomlkit.items import AoT, Item, Table
 
 from cer.derive import ENFORCEABILITY, Draft
 from cer.model import ARRAY_TO_CASE_CLASS
+from cer.safetext import scrub
 
 __all__ = [
     "DraftFile",
     "DraftsError",
+    "NotRepresentable",
     "add_drafts",
     "drafts_path",
     "load_drafts",
+    "not_representable",
     "remove_draft",
     "set_observed",
     "toml_value",
+    "unrepresentable_note",
     "write_text_atomically",
 ]
 
@@ -192,38 +198,167 @@ def load_drafts(path: str | Path) -> DraftFile:
 
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# What a TOML file should not carry raw, though a basic string may: the characters
+# cer.safetext shows as escapes on a terminal (C0 but tab and newline, DEL, C1, the
+# bidi controls and invisible joiners), plus the carriage return a reader may fold.
+_ESCAPED = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+NOTE_CHARS = 200
+"""Characters of a value's ASCII form quoted in a note saying TOML cannot hold it."""
+
+
+class NotRepresentable(ValueError):
+    """A value TOML cannot hold as it is: a lone surrogate (TOML text is UTF-8), bytes,
+    a table key that is not a string, ``None``, an object of another type."""
 
 
 def toml_value(value: Any, *, padded: bool = True) -> Item:
     """A value as a tomlkit item: tables inline (``{ k = v }`` when ``padded``) unless
-    they hold multi-line text, strings multi-line when they hold line breaks."""
+    they hold multi-line text, strings multi-line when they hold line breaks.
+
+    This is the one place cer writes a value into a TOML file (a draft, an approved
+    case). Control, bidi and invisible characters are written as escapes, never raw,
+    and the item is checked to read back as exactly ``value``; what TOML cannot hold
+    raises :class:`NotRepresentable`, whose message says why."""
+    item = _item(value, padded=padded, one_line=False)
+    _check_reads_back(value, _item(value, padded=padded, one_line=False))
+    return item
+
+
+def not_representable(value: Any) -> str | None:
+    """Why TOML cannot hold ``value``, or None when :func:`toml_value` can write it."""
+    try:
+        toml_value(value)
+    except NotRepresentable as exc:
+        return str(exc)
+    return None
+
+
+def unrepresentable_note(value: Any, why: str) -> str:
+    """The note a draft carries instead of a value TOML cannot hold: why, and the value
+    in ASCII (every control and non-ASCII character escaped), cut to a bounded length."""
+    shown = ascii(value)
+    if len(shown) > NOTE_CHARS:
+        shown = shown[: NOTE_CHARS - 1] + "…"
+    return f"observed value not representable in TOML: {why}: {shown}"
+
+
+def _item(value: Any, *, padded: bool, one_line: bool) -> Item:
     if isinstance(value, Mapping):
-        if _has_newline(value):
+        for key in value:
+            if not isinstance(key, str):
+                raise NotRepresentable(f"a table key of type {type(key).__name__}")
+        if not one_line and _has_newline(value) and not any(_needs_escapes(k) for k in value):
             table = tomlkit.table()
             for key, item in value.items():
-                table.add(str(key), toml_value(item, padded=padded))
+                table.add(key, _item(item, padded=padded, one_line=False))
             return table
         parts = [
-            f"{_key(str(k))} = {toml_value(v, padded=padded).as_string()}" for k, v in value.items()
+            f"{_key(k)} = {_item(v, padded=padded, one_line=True).as_string()}"
+            for k, v in value.items()
         ]
         if not parts:
             return tomlkit.inline_table()
         inner = ", ".join(parts)
         text = f"{{ {inner} }}" if padded else f"{{{inner}}}"
         return cast(Item, tomlkit.parse(f"v = {text}\n")["v"])
-    if isinstance(value, str) and "\n" in value:
-        literal = "'''" not in value and not any(ord(c) < 32 and c not in "\n\t" for c in value)
-        return tomlkit.string(value, multiline=True, literal=literal)
+    if isinstance(value, str):
+        return _string_item(value, one_line=one_line)
     if isinstance(value, list | tuple):
         array = tomlkit.array()
         for item in value:
-            array.append(toml_value(item, padded=padded))
+            array.append(_item(item, padded=padded, one_line=one_line))
         return array
+    if value is None or isinstance(value, bytes | bytearray):
+        raise NotRepresentable(f"TOML has no {type(value).__name__} value")
+    try:
+        return cast(Item, tomlkit.item(value))
+    except (TypeError, ValueError) as exc:  # tomlkit's ConvertError is a TypeError
+        raise NotRepresentable(f"TOML has no {type(value).__name__} value") from exc
+
+
+def _needs_escapes(text: str) -> bool:
+    return _ESCAPED.search(text) is not None or _SURROGATE.search(text) is not None
+
+
+def _string_item(value: str, *, one_line: bool) -> Item:
+    if _SURROGATE.search(value) is not None:
+        raise NotRepresentable("a lone surrogate (TOML text is UTF-8)")
+    multiline = "\n" in value and not one_line
+    if _ESCAPED.search(value) is not None:
+        return cast(Item, tomlkit.parse(f"v = {_basic_string(value, multiline)}\n")["v"])
+    if multiline:
+        return tomlkit.string(value, multiline=True, literal="'''" not in value)
     return cast(Item, tomlkit.item(value))
 
 
+def _basic_string(value: str, multiline: bool) -> str:
+    """``value`` as a TOML basic string, every character of :data:`_ESCAPED` (and, on
+    one line, the line break) as an escape; multi-line keeps its line breaks."""
+    out = []
+    for char in value:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == '"':
+            out.append('\\"')
+        elif char == "\n" and multiline:
+            out.append("\n")
+        elif char in _SHORT_ESCAPES and (char != "\t" or not multiline):
+            out.append(_SHORT_ESCAPES[char])
+        elif _ESCAPED.match(char) is not None:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    quote = '"""' if multiline else '"'
+    # A reader drops a line break right after the opening quotes: keep a first one.
+    lead = "\n" if multiline and value.startswith("\n") else ""
+    return f"{quote}{lead}{''.join(out)}{quote}"
+
+
+def _check_reads_back(value: Any, item: Item) -> None:
+    """Raise :class:`NotRepresentable` unless ``item`` reads back as ``value``."""
+    document = tomlkit.document()
+    document.add("v", item)
+    try:
+        read = tomllib.loads(document.as_string())["v"]
+    except (tomllib.TOMLDecodeError, UnicodeError) as exc:  # pragma: no cover - guarded
+        raise NotRepresentable(f"it does not read back: {exc}") from exc
+    if not _same(value, read):
+        raise NotRepresentable("it does not read back as the same value")
+
+
+def _same(ours: Any, read: Any) -> bool:
+    """Equal and of the same type at every level (``1`` is not ``1.0`` nor ``True``)."""
+    if isinstance(ours, Mapping):
+        return (
+            isinstance(read, dict)
+            and list(ours) == list(read)
+            and all(_same(ours[k], read[k]) for k in ours)
+        )
+    if isinstance(ours, list | tuple):
+        return (
+            isinstance(read, list)
+            and len(ours) == len(read)
+            and all(_same(a, b) for a, b in zip(ours, read, strict=True))
+        )
+    if type(ours) is not type(read):
+        return False
+    if isinstance(ours, float) and math.isnan(ours):
+        return math.isnan(read)
+    return bool(ours == read)
+
+
 def _key(name: str) -> str:
-    return name if _BARE_KEY.match(name) else tomlkit.key(name).as_string()
+    if _BARE_KEY.match(name):
+        return name
+    if _needs_escapes(name):
+        if _SURROGATE.search(name) is not None:
+            raise NotRepresentable("a table key holding a lone surrogate (TOML text is UTF-8)")
+        return _basic_string(name, multiline=False)
+    return tomlkit.key(name).as_string()
 
 
 def _has_newline(value: Any) -> bool:
@@ -248,15 +383,34 @@ def _draft_table(draft: Draft) -> Table:
     if draft.severity is not None:
         table.add("severity", draft.severity)
     table.add("description", draft.description)
-    for key in ("input", "expect", "observed"):
+    for key in ("input", "expect"):
         value = getattr(draft, key)
         if value is not None:
-            table.add(key, toml_value(value))
-    if draft.observed_from is not None:
-        table.add("observed_from", draft.observed_from)
-    if draft.observed_note is not None:
-        table.add("observed_note", draft.observed_note)
+            try:
+                table.add(key, toml_value(value))
+            except NotRepresentable as exc:
+                raise DraftsError(f"draft {draft.name!r}: {key} cannot be written: {exc}") from exc
+    for key, value in _observed_fields(draft):
+        table.add(key, value)
     return table
+
+
+def _observed_fields(draft: Draft) -> list[tuple[str, Item | str]]:
+    """The ``observed``, ``observed_from`` and ``observed_note`` a draft is written with:
+    an observed value TOML cannot hold becomes a note saying so, never a failure (the
+    other drafts and observations are still written)."""
+    fields: list[tuple[str, Item | str]] = []
+    note = draft.observed_note
+    if draft.observed is not None:
+        try:
+            fields.append(("observed", toml_value(draft.observed)))
+        except NotRepresentable as exc:
+            note = unrepresentable_note(draft.observed, str(exc))
+    if draft.observed_from is not None:
+        fields.append(("observed_from", draft.observed_from))
+    if note is not None:
+        fields.append(("observed_note", _string_item(scrub(note), one_line=True)))
+    return fields
 
 
 def add_drafts(path: str | Path, drafts: Sequence[Draft]) -> DraftFile:
@@ -291,11 +445,10 @@ def set_observed(path: str | Path, observed: Mapping[str, Draft]) -> DraftFile:
         if draft is None:
             continue
         for key in ("observed", "observed_from", "observed_note"):
-            value = getattr(draft, key)
             if key in entry:
                 del entry[key]
-            if value is not None:
-                entry.add(key, toml_value(value) if key == "observed" else value)
+        for key, value in _observed_fields(draft):
+            entry.add(key, value)
     write_text_atomically(path, document.as_string())
     return load_drafts(path)
 

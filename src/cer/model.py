@@ -245,6 +245,10 @@ class CaseResult:
     """What the implementation reported, with runner-observed keys filled in."""
     mismatches: tuple[Mismatch, ...] = ()
     position: int = 0
+    observation_altered: bool = False
+    """Whether ``observation`` is not exactly what was observed: what is kept of a result
+    had a lone surrogate escaped or a large value cut (:func:`cer.safetext.retained`).
+    The verdict was made on the whole value; a proposal cannot be."""
 
     @property
     def captured_output(self) -> str:

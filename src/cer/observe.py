@@ -19,6 +19,7 @@ from typing import Any
 
 from cer.compare import RUNNER_OBSERVED_KEYS
 from cer.derive import Draft, learn_shape
+from cer.drafts import not_representable, unrepresentable_note
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.events import RunEvent
@@ -59,16 +60,6 @@ def draft_case(draft: Draft, position: int, expect: Mapping[str, Any] | None = N
     )
 
 
-def _tomlable(value: Any) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _tomlable(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return all(_tomlable(v) for v in value)
-    return isinstance(value, str | int | bool) or hasattr(value, "isoformat")
-
-
 def proposal_from(result: CaseResult) -> tuple[Mapping[str, Any] | None, str | None]:
     """The expectation an observation proposes, or None with the reason."""
     observation = result.observation
@@ -76,19 +67,31 @@ def proposal_from(result: CaseResult) -> tuple[Mapping[str, Any] | None, str | N
         return None, f"nothing observed: {result.reason or result.status.value}"
     if observation.get("crashed") is True or observation.get("hung") is True:
         return None, f"nothing to propose: {result.reason or 'the implementation crashed'}"
+    if result.observation_altered:
+        # What is kept had a lone surrogate escaped or a large value cut: proposing it
+        # would put in the suite something the implementation never returned.
+        why = "it was not kept whole (a lone surrogate, or larger than cer keeps)"
+        return None, unrepresentable_note(dict(observation), why)
     if observation.get("rejects") is True:
         proposal: dict[str, Any] = {"rejects": True}
         if isinstance(observation.get("error_type"), str):
             proposal["error_type"] = observation["error_type"]
         if isinstance(observation.get("error"), str) and observation["error"]:
             proposal["error_includes"] = observation["error"]
-        return proposal, None
+        return _written(proposal)
     own = {k: v for k, v in observation.items() if k not in RUNNER_OBSERVED_KEYS}
     if not own:
         return None, "the implementation returned nothing to compare"
-    if not _tomlable(own):
-        return None, f"the observed value cannot be written in TOML: {own!r}"[:300]
-    return own, None
+    return _written(own)
+
+
+def _written(proposal: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None]:
+    """``proposal`` when the drafts file can hold it, else None and a note saying why
+    (a lone surrogate, bytes, ...): the observation is data, it never stops a derive."""
+    why = not_representable(proposal)
+    if why is not None:
+        return None, unrepresentable_note(proposal, why)
+    return proposal, None
 
 
 def run_drafts(

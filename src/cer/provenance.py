@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from cer import serialize
 from cer.model import Case, Suite
+from cer.safetext import INVISIBLE_CHARS
 
 __all__ = [
     "Origin",
@@ -41,7 +42,7 @@ _MARKER = re.compile(
     r"^[ \t]*#[ \t]*cer: approved by (?P<who>.+?) at (?P<when>\S+?)"
     r"(?P<observed>, expectation observed)?, sha256 (?P<hash>[0-9a-f]{8,64})[ \t]*$"
 )
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{INVISIBLE_CHARS}\ud800-\udfff]+")
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def case_text_hash(case: Case) -> str:
 
 
 def clean_name(name: str) -> str:
-    """A person's name fit for one comment line (no control characters)."""
+    """A person's name fit for one comment line (no control, bidi or invisible
+    characters, no lone surrogates)."""
     return " ".join(_UNSAFE.sub(" ", name).split()) or "unknown"
 
 

@@ -19,6 +19,7 @@ from cer.engine.options import RunOptions
 from cer.history import History, default_history_path
 from cer.options import UsageError, find_project_config
 from cer.records import HistoryError
+from cer.safetext import for_json, for_terminal
 from cer.suite import SuiteError, load_suite
 
 __all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
@@ -104,7 +105,11 @@ def _suite_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"cer: error: {message}\n")
+    sys.stderr.write(f"cer: error: {for_terminal(message)}\n")
+
+
+def _warning(message: str) -> None:
+    sys.stderr.write(f"cer: warning: {for_terminal(message)}\n")
 
 
 def _suite_path(given: Path | None) -> Path:
@@ -119,16 +124,22 @@ def _suite_path(given: Path | None) -> Path:
 
 
 def _draft_line(draft: Draft) -> str:
-    line = f"  + {draft.name}  [{draft.enforceability}]  {draft.constraint}: {draft.why}"
+    line = _shown(f"  + {draft.name}  [{draft.enforceability}]  {draft.constraint}: {draft.why}")
     if draft.observed is not None:
-        line += f"\n      observed: {_inline(draft.observed)} (from {draft.observed_from})"
+        line += f"\n      observed: {_inline(draft.observed)} (from {_shown(draft.observed_from)})"
     elif draft.observed_note:
-        line += f"\n      nothing observed: {draft.observed_note}"
+        line += f"\n      nothing observed: {_shown(draft.observed_note)}"
     return line
 
 
+def _shown(text: str | None) -> str:
+    """One line of the drafts file or of what an implementation did, for a terminal:
+    control and bidi characters as escapes (cer.safetext), never acting on it."""
+    return for_terminal(str(text), multiline=False)
+
+
 def _inline(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return for_json(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
 
 
 def render_derivation(
@@ -153,8 +164,8 @@ def render_derivation(
     repair = derivation.needs_repair
     if repair:
         lines.append(f"needs repair ({len(repair)}):")
-        lines.extend(f"  {a.constraint} [{a.label}]: {a.why}" for a in repair)
-    lines.append(f"{on_file} draft{'s' if on_file != 1 else ''} in {path}")
+        lines.extend(_shown(f"  {a.constraint} [{a.label}]: {a.why}") for a in repair)
+    lines.append(_shown(f"{on_file} draft{'s' if on_file != 1 else ''} in {path}"))
     return "\n".join(lines) + "\n"
 
 
@@ -219,7 +230,8 @@ def cmd_derive(args: argparse.Namespace) -> int:
             "new_drafts": [d.name for d in added],
             "drafts": [_draft_json(d) for d in after.drafts],
         }
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write(for_json(text) + "\n")
     else:
         sys.stdout.write(
             render_derivation(derivation, added, len(after.drafts), path, observed_drafts)
@@ -242,7 +254,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
         try:
             history = History.open(args.history or default_history_path(suite_path))
         except HistoryError as exc:
-            sys.stderr.write(f"cer: warning: history: {exc}; approvals are not recorded\n")
+            _warning(f"history: {exc}; approvals are not recorded")
     failed = False
     try:
         for name in args.names:
@@ -254,14 +266,17 @@ def cmd_approve(args: argparse.Namespace) -> int:
                 continue
             seen = " (expectation from an observation)" if done.event.from_observation else ""
             sys.stdout.write(
-                f"approved {name} into {suite_path} by {who}{seen}, verifies "
-                f"{', '.join(done.event.constraints)}\n"
+                _shown(
+                    f"approved {name} into {suite_path} by {who}{seen}, verifies "
+                    f"{', '.join(done.event.constraints)}"
+                )
+                + "\n"
             )
             if history is not None:
                 try:
                     history.record_approval(done.event)
                 except HistoryError as exc:
-                    sys.stderr.write(f"cer: warning: history: {exc}; approval not recorded\n")
+                    _warning(f"history: {exc}; approval not recorded")
     finally:
         if history is not None:
             history.close()
@@ -285,5 +300,5 @@ def cmd_discard(args: argparse.Namespace) -> int:
             _error(str(exc))
             failed = True
             continue
-        sys.stdout.write(f"discarded {name}\n")
+        sys.stdout.write(_shown(f"discarded {name}") + "\n")
     return 1 if failed else 0

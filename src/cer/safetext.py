@@ -28,6 +28,7 @@ from typing import Any
 from cer.model import MISSING, CaseResult, Mismatch
 
 __all__ = [
+    "INVISIBLE_CHARS",
     "RETAINED_CHARS",
     "RETAINED_ITEMS",
     "RETAINED_TEXT",
@@ -35,6 +36,7 @@ __all__ = [
     "bound_text",
     "bound_value",
     "displayed",
+    "for_json",
     "for_terminal",
     "retained",
     "scrub",
@@ -54,9 +56,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but tab and newline, DEL, C1 controls, lone surrogates, and the
 # invisible characters that change how a line is ordered or joined: the bidi
 # embeddings, overrides and isolates, the marks, and the line/paragraph separators.
-_UNSAFE_MULTILINE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
-)
+INVISIBLE_CHARS = "\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+"""A regular-expression class body: the bidi controls and marks, zero-width and
+invisible characters and the line/paragraph separators (every renderer escapes them)."""
+_UNSAFE_MULTILINE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE_CHARS}\ud800-\udfff]")
 _UNSAFE_LINE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
 )
@@ -83,6 +86,21 @@ def for_terminal(text: str, *, multiline: bool = True) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def for_json(text: str) -> str:
+    """JSON text (as ``json.dumps(..., ensure_ascii=False)`` writes it) with the
+    characters :func:`for_terminal` escapes written as JSON escapes (``\\u001b``,
+    ``\\u202e``, ``\\ud800``): the same document, which a reader decodes to the same
+    values, but one that cannot act on a terminal it is printed to. Outside its strings
+    JSON text holds only ASCII punctuation, spaces and line breaks, none of them escaped."""
+    if _UNSAFE_MULTILINE.search(text) is None:
+        return text
+    return _UNSAFE_MULTILINE.sub(_json_escape, text)
 
 
 def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
@@ -219,10 +237,15 @@ def retained(result: CaseResult) -> CaseResult:
 
 def _retained_copy(result: CaseResult) -> CaseResult:
     observation: Mapping[str, Any] | None = result.observation
+    altered = result.observation_altered
     if observation is not None:
-        observation = _keep_value(dict(observation))
+        whole = _observation_kept_whole(observation)
+        kept = _keep_value(dict(observation))
+        altered = altered or (not whole and kept != observation)
+        observation = kept
     return replace(
         result,
+        observation_altered=altered,
         case_name=scrub(result.case_name),
         reason=None if result.reason is None else _keep_text(result.reason),
         stdout=_keep_text(result.stdout),
@@ -249,6 +272,18 @@ def _text_kept(text: str | None) -> bool:
     return text is None or (len(text) <= RETAINED_TEXT and _clean(text))
 
 
+def _observation_kept_whole(observation: Mapping[str, Any]) -> bool:
+    """Whether neither bounding nor scrubbing changes ``observation`` (it may say no
+    where they would not: the safe side, as it only stops a proposal)."""
+    if type(observation) is not dict:
+        return False
+    try:
+        cost = _unchanged_cost(observation)
+    except RecursionError:
+        return False
+    return 0 <= cost < RETAINED_TOTAL
+
+
 def _kept_as_is(result: CaseResult) -> bool:
     """Whether :func:`retained` would give back a result equal to ``result`` (its
     mismatches aside): every text short enough and free of lone surrogates, and the
@@ -262,18 +297,10 @@ def _kept_as_is(result: CaseResult) -> bool:
     ):
         return False
     observation = result.observation
-    if observation is None:
-        return True
-    if type(observation) is not dict:
-        return False
-    try:
-        cost = _unchanged_cost(observation)
-    except RecursionError:
-        return False
-    # What the bounder takes off its budget is exactly ``cost``: with less than the
-    # whole budget spent, every string fits in what is left when it is reached, and
+    # What the bounder takes off its budget is exactly the cost counted: with less than
+    # the whole budget spent, every string fits in what is left when it is reached, and
     # the budget never runs out before an item.
-    return 0 <= cost < RETAINED_TOTAL
+    return observation is None or _observation_kept_whole(observation)
 
 
 def _unchanged_cost(value: Any) -> int:

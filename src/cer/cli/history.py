@@ -27,6 +27,7 @@ from cer.reports import (
     iso_time,
     write_report,
 )
+from cer.safetext import for_json
 
 
 def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:
@@ -197,7 +198,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                             for e in events
                         ],
                     }
-                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                    text = for_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
                 else:
                     text = console.render_approvals(events, str(history.path))
             elif args.case is not None:
@@ -221,7 +222,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                             for e in entries
                         ],
                     }
-                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                    text = for_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
                 else:
                     text = console.render_case_history(args.case, entries, str(history.path))
             else:
@@ -233,7 +234,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                         "size": size,
                         "runs": [_record_json(r) for r in records],
                     }
-                    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+                    text = for_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
                 else:
                     text = console.render_history(records, str(history.path)) + _size_line(size)
         except HistoryError as exc:
@@ -293,7 +294,8 @@ def cmd_diff(args: argparse.Namespace) -> ExitCode:
             print_error(str(exc))
             return ExitCode.USAGE
     if args.format == "json":
-        text = json.dumps(_diff_json(diff, before, after), indent=2, ensure_ascii=False) + "\n"
+        text = for_json(json.dumps(_diff_json(diff, before, after), indent=2, ensure_ascii=False))
+        text += "\n"
     else:
         text = console.render_diff(diff, before, after)
     sys.stdout.write(text)

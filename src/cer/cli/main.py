@@ -66,6 +66,7 @@ from cer.reports import (
     results_document,
     write_report,
 )
+from cer.safetext import for_json
 from cer.session import failed_last_time, record_run
 from cer.suite import SuiteError, load_suite
 from cer.suitecache import load_suite_cached
@@ -403,7 +404,9 @@ def _run_and_report(
         text = ""
     elif args.format == "json":
         text = (
-            json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
+            for_json(
+                json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
+            )
             + "\n"
         )
     else:
@@ -616,7 +619,7 @@ def _run_matrix(
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
     if args.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
     else:
         to_terminal = args.output is None and sys.stdout.isatty()
         text = console.render_matrix(
@@ -755,7 +758,11 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         return ExitCode.USAGE
     if args.format == "json":
         text = (
-            json.dumps(serialize.run_to_dict(run), indent=2, ensure_ascii=False, allow_nan=False)
+            for_json(
+                json.dumps(
+                    serialize.run_to_dict(run), indent=2, ensure_ascii=False, allow_nan=False
+                )
+            )
             + "\n"
         )
     else:

@@ -20,6 +20,7 @@ from typing import Any
 
 from cer import serialize
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.safetext import for_json
 
 __all__ = [
     "FORMATS",
@@ -97,7 +98,10 @@ def results_document(context: ReportContext) -> dict[str, Any]:
 
 def _render_json(context: ReportContext) -> str:
     return (
-        json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        for_json(
+            json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
+        )
+        + "\n"
     )
 
 

@@ -38,6 +38,7 @@ from cer.model import (
     Status,
 )
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.safetext import INVISIBLE_CHARS
 from cer.tomltext import shown_input, table_lines
 
 if TYPE_CHECKING:
@@ -82,8 +83,7 @@ WORDS = {
 }
 
 _INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff\ufeff\ufffe\uffff]|\r(?!\n)"
+    f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{INVISIBLE_CHARS}\ud800-\udfff\ufffe\uffff]|\r(?!\n)"
 )
 
 

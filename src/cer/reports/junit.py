@@ -3,7 +3,8 @@
 One ``<testsuite>`` per case class present, one ``<testcase>`` per case in declared
 order. A failed case carries ``<failure>``, an errored one ``<error>``, a skipped one
 ``<skipped>``, each with the reason as ``message``; the case's stdout and stderr go to
-``<system-out>`` and ``<system-err>``. Characters XML 1.0 cannot carry are written as
+``<system-out>`` and ``<system-err>``. Characters XML 1.0 cannot carry, and those that
+act on a terminal or reorder a line (control and bidi characters), are written as
 ``\\xNN`` escapes rather than dropped, so that nothing captured disappears unnoticed.
 """
 
@@ -15,6 +16,7 @@ import xml.etree.ElementTree as ET
 
 from cer.model import CASE_CLASSES, CaseResult, Status
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.safetext import for_terminal
 from cer.tomltext import input_line
 
 __all__ = ["render"]
@@ -23,8 +25,10 @@ _ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(text: str) -> str:
-    """``text`` with every character XML 1.0 forbids replaced by a visible escape."""
-    return _ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with what :func:`cer.safetext.for_terminal` escapes (control and bidi
+    characters, lone surrogates: a CI page or log shows the report) and every other
+    character XML 1.0 forbids replaced by a visible escape."""
+    return _ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", for_terminal(text))
 
 
 def _seconds(ms: int | float | None) -> str:

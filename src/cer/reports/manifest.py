@@ -22,6 +22,7 @@ from cer.model import CASE_CLASSES, Case, Summary
 from cer.provenance import Provenance, case_text_hash, clean_name, read_provenance
 from cer.records import ApprovalEvent
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.safetext import for_json
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "conformance", "manifest_document", "render"]
 
@@ -144,5 +145,8 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
 def render(context: ReportContext) -> str:
     """The manifest as indented JSON."""
     return (
-        json.dumps(manifest_document(context), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        for_json(
+            json.dumps(manifest_document(context), indent=2, ensure_ascii=False, allow_nan=False)
+        )
+        + "\n"
     )
