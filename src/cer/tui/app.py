@@ -27,6 +27,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.theme import Theme
 from textual.widgets import Footer, Input, TabPane
@@ -37,12 +38,14 @@ from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
+from cer.safetext import for_terminal
 from cer.selection import Selection, name_matches
 from cer.suitecache import load_suite_cached
 from cer.tui import messages
 from cer.tui.case_actions import CaseActions, Launcher, run_subprocess
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import app_keys, bindings
+from cer.tui.plain import notify
 from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen
@@ -82,6 +85,26 @@ class CerApp(CaseActions):
 
     warm_workers: WarmWorkers | None = None
     """Workers started ahead of the next run; ended with the app."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A toast, never read as markup whoever asks for it (a screen, a widget, cer's
+        own code through :func:`cer.tui.plain.notify`): its text may be the
+        implementation's, and ``[/nope]`` in markup would take the app down."""
+        super().notify(
+            for_terminal(message),
+            title=for_terminal(title, multiline=False),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def __init__(
         self,
@@ -268,11 +291,16 @@ class CerApp(CaseActions):
             return
         worker = event.worker
         if worker.group == "watch":
-            self.notify(
-                f"Watching stopped: {worker.error}", title="Watch", severity="error", timeout=8
+            notify(
+                self,
+                f"Watching stopped: {worker.error}",
+                title="Watch",
+                severity="error",
+                timeout=8,
             )
             return
-        self.notify(
+        notify(
+            self,
             f"Cannot {worker.description}: {worker.error!r}",
             title="Error",
             severity="error",
@@ -396,7 +424,8 @@ class CerApp(CaseActions):
             self.control.request_matrix()
         announcement = self.session.announcement()
         if announcement is not None:
-            self.notify(
+            notify(
+                self,
                 announcement.message,
                 title=announcement.title,
                 severity=announcement.severity,
@@ -580,7 +609,7 @@ class CerApp(CaseActions):
         names = list(self.themes)
         following = names[(names.index(self.theme) + 1) % len(names)]
         self.use_theme(following)
-        self.notify(f"Theme: {following}", timeout=2)
+        notify(self, f"Theme: {following}", timeout=2)
 
     def use_theme(self, name: str) -> None:
         """Switch to the theme ``name``; Textual restyles everything."""
@@ -588,7 +617,7 @@ class CerApp(CaseActions):
 
     def action_toggle_watch(self) -> None:
         if not self.watching:
-            self.notify("Started with --no-watch: nothing to pause.", severity="warning")
+            notify(self, "Started with --no-watch: nothing to pause.", severity="warning")
             return
         self.control.toggle_pause()
 
@@ -601,7 +630,7 @@ class CerApp(CaseActions):
             return
         matrix = self.session.matrix
         if matrix is None:
-            self.notify("The matrix is built once every implementation has run.", title="Matrix")
+            notify(self, "The matrix is built once every implementation has run.", title="Matrix")
             return
 
         def chosen(name: str | None) -> None:

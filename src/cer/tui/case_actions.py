@@ -24,6 +24,7 @@ from cer.selection import Selection, name_matches
 from cer.session import repro_command_many
 from cer.tracebacks import implementation_site
 from cer.tui.controller import LoadFunction, RunFunction
+from cer.tui.plain import notify
 from cer.tui.screens.drafts import DraftsScreen
 from cer.tui.state.board import Board, GroupKey
 from cer.tui.state.commands import editor_command
@@ -98,7 +99,7 @@ class CaseActions(App[None]):
         trigger, until it is cleared (``""`` runs every case again)."""
         cases = () if self.suite is None else self.suite.cases
         if pattern and cases and not any(name_matches(pattern, case.name) for case in cases):
-            self.notify(f"No case name matches {pattern!r}.", severity="warning")
+            notify(self, f"No case name matches {pattern!r}.", severity="warning")
             return
         self.run_pattern = pattern
         trigger = f"rerun: only {pattern!r}" if pattern else "rerun: every case"
@@ -108,7 +109,8 @@ class CaseActions(App[None]):
         row = self.case_list.highlighted_row
         site = None if row is None or row.result is None else implementation_site(row.result)
         if site is None:
-            self.notify(
+            notify(
+                self,
                 "No line of the implementation to open: the case did not fail in it.",
                 title="Code",
             )
@@ -128,9 +130,9 @@ class CaseActions(App[None]):
             with self.suspend():
                 self._launcher(command)
         except SuspendNotSupported:
-            self.notify("Cannot open an editor from here.", severity="warning")
+            notify(self, "Cannot open an editor from here.", severity="warning")
         except OSError as error:
-            self.notify(f"Cannot start {command[0]}: {error}", severity="error")
+            notify(self, f"Cannot start {command[0]}: {error}", severity="error")
 
     def action_drafts(self) -> None:
         """Open the drafts screen: what cer derive proposed, run, for review. Drafts
@@ -152,7 +154,7 @@ class CaseActions(App[None]):
             return
         command = repro_command_many(self.suite_path, self.implementations, row.name)
         self.copy_to_clipboard(command)
-        self.notify(command, title="Copied")
+        notify(self, command, title="Copied")
 
     def action_step_back(self) -> None:
         pattern = self.query_one("#pattern", Input)

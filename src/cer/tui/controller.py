@@ -33,6 +33,7 @@ from cer.safetext import for_terminal
 from cer.selection import Selection
 from cer.suite import SuiteError
 from cer.tui import messages
+from cer.tui.plain import notify
 from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
 from cer.tui.state.kept import KeptResult
@@ -414,7 +415,8 @@ class RunController:
             first = self.history_problem is None
             self.history_problem = message.error
             if first:
-                self.app.notify(
+                notify(
+                    self.app,
                     f"{message.error}. The run is not recorded; its results are unaffected "
                     "and cer-tui goes on.",
                     title="History",
@@ -452,7 +454,7 @@ class RunController:
     def _rerun_session_failures(self) -> None:
         failed = self.session.board.failed_names()
         if not failed:
-            self.app.notify("No failed or errored cases to rerun.", title="Rerun failed")
+            notify(self.app, "No failed or errored cases to rerun.", title="Rerun failed")
             return
         count = len(failed)
         self.host.start_run(
@@ -467,7 +469,8 @@ class RunController:
             self._rerun_session_failures()
             return
         if message.names is None:
-            self.app.notify(
+            notify(
+                self.app,
                 f"Nothing to rerun: {message.problem}.",
                 title="Rerun failed",
                 severity="warning" if message.error else "information",
@@ -480,7 +483,8 @@ class RunController:
         runs = "runs" if self.session.several else "run"
         if not names:
             have = "have" if self.session.several else "has"
-            self.app.notify(
+            notify(
+                self.app,
                 f"The last recorded {runs} ({message.run_id}) {have} no failed or errored "
                 "case in this suite.",
                 title="Rerun failed",

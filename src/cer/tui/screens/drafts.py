@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
@@ -38,7 +37,9 @@ from cer.history import History
 from cer.model import RunResult, Status, Suite
 from cer.observe import DraftRun, run_drafts
 from cer.records import HistoryError
+from cer.safetext import for_json
 from cer.suite import SuiteError, load_suite
+from cer.tui.plain import notify, plain
 from cer.tui.state.commands import editor_command
 
 __all__ = ["ConfirmScreen", "DraftApproved", "DraftsRan", "DraftsScreen", "draft_line"]
@@ -81,7 +82,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Static(self.question, id="question")
+            yield Static(plain(self.question), id="question")
             yield Static("y: yes    n: no", id="answers")
 
     def action_answer(self, answer: bool) -> None:
@@ -89,7 +90,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 def _inline(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return for_json(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
 
 
 def draft_line(draft: Draft, run: DraftRun | None) -> tuple[str, str, str, str]:
@@ -195,7 +196,7 @@ class DraftsScreen(Screen[None]):
 
     def on_drafts_ran(self, message: DraftsRan) -> None:
         if message.problem is not None:
-            self.notify(message.problem, severity="error")
+            notify(self, message.problem, severity="error")
         self.runs.update({run.draft: run for run in message.runs})
         self._redraw()
 
@@ -207,7 +208,8 @@ class DraftsScreen(Screen[None]):
         table.clear()
         for draft in self.drafts:
             # Text, never markup: a reason or an observed value is the implementation's.
-            cells = (Text(cell) for cell in draft_line(draft, self.runs.get(draft.name)))
+            line = draft_line(draft, self.runs.get(draft.name))
+            cells = (plain(cell, multiline=False) for cell in line)
             table.add_row(*cells, key=draft.name)
         if self.drafts:
             table.move_cursor(row=min(max(row, 0), len(self.drafts) - 1))
@@ -217,7 +219,7 @@ class DraftsScreen(Screen[None]):
             title = f"Drafts: {self.problem}"
         elif not self.drafts:
             title = f"No drafts for {self.suite_path.name}: run `cer derive` to propose some"
-        self.query_one("#drafts-title", Static).update(Text(title))
+        self.query_one("#drafts-title", Static).update(plain(title, multiline=False))
         self._show_detail()
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
@@ -229,16 +231,20 @@ class DraftsScreen(Screen[None]):
         if draft is None:
             detail.update("")
             return
-        text = Text()
-        text.append(f"{draft.name}", "bold")
-        text.append(f"  [{draft.enforceability}] verifies {draft.constraint}\n")
-        text.append(f"why: {draft.why}\n")
-        text.append(f"input: {_inline(draft.input) if draft.input is not None else '(none)'}\n")
-        text.append(f"expect: {_inline(draft.expect) if draft.expect else '(none)'}\n")
+        text = plain(draft.name, "bold", multiline=False)
+        text.append_text(plain(f"  [{draft.enforceability}] verifies {draft.constraint}\n"))
+        text.append_text(plain(f"why: {draft.why}\n"))
+        shown_input = _inline(draft.input) if draft.input is not None else "(none)"
+        text.append_text(plain(f"input: {shown_input}\n"))
+        text.append_text(plain(f"expect: {_inline(draft.expect) if draft.expect else '(none)'}\n"))
         run = self.runs.get(draft.name)
         proposal = run.proposal if run is not None else draft.observed
         if proposal:
-            text.append(f"observed (a proposal, never checked): {_inline(proposal)}\n")
+            text.append_text(plain(f"observed (a proposal, never checked): {_inline(proposal)}\n"))
+        else:
+            note = run.note if run is not None else draft.observed_note
+            if note:
+                text.append_text(plain(f"nothing observed: {note}\n"))
         detail.update(text)
 
     @property
@@ -270,7 +276,7 @@ class DraftsScreen(Screen[None]):
         run = self.runs.get(draft.name)
         proposal = run.proposal if run is not None and run.proposal else draft.observed
         if not proposal:
-            self.notify(f"{draft.name}: nothing observed to accept", severity="warning")
+            notify(self, f"{draft.name}: nothing observed to accept", severity="warning")
             return
         question = (
             f"Take what the implementation did as the expectation of {draft.name}?\n"
@@ -317,11 +323,11 @@ class DraftsScreen(Screen[None]):
 
     def on_draft_approved(self, message: DraftApproved) -> None:
         if message.approver is None:
-            self.notify(message.problem or "", title="Not approved", severity="error", timeout=8)
+            notify(self, message.problem or "", title="Not approved", severity="error", timeout=8)
             return
         if message.warning is not None:
-            self.notify(message.warning, severity="warning", timeout=8)
-        self.notify(f"{message.draft} approved into {self.suite_path.name} by {message.approver}")
+            notify(self, message.warning, severity="warning", timeout=8)
+        notify(self, f"{message.draft} approved into {self.suite_path.name} by {message.approver}")
         self.reload(run=False)
 
     def action_discard(self) -> None:
@@ -331,9 +337,9 @@ class DraftsScreen(Screen[None]):
         try:
             discard_draft(self.suite_path, draft.name)
         except DraftsError as exc:
-            self.notify(str(exc), severity="error")
+            notify(self, str(exc), severity="error")
             return
-        self.notify(f"{draft.name} discarded")
+        notify(self, f"{draft.name} discarded")
         self.reload(run=False)
 
     def action_edit(self) -> None:
@@ -354,9 +360,9 @@ class DraftsScreen(Screen[None]):
             with self.app.suspend():
                 self._launcher(command)
         except SuspendNotSupported:
-            self.notify("Cannot open an editor from here.", severity="warning")
+            notify(self, "Cannot open an editor from here.", severity="warning")
             return
         except OSError as error:
-            self.notify(f"Cannot start {command[0]}: {error}", severity="error")
+            notify(self, f"Cannot start {command[0]}: {error}", severity="error")
             return
         self.reload()
