@@ -454,3 +454,129 @@ def test_an_approval_comment_without_a_record_approves_nothing(tmp_path: Path) -
     assert claimed["approval_comment"] == {"by": "Ada Lovelace", "at": "2026-01-01T00:00:00Z"}
     assert claimed["approval_disagrees"] is True
     assert assertions["doubles-one"]["approval_disagrees"] is False
+
+
+# --- the implementation's identity is the runner's own finding -----------------------------
+
+DISGUISED = """\
+import sys
+
+# Name a copy of the older, good version as this module's file: the worker reports
+# what __file__ says.
+sys.modules[__name__].__file__ = {copy!r}
+
+
+def f(x):
+    return 0
+"""
+
+
+def _identity_run(folder: Path, *, timeout: float = 10.0) -> tuple[str, tuple[str, ...]]:
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.events import ImplementationLoaded
+    from cer.suite import load_suite
+
+    seen: list[tuple[str, ...]] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, ImplementationLoaded):
+            seen.append(event.source_files)
+
+    run = run_suite(
+        load_suite(folder / "evals.toml"),
+        RunOptions(impl="impl:f", paths=(str(folder),), sandbox="off", timeout=timeout),
+        on_event=on_event,
+    )
+    return run.implementation_id, seen[0] if seen else ()
+
+
+def test_a_worker_naming_a_copy_of_older_code_does_not_carry_its_id(tmp_path: Path) -> None:
+    module = tmp_path / "module"
+    module.mkdir()
+    (module / "evals.toml").write_text(SUITE)
+    (module / "impl.py").write_text(GOOD)
+    old_id, _ = _identity_run(module)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    copy = elsewhere / "impl.py"
+    copy.write_text(GOOD)  # the old, passing source, outside every import root
+    (module / "impl.py").write_text(DISGUISED.format(copy=str(copy)))
+    new_id, files = _identity_run(module)
+    assert new_id != old_id
+    assert str(copy) not in files
+    assert str((module / "impl.py").resolve()) in files
+
+
+SPELLINGS = """\
+import os
+import sys
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+big = os.path.join(HERE, "big.bin")
+with open(big, "wb") as handle:
+    handle.truncate(30 * 1024 * 1024)  # sparse: no room on disk, 30 MiB to read
+for index in range(20_000):
+    spelling = HERE + "/." * (index % 50) + f"/link{{index}}"
+    name = f"spelling_{{index}}"
+    if not os.path.exists(os.path.join(HERE, f"link{{index}}")):
+        os.link(big, os.path.join(HERE, f"link{{index}}"))
+    module = types.ModuleType(name)
+    module.__file__ = os.path.join(HERE, f"link{{index}}")
+    sys.modules[name] = module
+
+
+def f(x):
+    return x * 2
+"""
+
+
+def test_many_names_of_one_huge_file_cost_the_supervisor_one_read(tmp_path: Path) -> None:
+    import time
+
+    (tmp_path / "evals.toml").write_text(SUITE)
+    (tmp_path / "impl.py").write_text(SPELLINGS.format())
+    started = time.monotonic()
+    implementation_id, files = _identity_run(tmp_path, timeout=60.0)
+    took = time.monotonic() - started
+    # 20,000 names of one 30 MiB file: read once (by inode), not 20,000 times.
+    assert took < 30, took
+    assert "@" in implementation_id
+    assert len([f for f in files if "/link" in f]) == 1
+
+
+MANY_HUGE = """\
+import os
+import sys
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+for index in range(20):
+    path = os.path.join(HERE, f"huge{index}.bin")
+    with open(path, "wb") as handle:
+        handle.truncate(30 * 1024 * 1024)
+    module = types.ModuleType(f"huge_{index}")
+    module.__file__ = path
+    sys.modules[f"huge_{index}"] = module
+
+
+def f(x):
+    return x * 2
+"""
+
+
+def test_an_identity_past_the_budget_is_not_verified_and_says_so(tmp_path: Path) -> None:
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.suite import load_suite
+
+    (tmp_path / "evals.toml").write_text(SUITE)
+    (tmp_path / "impl.py").write_text(MANY_HUGE)
+    run = run_suite(
+        load_suite(tmp_path / "evals.toml"),
+        RunOptions(impl="impl:f", paths=(str(tmp_path),), sandbox="off"),
+    )
+    assert "@unverified-" in run.implementation_id
+    assert any("identity could not be verified" in note for note in run.notes), run.notes
+    assert [r.status.value for r in run.results] == ["pass"] * 3

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cer import memory_cgroup, plaindata
 from cer.engine.execution import Execution
-from cer.engine.identity import UNKNOWN, Identity, extend, identify
+from cer.engine.identity import UNKNOWN, UNVERIFIED, Identity, Scope, extend, identify, scope_for
 from cer.engine.options import (
     search_paths,
 )
@@ -47,8 +47,8 @@ POLL = 0.05
 
 
 def known_id(implementation_id: str) -> bool:
-    """Whether an id names code (not a one-off ``…@unknown-…``)."""
-    return not implementation_id.rpartition("@")[2].startswith(UNKNOWN)
+    """Whether an id names code (not a one-off ``…@unknown-…`` or ``…@unverified-…``)."""
+    return not implementation_id.rpartition("@")[2].startswith((UNKNOWN, UNVERIFIED))
 
 
 def _peak_resident_mb(pid: int) -> float | None:
@@ -353,12 +353,24 @@ class AloneCases(Execution):
 
     def announce(self, body: dict[str, Any]) -> None:
         """The implementation was loaded by a worker: say so once."""
-        identity = identify(self.options.impl, body.get("files"))
+        identity = identify(self.options.impl, body.get("files"), self.identity_scope())
         if not self.announced:
             self.first_import(identity)
 
+    def identity_scope(self) -> Scope:
+        """Where the implementation's code can come from, as the supervisor resolved
+        it (computed once per run; see cer.engine.identity.scope_for)."""
+        scope: Scope | None = getattr(self, "_identity_scope", None)
+        if scope is None:
+            module = self.options.impl.partition(":")[0]
+            scope = scope_for(module, search_paths(self.suite, self.options))
+            self._identity_scope = scope
+        return scope
+
     def first_import(self, identity: Identity) -> None:
         """The first worker loaded the implementation: the run's id starts here."""
+        if identity.problem is not None:
+            self.note_once(identity.problem)
         self.identity, self.import_id = identity, identity.implementation_id
         self.implementation_id = identity.implementation_id
         self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
@@ -369,10 +381,12 @@ class AloneCases(Execution):
         and hashed there. Once the id is a one-off, it stays one."""
         if reported is None or self.identity is None:
             return
-        grown = extend(self.identity, self.options.impl, reported)
+        grown = extend(self.identity, self.options.impl, reported, self.identity_scope())
         if grown is self.identity:
             return
         self.identity = grown
+        if grown.problem is not None:
+            self.note_once(grown.problem)
         if known_id(self.implementation_id) or not grown.known:
             self.implementation_id = grown.implementation_id
         self.emit(ImplementationLoaded(self.implementation_id, grown.files))
@@ -409,7 +423,7 @@ class AloneCases(Execution):
         trace = str(body.get("traceback") or "") or None
         output = str(body.get("output") or "")
         if message is not None and not self.announced:
-            identity = identify(self.options.impl, body.get("files"))
+            identity = identify(self.options.impl, body.get("files"), self.identity_scope())
             self.implementation_id = identity.implementation_id
         self.kill()
         note = f"the implementation {self.options.impl} could not be loaded: {reason}"

@@ -13,6 +13,18 @@ list that is missing or malformed cannot say which code ran; the run then gets a
 that no other run can have (``impl@unknown-…``), so it is never taken for the same code
 as another run, and no file is watched on its word.
 
+What the worker names is only a hint of where to look. The supervisor keeps a named
+file only when it lies under an import root it resolved itself (the ``--path``
+folders, the suite's folder, the working directory and its own interpreter's
+``sys.path``: see :class:`Scope`), is a regular file, and is not the same file (by
+device and inode) as one already kept; it adds the implementation's own module, which
+it finds under those roots without importing it, whatever the worker said. So a worker
+cannot name a copy of older code in place of what ran, and the id of new code always
+differs from the old one's. The work is bounded: at most :data:`HASH_BUDGET` bytes read
+and :data:`TIME_BUDGET` seconds; past either, the run gets a one-off id
+(``impl@unverified-…``) and a note saying the identity could not be verified, never an
+id the supervisor did not compute.
+
 A module a case imports for the first time while it runs (a lazy import, in the case's
 own process) is code the run ran too: the case's process reports the files it loaded
 with its answer, the supervisor checks and hashes them the same way and adds them
@@ -28,18 +40,122 @@ import hashlib
 import os
 import secrets
 import stat
+import sys
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_FILES", "UNKNOWN", "Identity", "extend", "file_digest", "identify"]
+__all__ = [
+    "HASH_BUDGET",
+    "MAX_FILES",
+    "TIME_BUDGET",
+    "UNKNOWN",
+    "UNVERIFIED",
+    "Budget",
+    "Identity",
+    "Scope",
+    "extend",
+    "file_digest",
+    "identify",
+    "scope_for",
+]
 
 MAX_FILES = 100_000
 """More files than this is not a plausible import: the list is treated as malformed."""
 MAX_PATH = 4096
-_MAX_HASHED = 256 * 1024 * 1024
-"""A file larger than this is identified by its size and modification time instead."""
+_MAX_HASHED = 32 * 1024 * 1024
+"""A file larger than this is identified by its size, inode and modification time
+instead of its bytes."""
 _CHUNK = 1 << 20
 UNKNOWN = "unknown-"
 """Prefix of the hash part of an id whose file list could not be used."""
+UNVERIFIED = "unverified-"
+"""Prefix of the hash part of an id the supervisor could not finish within its budget."""
+HASH_BUDGET = 512 * 1024 * 1024
+"""Bytes the supervisor reads to identify one run's implementation, at most."""
+TIME_BUDGET = 10.0
+"""Seconds the supervisor spends identifying one run's implementation, at most (it
+does so in its one thread, while no case is judged)."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where the implementation's code can come from, as the supervisor resolved it:
+    the import roots (real paths) and the implementation's own module files."""
+
+    roots: tuple[str, ...]
+    own: tuple[str, ...] = ()
+    """The files of the implementation's module (and its parent packages), found by
+    the supervisor under ``roots`` without importing anything."""
+
+    def holds(self, path: str) -> bool:
+        """Whether the real path ``path`` lies under one of the roots."""
+        return any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots)
+
+
+def scope_for(module: str, search: Iterable[str]) -> Scope:
+    """The scope of a Python implementation whose module is ``module`` (dotted), looked
+    for in ``search`` (the worker's import path: ``--path``, the suite's folder, the
+    working directory) and then this interpreter's own ``sys.path``."""
+    roots: list[str] = []
+    for entry in [*search, *sys.path]:
+        if not entry:
+            continue
+        try:
+            real = os.path.realpath(entry)
+        except (OSError, ValueError):
+            continue
+        if os.path.isdir(real) and real not in roots:
+            roots.append(real)
+    return Scope(tuple(roots), _module_files(module, roots))
+
+
+def _module_files(module: str, roots: list[str]) -> tuple[str, ...]:
+    """The files of ``module`` in the first root that has it: each parent package's
+    ``__init__.py`` and the module's own file (a package: every ``.py`` below it)."""
+    parts = [part for part in module.split(".") if part]
+    if not parts or any(part in (".", "..") or "/" in part for part in parts):
+        return ()
+    for root in roots:
+        base = os.path.join(root, *parts)
+        found: list[str] = []
+        for depth in range(1, len(parts)):
+            init = os.path.join(root, *parts[:depth], "__init__.py")
+            if os.path.isfile(init):
+                found.append(init)
+        if os.path.isfile(base + ".py"):
+            return (*found, os.path.realpath(base + ".py"))
+        if os.path.isdir(base):
+            below: list[str] = []
+            for folder, dirs, names in os.walk(base):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+                below.extend(os.path.join(folder, n) for n in sorted(names) if n.endswith(".py"))
+                if len(below) > MAX_FILES:
+                    break
+            if below:
+                return (*found, *(os.path.realpath(p) for p in below[:MAX_FILES]))
+    return ()
+
+
+class Budget:
+    """What identifying one implementation may still cost: bytes read and time."""
+
+    def __init__(self, size: int = HASH_BUDGET, seconds: float = TIME_BUDGET) -> None:
+        self.left = size
+        self.deadline = time.monotonic() + seconds
+        self.over: str | None = None
+        """Why the budget ran out (then the id is a one-off), or None."""
+
+    def spend(self, size: int) -> bool:
+        """Take ``size`` bytes; False (and :attr:`over` set) when the budget is spent."""
+        if self.over is None and time.monotonic() > self.deadline:
+            self.over = f"identifying it took longer than {TIME_BUDGET:g} s"
+        if self.over is None and size > self.left:
+            self.over = f"its files hold more than {HASH_BUDGET // (1024 * 1024)} MiB to read"
+        if self.over is not None:
+            return False
+        self.left -= size
+        return True
 
 
 @dataclass(frozen=True)
@@ -48,33 +164,42 @@ class Identity:
 
     implementation_id: str
     files: tuple[str, ...]
-    """The reported files the id covers: what a watcher should watch. Empty when the
-    list could not be used."""
+    """The files the id covers: what a watcher should watch. Empty when the list could
+    not be used."""
     digests: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
     """The digest of each file of ``files``, in the same order (see :func:`extend`)."""
+    problem: str | None = field(default=None, compare=False)
+    """Why the supervisor could not verify the identity (its budget ran out), or None."""
+    inodes: frozenset[tuple[int, int]] = field(default=frozenset(), repr=False, compare=False)
+    """The (device, inode) of each file of ``files``: one file under many names counts
+    once."""
 
     @property
     def known(self) -> bool:
         """Whether the id names code (False: a one-off id for an unusable list)."""
-        return not self.implementation_id.rpartition("@")[2].startswith(UNKNOWN)
+        return not self.implementation_id.rpartition("@")[2].startswith((UNKNOWN, UNVERIFIED))
 
 
-def identify(impl: str, reported: object) -> Identity:
+def identify(impl: str, reported: object, scope: Scope | None = None) -> Identity:
     """The identity of ``impl`` from the file list a worker ``reported``.
 
     The list must be a list of absolute paths (strings without NUL, at most
     :data:`MAX_PATH` characters, at most :data:`MAX_FILES` of them); otherwise the id is
-    a one-off ``impl@unknown-…``. Duplicates are dropped; a path that is missing or not
-    a regular file still counts, as such, so that the id stays tied to the list.
+    a one-off ``impl@unknown-…``. With a ``scope`` (what the runner passes), a named
+    file counts only when it lies under one of its roots, and the implementation's own
+    module files count whatever was named. Duplicates (by name, and by device and
+    inode) are dropped; a path that is missing or not a regular file still counts, as
+    such, so that the id stays tied to the list. Past the :class:`Budget`, the id is a
+    one-off ``impl@unverified-…`` with the reason in :attr:`Identity.problem`.
     """
     files = _checked(reported)
     if files is None:
         return _unknown(impl, None)
-    digests = tuple(file_digest(path) for path in files)
-    return Identity(_named(impl, digests), files, digests)
+    start = Identity("", ())
+    return _grown(start, impl, (*(scope.own if scope is not None else ()), *files), scope)
 
 
-def extend(identity: Identity, impl: str, reported: object) -> Identity:
+def extend(identity: Identity, impl: str, reported: object, scope: Scope | None = None) -> Identity:
     """``identity`` grown by the files a case ``reported`` it loaded while it ran.
 
     Checked like an import's list; a malformed one makes the id a one-off (the files
@@ -84,23 +209,67 @@ def extend(identity: Identity, impl: str, reported: object) -> Identity:
     files = _checked(reported)
     if files is None:
         return identity if not identity.known else _unknown(impl, identity)
-    new = tuple(path for path in files if path not in set(identity.files))
+    known = set(identity.files)
+    new = tuple(path for path in files if path not in known)
     if not new:
         return identity
     if len(identity.files) + len(new) > MAX_FILES:
         return identity if not identity.known else _unknown(impl, identity)
-    merged = sorted(
-        zip(
-            (*identity.files, *new),
-            (*identity.digests, *(file_digest(path) for path in new)),
-            strict=True,
-        )
-    )
+    return _grown(identity, impl, new, scope)
+
+
+def _grown(identity: Identity, impl: str, names: Iterable[str], scope: Scope | None) -> Identity:
+    """``identity`` with the files ``names`` added: each kept only under the scope's
+    roots, once per inode, hashed within one budget."""
+    budget = Budget()
+    paths = list(identity.files)
+    digests = list(identity.digests)
+    inodes = set(identity.inodes)
+    seen = set(paths)
+    for name in names:
+        if not budget.spend(0):  # the time budget, checked for every name
+            return _unverified(impl, identity, budget.over or "")
+        if name in seen:
+            continue
+        seen.add(name)
+        if scope is not None:
+            try:
+                real = os.path.realpath(name)
+            except (OSError, ValueError):
+                continue
+            if not scope.holds(real):
+                continue  # not code the supervisor can place: the worker's word alone
+        try:
+            info = os.stat(name)
+        except (OSError, ValueError):
+            info = None
+        if info is not None:
+            inode = (info.st_dev, info.st_ino)
+            if inode in inodes:
+                continue
+            inodes.add(inode)
+        paths.append(name)
+        digests.append(file_digest(name, budget))
+        if budget.over is not None:
+            return _unverified(impl, identity, budget.over)
+    if identity.implementation_id and len(paths) == len(identity.files):
+        return identity
+    merged = sorted(zip(paths, digests, strict=True))
     files_now = tuple(path for path, _ in merged)
-    digests = tuple(digest for _, digest in merged)
-    if not identity.known:
-        return Identity(identity.implementation_id, files_now, digests)
-    return Identity(_named(impl, digests), files_now, digests)
+    digests_now = tuple(digest for _, digest in merged)
+    if identity.implementation_id and not identity.known:
+        return Identity(
+            identity.implementation_id, files_now, digests_now, identity.problem, frozenset(inodes)
+        )
+    return Identity(_named(impl, digests_now), files_now, digests_now, None, frozenset(inodes))
+
+
+def _unverified(impl: str, known: Identity, why: str) -> Identity:
+    """A one-off id for an identity the budget did not cover (the files known so far
+    stay watched)."""
+    name = f"{impl}@{UNVERIFIED}{secrets.token_hex(5)}"
+    problem = f"the implementation's identity could not be verified: {why}"
+    return Identity(name, known.files, known.digests, problem, known.inodes)
 
 
 def _named(impl: str, digests: tuple[bytes, ...]) -> str:
@@ -112,7 +281,7 @@ def _unknown(impl: str, known: Identity | None) -> Identity:
     name = f"{impl}@{UNKNOWN}{secrets.token_hex(5)}"
     if known is None:
         return Identity(name, ())
-    return Identity(name, known.files, known.digests)
+    return Identity(name, known.files, known.digests, known.problem, known.inodes)
 
 
 def _checked(reported: object) -> tuple[str, ...] | None:
@@ -130,7 +299,7 @@ def _checked(reported: object) -> tuple[str, ...] | None:
     return tuple(sorted(set(reported)))
 
 
-def file_digest(path: str) -> bytes:
+def file_digest(path: str, budget: Budget | None = None) -> bytes:
     """SHA-256 of one file's content, read without following it into anything but a
     regular file; a stand-in digest for a missing, special or very large file.
 
@@ -148,8 +317,10 @@ def file_digest(path: str) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             return hashlib.sha256(b"<not a regular file>").digest()
         if info.st_size > _MAX_HASHED:
-            marker = f"<large:{info.st_size}:{info.st_mtime_ns}>"
+            marker = f"<large:{info.st_size}:{info.st_ino}:{info.st_mtime_ns}>"
             return hashlib.sha256(marker.encode()).digest()
+        if budget is not None and not budget.spend(info.st_size):
+            return hashlib.sha256(b"<over budget>").digest()
         hasher = hashlib.sha256()
         left = info.st_size
         while left > 0 and (chunk := os.read(fd, min(_CHUNK, left))):

@@ -416,7 +416,7 @@ class WorkerPool(AloneCases):
         lane.loading = False
         # The worker lists the files after importing the implementation: its list is
         # data, checked and hashed here (see cer.engine.identity).
-        identity = identify(self.options.impl, body.get("files"))
+        identity = identify(self.options.impl, body.get("files"), self.identity_scope())
         if not self.announced:
             self.first_import(identity)
         elif not identity.known:
