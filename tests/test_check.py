@@ -176,10 +176,13 @@ def test_malformed_constraints_are_errors_in_the_module_document(tmp_path: Path)
     assert errors == [("commonsformat.md", 4), ("commonsformat.md", 5)]
 
 
-def test_an_unreadable_suite_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreadable_suite_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(SuiteUnreadable):
         check_suite(tmp_path / "missing.toml")
     assert main(["check", str(tmp_path / "missing.toml")]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert main(["check", str(tmp_path)]) == 2  # a folder
-    assert main(["check"]) == 2  # no suite and no [tool.cer]
+    assert main(["check"]) == 2  # no suite, no [tool.cer] and no ./evals.toml

@@ -160,9 +160,8 @@ def test_failed_reruns_only_what_failed(
     project: Module, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad, good = project.impl(BAD_ON_THREE), project.impl(GOOD)
+    # No suite argument and no [tool.cer] suite: ./evals.toml is the suite.
     code, _, err = cer(capsys, "run", "--impl", f"{bad}:f", "--failed")
-    assert code == 2  # no suite given
-    code, _, err = cer(capsys, "run", "evals.toml", "--impl", f"{bad}:f", "--failed")
     assert code == 1 and "no recorded run" in err and "running the whole suite" in err
     code, document = run_json(capsys, good, "--failed")
     assert code == 3  # the fixed case passes; the others were deselected

@@ -106,6 +106,29 @@ class ProjectConfig:
         return tuple(self.root / item for item in value)
 
 
+SUITE_HELP = "default: [tool.cer] suite in pyproject.toml, else ./evals.toml"
+"""How every command's ``--help`` states where its suite comes from
+(:func:`resolve_suite`)."""
+NO_SUITE = (
+    "no suite given: pass the path to an evals.toml, set suite in [tool.cer] of "
+    "pyproject.toml, or run where ./evals.toml is"
+)
+
+
+def resolve_suite(given: Path | None, config: ProjectConfig) -> Path:
+    """The suite a command works on, in the one order every command follows: the path
+    given on the command line, else ``[tool.cer] suite``, else ``./evals.toml`` when there
+    is one; UsageError when none applies."""
+    if given is not None:
+        return given
+    configured = config.path_value("suite")
+    if configured is not None:
+        return configured
+    if Path("evals.toml").is_file():
+        return Path("evals.toml")
+    raise UsageError(NO_SUITE)
+
+
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file with tomli when it is installed, else the standard library."""
     try:
@@ -216,7 +239,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "suite",
         nargs="?",
         type=Path,
-        help="the evals.toml to run (default: [tool.cer] suite in pyproject.toml)",
+        help=f"the evals.toml to run ({SUITE_HELP})",
     )
     parser.add_argument(
         "--impl",
@@ -501,11 +524,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
     """
     config = config if config is not None else find_project_config()
     values = config.values
-    suite = args.suite if args.suite is not None else config.path_value("suite")
-    if suite is None:
-        raise UsageError(
-            "no suite given: pass the path to an evals.toml, or set suite in [tool.cer]"
-        )
+    suite = resolve_suite(args.suite, config)
     given = _given_on_command_line(args) or _configured(config)
     if not given:
         raise UsageError(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cer.coverage import CoverageError, suite_coverage
 from cer.engine.options import RunOptions
 from cer.history import History, default_history_path
-from cer.options import UsageError, find_project_config
+from cer.options import SUITE_HELP, UsageError, find_project_config, resolve_suite
 from cer.records import HistoryError
 from cer.safetext import for_json, for_terminal
 from cer.suite import SuiteError, load_suite
@@ -43,9 +43,7 @@ def add_review_commands(commands: Any) -> dict[str, Command]:
         "the suite (evals.drafts.toml), never to the suite. Each draft is labelled "
         "mechanical, needs-input or not-mechanical. Drafts never count in a run.",
     )
-    derive_parser.add_argument(
-        "suite", nargs="?", type=Path, help="the evals.toml (default: [tool.cer] suite)"
-    )
+    derive_parser.add_argument("suite", nargs="?", type=Path, help=f"the evals.toml ({SUITE_HELP})")
     derive_parser.add_argument(
         "--all",
         dest="every",
@@ -100,7 +98,7 @@ def _suite_option(parser: argparse.ArgumentParser) -> None:
         "--suite",
         type=Path,
         metavar="SUITE",
-        help="the evals.toml (default: [tool.cer] suite, else ./evals.toml)",
+        help=f"the evals.toml ({SUITE_HELP})",
     )
 
 
@@ -113,14 +111,7 @@ def _warning(message: str) -> None:
 
 
 def _suite_path(given: Path | None) -> Path:
-    if given is not None:
-        return given
-    configured = find_project_config().path_value("suite")
-    if configured is not None:
-        return configured
-    if Path("evals.toml").is_file():
-        return Path("evals.toml")
-    raise UsageError("no suite given: pass the path to an evals.toml, or set suite in [tool.cer]")
+    return resolve_suite(given, find_project_config())
 
 
 def _draft_line(draft: Draft) -> str:

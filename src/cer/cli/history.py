@@ -21,6 +21,7 @@ from cer.options import (
     UsageError,
     find_project_config,
     history_max_bytes,
+    resolve_suite,
 )
 from cer.records import HistoryError, RunDiff, RunRecord
 from cer.reports import (
@@ -32,17 +33,18 @@ from cer.safetext import for_json
 
 def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:
     """The database ``cer history``/``cer diff`` read, and the suite whose runs count."""
-    suite: Path | None = args.suite
-    if suite is None:
-        suite = find_project_config().path_value("suite")
-    if suite is None and args.history is None and Path("evals.toml").is_file():
-        suite = Path("evals.toml")
     if args.history is not None:
+        suite: Path | None = args.suite
+        if suite is None:
+            suite = find_project_config().path_value("suite")
         return args.history, suite
-    if suite is None:
+    try:
+        suite = resolve_suite(args.suite, find_project_config())
+    except UsageError:
         raise UsageError(
-            "no suite given: pass --suite PATH or --history PATH, or set suite in [tool.cer]"
-        )
+            "no suite given: pass --suite PATH or --history PATH, set suite in [tool.cer] "
+            "of pyproject.toml, or run where ./evals.toml is"
+        ) from None
     return default_history_path(suite), suite
 
 

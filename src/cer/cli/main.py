@@ -56,6 +56,7 @@ from cer.options import (
     find_project_config,
     history_max_bytes,
     resolve_run,
+    resolve_suite,
 )
 from cer.records import ApprovalEvent, HistoryError, HistoryUntrusted, RunRecord
 from cer.reports import (
@@ -720,9 +721,10 @@ def cmd_check(args: argparse.Namespace) -> ExitCode:
     except UsageError as exc:
         print_error(str(exc))
         return ExitCode.USAGE
-    suite = args.suite if args.suite is not None else config.path_value("suite")
-    if suite is None:
-        print_error("no suite given: pass the path to an evals.toml, or set suite in [tool.cer]")
+    try:
+        suite = resolve_suite(args.suite, config)
+    except UsageError as exc:
+        print_error(str(exc))
         return ExitCode.USAGE
     categories = config.values.get("categories", {})
     if not isinstance(categories, dict):

@@ -11,6 +11,7 @@ from cer import __version__
 from cer.engine.options import parse_max_fail, parse_shard
 from cer.history import KEEP_RUNS
 from cer.options import (
+    SUITE_HELP,
     add_run_arguments,
     argument_type,
 )
@@ -199,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         "clean, 1 on problems, 2 when the file cannot be read.",
     )
     check.add_argument(
-        "suite", nargs="?", type=Path, help="the evals.toml to check (default: [tool.cer] suite)"
+        "suite", nargs="?", type=Path, help=f"the evals.toml to check ({SUITE_HELP})"
     )
     merge = commands.add_parser(
         "merge",
@@ -244,7 +245,7 @@ def _add_history_location(parser: argparse.ArgumentParser) -> None:
         "--suite",
         type=Path,
         metavar="SUITE",
-        help="the suite whose runs to use (default: [tool.cer] suite, else ./evals.toml)",
+        help=f"the suite whose runs to use ({SUITE_HELP})",
     )
     parser.add_argument(
         "--history",
