@@ -20,6 +20,7 @@ from cer.reports import (
     parse_report_spec,
 )
 from cer.review_cli import add_review_commands
+from cer.scaffold import add_init_command
 
 EPILOG = """\
 examples:
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the merged report to FILE instead of stdout",
     )
     review_commands.update(add_review_commands(commands))
+    review_commands.update(add_init_command(commands))
     return parser
 
 
