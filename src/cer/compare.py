@@ -458,6 +458,32 @@ def _is_number(value: Any) -> bool:
     return type(value) is int or type(value) is float
 
 
+_UNITS: tuple[tuple[str, str], ...] = (
+    ("_ms", "ms"),
+    ("_us", "µs"),
+    ("_ns", "ns"),
+    ("_seconds", "s"),
+    ("_mb", "MB"),
+    ("_kb", "kB"),
+    ("_gb", "GB"),
+)
+
+
+def _for_people(base: str, value: Any, other: Any) -> str:
+    """A measurement as people read it (``1129 ms``, not ``1129.4466920007835``), with
+    as many decimals as it takes to tell it from ``other`` (the bound); a value that is
+    no measurement of a known unit is written as it is."""
+    unit = next((unit for ending, unit in _UNITS if base.endswith(ending)), None)
+    if unit is None or not _is_number(value) or not math.isfinite(value):
+        return format_value(value)
+    if type(value) is int:
+        return f"{value} {unit}"
+    digits = 0 if abs(value) >= 10 else 1
+    while digits < 6 and value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
+        digits += 1
+    return f"{value:.{digits}f} {unit}"
+
+
 def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
     if not _is_number(bound) or (type(bound) is float and math.isnan(bound)):
         return [
@@ -506,8 +532,8 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
     return [
         Mismatch(
             path,
-            f"{path}: expected {base} {symbol} {format_value(bound)}, observed "
-            f"{format_value(observed)}",
+            f"{path}: expected {base} {symbol} {format_value(bound)}, "
+            f"observed {_for_people(base, observed, bound)}",
             bound,
             observed,
         )

@@ -294,7 +294,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=argument_type(parse_jobs),
         metavar="N",
         help="run cases on N workers at once (default: auto, one per CPU); results stay "
-        "in declared order; use -j 1 for timing-sensitive suites",
+        "in declared order; cases with an elapsed_ms bound run after the others, one at "
+        "a time (see --parallel-bounds)",
+    )
+    parser.add_argument(
+        "--parallel-bounds",
+        action="store_true",
+        help="run cases with an elapsed_ms_max or elapsed_ms_min bound among the others "
+        "instead of after them with no other case in flight",
     )
     parser.add_argument(
         "--sandbox",
@@ -612,6 +619,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             sandbox=sandbox_mode,
             network=network,
             sandbox_read=tuple(str(p.resolve()) for p in sandbox_read),
+            parallel_bounds=bool(getattr(args, "parallel_bounds", False)),
         )
         for item in given
     )

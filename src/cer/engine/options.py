@@ -81,6 +81,10 @@ class RunOptions:
     sandbox_read: tuple[str, ...] = ()
     """Paths the sandboxed implementation may read besides what the sandbox allows it
     (``--sandbox-read``, ``[tool.cer] sandbox_read``): see :mod:`cer.readset`."""
+    parallel_bounds: bool = False
+    """Run the cases with a runner-measured time bound (``elapsed_ms_max``,
+    ``elapsed_ms_min``) among the others (``--parallel-bounds``). By default they run
+    after them, with no other case in flight, so that other cases do not slow them."""
 
 
 STOPPED = "not run: the run was stopped after"

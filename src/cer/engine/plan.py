@@ -35,6 +35,10 @@ class Planned:
     """The case runs inline in a worker of its own, a process the supervisor started and
     reaps itself: its crash and its memory are then the runner's own observation (see
     :meth:`cer.engine.alone.AloneCases.run_alone`)."""
+    timed: bool = False
+    """The case has a time bound the runner measures (``elapsed_ms_max``/``_min``): it
+    runs after the others, with no other case in flight, unless the options say
+    ``parallel_bounds``."""
 
 
 def plan(
@@ -87,7 +91,10 @@ def plan(
                 )
                 continue
         alone = options.kind == "python" and (memory or expect.get("crashed") is True)
-        runnable.append(Planned(case, resolved, model, alone))
+        timed = not options.parallel_bounds and (
+            "elapsed_ms_max" in expect or "elapsed_ms_min" in expect
+        )
+        runnable.append(Planned(case, resolved, model, alone, timed))
     if options.first:
         first = options.first
         runnable.sort(key=lambda item: item.case.name not in first)  # stable

@@ -162,15 +162,33 @@ class WorkerPool(AloneCases):
         if not planned:
             return
         alone = [item for item in planned if item.alone]
-        planned = [item for item in planned if not item.alone]
+        timed = [item for item in planned if item.timed and not item.alone]
+        planned = [item for item in planned if not item.alone and not item.timed]
         if planned:
             self.pending = deque(planned)
             count = min(resolve_jobs(self.options.jobs), len(planned))
             self.lanes = [_Lane(index) for index in range(count)]
             self.execute()
-            if self.stopped and self.pending:
-                self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
-                self.pending.clear()
+        if timed and not self.finished and not self.stopped:
+            # The serial phase: a case with a time bound runs with no other in flight,
+            # on one lane (a live worker of the parallel phase is kept, the others are
+            # let go), so that no other case's work is in its measured time.
+            keep = next((lane for lane in self.lanes if lane.worker is not None), None)
+            for lane in self.lanes:
+                if lane is not keep:
+                    self.kill_lane(lane)
+            self.lanes = [keep if keep is not None else _Lane(0)]
+            self.pending.extend(timed)
+            self.execute()
+        elif timed and not self.finished:
+            self.pending.extend(timed)
+        if self.finished:
+            for item in timed:
+                if item.case.position not in self.results:
+                    self.record(errored(item.case, self.notes[-1] if self.notes else "not run"))
+        if self.stopped and self.pending:
+            self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
+            self.pending.clear()
         for item in alone:
             self.check_cancel()
             if self.stopped:
