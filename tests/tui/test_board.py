@@ -108,6 +108,7 @@ def test_groups_give_pass_rates_per_tag_prefix() -> None:
         "Category",
         "Case class",
         "Severity",
+        "Constraint",
         "Tag upstream-section:*",
         "Tag",
     ]

@@ -234,3 +234,20 @@ async def test_what_the_implementation_says_is_shown_never_obeyed(tmp_path: Path
         await wait_until(lambda: "a-draft" in screen.runs)
         await wait_until(lambda: "broken" in screen_text(app))
         assert "✘ fail: [/] broken [bold]loud" in screen_text(app)
+
+
+async def test_j_and_k_move_through_the_drafts(tmp_path: Path) -> None:
+    suite_path = _calc(tmp_path)
+    screen = DraftsScreen(suite_path, OPTIONS, approver="Ada")
+    app = Host(screen)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: screen.current is not None)
+        names = [draft.name for draft in screen.drafts]
+        assert len(names) > 1
+        assert screen.current is not None and screen.current.name == names[0]
+        await pilot.press("j")
+        await pilot.pause()
+        assert screen.current.name == names[1]
+        await pilot.press("k")
+        await pilot.pause()
+        assert screen.current.name == names[0]

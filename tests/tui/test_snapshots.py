@@ -179,3 +179,20 @@ def test_several_implementations_side_by_side(snap_compare: SnapCompare) -> None
 def test_matrix_view(snap_compare: SnapCompare) -> None:
     """The Matrix view: disagreements first, then all errored, failing, passed; totals."""
     assert snap_compare(several_app(), terminal_size=SIZE, run_before=settled, press=["m"])
+
+
+def test_long_names_come_first(snap_compare: SnapCompare) -> None:
+    """The case list fits its columns to content and width: a long name is whole before
+    class, category or severity take any room."""
+    cases = [
+        make_case(
+            "rejects-a-prerelease-tag-on-a-caret-range-with-a-zero-major",
+            1,
+            case_class="adversarial",
+            category="input-validation",
+            severity="error",
+        ),
+        make_case("short", 2),
+    ]
+    app = app_for(passing, load=fixed_loader(make_suite(cases)))
+    assert snap_compare(app, terminal_size=(160, 20), run_before=settled)

@@ -42,7 +42,7 @@ from cer.safetext import for_terminal
 from cer.selection import Selection, name_matches
 from cer.suitecache import load_suite_cached
 from cer.tui import messages
-from cer.tui.case_actions import CaseActions, Launcher, run_subprocess
+from cer.tui.case_actions import PATTERN_PLACEHOLDER, CaseActions, Launcher, run_subprocess
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import app_keys, bindings
 from cer.tui.plain import notify
@@ -242,9 +242,12 @@ class CerApp(CaseActions):
                     yield TextPane(id="case-pane")
                 with TabPane("Coverage", id="coverage"):
                     yield TextPane(id="coverage-pane")
-        yield Input(placeholder="filter: words in the name, a tag or a category", id="filter")
         yield Input(
-            placeholder="run only the cases whose name matches (a pattern; empty: all again)",
+            placeholder="filter: words in the name, a tag, a category or a verified constraint",
+            id="filter",
+        )
+        yield Input(
+            placeholder=PATTERN_PLACEHOLDER,
             id="pattern",
         )
         yield Footer(compact=True)

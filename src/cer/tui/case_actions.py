@@ -39,6 +39,9 @@ def run_subprocess(command: Sequence[str]) -> int:
     return subprocess.call(list(command))
 
 
+PATTERN_PLACEHOLDER = "run only the cases whose name matches (a pattern; empty: all again)"
+
+
 class CaseActions(App[None]):
     """The case- and run-level key actions of the cer-tui app."""
 
@@ -89,8 +92,15 @@ class CaseActions(App[None]):
         )
 
     def action_run_pattern(self) -> None:
+        # Opens empty, so that ``n`` Enter clears the pattern as the help says; the
+        # pattern in force is in the placeholder.
         field = self.query_one("#pattern", Input)
-        field.value = self.run_pattern
+        field.value = ""
+        field.placeholder = (
+            f"only {self.run_pattern!r} now: Enter runs every case again, or type a pattern"
+            if self.run_pattern
+            else PATTERN_PLACEHOLDER
+        )
         field.add_class("-shown")
         field.focus()
 

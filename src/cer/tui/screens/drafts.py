@@ -128,6 +128,8 @@ class DraftsScreen(Screen[None]):
         Binding("s", "skip", "Skip"),
         Binding("d", "discard", "Discard"),
         Binding("escape,q", "leave", "Back", key_display="esc"),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
     ]
 
     def __init__(
@@ -169,6 +171,14 @@ class DraftsScreen(Screen[None]):
         # Wide from the start: a run's result is wider than the "…" it replaces.
         table.add_column("run", width=60)
         self.reload()
+
+    def action_cursor(self, step: int) -> None:
+        """``j``/``k`` move through the drafts as they move through the case list."""
+        table = self.query_one(DataTable)
+        if step > 0:
+            table.action_cursor_down()
+        else:
+            table.action_cursor_up()
 
     # -- data -------------------------------------------------------------------------
 

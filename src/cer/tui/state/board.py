@@ -34,8 +34,12 @@ view: the worst wins, so that a group's pass rate counts the cases every impleme
 passed."""
 
 
-GroupKind = Literal["category", "case_class", "severity", "tag"]
+GroupKind = Literal["category", "case_class", "severity", "constraint", "tag"]
 """What a group of the group-by view gathers cases by."""
+
+
+NO_CONSTRAINT = "(none)"
+"""The constraint group of the cases whose ``verifies`` is empty."""
 
 
 class Change(enum.Enum):
@@ -112,6 +116,8 @@ class GroupKey:
             return case.case_class == self.value
         if self.kind == "severity":
             return (case.severity or "none") == self.value
+        if self.kind == "constraint":
+            return self.value in case.verifies if self.value != NO_CONSTRAINT else not case.verifies
         if self.kind == "tag":
             return any(fnmatch.fnmatchcase(tag, self.value) for tag in case.tags)
         return False
@@ -474,6 +480,7 @@ class Board:
             "category": {},
             "case_class": {},
             "severity": {},
+            "constraint": {},
         }
         prefixed: dict[str, dict[str, GroupStats]] = {}
         plain: dict[str, GroupStats] = {}
@@ -491,6 +498,8 @@ class Board:
             bump(by_kind["category"], "category", case.category, status)
             bump(by_kind["case_class"], "case_class", case.case_class, status)
             bump(by_kind["severity"], "severity", case.severity or "none", status)
+            for name in case.verifies or (NO_CONSTRAINT,):
+                bump(by_kind["constraint"], "constraint", name, status)
             prefixes_seen: set[str] = set()
             for tag in case.tags:
                 prefix, colon, _ = tag.partition(":")
@@ -507,6 +516,7 @@ class Board:
             GroupSection("Category", tuple(by_kind["category"].values())),
             GroupSection("Case class", tuple(by_kind["case_class"].values())),
             GroupSection("Severity", tuple(by_kind["severity"].values())),
+            GroupSection("Constraint", tuple(by_kind["constraint"].values())),
         ]
         for prefix in sorted(prefixed):
             table = prefixed[prefix]
@@ -525,9 +535,12 @@ class Board:
 
 
 def _matches(case: Case, term: str) -> bool:
-    """Whether a lower-cased filter term occurs in the case's name, category or tags."""
+    """Whether a lower-cased filter term occurs in the case's name, category, class,
+    tags or the constraints it verifies."""
     if term in case.name.lower() or term in case.category.lower():
         return True
     if term in case.case_class.lower():
+        return True
+    if any(term in name.lower() for name in case.verifies):
         return True
     return any(term in tag.lower() for tag in case.tags)

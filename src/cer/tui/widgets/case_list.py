@@ -209,7 +209,9 @@ class CaseList(ScrollView, can_focus=True):
                 # Too narrow for the labels: symbols only, the header cut to fit.
                 lanes = tuple(LANE_MIN + 1 for _ in self.heads)
             fixed = 1 + sum(lanes) + AGREEMENT_WIDTH
-        room = width - fixed - min(name_w, 24)
+        # The name first: the other columns are shown only in the room the whole name
+        # leaves (each as wide as its widest value), and a hidden one gives its room back.
+        room = width - fixed - name_w
         shown: list[int] = []
         for extra in wanted:
             if extra and room >= extra:
