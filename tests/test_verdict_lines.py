@@ -68,7 +68,7 @@ def test_a_rejection_where_a_return_was_expected_is_one_line() -> None:
 
 def test_other_mismatches_stay_beside_the_rejection_line() -> None:
     case = _case({"rejects": True, "error_includes": "x", "crashed": True})
-    result = judge(case, Outcome("returned", value={"crashed": False}, elapsed_ms=1.0))
+    result = judge(case, Outcome("returned", value={"value": 1}, elapsed_ms=1.0))
     lines = (result.reason or "").splitlines()
     assert lines[0].startswith("rejects: expected a rejection (an error including 'x')")
     assert lines[1:] == ["crashed: expected bool True, observed bool False"]

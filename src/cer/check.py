@@ -2,7 +2,8 @@
 
 It gathers every finding in one pass, so that a suite author fixes a file at once:
 schema problems and duplicate names (from the loader), categories no execution model
-runs, empty expect tables, missing fixtures, ``verifies`` entries naming no declared
+runs, empty expect tables, expectations that verify nothing, inputs larger than the
+runner sends, missing fixtures, ``verifies`` entries naming no declared
 constraint, and problems in the module's ``<constraints>`` block. Errors make the check
 fail; warnings (a constraint with no case, a claimed adversarial area with no case) do
 not.
@@ -24,9 +25,11 @@ from cer.coverage import (
     find_module_doc,
     read_constraints,
 )
+from cer.engine.plan import input_bounds_reason, input_facts
 from cer.fixtures import resolve_fixtures
-from cer.model import Suite
+from cer.model import Case, Suite
 from cer.suite import SuiteError, parse_suite
+from cer.verdict import vacuous_expectations
 
 __all__ = ["CheckReport", "Finding", "SuiteUnreadable", "check_suite", "render_check"]
 
@@ -135,6 +138,8 @@ def check_suite(path: str | Path, category_models: Mapping[str, str] | None = No
                 "cannot verify anything",
                 case.line,
             )
+        for finding in _expect_findings(case):
+            add(ERROR, finding, case.line)
         _, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
         for fixture in missing:
             add(
@@ -180,6 +185,20 @@ def check_suite(path: str | Path, category_models: Mapping[str, str] | None = No
                         file=doc_name,
                     )
     return CheckReport(path, tuple(findings), suite, coverage)
+
+
+def _expect_findings(case: Case) -> list[str]:
+    """What makes ``case`` errored whatever the implementation does: an expectation
+    that verifies nothing, an input larger than the runner sends."""
+    found = [
+        f'case "{case.name}": {why}, so it verifies nothing (the case would be errored)'
+        for why in vacuous_expectations(case.expect)
+    ]
+    given = dict(case.input)
+    if input_facts(given)[1]:
+        reason = input_bounds_reason(given).removeprefix("the case's input ")
+        found.append(f'case "{case.name}": its input {reason} (the case would be errored)')
+    return found
 
 
 def render_check(report: CheckReport) -> str:

@@ -496,6 +496,9 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
             )
         ]
     symbol = "<=" if suffix == "_max" else ">="
+    vacuous = vacuous_bound(base, suffix, bound)
+    if vacuous:
+        return [Mismatch(path, f"{path}: {vacuous}; it verifies nothing", bound, observed)]
     if observed is MISSING:
         return [
             Mismatch(
@@ -540,6 +543,21 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
     ]
 
 
+NEVER_NEGATIVE = frozenset({"elapsed_ms", "resident_memory_mb"})
+"""Measurements the runner makes, which are never below zero."""
+
+
+def vacuous_bound(base: str, suffix: str, bound: float) -> str:
+    """Why a bound holds for every value it could be checked against, or ``""``."""
+    if suffix == "_max" and bound == math.inf:
+        return f"{base} <= inf holds for every number"
+    if suffix == "_min" and bound == -math.inf:
+        return f"{base} >= -inf holds for every number"
+    if suffix == "_min" and base in NEVER_NEGATIVE and bound <= 0:
+        return f"{base} >= {format_value(bound)} holds for every measurement"
+    return ""
+
+
 def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch]:
     if observed is MISSING:
         return [
@@ -559,6 +577,15 @@ def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch
                     path,
                     f"{path}: {base} is a string, which can only contain a string, but expect "
                     f"looks for {describe(needle)}",
+                    needle,
+                    observed,
+                )
+            ]
+        if not needle:
+            return [
+                Mismatch(
+                    path,
+                    f"{path}: every string contains the empty string; it verifies nothing",
                     needle,
                     observed,
                 )
@@ -607,6 +634,15 @@ def _error_includes(path: str, needle: Any, observation: Mapping[str, Any]) -> l
                 needle,
             )
         ]
+    if not needle:
+        return [
+            Mismatch(
+                path,
+                f"{path}: every error includes the empty string; it verifies nothing "
+                "(rejects = true asks for any rejection)",
+                needle,
+            )
+        ]
     error = _get(observation, "error")
     if error is MISSING or error is None:
         return [
@@ -652,11 +688,23 @@ def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[
             )
         ]
     wanted = list(dict.fromkeys(fields))
+    if not wanted:
+        return [Mismatch(path, f"{path}: it lists no field; it verifies nothing", fields)]
     output = _get(observation, "output")
     kind = kind_of(output)
     if kind == "dict":
         return _missing_fields(path, wanted, output, "output", "output")
     if kind == "list":
+        if not output:
+            return [
+                Mismatch(
+                    "output",
+                    f"output: {path} requires each element of output to have fields "
+                    f"{format_value(wanted)}, but output is an empty array, which shows none",
+                    wanted,
+                    output,
+                )
+            ]
         collector = _Collector("output", "element")
         for index, element in enumerate(output):
             if collector.full:

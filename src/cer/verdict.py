@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from cer import plaindata
-from cer.compare import REJECTION_KEYS, binding_key, compare
+from cer.compare import REJECTION_KEYS, binding_key, compare, vacuous_bound
 from cer.equality import describe, format_value
 from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
@@ -277,6 +277,9 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     unmeasured, memory = key_facts(expect)
     if unmeasured:
         return result(Status.ERRORED, unmeasured_reason(list(unmeasured)))
+    vacuous = vacuous_reason(expect)
+    if vacuous:
+        return result(Status.ERRORED, vacuous)
     if outcome.memory_mb is None and memory:
         why = outcome.memory_note or "the runner did not measure this case"
         return result(Status.ERRORED, f"could not verify {MEMORY_KEY}: {why}")
@@ -285,6 +288,8 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         health[MEMORY_KEY] = outcome.memory_mb
     if outcome.kind == "returned":
         value = outcome.value
+        if type(value) is dict and not _OWNED_NAMES.isdisjoint(value):
+            return result(Status.ERRORED, owned_reason([k for k in value if k in _OWNED_NAMES]))
         observation = dict(value) if type(value) is dict else {binding_key(expect): value}
         observation.setdefault("error", None)
         observation.setdefault("error_type", None)
@@ -390,6 +395,29 @@ MEMORY_KEY = "resident_memory_mb"
 RUNNER_MEASURED = frozenset({"elapsed_ms", MEMORY_KEY})
 """The measurements the runner makes itself."""
 
+RUNNER_OWNED = ("elapsed_ms", MEMORY_KEY, "crashed", "hung", "rejects")
+"""What only the runner observes: its measurements, and how the case ended (whether the
+implementation returned, raised, crashed or hung). An observation carrying one of these
+names, or an operator on one (``elapsed_ms_max``), is the implementation speaking for
+the runner: the case is errored, and nothing of it is compared."""
+
+_OWNED_NAMES = frozenset(
+    name
+    for base in RUNNER_OWNED
+    for name in (base, f"{base}_max", f"{base}_min", f"{base}_contains")
+)
+
+
+def owned_reason(keys: list[str]) -> str:
+    """The reason of a case whose observation carries keys only the runner supplies."""
+    named = ", ".join(f"`{key}`" for key in keys[:10])
+    more = f" (and {len(keys) - 10} more)" if len(keys) > 10 else ""
+    return (
+        f"the implementation reported {named}{more}, which only the runner observes: "
+        f"{', '.join(RUNNER_OWNED)} and the operators on them are the runner's own "
+        "observations, so the case was not compared"
+    )
+
 
 def asks_memory(expect: Mapping[str, Any]) -> bool:
     """Whether ``expect`` asks about ``resident_memory_mb`` (as a value or a bound)."""
@@ -437,6 +465,41 @@ def key_facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
         facts = (tuple(unmeasured_keys(expect)), asks_memory(expect))
         _KEY_FACTS[keys] = facts
     return facts
+
+
+def vacuous_expectations(expect: Mapping[str, Any]) -> list[str]:
+    """What of ``expect`` holds whatever is observed, so that it cannot verify anything:
+    ``has_fields = []``, ``error_includes = ""``, a bound every number meets
+    (``K_max = inf``, ``K_min = -inf``) or every measurement of the runner meets
+    (``elapsed_ms_min = 0``). Each as ``key: why``; see docs/execution-model.md."""
+    found: list[str] = []
+    for key, value in expect.items():
+        if key == "has_fields":
+            if type(value) is list and not value:
+                found.append("has_fields lists no field")
+        elif key == "error_includes":
+            if value == "" and type(value) is str:
+                found.append('error_includes = "" is included in every error')
+        elif (
+            type(key) is str
+            and key.endswith(("_max", "_min"))
+            and len(key) > 4
+            and (type(value) is int or type(value) is float)
+            and value == value
+        ):
+            why = vacuous_bound(key[:-4], key[-4:], value)
+            if why:
+                found.append(f"{key}: {why}")
+    return found
+
+
+def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
+    """The reason of a case whose expect table holds something that verifies nothing
+    (:func:`vacuous_expectations`), or None."""
+    found = vacuous_expectations(expect)
+    if not found:
+        return None
+    return f"could not verify: {'; '.join(found)}, so it verifies nothing"
 
 
 def unmeasured_reason(keys: list[str]) -> str:

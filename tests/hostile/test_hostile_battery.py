@@ -437,8 +437,8 @@ HOSTILE: dict[str, Hostile] = {
     ),
     "fake-elapsed-ms": Hostile(
         "import time\ntime.sleep(0.3)\nreturn {'output': 4, 'elapsed_ms': 1}",
-        FAIL,
-        "elapsed_ms_max",
+        ERRORED,
+        "the implementation reported `elapsed_ms`, which only the runner observes",
         expect="{ output = 4, elapsed_ms_max = 100 }",
     ),
     "patch-the-clock": Hostile(

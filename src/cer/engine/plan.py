@@ -15,11 +15,13 @@ from cer.engine.options import (
 )
 from cer.fixtures import FIXTURE_SCHEME, resolve_fixtures
 from cer.model import Case, CaseResult, Suite
+from cer.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
 from cer.verdict import (
     errored,
     key_facts,
     skipped,
     unmeasured_reason,
+    vacuous_reason,
 )
 
 
@@ -70,6 +72,10 @@ def plan(
         if unmeasured:
             decided.append(errored(case, unmeasured_reason(list(unmeasured))))
             continue
+        vacuous = vacuous_reason(expect)
+        if vacuous:
+            decided.append(errored(case, vacuous))
+            continue
         if memory and options.kind != "python":
             decided.append(
                 errored(
@@ -82,7 +88,11 @@ def plan(
             continue
         given = case.input
         resolved = given if type(given) is dict else dict(given)
-        if _names_a_fixture(given):
+        names_fixture, oversized = input_facts(resolved)
+        if oversized:
+            decided.append(errored(case, input_bounds_reason(resolved)))
+            continue
+        if names_fixture:
             resolved, missing = resolve_fixtures(resolved, fixtures_dir)
             if missing:
                 names = ", ".join(missing)
@@ -101,17 +111,55 @@ def plan(
     return runnable, decided
 
 
-def _names_a_fixture(value: Any) -> bool:
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def input_facts(value: Any) -> tuple[bool, bool]:
     """Whether ``value`` holds a ``fixture://`` string anywhere (what
-    :func:`cer.fixtures.resolve_fixtures` replaces); most inputs hold none, and their
-    copy needs no resolving."""
-    if isinstance(value, str):
-        return value.startswith(FIXTURE_SCHEME)
-    if isinstance(value, dict):
-        return any(_names_a_fixture(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_names_a_fixture(item) for item in value)
-    return False
+    :func:`cer.fixtures.resolve_fixtures` replaces; most inputs hold none, and their
+    copy needs no resolving), and whether it is nested deeper or holds more values than
+    the runner sends (the limits of :mod:`cer.plaindata`, for every kind of
+    implementation). One walk, without recursion, which stops at the depth limit: a
+    suite's input can be nested hundreds of levels deep."""
+    fixture = False
+    nodes = 1
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth >= MAX_DEPTH:
+            return fixture, True
+        kind = type(item)
+        if kind is not dict and kind is not list and kind is not tuple:
+            continue  # a date, a time or bytes: one value
+        children = item.values() if kind is dict else item
+        nodes += len(children)
+        if nodes > MAX_NODES:
+            return fixture, True
+        deeper = depth + 1
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                if not fixture and child.startswith(FIXTURE_SCHEME):
+                    fixture = True
+            elif kind not in _SCALARS:
+                push((child, deeper))
+    return fixture, False
+
+
+def input_bounds_reason(value: Any) -> str:
+    """The reason of a case whose input exceeds what the runner sends."""
+    try:
+        to_wire(value)
+    except NotPlainData as exc:
+        where = exc.path if len(exc.path) <= 80 else f"{exc.path[:80]}…"
+        problem = f"{where or 'the input'}: {exc.problem}"
+    else:  # pragma: no cover - only called for an input to_wire refuses
+        problem = "it is too large"
+    return (
+        f"the case's input cannot be sent to the implementation: {problem} (the runner "
+        f"sends at most {MAX_DEPTH} levels of nesting and {MAX_NODES:,} values)"
+    )
 
 
 def shard_note(shard: tuple[int, int], total: int) -> str:

@@ -1,0 +1,323 @@
+"""Attacks on how the judge compares an observation, each asserting the truthful outcome.
+
+- What the runner measures only the runner supplies: an observation that carries a
+  runner-observed key, or an operator spelled on one (``elapsed_ms_max``), once had
+  that key compared for equality, so a slow implementation passed its time bound.
+- The runner never dies on a case: an input nested hundreds of levels deep (valid
+  TOML, accepted by ``cer check``) or holding more values than the runner sends once
+  ended the whole run with a traceback and no result for any case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
+from cer.model import RunResult, Status
+from cer.suite import load_suite
+from support import Module
+
+PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
+MODES = ["fork", "none"]
+PYTHON = shlex.quote(sys.executable)
+
+
+def suite(*cases: tuple[str, str, str]) -> str:
+    """A suite of (name, input, expect) cases, inline tables as TOML text."""
+    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
+    for name, input_, expect in cases:
+        parts.append(
+            f'[[cases]]\nname = "{name}"\ncategory = "functional"\n'
+            f"input = {input_}\nexpect = {expect}\n"
+        )
+    return "\n".join(parts)
+
+
+def run(module: Module, source: str, suite_text: str, **options: Any) -> RunResult:
+    module.suite(suite_text)
+    name = module.impl(textwrap.dedent(source))
+    options.setdefault("timeout", 5.0)
+    return module.run(f"{name}:f", **options)
+
+
+def outcome(result: RunResult) -> list[tuple[Status, str]]:
+    return [(r.status, r.reason or "") for r in result.results]
+
+
+# --- what the runner measures, only the runner supplies ----------------------------------
+
+SPEAKS_FOR_THE_RUNNER = """\
+import time
+
+def f(n):
+    if n == 0:
+        return {"output": 1}
+    time.sleep(0.3)
+    return [
+        None,
+        {"output": 1, "elapsed_ms_max": 100},
+        {"output": 1, "elapsed_ms_min": 0, "elapsed_ms": 1.0},
+        {"output": 1, "crashed": False},
+        {"output": 1, "hung": False, "rejects": False},
+    ][n]
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_observation_naming_a_runner_measurement_is_errored_not_compared(
+    module: Module, mode: str
+) -> None:
+    result = run(
+        module,
+        SPEAKS_FOR_THE_RUNNER,
+        suite(
+            ("honest", "{ n = 0 }", "{ output = 1 }"),
+            ("bound", "{ n = 1 }", "{ output = 1, elapsed_ms_max = 100 }"),
+            ("value", "{ n = 2 }", "{ output = 1, elapsed_ms_min = 0 }"),
+            ("crash", "{ n = 3 }", "{ output = 1, crashed = false }"),
+            ("health", "{ n = 4 }", "{ output = 1, hung = false, rejects = false }"),
+            ("after", "{ n = 0 }", "{ output = 1 }"),
+        ),
+        isolation=mode,
+    )
+    got = outcome(result)
+    assert [status for status, _ in got] == [PASS, ERRORED, ERRORED, ERRORED, ERRORED, PASS]
+    assert "`elapsed_ms_max`" in got[1][1]
+    assert "`elapsed_ms_min`, `elapsed_ms`" in got[2][1]
+    assert "`crashed`" in got[3][1]
+    assert "`hung`, `rejects`" in got[4][1]
+    assert all("only the runner observes" in reason for _, reason in got[1:5])
+    assert result.results[1].observation is None  # nothing of it was compared
+
+
+def test_a_harness_naming_a_runner_measurement_is_errored(module: Module) -> None:
+    module.suite(
+        suite(
+            ("honest", "{ n = 0 }", "{ output = 1 }"),
+            ("bound", "{ n = 1 }", "{ output = 1, elapsed_ms_max = 100 }"),
+        )
+    )
+    (module.root / "harness.py").write_text(
+        textwrap.dedent(
+            """\
+            import json, sys, time
+            for line in sys.stdin:
+                request = json.loads(line)
+                if request["op"] == "start":
+                    print(json.dumps({"op": "started", "protocol": 1,
+                                      "implementation": {"name": "h", "version": "1"}}),
+                          flush=True)
+                elif request["op"] == "run":
+                    time.sleep(0.3)
+                    value = {"output": {"type": "integer", "value": "1"}}
+                    if request["case"]["input"]["value"]["n"]["value"] == "1":
+                        value["elapsed_ms_max"] = {"type": "integer", "value": "100"}
+                    observation = {"type": "table", "value": value}
+                    print(json.dumps({"op": "result", "seq": request["seq"],
+                                      "observation": observation}), flush=True)
+                else:
+                    break
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = run_suite(
+        load_suite(module.root / "evals.toml"),
+        RunOptions(impl=f"{PYTHON} {module.root / 'harness.py'}", kind="command", timeout=5.0),
+    )
+    got = outcome(result)
+    assert [status for status, _ in got] == [PASS, ERRORED]
+    assert "`elapsed_ms_max`" in got[1][1]
+
+
+def test_a_reported_memory_bound_is_never_the_measurement(module: Module) -> None:
+    result = run(
+        module,
+        """\
+        BALLAST = []
+
+        def f(n):
+            BALLAST.append(bytearray(64 * 1024 * 1024))
+            return {"output": 1, "resident_memory_mb_max": 10}
+        """,
+        suite(("memory", "{ n = 1 }", "{ output = 1, resident_memory_mb_max = 10 }")),
+    )
+    ((status, reason),) = outcome(result)
+    assert status is ERRORED
+    assert "`resident_memory_mb_max`" in reason
+
+
+# --- the runner never dies on a case -----------------------------------------------------
+
+
+def nested(depth: int, leaf: str = "1") -> str:
+    return "[" * depth + leaf + "]" * depth
+
+
+def nested_tables(depth: int) -> str:
+    return "{ a = " * depth + "1" + " }" * depth
+
+
+DEEP_SUITE = suite(
+    ("before", "{ n = 1 }", "{ output = 1 }"),
+    ("deep-array", f"{{ n = {nested(300)} }}", "{ output = 1 }"),
+    ("deep-table", f"{{ n = {nested_tables(300)} }}", "{ crashed = false }"),
+    ("just-enough", f"{{ n = {nested(98)} }}", "{ output = 1 }"),
+    ("after", "{ n = 1 }", "{ output = 1 }"),
+)
+
+UNWRAP = """\
+def f(n):
+    while isinstance(n, list):
+        n = n[0]
+    return 1 if isinstance(n, (int, dict)) else n
+"""
+
+
+def _assert_deep_errored(result: RunResult) -> None:
+    got = outcome(result)
+    assert [status for status, _ in got] == [PASS, ERRORED, ERRORED, PASS, PASS], got
+    for _, reason in got[1:3]:
+        assert "the case's input cannot be sent to the implementation" in reason
+        assert "nested deeper than 100 levels" in reason
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_deeply_nested_input_errors_its_case_and_every_other_case_runs(
+    module: Module, mode: str
+) -> None:
+    _assert_deep_errored(run(module, UNWRAP, DEEP_SUITE, isolation=mode))
+
+
+@pytest.mark.parametrize("per_case", [False, True])
+def test_a_deeply_nested_input_errors_its_case_for_commands(module: Module, per_case: bool) -> None:
+    module.suite(DEEP_SUITE)
+    (module.root / "harness.py").write_text(
+        textwrap.dedent(
+            """\
+            import json, sys
+            for line in sys.stdin:
+                request = json.loads(line)
+                if request["op"] == "start":
+                    print(json.dumps({"op": "started", "protocol": 1,
+                                      "implementation": {"name": "h", "version": "1"}}),
+                          flush=True)
+                elif request["op"] == "run":
+                    one = {"type": "integer", "value": "1"}
+                    observation = {"type": "table", "value": {"output": one}}
+                    print(json.dumps({"op": "result", "seq": request["seq"],
+                                      "observation": observation}), flush=True)
+                else:
+                    break
+            """
+        ),
+        encoding="utf-8",
+    )
+    command = f"{PYTHON} {module.root / 'harness.py'}"
+    kind = "command-per-case" if per_case else "command"
+    result = run_suite(
+        load_suite(module.root / "evals.toml"), RunOptions(impl=command, kind=kind, timeout=5.0)
+    )
+    _assert_deep_errored(result)
+
+
+def test_an_input_with_more_values_than_the_runner_sends_errors_its_case(
+    module: Module,
+) -> None:
+    module.suite(
+        suite(
+            ("before", "{ n = 1 }", "{ output = 1 }"),
+            ("huge", "{ n = 1 }", "{ output = 1 }"),
+            ("after", "{ n = 1 }", "{ output = 1 }"),
+        )
+    )
+    name = module.impl(UNWRAP)
+    loaded = load_suite(module.root / "evals.toml")
+    cases = list(loaded.cases)
+    cases[1] = dataclasses.replace(cases[1], input={"n": [0] * 2_000_001})
+    huge = dataclasses.replace(loaded, cases=tuple(cases))
+    result = run_suite(huge, RunOptions(impl=f"{name}:f"))
+    got = outcome(result)
+    assert [status for status, _ in got] == [PASS, ERRORED, PASS]
+    assert "more than 2000000 values" in got[1][1]
+
+
+# --- no vacuous pass ---------------------------------------------------------------------
+
+VACUOUS = """\
+def f(n):
+    return [
+        {"output": []},
+        {"output": [{"key": "a"}]},
+        {"name": "anything at all"},
+        {"size": 12},
+        {"tags": "x"},
+    ][n]
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_to_check_is_never_a_pass(module: Module, mode: str) -> None:
+    result = run(
+        module,
+        VACUOUS,
+        suite(
+            ("fields-of-nothing", "{ n = 0 }", '{ has_fields = ["key", "count"] }'),
+            ("no-fields", "{ n = 1 }", "{ has_fields = [] }"),
+            ("contains-nothing", "{ n = 2 }", '{ name_contains = "" }'),
+            ("unbounded", "{ n = 3 }", "{ size_max = inf }"),
+            ("unbounded-below", "{ n = 3 }", "{ size_min = -inf }"),
+            ("any-time", "{ n = 3 }", "{ size = 12, elapsed_ms_min = 0 }"),
+            ("empty-error", "{ n = 4 }", '{ error_includes = "" }'),
+            ("honest", "{ n = 1 }", '{ has_fields = ["key"] }'),
+        ),
+        isolation=mode,
+    )
+    got = outcome(result)
+    assert [status for status, _ in got] == [
+        FAIL,
+        ERRORED,
+        FAIL,
+        ERRORED,
+        ERRORED,
+        ERRORED,
+        ERRORED,
+        PASS,
+    ], got
+    assert "output is an empty array" in got[0][1]
+    assert "has_fields lists no field" in got[1][1]
+    assert "every string contains the empty string" in got[2][1]
+    assert "size <= inf holds for every number" in got[3][1]
+    assert "size >= -inf holds for every number" in got[4][1]
+    assert "elapsed_ms >= 0 holds for every measurement" in got[5][1]
+    assert 'error_includes = "" is included in every error' in got[6][1]
+
+
+def test_nothing_to_check_is_never_a_pass_on_a_rejection(module: Module) -> None:
+    result = run(
+        module,
+        """\
+        def f(n):
+            raise ValueError("refused")
+        """,
+        suite(
+            ("empty-error", "{ n = 0 }", '{ rejects = true, error_includes = "" }'),
+            ("no-fields", "{ n = 0 }", "{ rejects = true, has_fields = [] }"),
+            ("honest", "{ n = 0 }", '{ rejects = true, error_includes = "refused" }'),
+        ),
+    )
+    assert [status for status, _ in outcome(result)] == [ERRORED, ERRORED, PASS]
+
+
+def test_an_empty_expect_table_is_never_a_pass(module: Module) -> None:
+    result = run(module, "def f(n):\n    return 1\n", suite(("empty", "{ n = 0 }", "{}")))
+    ((status, reason),) = outcome(result)
+    assert status is ERRORED
+    assert "expect table is empty" in reason
