@@ -80,7 +80,7 @@ def test_an_observation_naming_a_runner_measurement_is_errored_not_compared(
         suite(
             ("honest", "{ n = 0 }", "{ output = 1 }"),
             ("bound", "{ n = 1 }", "{ output = 1, elapsed_ms_max = 100 }"),
-            ("value", "{ n = 2 }", "{ output = 1, elapsed_ms_min = 0 }"),
+            ("value", "{ n = 2 }", "{ output = 1, elapsed_ms_min = 1 }"),
             ("crash", "{ n = 3 }", "{ output = 1, crashed = false }"),
             ("health", "{ n = 4 }", "{ output = 1, hung = false, rejects = false }"),
             ("after", "{ n = 0 }", "{ output = 1 }"),

@@ -469,13 +469,13 @@ def test_a_measurement_the_runner_does_not_make_is_not_taken_from_the_implementa
 MEMORY = """
 import subprocess
 
-def f(mb):
+def f(mb, lie=False):
     if mb < 0:
         subprocess.run(["true"])
     block = bytearray(mb * 1024 * 1024)
     for i in range(0, len(block), 4096):
         block[i] = 1
-    return {"output": 4, "resident_memory_mb": 1}
+    return {"output": 4, "resident_memory_mb": 1} if lie else {"output": 4}
 """
 
 
@@ -495,6 +495,7 @@ def test_resident_memory_is_the_kernels_account_never_the_implementations(
             ("large", "{ mb = 150 }", "{ output = 4, resident_memory_mb_max = 100 }"),
             ("starts-a-process", "{ mb = -1 }", "{ output = 4, resident_memory_mb_max = 100 }"),
             ("plain", "{ mb = 1 }", "{ output = 4 }"),
+            ("lies", "{ mb = 150, lie = true }", "{ output = 4, resident_memory_mb_max = 100 }"),
         ),
         isolation=isolation,
     )
@@ -510,6 +511,8 @@ def test_resident_memory_is_the_kernels_account_never_the_implementations(
         "SIGSYS), and a case whose memory is measured runs alone in one process",
     )
     assert got[3] == (PASS, "")
+    assert got[4][0] is ERRORED
+    assert "the implementation reported `resident_memory_mb`, which only the runner" in got[4][1]
 
 
 def test_a_commands_memory_is_not_measured(module: Module) -> None:
