@@ -223,7 +223,12 @@ target = "hostile"
 
 HOSTILE_IMPL = """
 import os, signal, sys, time
-BASE = (os.getcwd(), dict(os.environ))
+
+def _state():  # each case's own scratch folder aside
+    scratch = ("TMPDIR", "TEMP", "TMP")
+    return os.getcwd(), {k: v for k, v in os.environ.items() if k not in scratch}
+
+BASE = _state()
 
 def f(x):
     if x == 2:
@@ -242,7 +247,7 @@ def f(x):
         import ctypes
         ctypes.string_at(0)
     print(f"case {x}")
-    return {"output": x * 2, "clean": (os.getcwd(), dict(os.environ)) == BASE}
+    return {"output": x * 2, "clean": _state() == BASE}
 """
 
 

@@ -17,7 +17,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from cer import landlock, privileges, seccomp
@@ -30,6 +30,7 @@ __all__ = [
     "apply",
     "case_ruleset",
     "confine_case",
+    "confine_case_within",
     "enter_case",
     "expand",
     "launcher_command",
@@ -109,6 +110,13 @@ class Policy:
             str(data.get("scratch", "")),
             tuple(str(p) for p in data.get("listable", ())),
         )
+
+    def with_scratch(self, folder: str) -> Policy:
+        """This policy with ``folder`` (inside the run's scratch) as the only scratch
+        folder written to: what one process of the implementation's side gets."""
+        run = os.path.realpath(self.scratch) if self.scratch else ""
+        write = tuple(path for path in self.write if path != run)
+        return replace(self, write=(folder, *write), scratch=folder)
 
     def environment(self) -> dict[str, str]:
         """The variables that point temporary files at the scratch folder."""
@@ -255,6 +263,15 @@ def confine_case(abi: int) -> None:
     neither signal (ABI 6) nor trace (any ABI) the worker or another case."""
     try:
         landlock.nest(abi)
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def confine_case_within(abi: int, write: Sequence[str]) -> None:
+    """:func:`confine_case`, with writes allowed only beneath ``write`` (the case's
+    own scratch folder instead of the run's, ``/dev/null``, ``/dev/shm``)."""
+    try:
+        landlock.nest_within(abi, list(write))
     except landlock.LandlockError as exc:
         raise SandboxError(str(exc)) from None
 

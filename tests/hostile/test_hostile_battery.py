@@ -69,7 +69,8 @@ def _state():
         handlers.append(repr(signal.getsignal(number)))
     return (
         os.getcwd(),
-        sorted(os.environ.items()),
+        # Each case gets a scratch folder of its own, which these name.
+        sorted(item for item in os.environ.items() if item[0] not in ("TMPDIR", "TEMP", "TMP")),
         list(sys.path),
         sorted((name, id(value)) for name, value in vars(builtins).items()),
         threading.active_count(),

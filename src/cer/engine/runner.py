@@ -17,7 +17,6 @@ at a time, exactly as with a single worker.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -44,6 +43,7 @@ from cer.events import (
 )
 from cer.model import RunConditions, RunResult, Suite
 from cer.safetext import scrub
+from cer.scratch import remove as remove_scratch
 from cer.verdict import (
     errored,
 )
@@ -82,7 +82,7 @@ def run_suite(
         return _run_suite(suite, options, decision, scratch, on_event, cancel, warm)
     finally:
         if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_scratch(scratch)
 
 
 def _run_suite(

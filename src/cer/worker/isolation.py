@@ -15,7 +15,7 @@ import termios
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata
+from cer import plaindata, scratch
 from cer.procs import prctl_function
 from cer.worker.call import (
     execute_case,
@@ -192,7 +192,7 @@ class Child:
     forked, so that bytes some other process wrote into its pipe are never run.
     """
 
-    __slots__ = ("err_r", "input_w", "out_r", "pid", "pidfd", "result_r", "token")
+    __slots__ = ("err_r", "input_w", "out_r", "pid", "pidfd", "result_r", "scratch", "token")
 
     def __init__(
         self,
@@ -203,8 +203,11 @@ class Child:
         out_r: int,
         err_r: int,
         pidfd: int,
+        scratch: str = "",
     ) -> None:
         self.pid = pid
+        self.scratch = scratch
+        """The process's own scratch folder (TMPDIR), made empty for it; "" for none."""
         self.token = token
         self.input_w = input_w
         self.result_r = result_r
@@ -232,9 +235,17 @@ class Child:
             return False
         if waited:
             return False
+        if self.scratch and _holds_anything(self.scratch):
+            return False
         return all(
             _unread_bytes(fd) == 0 for fd in (self.input_w, self.result_r, self.out_r, self.err_r)
         )
+
+    def remove_scratch(self) -> None:
+        """Remove this process's scratch folder with everything in it (once it ended)."""
+        if self.scratch:
+            scratch.remove(self.scratch)
+            self.scratch = ""
 
     def close_fds(self) -> None:
         for fd in (self.input_w, self.result_r, self.out_r, self.err_r, self.pidfd):
@@ -251,6 +262,16 @@ class Child:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         self.close_fds()
+        self.remove_scratch()
+
+
+def _holds_anything(folder: str) -> bool:
+    """Whether ``folder`` has an entry (or is gone): a spare's scratch must be empty."""
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return True
 
 
 NO_FD = -1

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata, sandbox
+from cer import plaindata, sandbox, scratch
 from cer.framing import (
     HEADER,
     KIND_CASE,
@@ -106,6 +106,10 @@ class Worker:
         """The Landlock ABI this worker confined itself with (0: not sandboxed)."""
         self.case_ruleset = NO_FD
         """The ruleset each case's process enters (fork isolation in the sandbox)."""
+        self.run_scratch = ""
+        """The run's scratch folder; each case gets a folder of its own inside it."""
+        self.case_write: tuple[str, ...] = ()
+        """Where a case may write besides its own scratch folder (/dev/null, /dev/shm)."""
         self.spare: Child | None = None
         """The next case's process, forked ahead of time (fork isolation)."""
         self.running: Child | None = None
@@ -259,6 +263,10 @@ class Worker:
         try:
             policy = sandbox.Policy.from_json(str(policy_text))
             os.environ.update(policy.environment())
+            if policy.scratch:
+                self.run_scratch = policy.scratch
+                run = os.path.realpath(policy.scratch)
+                self.case_write = tuple(path for path in policy.write if path != run)
             if "tempfile" in sys.modules:  # forget a temporary folder chosen earlier
                 vars(sys.modules["tempfile"])["tempdir"] = None
             self.sandbox_abi = sandbox.apply(policy, int(abi) if abi else None)
@@ -283,9 +291,17 @@ class Worker:
         if snapshot is None:
             snapshot = self._snapshot = Snapshot.take()
         self._reset_capture()
+        folder = ""
+        if self.run_scratch:  # a scratch folder of the case's own, for its duration
+            folder = scratch.make(self.run_scratch, f"case-{os.urandom(16).hex()}")
+            _use_scratch(folder)
         payload = execute_case(self.target, message)
         output, dropped = self._take_capture()
         strays = kill_strays(self._kept())
+        if folder:
+            if os.environ.get("TMPDIR") == folder:  # else the snapshot tells the change
+                _use_scratch(self.run_scratch)
+            scratch.remove(folder)
         anomaly = snapshot.differences()
         if strays:
             left = f"left {strays} child process{'es' if strays != 1 else ''} running"
@@ -344,16 +360,22 @@ class Worker:
     def _fork_child(self) -> Child:
         """Fork a process that waits for its case; see :class:`Child`."""
         token = os.urandom(16)
+        folder = scratch.make(self.run_scratch, f"case-{token.hex()}") if self.run_scratch else ""
         input_r, input_w = os.pipe()
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         close = (input_w, result_r, out_r, err_r, *self._own_fds())
         flush_std_streams()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            if folder:
+                scratch.remove(folder)
+            raise
         if pid == 0:  # the case's own process
             try:
-                self._child_main(token, input_r, result_w, out_w, err_w, close)
+                self._child_main(token, input_r, result_w, out_w, err_w, close, folder)
             finally:
                 os._exit(0)
         try:  # noqa: SIM105 - see close_quietly
@@ -370,7 +392,7 @@ class Worker:
                 pidfd = _pidfd_open(pid)
             except OSError:
                 pidfd = NO_FD
-        return Child(pid, token, input_w, result_r, out_r, err_r, pidfd)
+        return Child(pid, token, input_w, result_r, out_r, err_r, pidfd, folder)
 
     def _child_main(
         self,
@@ -380,12 +402,19 @@ class Worker:
         out_w: int,
         err_w: int,
         close: tuple[int, ...],
+        folder: str,
     ) -> None:
         """The case's process: wait for the case, then run it and report."""
         assert self.target is not None
         os.setpgid(0, 0)
         self.set_death_signal()
-        if self.sandbox_abi:
+        if folder:
+            # Its own scratch folder, made empty for it, and the only one it may write
+            # to; in a domain of its own inside the worker's, so that it can signal or
+            # trace neither the worker nor any other case.
+            sandbox.confine_case_within(self.sandbox_abi, (folder, *self.case_write))
+            _use_scratch(folder)
+        elif self.sandbox_abi:
             # A domain of its own inside the worker's: the case cannot signal or trace
             # the worker, nor any other case.
             if self.case_ruleset != NO_FD:
@@ -454,6 +483,7 @@ class Worker:
         finally:
             self.running = None
             child.close_fds()
+            child.remove_scratch()
 
     def discard_spare(self) -> None:
         if self.spare is not None:
@@ -547,6 +577,15 @@ class Worker:
             },
             bytes(memoryview(result)[len(_STARTED) :]),
         )
+
+
+def _use_scratch(folder: str) -> None:
+    """Point the temporary-file variables (and ``tempfile``, if imported) at ``folder``."""
+    environ = os.environ
+    environ["TMPDIR"] = environ["TEMP"] = environ["TMP"] = folder
+    module = sys.modules.get("tempfile")
+    if module is not None:
+        vars(module)["tempdir"] = None
 
 
 STACK_SIGNAL = signal.SIGUSR2

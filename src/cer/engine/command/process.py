@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 
-from cer import sandbox
+from cer import sandbox, scratch
 from cer.engine.command.protocol import MAX_MESSAGE_BYTES
 from cer.engine.command.values import EVIDENCE_CHARS
 from cer.engine.execution import Execution
@@ -57,23 +57,33 @@ class CommandProcess:
         abi: int = 0,
     ) -> None:
         env = None
+        self.scratch = ""
+        """The process's own scratch folder (TMPDIR), removed when it is done with."""
         if policy is not None:
             # Started through the sandbox's launcher, which confines itself and then
             # becomes the command: nothing of the command ever runs unconfined.
             program = words[0]
             if shutil.which(program) is None:
                 raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+            if policy.scratch:
+                # A folder of its own inside the run's, the only one it may write to.
+                self.scratch = scratch.make(policy.scratch, f"process-{os.urandom(16).hex()}")
+                policy = policy.with_scratch(self.scratch)
             words = sandbox.launcher_command(policy, words, abi)
             env = {**os.environ, **policy.environment()}
-        self.popen = subprocess.Popen(
-            words,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            bufsize=0,
-            start_new_session=True,
-            env=env,
-        )
+        try:
+            self.popen = subprocess.Popen(
+                words,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                start_new_session=True,
+                env=env,
+            )
+        except BaseException:
+            scratch.remove(self.scratch)
+            raise
         assert self.popen.stdin and self.popen.stdout and self.popen.stderr
         self._in: int | None = self.popen.stdin.fileno()
         self._out = self.popen.stdout.fileno()
@@ -249,6 +259,8 @@ class CommandProcess:
             return
         self.closed = True
         end_process(self.popen)
+        if self.scratch:
+            scratch.remove(self.scratch)
         self.drain_stderr(0.2)  # what it wrote before it died is evidence
         self._in = None
         self.stdout_open = self.stderr_open = False

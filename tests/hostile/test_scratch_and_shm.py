@@ -1,0 +1,228 @@
+"""Every case gets its own scratch folder, and nothing of a run is left anywhere.
+
+All cases of a run once shared one scratch folder, so what one case wrote there decided
+the next; ``/dev/shm`` was writable and never cleaned, so a 64 MiB file and symbolic
+links outlived the run; a scratch file marked immutable was silently left by cleanup.
+Each test here makes the attempt from inside a case and asserts it changes nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cer import privileges, sandbox, scratch
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
+from cer.model import RunResult, Status
+from cer.suite import load_suite
+
+pytestmark = pytest.mark.skipif(
+    not sandbox.status().available, reason="this kernel has no Landlock"
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "examples" / "harnesses" / "calc_harness.py"
+IS_ROOT = os.geteuid() == 0
+
+PROBE = r"""
+import os
+import tempfile
+
+
+def attack(kind, mark=""):
+    here = tempfile.gettempdir()
+    if kind == "plant":
+        found = sorted(os.listdir(here))
+        with open(os.path.join(here, "planted"), "w") as handle:
+            handle.write("from an earlier case")
+        return {"found": found, "folder": here, "env": os.environ.get("TMPDIR", "")}
+    if kind == "beside":
+        try:
+            with open(os.path.join(os.path.dirname(here), "beside"), "w") as handle:
+                handle.write("x")
+        except PermissionError:
+            return "refused"
+        return "written"
+    if kind == "shm":
+        found = sorted(os.listdir("/dev/shm"))
+        with open(f"/dev/shm/{mark}", "wb") as handle:
+            handle.write(b"x" * 65536)
+        os.symlink("/etc/passwd", f"/dev/shm/{mark}-link")
+        return found
+    raise ValueError(kind)
+"""
+
+
+def _impl(kind: str) -> str:
+    return {
+        "python": "probe:attack",
+        "command": f"{sys.executable} {HARNESS} --module probe.py --function attack",
+        "command-per-case": f"{sys.executable} {HARNESS} --per-case "
+        "--module probe.py --function attack",
+    }[kind]
+
+
+def _module(root: Path, cases: list[tuple[str, str]]) -> None:
+    (root / "probe.py").write_text(PROBE, encoding="utf-8")
+    lines = ['commonsformat_evals = "0.2"', 'target = "probe"', ""]
+    for name, fields in cases:
+        lines += [
+            "[[cases]]",
+            f'name = "{name}"',
+            'category = "functional"',
+            f"input = {{ {fields} }}",
+            "expect = { output = 0 }",  # never met: the observation is what is checked
+            "",
+        ]
+    (root / "evals.toml").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _run(root: Path, kind: str, **options: Any) -> RunResult:
+    options.setdefault("timeout", 10.0)
+    return run_suite(
+        load_suite(root / "evals.toml"), RunOptions(impl=_impl(kind), kind=kind, **options)
+    )
+
+
+def _outputs(run: RunResult) -> list[Any]:
+    found = []
+    for result in run.results:
+        assert result.status is Status.FAIL, (result.case_name, result.reason)
+        observation = dict(result.observation or {})
+        found.append(observation.get("output", observation))  # a returned table is whole
+    return found
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # the harness names probe.py relative to here
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("kind", "isolation"),
+    [
+        pytest.param("python", "fork", id="python-fork"),
+        pytest.param("python", "none", id="python-none"),
+        pytest.param("command-per-case", "fork", id="per-case"),
+    ],
+)
+def test_each_case_finds_an_empty_scratch_folder_of_its_own(
+    module: Path, kind: str, isolation: str
+) -> None:
+    _module(module, [(f"plant-{n}", 'kind = "plant"') for n in range(4)])
+    outputs = _outputs(_run(module, kind, isolation=isolation))
+    assert [output["found"] for output in outputs] == [[]] * 4, outputs
+    folders = [output["folder"] for output in outputs]
+    assert len(set(folders)) == 4, folders
+    assert all(output["env"] == output["folder"] for output in outputs), outputs
+    for folder in folders:
+        assert not os.path.exists(folder)
+    assert not os.path.exists(os.path.dirname(folders[0]))  # the run's, removed too
+
+
+def test_a_harness_has_one_scratch_folder_for_its_lifetime(module: Path) -> None:
+    _module(module, [(f"plant-{n}", 'kind = "plant"') for n in range(3)])
+    outputs = _outputs(_run(module, "command"))
+    assert [output["found"] for output in outputs] == [[], ["planted"], ["planted"]]
+    (folder,) = {output["folder"] for output in outputs}
+    assert os.path.basename(os.path.dirname(folder)).startswith("cer-scratch-")
+    assert not os.path.exists(folder)
+
+
+@pytest.mark.parametrize(
+    "kind", [pytest.param("python", id="python-fork"), pytest.param("command-per-case")]
+)
+def test_a_case_cannot_write_beside_its_own_scratch_folder(module: Path, kind: str) -> None:
+    """Not in the run's folder, where the next case's folder is made."""
+    _module(module, [("beside", 'kind = "beside"')])
+    assert _outputs(_run(module, kind)) == ["refused"]
+
+
+@pytest.mark.skipif(
+    not IS_ROOT, reason="needs root: only a process that may mount gets a private /dev/shm"
+)
+@pytest.mark.parametrize(
+    ("kind", "isolation"),
+    [
+        pytest.param("python", "fork", id="python-fork"),
+        pytest.param("python", "none", id="python-none"),
+        pytest.param("command", "fork", id="harness"),
+        pytest.param("command-per-case", "fork", id="per-case"),
+    ],
+)
+def test_dev_shm_is_private_and_nothing_written_there_outlives_the_run(
+    module: Path, kind: str, isolation: str
+) -> None:
+    mark = f"cer-private-shm-{os.getpid()}-{kind}-{isolation}"
+    outside = Path("/dev/shm") / f"{mark}-outside"
+    outside.write_bytes(b"the machine's own")
+    try:
+        _module(module, [("shm", f'kind = "shm", mark = "{mark}"')])
+        (found,) = _outputs(_run(module, kind, isolation=isolation))
+        assert found == [], found  # not even the machine's own file is seen
+        assert not Path(f"/dev/shm/{mark}").exists()
+        assert not Path(f"/dev/shm/{mark}-link").is_symlink()
+        assert outside.read_bytes() == b"the machine's own"
+    finally:
+        outside.unlink()
+
+
+def test_without_a_private_dev_shm_nothing_changes(tmp_path: Path) -> None:
+    """Where mounting is not allowed, :func:`private_shm` says so and leaves the
+    process's mounts alone."""
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from cer import privileges; privileges.drop(); print(privileges.private_shm())",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.strip() == "False", done.stderr
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root: marking a file immutable needs a capability")
+def test_removal_takes_immutable_and_unwritable_entries(tmp_path: Path) -> None:
+    """What the run leaves is removed whole, even entries made hard to remove (by a
+    process that held the capability: the implementation's side no longer does)."""
+    folder = Path(scratch.make(str(tmp_path), "case"))
+    stuck = folder / "deep" / "stuck"
+    stuck.parent.mkdir()
+    stuck.write_text("x", encoding="utf-8")
+    locked = folder / "locked"
+    locked.mkdir()
+    (locked / "inside").write_text("x", encoding="utf-8")
+    for path, flag in ((stuck, 0x10), (stuck.parent, 0x10), (folder / "deep", 0x20)):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.ioctl(fd, 0x40086602, struct.pack("i", flag))
+        except OSError as exc:
+            pytest.skip(f"this file system keeps no such flags: {exc}")
+        finally:
+            os.close(fd)
+    locked.chmod(0)
+    assert scratch.remove(str(folder))
+    assert not folder.exists()
+
+
+def test_removal_of_a_deep_tree_needs_no_recursion(tmp_path: Path) -> None:
+    folder = Path(scratch.make(str(tmp_path), "case"))
+    path = folder
+    for _ in range(300):
+        path = path / "d"
+    path.mkdir(parents=True)
+    assert scratch.remove(str(folder))
+    assert not folder.exists()
+    assert privileges.state()["NoNewPrivs"] in (0, 1)
