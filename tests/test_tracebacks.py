@@ -7,8 +7,9 @@ from pathlib import Path
 
 from cer import tracebacks
 from cer.cli.console import render_report
+from cer.model import SourceAccess
 from cer.suite import load_suite
-from cer.tracebacks import Site, code_frame, failure_site, trim
+from cer.tracebacks import CodeFrame, NoCode, Site, code_frame, failure_site, trim
 from support import Module
 
 RUNNER = tracebacks.RUNNER_DIR
@@ -87,11 +88,16 @@ def test_the_failure_site_is_the_innermost_implementation_frame() -> None:
     assert failure_site(None) is None
 
 
+def loaded(*paths: Path) -> SourceAccess:
+    """What a run without a sandbox that loaded ``paths`` lets a code frame read."""
+    return SourceAccess(files=tuple(str(p) for p in paths))
+
+
 def test_a_code_frame_marks_the_failing_line(tmp_path: Path) -> None:
     source = tmp_path / "impl.py"
     source.write_text("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n", encoding="utf-8")
-    frame = code_frame(Site(str(source), 3, "g"))
-    assert frame is not None
+    frame = code_frame(Site(str(source), 3, "g"), loaded(source))
+    assert isinstance(frame, CodeFrame)
     assert frame.render(where="impl.py") == [
         "at impl.py:3 in g",
         "  1 | a = 1",
@@ -105,27 +111,35 @@ def test_a_code_frame_marks_the_failing_line(tmp_path: Path) -> None:
 def test_a_code_frame_escapes_what_the_file_holds(tmp_path: Path) -> None:
     source = tmp_path / "impl.py"
     source.write_text("x = '\x1b[2J'\n" + "y" * 500 + "\n", encoding="utf-8")
-    frame = code_frame(Site(str(source), 1))
-    assert frame is not None
+    frame = code_frame(Site(str(source), 1), loaded(source))
+    assert isinstance(frame, CodeFrame)
     assert "\x1b" not in "".join(frame.render()) and "\\x1b" in frame.lines[0][1]
     assert len(frame.lines[1][1]) == tracebacks.MAX_LINE
+
+
+def no_code(frame: object) -> str:
+    assert isinstance(frame, NoCode), frame
+    return frame.why
 
 
 def test_only_a_regular_bounded_python_file_is_read(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("secret\n", encoding="utf-8")
-    assert code_frame(Site(str(text), 1)) is None
     fifo = tmp_path / "pipe.py"
     os.mkfifo(fifo)
-    assert code_frame(Site(str(fifo), 1)) is None
     big = tmp_path / "big.py"
     big.write_bytes(b"x = 1\n" * (tracebacks.MAX_SOURCE // 6 + 10))
-    assert code_frame(Site(str(big), 1)) is None
-    assert code_frame(Site("relative.py", 1)) is None
-    assert code_frame(Site(str(tmp_path / "missing.py"), 1)) is None
     short = tmp_path / "short.py"
     short.write_text("x = 1\n", encoding="utf-8")
-    assert code_frame(Site(str(short), 9)) is None
+    missing = tmp_path / "missing.py"
+    access = loaded(text, fifo, big, short, missing)
+    assert "not a Python file" in no_code(code_frame(Site(str(text), 1), access))
+    assert "not a regular file" in no_code(code_frame(Site(str(fifo), 1), access))
+    assert "larger than" in no_code(code_frame(Site(str(big), 1), access))
+    assert "not a Python file" in no_code(code_frame(Site("relative.py", 1), access))
+    assert "could not be opened" in no_code(code_frame(Site(str(missing), 1), access))
+    assert "no line 9" in no_code(code_frame(Site(str(short), 9), access))
+    assert code_frame(None, access) is None
 
 
 def test_the_report_names_the_implementation_line(module: Module) -> None:

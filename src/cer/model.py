@@ -356,6 +356,20 @@ class RunConditions:
 
 
 @dataclass(frozen=True)
+class SourceAccess:
+    """Which of the implementation's files cer may read on its behalf (a code frame, an
+    editor jump), and how: a file name in a traceback is the implementation's claim,
+    so only a file the supervisor itself checked and hashed as loaded by the import
+    (or by a case) is read, and with the rights the implementation had."""
+
+    files: tuple[str, ...]
+    """The files the implementation id covers, as the supervisor checked them."""
+    confined_reader: tuple[str, ...] = ()
+    """The command prefix that runs a program under the run's sandbox (ending in
+    ``--``); empty when the implementation ran without one, with the user's rights."""
+
+
+@dataclass(frozen=True)
 class RunResult:
     """One run of a suite against one implementation: ``eval_runs`` plus its cases."""
 
@@ -374,6 +388,8 @@ class RunResult:
     """Run-level facts the user must see (an import failure, a fallback)."""
     conditions: RunConditions | None = None
     """What the run ran under; None for a run recorded before conditions were."""
+    source_access: SourceAccess | None = None
+    """Which implementation files a code frame may show (None: not known, none)."""
 
     @cached_property
     def summary(self) -> Summary:

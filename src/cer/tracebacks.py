@@ -8,10 +8,13 @@ data, never executed and never trusted. This module only reads it:
   the user reads starts at their code;
 - :func:`failure_site` names the implementation's file and line where it failed (the
   innermost frame that is not the runner's);
-- :func:`code_frame` reads a few lines around that line from the file on disk, on the
-  supervisor's side, as pytest and vitest show them. Only a regular ``.py`` file of
-  bounded size is read, and every line comes back shortened and with its control
-  characters escaped (:func:`cer.safetext.for_terminal`).
+- :func:`code_frame` reads a few lines around that line from the file on disk, as
+  pytest and vitest show them. The file name is the implementation's claim: only a
+  ``.py`` file the supervisor itself knows the implementation loaded is read, with the
+  rights the implementation had (under the run's sandbox, by a confined reader), a
+  regular file of bounded size; otherwise :class:`NoCode` says why no code is shown.
+  Every line comes back shortened and with its control characters escaped
+  (:func:`cer.safetext.for_terminal`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer.model import CaseResult
+from cer.model import CaseResult, SourceAccess
 from cer.safetext import for_terminal
 
 RUNNER_DIR = str(Path(__file__).resolve().parent)
@@ -172,26 +178,97 @@ def implementation_site(result: CaseResult) -> Site | None:
     return failure_site(result.traceback)
 
 
-def code_frame(site: Site | None, context: int = 2) -> CodeFrame | None:
-    """The source lines around ``site`` (``context`` before and after), read from the
-    file it names, or None when there is no such regular ``.py`` file of at most
-    :data:`MAX_SOURCE` bytes, or no such line in it."""
-    if site is None or site.line < 1 or not site.path.endswith(".py"):
-        return None
-    path = Path(site.path)
-    if not path.is_absolute():
-        return None
-    try:
-        with open(path, "rb", opener=_no_follow_fifo) as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE:
-                return None
-            data = handle.read(MAX_SOURCE + 1)
-    except OSError:
-        return None
+@dataclass(frozen=True)
+class NoCode:
+    """A site whose code is not shown, and why (said where the code would be)."""
+
+    site: Site
+    why: str
+
+    def render(self, *, where: str | None = None) -> list[str]:
+        """``at FILE:LINE in FUNC (no code shown: WHY)``, one line, escaped."""
+        site = self.site
+        name = where if where is not None else display_path(site.path)
+        heading = f"at {name}:{site.line}" + (f" in {site.function}" if site.function else "")
+        return [for_terminal(f"{heading} (no code shown: {self.why})", multiline=False)]
+
+
+def claim_refusal(site: Site, access: SourceAccess | None) -> str | None:
+    """Why cer does not open the file ``site`` names, or None when it may.
+
+    A traceback is the implementation's text, so the file it names is a claim: cer
+    opens only a Python file the supervisor itself checked and hashed as one the
+    implementation loaded (:class:`cer.model.SourceAccess`), by an absolute path."""
+    if access is None:
+        return "cer does not know which files the implementation loaded"
+    path = site.path
+    if not path.endswith(".py") or not os.path.isabs(path):
+        return "not a Python file the implementation loaded"
+    if path not in access.files:
+        return "not a file the implementation loaded (a traceback's file name is only its claim)"
+    return None
+
+
+class SourceReader:
+    """Reads the implementation's source files for code frames, as the implementation
+    could: a file passes :func:`claim_refusal` first, and under a sandbox it is read by
+    a program confined to the run's own rules (so a symbolic link out of what the
+    implementation could read is refused by the kernel, as it was for it). Files are
+    read once per reader, several at a time with :meth:`preload`."""
+
+    def __init__(self, access: SourceAccess | None) -> None:
+        self.access = access
+        self._read: dict[str, bytes | str] = {}
+
+    def preload(self, sites: Iterable[Site | None]) -> None:
+        """Read the files of ``sites`` that may be read, in one go."""
+        paths = sorted(
+            {
+                site.path
+                for site in sites
+                if site is not None
+                and site.path not in self._read
+                and claim_refusal(site, self.access) is None
+            }
+        )
+        if not paths or self.access is None:
+            return
+        if self.access.confined_reader:
+            self._read.update(_read_confined(self.access.confined_reader, paths))
+        else:
+            self._read.update((path, _read_source(path)) for path in paths)
+
+    def source(self, site: Site) -> bytes | str:
+        """The bytes of the file ``site`` names, or why they are not read."""
+        why = claim_refusal(site, self.access)
+        if why is not None:
+            return why
+        if site.path not in self._read:
+            self.preload([site])
+        return self._read.get(site.path, "it could not be read")
+
+    def frame(self, site: Site | None, context: int = 2) -> CodeFrame | NoCode | None:
+        """:func:`code_frame` of ``site`` through this reader."""
+        if site is None:
+            return None
+        data = self.source(site)
+        if isinstance(data, str):
+            return NoCode(site, data)
+        return _frame_of(site, data, context)
+
+
+def code_frame(
+    site: Site | None, access: SourceAccess | None, context: int = 2
+) -> CodeFrame | NoCode | None:
+    """The source lines around ``site`` (``context`` before and after), or why they are
+    not shown (see :class:`SourceReader`); None without a site."""
+    return SourceReader(access).frame(site, context)
+
+
+def _frame_of(site: Site, data: bytes, context: int) -> CodeFrame | NoCode:
     source = data.decode("utf-8", errors="replace").splitlines()
-    if site.line > len(source):
-        return None
+    if site.line < 1 or site.line > len(source):
+        return NoCode(site, f"the file has no line {site.line}")
     first = max(1, site.line - context)
     last = min(len(source), site.line + context)
     return CodeFrame(
@@ -199,9 +276,79 @@ def code_frame(site: Site | None, context: int = 2) -> CodeFrame | None:
     )
 
 
-def _no_follow_fifo(path: str, flags: int) -> int:
-    """Open without blocking on a FIFO (the file's type is checked once it is open)."""
-    return os.open(path, flags | os.O_NONBLOCK)
+def _read_source(path: str) -> bytes | str:
+    """The bytes of a regular file of at most :data:`MAX_SOURCE` bytes, or why not."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return f"it could not be opened ({exc.strerror or exc})"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > MAX_SOURCE:
+            return f"larger than {MAX_SOURCE} bytes"
+        return handle.read(MAX_SOURCE + 1)
+
+
+_READER = """
+import os, stat, sys
+out = sys.stdout.buffer
+for path in sys.argv[1:]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        why = (exc.strerror or "error").encode()
+        out.write(b"no it could not be opened with the implementation's rights (" + why + b")\\n")
+        continue
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            out.write(b"no not a regular file\\n")
+        elif info.st_size > LIMIT:
+            out.write(b"no larger than %d bytes\\n" % LIMIT)
+        else:
+            data = handle.read(LIMIT)
+            out.write(b"ok %d\\n" % len(data) + data)
+"""
+"""The program that reads source files under the run's sandbox (``LIMIT`` is
+:data:`MAX_SOURCE`): for each path, ``ok N`` and N bytes, or ``no WHY``."""
+
+READ_TIMEOUT = 10.0
+"""Seconds the confined reader may take for all its files."""
+
+
+def _read_confined(prefix: Sequence[str], paths: list[str]) -> dict[str, bytes | str]:
+    """Each path's bytes (or why not), read by :data:`_READER` under ``prefix`` (the
+    launcher that applies the run's Landlock rules)."""
+    program = f"LIMIT = {MAX_SOURCE}\n{_READER}"
+    command = [*prefix, sys.executable, "-I", "-S", "-c", program, *paths]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            timeout=READ_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return dict.fromkeys(paths, f"the sandboxed reader did not run ({exc})")
+    found: dict[str, bytes | str] = {}
+    data = done.stdout
+    for path in paths:
+        head, newline, rest = data.partition(b"\n")
+        if not newline:
+            break
+        word, _, tail = head.partition(b" ")
+        if word == b"ok" and tail.isdigit():
+            size = int(tail)
+            found[path], data = rest[:size], rest[size:]
+        else:
+            found[path], data = tail.decode("utf-8", "replace"), rest
+    for path in paths:
+        found.setdefault(path, "the sandboxed reader could not read it")
+    return found
 
 
 def _shown(line: str) -> str:

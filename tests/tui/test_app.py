@@ -346,14 +346,11 @@ async def test_keys_help_copy_edit_theme_and_pause(monkeypatch: pytest.MonkeyPat
 
 def test_editor_and_repro_commands() -> None:
     path = Path("suite/evals.toml")
-    assert editor_command("vim", path, 12) == ["vim", "+12", "suite/evals.toml"]
-    assert editor_command("code --wait", path, 3) == [
-        "code",
-        "--wait",
-        "--goto",
-        "suite/evals.toml:3",
-    ]
-    assert editor_command("nano", path, None) == ["nano", "suite/evals.toml"]
+    whole = str(path.absolute())
+    assert editor_command("vim", path, 12) == ["vim", "+12", "--", whole]
+    assert editor_command("code --wait", path, 3) == ["code", "--wait", "--goto", f"{whole}:3"]
+    assert editor_command("nano", path, None) == ["nano", "--", whole]
+    assert editor_command("ed", path, 2) == ["ed", "+2", whole]
     options = RunOptions(impl="pkg.mod:run", paths=("src",), timeout=2.5, isolation="none")
     assert repro_command(path, options, "case one") == (
         "cer run suite/evals.toml --impl pkg.mod:run --path src --timeout 2.5 "

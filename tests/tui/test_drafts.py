@@ -170,8 +170,9 @@ async def test_discard_and_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         await pilot.press("e")
         await pilot.pause()
     (command,) = launched
-    assert command[-1] == str(drafts_path(suite_path))
-    assert command[-2].startswith("+")
+    assert command[-1] == str(drafts_path(suite_path).absolute())
+    assert command[-2] == "--"
+    assert command[-3].startswith("+")
 
 
 async def test_drafts_never_reach_the_case_list_or_the_counts(tmp_path: Path) -> None:

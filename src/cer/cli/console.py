@@ -22,7 +22,7 @@ from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
 from cer.safetext import for_terminal
 from cer.tomltext import input_line
-from cer.tracebacks import code_frame, failure_site, trim
+from cer.tracebacks import SourceReader, failure_site, trim
 
 if TYPE_CHECKING:
     # The matrix is imported by whoever built one, and the history's records by whoever
@@ -117,10 +117,11 @@ def _is_load_failure(note: str) -> bool:
     return note.startswith("the implementation ") and " could not be loaded: " in note
 
 
-def _code_frame_lines(traceback: str | None) -> list[str]:
+def _code_frame_lines(traceback: str | None, reader: SourceReader) -> list[str]:
     """Where in the implementation's code it failed: the file, line and a few lines
-    around it, read from the file the traceback names (cer.tracebacks)."""
-    frame = code_frame(failure_site(traceback))
+    around it, read from the file the traceback names when it is one the implementation
+    loaded, else why no code is shown (cer.tracebacks)."""
+    frame = reader.frame(failure_site(traceback))
     return frame.render() if frame is not None else []
 
 
@@ -146,6 +147,10 @@ def render_report(
         return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m" if colour else text
 
     lines: list[str] = []
+    reader = SourceReader(run.source_access)
+    reader.preload(
+        failure_site(r.traceback) for r in run.results if r.status in (Status.FAIL, Status.ERRORED)
+    )
     for note in run.notes:
         lines.append(for_terminal(f"note: {note}"))
     load_note = next((note for note in run.notes if _is_load_failure(note)), None)
@@ -153,7 +158,7 @@ def render_report(
     if not_loaded:
         # One implementation that does not import: its traceback once, not once per case.
         first = not_loaded[0]
-        lines.extend(_indent(line) for line in _code_frame_lines(first.traceback))
+        lines.extend(_indent(line) for line in _code_frame_lines(first.traceback, reader))
         if first.traceback:
             lines.append(_indent(for_terminal(trim(first.traceback).rstrip("\n")), "      | "))
         count = len(not_loaded)
@@ -187,7 +192,7 @@ def render_report(
             # The case's input beside its reason (cer.tomltext), cut with where it is whole.
             lines.append(_indent(input_line(case.input, place)))
         if result.status is not Status.PASS:
-            lines.extend(_indent(line) for line in _code_frame_lines(result.traceback))
+            lines.extend(_indent(line) for line in _code_frame_lines(result.traceback, reader))
         if verbose and result.captured_output and result.status is not Status.PASS:
             trimmed = replace(result, traceback=trim(result.traceback or "") or None)
             lines.append(_indent(for_terminal(trimmed.captured_output), "      | "))

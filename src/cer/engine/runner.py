@@ -22,7 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
+from cer import sandbox
 from cer.categories import ENTRY_POINT_PREFIX, build_registry
 from cer.engine import confinement
 from cer.engine.allocator import free_large_buffers_promptly
@@ -41,7 +43,7 @@ from cer.events import (
     RunFinished,
     RunStarted,
 )
-from cer.model import RunConditions, RunResult, Suite
+from cer.model import RunConditions, RunResult, SourceAccess, Suite
 from cer.safetext import scrub
 from cer.scratch import remove as remove_scratch
 from cer.verdict import (
@@ -178,9 +180,43 @@ def _run_suite(
             run_conditions(options, decision, execution.memory_method),
             category_plugins=tuple((c, scrub(p)) for c, p in plugins),
         ),
+        source_access=_source_access(suite, options, execution, decision),
     )
     emit(RunFinished(run))
     return run
+
+
+def _source_access(
+    suite: Suite, options: RunOptions, execution: Execution, decision: confinement.Decision
+) -> SourceAccess:
+    """The files a code frame may show (those the supervisor checked as loaded, or,
+    when the import failed, the module files the import looks for) and how to read
+    them with the implementation's rights (under the run's rules, if any)."""
+    if execution.identity is not None:
+        files: tuple[str, ...] = tuple(execution.identity.files)
+    elif options.kind == "python":
+        files = _module_files(options.impl, search_paths(suite, options))
+    else:
+        files = ()
+    reader: tuple[str, ...] = ()
+    if execution.policy is not None and decision.abi:
+        reader = tuple(sandbox.launcher_command(execution.policy, [], decision.abi))
+    return SourceAccess(files=files, confined_reader=reader)
+
+
+def _module_files(impl: str, roots: list[str]) -> tuple[str, ...]:
+    """The files importing ``impl``'s module runs (its packages' ``__init__.py`` and the
+    module), under each import root, as the supervisor finds them itself."""
+    parts = impl.partition(":")[0].split(".")
+    found: list[str] = []
+    for root in roots:
+        folder = Path(root)
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            candidates = [folder / part / "__init__.py"] + ([folder / f"{part}.py"] if last else [])
+            found.extend(str(c) for c in candidates if c.is_file())
+            folder = folder / part
+    return tuple(dict.fromkeys(found))
 
 
 def run_conditions(

@@ -22,12 +22,13 @@ from cer.engine.options import RunOptions
 from cer.model import Suite
 from cer.selection import Selection, name_matches
 from cer.session import repro_command_many
-from cer.tracebacks import implementation_site
+from cer.tracebacks import SourceReader, implementation_site
 from cer.tui.controller import LoadFunction, RunFunction
 from cer.tui.plain import notify
 from cer.tui.screens.drafts import DraftsScreen
 from cer.tui.state.board import Board, GroupKey
 from cer.tui.state.commands import editor_command
+from cer.tui.state.session import Session
 from cer.tui.widgets.case_list import CaseList
 
 Launcher = Callable[[Sequence[str]], int]
@@ -52,6 +53,7 @@ class CaseActions(App[None]):
     base_selection: Selection
     run_pattern: str
     board: Board
+    session: Session
     _launcher: Launcher
     _run_function: RunFunction
     _load_function: LoadFunction
@@ -125,6 +127,13 @@ class CaseActions(App[None]):
                 title="Code",
             )
             return
+        # The file name is the implementation's claim: open only a file it loaded and
+        # could read (cer.tracebacks.SourceReader), never one a traceback merely names.
+        access = self.session.lanes[0].source_access if self.session.lanes else None
+        data = SourceReader(access).source(site)
+        if isinstance(data, str):
+            notify(self, f"Not opening {site.path}: {data}.", title="Code", severity="warning")
+            return
         self._open_editor(Path(site.path), site.line)
 
     def action_edit_case(self) -> None:
@@ -135,7 +144,11 @@ class CaseActions(App[None]):
 
     def _open_editor(self, path: Path, line: int | None) -> None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-        command = editor_command(editor, path, line)
+        try:
+            command = editor_command(editor, path, line)
+        except ValueError as error:
+            notify(self, f"Not opening {path}: {error}", severity="warning")
+            return
         try:
             with self.suspend():
                 self._launcher(command)

@@ -15,7 +15,7 @@ from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
 
-from cer.model import Case, CaseResult, Status
+from cer.model import Case, CaseResult, SourceAccess, Status
 from cer.tomltext import shown_input, table_lines
 from cer.tracebacks import code_frame, implementation_site, trim
 from cer.tui.state.board import Change, Row
@@ -44,6 +44,7 @@ def render_details(
     flaky: bool = False,
     coverage: CoverageView | None = None,
     suite_name: str = "evals.toml",
+    access: SourceAccess | None = None,
 ) -> Details:
     """Everything the panes show for ``row`` (None: no case is selected; the Coverage
     pane still shows the module's coverage)."""
@@ -59,7 +60,7 @@ def render_details(
         )
     result = row.result
     return Details(
-        reason=render_reason(row, styles, notes, flaky=flaky),
+        reason=render_reason(row, styles, notes, flaky=flaky, access=access),
         diff=(
             render_result_diff(result, styles.diff)
             if result is not None
@@ -72,7 +73,12 @@ def render_details(
 
 
 def render_reason(
-    row: Row, styles: DetailStyles, notes: tuple[str, ...] = (), *, flaky: bool = False
+    row: Row,
+    styles: DetailStyles,
+    notes: tuple[str, ...] = (),
+    *,
+    flaky: bool = False,
+    access: SourceAccess | None = None,
 ) -> Text:
     """The status, the reason and every mismatch with its path; a flaky case says so,
     because its status here may not be the implementation's fault alone."""
@@ -121,7 +127,7 @@ def render_reason(
                 styles.label,
             )
         text.append("\n")
-    frame = code_frame(implementation_site(result))
+    frame = code_frame(implementation_site(result), access)
     if frame is not None:
         lines = frame.render()
         text.append("\n")

@@ -16,7 +16,7 @@ from typing import Literal
 from cer.coverage import CoverageFigures
 from cer.engine.options import RunOptions
 from cer.matrix import Matrix
-from cer.model import CaseResult, RunResult, Status, Suite
+from cer.model import CaseResult, RunResult, SourceAccess, Status, Suite
 from cer.selection import Selection
 from cer.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
@@ -104,6 +104,8 @@ class Lane:
     """What its coverage is judged by: the suite and the results the list shows."""
     import_failure: Failure | None = None
     crash: Failure | None = None
+    source_access: SourceAccess | None = None
+    """Which of its files the last finished run lets a code frame or ``E`` open."""
 
     def finish(
         self,
@@ -118,6 +120,7 @@ class Lane:
         others' earlier results) are what the constraints' coverage is judged by."""
         self.board.finish_run(run, results, count)
         self.notes = run.notes
+        self.source_access = run.source_access
         self.crash = None
         if suite is not None:
             shown = tuple(row.kept for row in self.board.rows if row.kept is not None)
@@ -126,7 +129,9 @@ class Lane:
     def row_at(self, index: int) -> LaneRow:
         """A snapshot of this lane's row at ``index``, for a worker thread."""
         row = self.board.rows[index]
-        return LaneRow(self.label, row.snapshot(), row.name in self.board.flaky, self.notes)
+        return LaneRow(
+            self.label, row.snapshot(), row.name in self.board.flaky, self.notes, self.source_access
+        )
 
 
 class Session:

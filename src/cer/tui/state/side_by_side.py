@@ -27,7 +27,7 @@ from rich.text import Text
 
 from cer.equality import format_value, values_equal
 from cer.matrix import IGNORED_KEYS, comparable, differing_keys
-from cer.model import MISSING, Case, CaseResult, Mismatch, Status
+from cer.model import MISSING, Case, CaseResult, Mismatch, SourceAccess, Status
 from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
 from cer.tui.state.details import (
@@ -54,6 +54,8 @@ class LaneRow:
     """A snapshot of the implementation's row, taken on the event loop."""
     flaky: bool = False
     notes: tuple[str, ...] = ()
+    access: SourceAccess | None = None
+    """Which implementation files its code frame may show (cer.tracebacks)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ def render_selected(
         styles,
         () if only is None else only.notes,
         flaky=only is not None and only.flaky,
+        access=None if only is None else only.access,
         coverage=coverages[0][1] if coverages else None,
         suite_name=suite_name,
     )
@@ -246,7 +249,7 @@ def render_reason_many(
     for lane in lanes:
         parts.append(Text(""))
         parts.append(_heading(lane.label, styles))
-        body = render_reason(lane.row, styles, lane.notes, flaky=lane.flaky)
+        body = render_reason(lane.row, styles, lane.notes, flaky=lane.flaky, access=lane.access)
         # render_reason opens with the case's name, which the pane already shows once.
         first_end = body.plain.find("\n")
         body = body[first_end + 1 :] if first_end >= 0 else body
