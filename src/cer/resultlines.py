@@ -31,6 +31,7 @@ from typing import Any
 from cer import serialize
 from cer.events import CaseFinished, RunEvent, RunStarted
 from cer.model import Case, RunResult, Suite
+from cer.safetext import for_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LineWriter", "LinesRead", "read_lines"]
 
@@ -39,8 +40,11 @@ FORMAT_VERSION = 1
 
 
 def _line(document: Mapping[str, Any]) -> bytes:
-    """One document as one line of UTF-8 (a lone surrogate written as its escape)."""
-    text = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """One document as one line of UTF-8, the characters that act on a terminal (a lone
+    surrogate, ESC, bidi controls, the line separators) written as JSON escapes."""
+    text = for_json(
+        json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    )
     return (text + "\n").encode("utf-8", "backslashreplace")
 
 

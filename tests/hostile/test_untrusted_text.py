@@ -121,6 +121,13 @@ def test_cer_run_shows_every_class_as_data(
     for name in ("esc-clear", "csi-8bit", "bidi-override", "markup-close", "del-newline"):
         # JSON escapes, which a reader decodes back to exactly what was observed.
         assert reasons[f"value-{name}"]["observation"]["output"] == CORPUS[name]
+    code, out, err = cer(
+        capsys, "run", str(module), "--impl", "hostile_impl:f", "--format", "jsonl", "-q"
+    )
+    assert code == 1
+    assert_inert(out + err, "jsonl stdout")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) >= len(reasons)
     code, out, err = cer(capsys, "history")
     assert code == 0
     assert_inert(out + err, "history")
