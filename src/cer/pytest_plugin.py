@@ -484,12 +484,15 @@ class CerPlugin:
         history_path = self.config.getoption("cer_history_path")
         history_wanted = bool(history_path or self.config.getoption("cer_history"))
         for run in runs:
-            terminalreporter.write_line(f"{self.shown(run.suite_path)} · {run.implementation_id}")
-            terminalreporter.write_line(f"  {console.summary_line(run)}")
+            # The implementation's words (its id, a load failure's message in a note)
+            # are shown as data: control and bidi characters as escapes.
+            heading = f"{self.shown(run.suite_path)} · {run.implementation_id}"
+            terminalreporter.write_line(for_terminal(heading, multiline=False))
+            terminalreporter.write_line(f"  {for_terminal(console.summary_line(run))}")
             for note in run.notes:
-                terminalreporter.write_line(f"  note: {note}")
+                terminalreporter.write_line(for_terminal(f"  note: {note}"))
             if history_wanted:
-                terminalreporter.write_line(f"  {self.record(run, history_path)}")
+                terminalreporter.write_line(for_terminal(f"  {self.record(run, history_path)}"))
         skipped = self.skipped_count()
         if skipped:
             cases = f"{skipped} case{'s' if skipped != 1 else ''}"
@@ -594,14 +597,14 @@ class CaseItem(pytest.Item):
             state.run(plugin.batch_for(self), plugin.stop_after(self.session), plugin.warm)
         failure = state.failures.get(self.name)
         if failure is not None:
-            pytest.fail(f"cer: {failure}", pytrace=False)
+            pytest.fail(for_terminal(f"cer: {failure}"), pytrace=False)
         result = state.results.get(self.name)
         if result is None:
             pytest.fail(f"cer: {_NOT_RUN}", pytrace=False)
         if result.stdout:
-            self.add_report_section("call", "stdout", result.stdout)
+            self.add_report_section("call", "stdout", for_terminal(result.stdout))
         if result.stderr:
-            self.add_report_section("call", "stderr", result.stderr)
+            self.add_report_section("call", "stderr", for_terminal(result.stderr))
         if result.status is Status.ERRORED:
             pytest.fail(failure_text(state.suite, self.case, result), pytrace=False)
         if result.status is Status.SKIPPED:
