@@ -148,10 +148,29 @@ class HistoryQueries:
             rows = self._db.execute(sql, params).fetchall()
             records = [self._record_from_row(row) for row in rows]
             groups = self._flaky_groups({(r.implementation_id, r.suite_hash) for r in records})
+            partial = self._partial_runs([r.run_id for r in records])
         return tuple(
-            _with_flaky(record, groups.get((record.implementation_id, record.suite_hash), ()))
+            replace(
+                _with_flaky(record, groups.get((record.implementation_id, record.suite_hash), ())),
+                partial=record.run_id in partial,
+            )
             for record in records
         )
+
+    def _partial_runs(self, run_ids: list[str]) -> frozenset[str]:
+        """Which of ``run_ids`` left a case out for not selecting it (``s``, ``n``,
+        ``--case``, a shard): runs of part of the suite."""
+        found: set[str] = set()
+        for start in range(0, len(run_ids), 500):
+            chunk = run_ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self._db.execute(
+                "SELECT DISTINCT run_id FROM eval_case_results WHERE status = 'skipped'"
+                f" AND COALESCE(reason, '') IN (?, ?) AND run_id IN ({marks})",
+                (*NOT_SELECTED, *chunk),
+            ).fetchall()
+            found.update(row[0] for row in rows)
+        return frozenset(found)
 
     def run(self, ref: str, *, suite_path: str | Path | None = None) -> RunRecord:
         """The run ``ref`` names: an index (``1`` = newest, up to four digits) among the

@@ -60,6 +60,9 @@ class RunRecord:
     """Cases flaky under this run's implementation id and suite hash."""
     coverage: CoverageFigures | None = None
     """The run's constraint coverage figures; None when none were recorded."""
+    partial: bool = False
+    """The run left cases of the suite out (deselected, or in another shard): it ran
+    part of the suite. Known for the runs :meth:`History.runs` lists."""
 
     @property
     def short_id(self) -> str:

@@ -57,9 +57,11 @@ def _float(value: float) -> str:
 
 
 def inline(value: Any) -> str:
-    """``value`` as TOML writes it after ``key =``: tables inline, on one line. A value
-    TOML has no form for (bytes, an object) is shown as a quoted repr."""
+    """``value`` as TOML writes it after ``key =``: tables inline, on one line. None is
+    ``null``; another value TOML has no form for (bytes, an object) is a quoted repr."""
     kind = type(value)
+    if value is None:
+        return "null"  # TOML has no null; a returned None is shown as JSON writes it
     if kind is bool:
         return "true" if value else "false"
     if kind is int:

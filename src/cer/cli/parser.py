@@ -34,8 +34,8 @@ examples:
 Every run is recorded in .cer/history.sqlite beside the suite (--history PATH moves
 it, --no-history skips it); see `cer history` and `cer diff`. Reports: junit
 (cer-junit.xml), json (cer-results.json), tap (cer-results.tap), manifest
-(cer-manifest.json), github (stdout), html (cer-report.html, needs
-pip install 'cer-tui[html]'); FORMAT=PATH writes elsewhere, - is stdout.
+(cer-manifest.json), github (stdout), html (cer-report.html); FORMAT=PATH writes
+elsewhere, - is stdout.
 
 exit codes:
   0  every case passed
@@ -175,8 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="write the newest recorded run as an HTML page, with the counts of the "
-        f"recorded runs as a chart (the newest N with -n, else {KEEP_RUNS}); "
-        "needs pip install 'cer-tui[html]'",
+        f"recorded runs as a chart (the newest N with -n, else {KEEP_RUNS})",
     )
 
     diff = commands.add_parser(

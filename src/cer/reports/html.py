@@ -2,8 +2,10 @@
 
 The verdict and counts at the top, a stacked bar per group of cases (case class,
 category, each tag prefix such as ``upstream-section:``), the counts of the recorded runs
-of the suite as a chart, every failed and errored case with its reason, diff and captured
-output (collapsible), constraint coverage and the conditions of the run.
+of the suite as a chart (a line per implementation, full runs only), every failed and
+errored case with its reason, diff and captured output (collapsible), every case with
+its input, expected and observed (collapsed, narrowed by status and group with CSS
+alone), constraint coverage and the conditions of the run.
 
 The page needs nothing but itself: inline CSS, charts as inline SVG, no script, and a
 Content-Security-Policy that forbids loading anything. It is rendered by a Jinja2
@@ -11,8 +13,9 @@ template shipped in the package (``templates/report.html.j2``) with autoescaping
 every value passes :func:`visible` first, so that text the implementation controls
 (reasons, captured output, observations) and names from the suite show as text: markup
 is escaped, control characters, lone surrogates and bidirectional overrides are written
-as ``\\xNN``/``\\uNNNN`` escapes. Jinja2 is an optional dependency (the ``html`` extra),
-imported only when a page is rendered; :func:`missing_dependency` says how to install it.
+as ``\\xNN``/``\\uNNNN`` escapes. Jinja2 is a dependency, imported only when a page is
+rendered; :func:`missing_dependency` says how to install it where it is missing all the
+same.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ __all__ = [
     "visible",
 ]
 
-INSTALL_HINT = "pip install 'cer-tui[html]'"
+INSTALL_HINT = "pip install 'jinja2>=3.1,<4'"
 """How to get the optional dependency of the HTML report."""
 
 TEMPLATE = "report.html.j2"
@@ -67,6 +70,8 @@ DETAILED_FAILURES = 2000
 """Failures shown with their diffs and captured output; later ones show their reason
 only, so that a huge failing suite still makes a page a browser can open."""
 """Characters of an expected or observed value shown when it is not a string."""
+CASE_ROWS = 20_000
+"""Cases the list of every case shows; past them it says how many it left out."""
 CHART_WIDTH = 720
 CHART_HEIGHT = 160
 CHART_LEFT = 36
@@ -182,7 +187,32 @@ class Chart:
     """Start time of the newest run; empty when its column is too close to the first's."""
     last_x: float
     pass_line: str
-    """SVG points of the pass counts, when there are at least two runs."""
+    """SVG points of the pass counts of this run's implementation's full runs, when
+    there are at least two."""
+    series: tuple[Series, ...] = ()
+    """One line of pass counts per implementation, over its full runs only."""
+    partial: tuple[PartialMark, ...] = ()
+    """Runs of part of the suite: marked where they fall, never counted in a line."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """The pass counts of one implementation's full runs, oldest first."""
+
+    label: str
+    points: str
+    """SVG points, ``x,y`` each; one point draws a dot."""
+    index: int
+    """Which of the page's series styles draws it (0 to 5)."""
+    runs: int
+
+
+@dataclass(frozen=True)
+class PartialMark:
+    """A run that ran part of the suite, marked under the axis."""
+
+    x: float
+    title: str
 
 
 @dataclass(frozen=True)
@@ -228,6 +258,31 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class CaseRow:
+    """One case in the list of every case: collapsed, with what it was given, what
+    was expected and what was observed, so that a pass says why it passed."""
+
+    name: str
+    status: str
+    where: str
+    reason: str
+    input: str
+    expected: str
+    observed: str
+    groups: str
+    """The CSS classes of the filter groups it is in (``g1 g4``)."""
+
+
+@dataclass(frozen=True)
+class CaseGroup:
+    """A group the list of every case can be narrowed to, without a script."""
+
+    number: int
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
 class CoverageView:
     total: int
     covered: int
@@ -255,6 +310,10 @@ class Page:
     chart: Chart | None
     history_note: str
     failures: tuple[Failure, ...]
+    rows: tuple[CaseRow, ...]
+    case_groups: tuple[CaseGroup, ...]
+    rows_cut: int
+    """Cases past :data:`CASE_ROWS` that the list leaves out (the json report has them)."""
     skipped: tuple[tuple[str, int], ...]
     flaky: tuple[str, ...]
     coverage: CoverageView | None
@@ -314,8 +373,15 @@ def _run_label(record: RunRecord) -> str:
     return datetime.fromtimestamp(record.started_at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
-    """The stacked counts of ``records`` (newest first, as history lists them)."""
+def _implementation(record: RunRecord) -> str:
+    return record.implementation or record.implementation_id.partition("@")[0]
+
+
+def _chart(records: Sequence[RunRecord], current: str, implementation: str = "") -> Chart | None:
+    """The counts of ``records`` (newest first, as history lists them): a stacked
+    column for each full run of ``implementation`` (this run's), a line of pass counts
+    per implementation over its full runs, and a mark for each run of part of the
+    suite, which no line or column counts (its counts are not comparable)."""
     if not records:
         return None
     runs = list(reversed(records))
@@ -327,8 +393,25 @@ def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
     gap = min(step * 0.2, 4.0) if len(runs) > 1 else step * 0.6
     columns = []
     points = []
+    lines: dict[str, list[str]] = {}
+    partial: list[PartialMark] = []
     for index, record in enumerate(runs):
         s = record.summary
+        x = CHART_LEFT + index * step + gap / 2
+        middle = x + (step - gap) / 2
+        if record.partial:
+            partial.append(
+                PartialMark(
+                    round(middle, 2),
+                    f"{record.short_id} · {_run_label(record)} UTC · {record.implementation_id}"
+                    f"\npartial run: {s.total - s.skipped} of {s.total} cases ran; not counted",
+                )
+            )
+            continue
+        y_pass = base - plot_h * s.passed / top
+        lines.setdefault(_implementation(record), []).append(f"{middle:.2f},{y_pass:.2f}")
+        if implementation and _implementation(record) != implementation:
+            continue
         y = float(base)
         rects = []
         for status, count in (
@@ -342,7 +425,6 @@ def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
             height = plot_h * count / top
             y -= height
             rects.append((status.value, round(y, 2), round(height, 2)))
-        x = CHART_LEFT + index * step + gap / 2
         title = (
             f"{record.short_id} · {_run_label(record)} UTC · {record.implementation_id}\n"
             f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"
@@ -351,7 +433,7 @@ def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
         columns.append(
             Column(round(x, 2), round(step - gap, 2), tuple(rects), title, record.run_id == current)
         )
-        points.append(f"{x + (step - gap) / 2:.2f},{base - plot_h * s.passed / top:.2f}")
+        points.append(f"{middle:.2f},{y_pass:.2f}")
     ticks = tuple(
         (round(base - plot_h * value / top, 2), value) for value in sorted({0, top // 2, top})
     )
@@ -367,6 +449,11 @@ def _chart(records: Sequence[RunRecord], current: str) -> Chart | None:
         last_label=_run_label(runs[-1]) if len(runs) * step > 220 else "",
         last_x=round(CHART_LEFT + len(runs) * step, 2),
         pass_line=" ".join(points) if len(points) > 1 else "",
+        series=tuple(
+            Series(label, " ".join(found), number % 6, len(found))
+            for number, (label, found) in enumerate(lines.items())
+        ),
+        partial=tuple(partial),
     )
 
 
@@ -461,6 +548,47 @@ def _declared(case: Case | None) -> dict[str, str]:
     }
 
 
+def _toml_lines(table: Any) -> str:
+    if not isinstance(table, dict):
+        return _shown(table)
+    return _cut("\n".join(table_lines(table)))
+
+
+def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup, ...], int]:
+    """Every case (up to :data:`CASE_ROWS`) for the list, and the groups it can be
+    narrowed to: each case class and each category present."""
+    declared = {case.name: case for case in context.suite.cases}
+    file = suite_display_path(context.suite)
+    numbers: dict[str, int] = {}
+    counts: Counter[str] = Counter()
+    results = context.run.results
+    for result in results:
+        for label in (f"class {result.case_class}", f"category {result.category}"):
+            numbers.setdefault(label, len(numbers) + 1)
+            counts[label] += 1
+    rows = []
+    for result in results[:CASE_ROWS]:
+        case = declared.get(result.case_name)
+        where = file + (f":{case.line}" if case is not None and case.line else "")
+        labels = (f"class {result.case_class}", f"category {result.category}")
+        rows.append(
+            CaseRow(
+                name=result.case_name,
+                status=result.status.value,
+                where=where,
+                reason=(result.reason or "").split("\n", 1)[0][:300],
+                input="" if case is None else shown_input(case.input).text,
+                expected="" if case is None else _toml_lines(dict(case.expect)),
+                observed=""
+                if result.observation is None
+                else _toml_lines(dict(result.observation)),
+                groups=" ".join(f"g{numbers[label]}" for label in labels),
+            )
+        )
+    groups = tuple(CaseGroup(number, label, counts[label]) for label, number in numbers.items())
+    return tuple(rows), groups, max(0, len(results) - CASE_ROWS)
+
+
 def _cut(text: str) -> str:
     if len(text) <= TEXT_LIMIT:
         return text
@@ -549,6 +677,7 @@ def page_model(context: ReportContext) -> Page:
     target = run.target_module
     if context.suite.target_version:
         target += f" {context.suite.target_version}"
+    rows, case_groups, rows_cut = _rows(context)
     history_note = ""
     records = context.history
     if not records:
@@ -563,9 +692,14 @@ def page_model(context: ReportContext) -> Page:
         seconds=(run.completed_at_ms - run.started_at_ms) / 1000,
         overall=_bar("all cases", (r.status for r in run.results)),
         groups=_groups(context),
-        chart=_chart(records, run.run_id),
+        chart=_chart(
+            records, run.run_id, run.implementation or run.implementation_id.partition("@")[0]
+        ),
         history_note=history_note,
         failures=_failures(context),
+        rows=rows,
+        case_groups=case_groups,
+        rows_cut=rows_cut,
         skipped=tuple(sorted(skipped.items(), key=lambda item: (-item[1], item[0]))),
         flaky=tuple(r.case_name for r in run.results if r.case_name in flaky),
         coverage=_coverage(context),
