@@ -447,3 +447,20 @@ def test_approving_keeps_comments_of_the_drafts_file(tmp_path: Path) -> None:
     with pytest.raises(ApprovalError, match="already has a case"):
         add_drafts(path, derive(suite, coverage).drafts)  # a-example proposed again
         approve_draft(suite_path, "a-example", approver="me")
+
+
+def test_derive_impl_with_only_complete_drafts_says_what_it_observed(
+    calc: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = cer(capsys, "derive")
+    assert code == 0
+    drafts = load_drafts(calc / "evals.drafts.toml").drafts
+    assert drafts and all(d.is_complete for d in drafts)
+    code, out, _ = cer(capsys, "derive", "--impl", "calc_ref:evaluate")
+    assert code == 0
+    assert f"run as written against calc_ref:evaluate ({len(drafts)}):" in out
+    assert "  left-associativity-example: pass" in out
+    code, out, _ = cer(capsys, "derive", "--impl", "calc_ref:evaluate", "--format", "json")
+    checked = json.loads(out)["checked"]
+    assert [item["name"] for item in checked] == [d.name for d in drafts]
+    assert {item["status"] for item in checked} == {"pass"}

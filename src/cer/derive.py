@@ -64,11 +64,33 @@ _EXAMPLE = re.compile(
     r"`(?P<input>[^`]+)`\s*(?:\)\s*)?(?:is|gives|returns|equals|evaluates to|yields|→|->|=>)"
     r"\s+`(?P<value>[^`]+)`"
 )
-# "`.5`, `5.` and `1.2.3` are malformed".
+_ITEMS = r"(?P<items>`[^`]+`(?:\s*(?:,|\band\b|\bor\b)\s*`[^`]+`)*)"
+# The ways people write that inputs are refused, grown from the sentences kept in
+# tests/data/derive_sentences.toml. The inputs first: "`.5`, `5.` and `1.2.3` are
+# malformed", "`1.2.3-beta` must be rejected", "`x` raises ValueError", "`` fails with".
 _BAD_EXAMPLES = re.compile(
-    r"(?P<items>`[^`]+`(?:\s*(?:,|\band\b|\bor\b)\s*`[^`]+`)*)\s+(?:is|are)\s+"
-    r"(?P<word>malformed|rejected|refused|invalid|an error|errors)\b"
+    _ITEMS + r"\s+(?:(?:is|are)\s+(?:also\s+)?|(?:must|should|shall|will)\s+(?:be\s+)?)?"
+    r"(?P<word>malformed|rejected|refused|invalid|an error|errors?|raises?|throws?|"
+    r"fails?(?:\s+with)?|not accepted)\b"
 )
+# The rejection first, the inputs after it: "rejects `1..2`", "must reject `a` and `b`",
+# "raises `RangeError` for `1.2.3-beta`", "is an error for ``", "fails with X on `-`".
+_REJECTS_INPUTS = re.compile(
+    r"\b(?P<word>must reject|must refuse|rejects?|refuses?|"
+    r"(?:raises?|throws?|fails? with|is an error|errors?)"
+    r"(?:\s+(?:an?\s+)?`?[A-Z][A-Za-z0-9]*(?:Error|Exception)`?)?"
+    r"(?:\s+(?:mentioning|including|saying)\s+(?:\"[^\"]*\"|“[^”]*”))?"
+    r"\s+(?:for|on|when given|given|with input|with))\s+"
+    + _ITEMS
+    + r"|\b(?P<word2>must reject|must refuse|rejects?|refuses?)\s+(?:input(?:s)?\s+)?"
+    + _ITEMS.replace("items", "items2")
+)
+# "returns `false` for `1.2`", "gives `3` for `1 + 2`".
+_EXAMPLE_FOR = re.compile(
+    r"\b(?:returns?|gives?|yields?|is|evaluates to)\s+`(?P<value>[^`]+)`\s+"
+    r"(?:for|on|given|when given)\s+`(?P<input>[^`]+)`"
+)
+_SENTENCE_END = re.compile(r"[.!?;](?=\s|$)")
 _REJECTION = re.compile(
     r"\b(malformed|must reject|rejects?|rejected|raises?|refused|refuses|"
     r"is an error|fails? with|invalid)\b",
@@ -267,6 +289,25 @@ class _Proposal:
     label: Enforceability
 
 
+def _sentence(text: str, at: int) -> str:
+    """The sentence of ``text`` around index ``at`` (a full stop inside backticks, as
+    in `1.2.3`, ends none), shortened, as the draft's ``why`` quotes it."""
+    ticks = [i for i, char in enumerate(text) if char == "`"]
+    ends = [
+        m.end()
+        for m in _SENTENCE_END.finditer(text)
+        if sum(1 for t in ticks if t < m.start()) % 2 == 0
+    ]
+    start = max((end for end in ends if end <= at), default=0)
+    stop = min((end for end in ends if end > at), default=len(text))
+    sentence = " ".join(text[start:stop].split())
+    return sentence if len(sentence) <= 120 else sentence[:117].rstrip() + "..."
+
+
+def _from(text: str, at: int) -> str:
+    return f' (from "{_sentence(text, at)}")'
+
+
 def _rejection_expect(text: str) -> dict[str, Any]:
     expect: dict[str, Any] = {"rejects": True}
     error_type = _ERROR_TYPE.search(text)
@@ -293,11 +334,19 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
         ]
     found: list[_Proposal] = []
     key = shape.input_key
-    for match in _EXAMPLE.finditer(text):
+    # "`f` returns `false` for `1.2`" is the input `1.2`, not `f`: a value followed by
+    # its input wins over the same value read as "`f` returns `false`".
+    inputs_after = list(_EXAMPLE_FOR.finditer(text))
+    claimed = {m.start("value") for m in inputs_after}
+    examples = sorted(
+        [*(m for m in _EXAMPLE.finditer(text) if m.start("value") not in claimed), *inputs_after],
+        key=lambda m: m.start(),
+    )
+    for match in examples:
         ok, value = _toml_value(match["value"])
         if not ok:
             continue
-        example = f"`{match['input']}` is `{match['value']}`"
+        example = f"`{match['input']}` is `{match['value']}`" + _from(text, match.start())
         if key is None:
             found.append(
                 _Proposal(
@@ -322,16 +371,23 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
     rejects = _REJECTION.search(text)
     if rejects is not None:
         expect = _rejection_expect(text)
-        bad = _BAD_EXAMPLES.search(text)
-        inputs = re.findall(r"`([^`]+)`", bad["items"]) if bad is not None else []
-        if bad is not None and inputs and key is not None:
-            for item in inputs:
+        refused: list[tuple[str, str, int]] = []
+        for match in (*_BAD_EXAMPLES.finditer(text), *_REJECTS_INPUTS.finditer(text)):
+            items = match["items"] or match.groupdict().get("items2") or ""
+            word = " ".join((match["word"] or match.groupdict().get("word2") or "").split())
+            for item in re.findall(r"`([^`]+)`", items):
+                if _ERROR_TYPE.fullmatch(item) or any(item == seen for seen, _, _ in refused):
+                    continue
+                refused.append((item, word, match.start()))
+        refused.sort(key=lambda found_item: found_item[2])
+        if refused and key is not None:
+            for item, word, at in refused:
                 found.append(
                     _Proposal(
                         "rejection",
                         {key: item},
                         expect,
-                        f"the text says `{item}` is {bad['word']}",
+                        f"the text says `{item}` {_said(word)}{_from(text, at)}",
                         "mechanical",
                     )
                 )
@@ -369,6 +425,20 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
             )
         )
     return found
+
+
+def _said(word: str) -> str:
+    """How a draft's ``why`` repeats the rejection word: "is malformed", "raises"."""
+    for start, said in (
+        (("rejects", "reject", "refuse", "must"), "is rejected"),
+        (("raise",), "raises"),
+        (("throw",), "throws"),
+        (("fail",), "fails"),
+        (("error", "is an error"), "is an error"),
+    ):
+        if word.startswith(start):
+            return said
+    return f"is {word}"
 
 
 _SUFFIX = {"example": "example", "rejection": "rejects", "bound": "bound", "open": "case"}

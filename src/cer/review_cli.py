@@ -139,8 +139,11 @@ def render_derivation(
     on_file: int,
     path: Path,
     observed: list[Draft] | None = None,
+    checked: list[tuple[str, str, str]] | None = None,
+    impl: str = "",
 ) -> str:
-    """The text ``cer derive`` prints."""
+    """The text ``cer derive`` prints; ``checked`` are the complete drafts run as
+    written against ``impl`` (name, status, reason)."""
     lines = [derivation.headline()]
     if added:
         lines.append(f"new drafts ({len(added)}):")
@@ -152,6 +155,12 @@ def render_derivation(
     if seen:
         lines.append(f"observed ({len(seen)}):")
         lines.extend(_draft_line(d) for d in seen)
+    if checked:
+        lines.append(f"run as written against {impl} ({len(checked)}):")
+        for name, status, reason in checked:
+            # The reason holds what the implementation said: shown, never obeyed.
+            first = for_terminal(" ".join(reason.splitlines()[:1])[:300], multiline=False)
+            lines.append(f"  {name}: {status}" + (f": {first}" if first else ""))
     repair = derivation.needs_repair
     if repair:
         lines.append(f"needs repair ({len(repair)}):")
@@ -179,7 +188,7 @@ def _draft_json(draft: Draft) -> dict[str, Any]:
 def cmd_derive(args: argparse.Namespace) -> int:
     from cer.derive import derive
     from cer.drafts import DraftsError, add_drafts, drafts_path, load_drafts, set_observed
-    from cer.observe import observe
+    from cer.observe import observe, run_drafts
 
     try:
         suite = load_suite(_suite_path(args.suite))
@@ -196,6 +205,7 @@ def cmd_derive(args: argparse.Namespace) -> int:
         added = [d for d in derivation.drafts if d.name not in present]
         after = add_drafts(path, added)
         observed_drafts: list[Draft] = []
+        checked: list[tuple[str, str, str]] = []
         if args.impl:
             options = RunOptions(impl=args.impl, timeout=args.timeout)
             observed = observe(suite, after.drafts, options, args.impl)
@@ -204,6 +214,13 @@ def cmd_derive(args: argparse.Namespace) -> int:
                 after = set_observed(path, changed)
             observed_drafts = [after.get(name) for name in changed]
             added = [after.get(d.name) for d in added]
+            # Complete drafts are run as written: what the implementation did is said
+            # for them too, as a status, never written into the drafts file.
+            complete = [d for d in after.drafts if d.is_complete]
+            for found in run_drafts(suite, complete, options) if complete else ():
+                if found.result is not None:
+                    result = found.result
+                    checked.append((found.draft, result.status.value, result.reason or ""))
     except (UsageError, SuiteError, CoverageError, DraftsError) as exc:
         _error(str(exc))
         return 2
@@ -219,13 +236,19 @@ def cmd_derive(args: argparse.Namespace) -> int:
                 for a in derivation.needs_repair
             ],
             "new_drafts": [d.name for d in added],
+            "checked": [
+                {"name": name, "status": status, "reason": reason or None}
+                for name, status, reason in checked
+            ],
             "drafts": [_draft_json(d) for d in after.drafts],
         }
         text = json.dumps(document, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write(for_json(text) + "\n")
     else:
         sys.stdout.write(
-            render_derivation(derivation, added, len(after.drafts), path, observed_drafts)
+            render_derivation(
+                derivation, added, len(after.drafts), path, observed_drafts, checked, args.impl
+            )
         )
     return 0
 
