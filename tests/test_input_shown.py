@@ -202,3 +202,26 @@ def test_markup_in_an_input_is_shown_as_text(module: Module, tmp_path: Path) -> 
     result = CaseResult("fails", "functional", "functional", Status.FAIL, "no", position=2)
     reason = render_reason(Row(suite.cases[1], KeptResult.of(result)), DetailStyles())
     assert "[bold red]x[/]" in reason.plain
+
+
+def test_the_pytest_traceback_hides_runner_frames(context: ReportContext) -> None:
+    from dataclasses import replace
+
+    from cer.tracebacks import RUNNER_DIR
+
+    suite = context.suite
+    traceback = (
+        "Traceback (most recent call last):\n"
+        f'  File "{RUNNER_DIR}/worker/call.py", line 10, in call\n'
+        "    return target(**case)\n"
+        f'  File "{RUNNER_DIR}/worker/target.py", line 20, in run\n'
+        "    return fn(x)\n"
+        '  File "/home/me/impl.py", line 3, in f\n'
+        '    raise ValueError("boom")\n'
+        "ValueError: boom\n"
+    )
+    result = replace(context.run.results[2], traceback=traceback)
+    text = failure_text(suite, suite.cases[2], result)
+    assert "[2 runner frames hidden]" in text
+    assert "worker/call.py" not in text
+    assert 'File "/home/me/impl.py", line 3, in f' in text

@@ -19,6 +19,7 @@ from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, 
 from cer.safetext import for_terminal
 from cer.selection import Selection
 from cer.tomltext import input_line
+from cer.tracebacks import trim
 
 
 @dataclass
@@ -167,6 +168,8 @@ def failure_text(suite: Suite, case: Case, result: CaseResult) -> str:
     if result.traceback and result.status is Status.ERRORED:
         lines.append("")
         lines.append("implementation traceback:")
-        lines.extend(f"    {text}" for text in result.traceback.rstrip().splitlines())
+        # Without the runner's own frames, as cer run and cer-tui show it (cer.tracebacks).
+        shown = trim(result.traceback).rstrip()
+        lines.extend(f"    {text}" for text in shown.splitlines())
     # The implementation's text is shown, never obeyed by the terminal (cer.safetext).
     return for_terminal("\n".join(lines))
