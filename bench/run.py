@@ -868,6 +868,7 @@ def section_peers(root: Path, quick: bool) -> dict[str, Any]:
     cm = commonmark_module(root)
     impl = "cm_adapter:render"
     cer = [cer_command(), "run", "evals.toml", "--impl", impl, "-q"]
+    plugin = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cer-impl", impl]
     commands = {
         "cer_defaults": cer,
         "cer_fork_j1": [*cer, "-j", "1"],
@@ -875,6 +876,10 @@ def section_peers(root: Path, quick: bool) -> dict[str, Any]:
         "cer_none_j1": [*cer, "--isolation", "none", "-j", "1"],
         "pytest": pytest_command(),
         "pytest_xdist_auto": pytest_command("-n", "auto"),
+        # cer's pytest plugin on the same suite, without -n and with two xdist workers
+        # (each makes one cer run over its share of the suite).
+        "cer_plugin": [*plugin, "evals.toml"],
+        "cer_plugin_n2": [*plugin, "evals.toml", "-n", "2"],
     }
     for command in commands.values():  # warm-up: bytecode caches, the suite cache
         run_process(command, cm)

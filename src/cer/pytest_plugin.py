@@ -16,6 +16,7 @@ import argparse
 import json
 import re
 import warnings
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -364,6 +365,15 @@ class CerPlugin:
 
     # running
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Under ``-n`` with the default load scheduling: hand each xdist worker one
+        share of each suite, whole, so that it makes one cer run over it instead of a
+        run per few items (see :func:`share_scheduler`)."""
+        if not self.active or config.getvalue("dist") != "load":
+            return None
+        return share_scheduler(config, log)
+
     def _xdist_queue(self) -> list[pytest.Item] | None:
         """The items this xdist worker was handed and has not run yet, in order."""
         if not hasattr(self.config, "workerinput"):
@@ -570,6 +580,32 @@ class SuiteFile(pytest.File):
             for text in dict.fromkeys((case.category, case.case_class, *case.tags)):
                 item.add_marker(plugin.marker_for(text))
             yield item
+
+
+def share_of(nodeid: str, shares: int) -> str:
+    """The scheduling scope of an item: a case of a suite (``path.toml::name``) falls
+    in one of ``shares`` shares of its suite, by a stable hash of its name; any other
+    test is a scope of its own, handed out as load scheduling would."""
+    path, sep, rest = nodeid.partition("::")
+    if not sep or not path.endswith(".toml") or "::" in rest or shares < 1:
+        return nodeid
+    return f"{path}::cer-share-{zlib.crc32(rest.encode('utf-8', 'surrogatepass')) % shares}"
+
+
+def share_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scope scheduling with :func:`share_of` as the scope: each scope
+    goes to one worker at once, so that the worker's queue holds its whole share when
+    its first case runs (and the plugin runs them all in one cer run)."""
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    shares = config.getoption("numprocesses") or 1
+    shares = shares if isinstance(shares, int) else 1
+
+    class ShareScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return share_of(nodeid, shares)
+
+    return ShareScheduling(config, log)
 
 
 def _skip_here(reason: str) -> None:
