@@ -123,6 +123,10 @@ def test_control_and_bidi_characters_are_escaped_on_one_line() -> None:
     assert tomllib.loads(f"v = {shown}")["v"] == {"s": "a\x1b[2J\u202eb\rc"}
 
 
+def test_an_int_too_long_for_text_is_named_not_raised() -> None:
+    assert inline(10**5000).startswith('"<an int of about 5001 digits>')
+
+
 def test_a_long_input_is_cut_and_says_where_it_is_whole() -> None:
     line = input_line({"text": LONG}, "evals.toml:12")
     assert line.startswith('input = { text = "xxx')

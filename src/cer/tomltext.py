@@ -65,7 +65,10 @@ def inline(value: Any) -> str:
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
-        return str(value)
+        try:
+            return str(value)
+        except ValueError:  # more digits than Python converts to text
+            return f'"<an int of about {int(value.bit_length() * 0.30103) + 1} digits>"'
     if kind is float:
         return _float(value)
     if kind is str:
