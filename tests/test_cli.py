@@ -112,7 +112,6 @@ def test_unknown_version_names_the_supported_ones(tmp_path: Path) -> None:
     "args",
     [
         ["run", "missing.toml", "--impl", "x:y"],
-        ["run", "--impl", "x:y"],
         ["run", "evals.toml"],
         ["run", "evals.toml", "--impl", "no-colon"],
         ["run", "evals.toml", "--impl", "x:y", "--timeout", "-1"],
@@ -123,6 +122,13 @@ def test_usage_errors_exit_two(tmp_path: Path, args: list[str]) -> None:
     done = run_cli(args, tmp_path)
     assert done.returncode == ExitCode.USAGE
     assert "Traceback" not in done.stderr
+
+
+def test_no_suite_anywhere_exits_two(tmp_path: Path) -> None:
+    """No argument, no [tool.cer] suite and no ./evals.toml (with one, cer run uses it)."""
+    done = run_cli(["run", "--impl", "x:y"], tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert "./evals.toml" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_missing_module_is_errored_not_a_traceback(tmp_path: Path) -> None:
