@@ -376,13 +376,17 @@ def test_harness_that_fails_to_start_errors_every_case(
         module.root / "evals.toml", f"{PYTHON} {broken} {mode}", events=events, timeout=0.5
     )
     assert [s for _, s in statuses(run)] == [E, E, E]
+    # The cause is said once, with its evidence, in the run's note; each case is "not
+    # run" for that cause, its stderr kept beside it.
+    (note,) = [note for note in run.notes if "could not be started" in note]
+    for text in evidence:
+        assert text in note
     for result in run.results:
-        for text in evidence:
-            assert text in (result.reason or "")
+        assert (result.reason or "") == f"not run: {note.split('; its stderr ends with:')[0]}"
+        assert evidence[0] in (result.reason or "")
     failed = [e for e in events if isinstance(e, ImplementationFailed)]
     assert len(failed) == 1
     assert not any(isinstance(e, ImplementationLoaded) for e in events)
-    assert any("could not be started" in note for note in run.notes)
     if mode == "crash-on-start":
         assert "cannot load the module" in run.results[0].stderr
         assert "cannot load the module" in failed[0].traceback

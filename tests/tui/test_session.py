@@ -82,6 +82,23 @@ def test_several_lanes_share_the_first_boards_filters_and_render_side_by_side() 
     assert [len(run.results) for run in runs] == [3, 3]
 
 
+def test_a_command_that_cannot_start_is_named_for_what_it_is_and_said_once() -> None:
+    harness = RunOptions(impl="python3 harness.py", kind="command")
+    session = Session((harness,), ("harness",))
+    cause = (
+        "the harness could not start under the sandbox: ~/.pyenv/libexec/pyenv: permission "
+        "denied (allow it with --sandbox-read ~/.pyenv/libexec/pyenv, or run with --sandbox off)"
+    )
+    stderr = "/root/.pyenv/shims/python3: line 12: /root/.pyenv/libexec/pyenv: Permission denied"
+    session.lanes[0].import_failure = Failure(cause, stderr)
+    title, body = session.import_banner() or ("", "")
+    assert title == cause[0].upper() + cause[1:]
+    assert "does not import" not in title
+    assert body == stderr  # the evidence, not the cause a second time
+    session.lanes[0].import_failure = Failure(cause, "")
+    assert session.import_banner() == (cause[0].upper() + cause[1:], "")
+
+
 def test_a_cycle_with_no_finished_run_does_not_count() -> None:
     session = Session((REF,), ("calc_ref",))
     session.begin("first run")

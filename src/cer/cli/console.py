@@ -114,7 +114,22 @@ def render_coverage(coverage: Coverage, suite_name: str, *, details: bool = Fals
 
 
 def _is_load_failure(note: str) -> bool:
-    return note.startswith("the implementation ") and " could not be loaded: " in note
+    if note.startswith("the implementation ") and " could not be loaded: " in note:
+        return True
+    return note.startswith(
+        ("the command implementation ", "the harness could not start", "the per-case command")
+    ) and (" could not be started: " in note or " could not start under the sandbox: " in note)
+
+
+def _not_loaded_by(reason: str | None, note: str) -> bool:
+    """Whether a case's reason is the load failure ``note`` (a Python implementation's
+    cases carry the note, a command's ``not run:`` and the note's first line)."""
+    if reason is None:
+        return False
+    if reason == note:
+        return True
+    first = note.split("; its stderr ends with:\n", 1)[0]
+    return reason == f"not run: {first}"
 
 
 def _code_frame_lines(traceback: str | None, reader: SourceReader) -> list[str]:
@@ -154,7 +169,9 @@ def render_report(
     for note in run.notes:
         lines.append(for_terminal(f"note: {note}"))
     load_note = next((note for note in run.notes if _is_load_failure(note)), None)
-    not_loaded = [r for r in run.results if load_note is not None and r.reason == load_note]
+    not_loaded = [
+        r for r in run.results if load_note is not None and _not_loaded_by(r.reason, load_note)
+    ]
     if not_loaded:
         # One implementation that does not import: its traceback once, not once per case.
         first = not_loaded[0]
@@ -165,13 +182,14 @@ def render_report(
         lines.append(
             paint(Status.ERRORED, f"{SYMBOLS[Status.ERRORED]} {LABELS[Status.ERRORED]:<5}")
             + f" {count} case{'s' if count != 1 else ''} could not run: the implementation "
-            "could not be loaded (above)"
+            + ("could not be loaded" if first.reason == load_note else "could not start")
+            + " (above)"
         )
     cases = {case.name: case for case in suite.cases}
     for result in run.results:
         if result.status in (Status.PASS, Status.SKIPPED) and not verbose:
             continue
-        if not_loaded and result.reason == load_note:
+        if not_loaded and load_note is not None and _not_loaded_by(result.reason, load_note):
             continue
         if result.status is Status.SKIPPED and result.reason == "deselected":
             continue

@@ -6,7 +6,8 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
 
 - read and execute: what the implementation needs of its import roots (``--path``
   folders, the suite's folder, the working directory; see :mod:`cer.readset`), the
-  folders a command names, the paths of ``RunOptions.sandbox_read``, the Python installation
+  folders a command names and what its program's shims need (:mod:`cer.shims`), the
+  paths of ``RunOptions.sandbox_read``, the Python installation
   and everything on this interpreter's ``sys.path``, ``cer`` itself, the folders on
   ``PATH``, the suite's fixtures, the system's programs, libraries and configuration
   (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, ``/opt``), ``/proc``, ``/sys``,
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer import readset, sandbox
+from cer import readset, sandbox, shims
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
 
@@ -116,7 +117,8 @@ def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
 
 def _command_folders(options: RunOptions) -> list[str]:
     """The folders of the files a command implementation names (its program, its
-    scripts), so that a harness outside the working directory can run."""
+    scripts), so that a harness outside the working directory can run, and what its
+    program's chain of shims and version managers needs to start (:mod:`cer.shims`)."""
     if options.kind == "python":
         return []
     try:
@@ -129,6 +131,8 @@ def _command_folders(options: RunOptions) -> list[str]:
         if found and os.path.exists(found):
             folders.append(os.path.dirname(os.path.realpath(found)))
             folders.append(os.path.dirname(os.path.abspath(found)))
+    if words:
+        folders.extend(shims.chain_reads(words[0]))
     return folders
 
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from cer import sandbox, scratch
+from cer.engine.command import startup
 from cer.engine.command.protocol import MAX_MESSAGE_BYTES
 from cer.engine.command.values import EVIDENCE_CHARS
 from cer.engine.execution import Execution
@@ -271,9 +272,14 @@ class CommandProcess:
 
 
 def fail_all(execution: Execution, items: Iterable[Planned], reason: str, stderr: str) -> None:
-    """The implementation could not be started: every case is errored with the reason."""
-    note = f"the command implementation {execution.options.impl} could not be started: {reason}"
-    execution.notes.append(note)
-    execution.emit(ImplementationFailed(reason, stderr))
+    """The implementation could not be started: the cause is said once, in the run's
+    note (with the end of stderr) and its ImplementationFailed event, and every case
+    is errored ``not run: <cause>`` (:mod:`cer.engine.command.startup`)."""
+    options = execution.options
+    line = startup.headline(
+        options.kind, options.impl, reason, stderr, execution.policy, execution.refused
+    )
+    execution.notes.append(startup.note(line, stderr))
+    execution.emit(ImplementationFailed(line, stderr))
     for item in items:
-        execution.record(errored(item.case, note, stderr=stderr))
+        execution.record(errored(item.case, f"not run: {line}", stderr=stderr))

@@ -348,13 +348,20 @@ class Session:
             return None
         if not self.several:
             ((lane, failure),) = failures
+            if lane.options.kind != "python":
+                # The cause names the kind (harness, per-case command) and how it failed;
+                # the body is the evidence (stderr), not the cause again.
+                reason = failure.reason
+                title = reason[:1].upper() + reason[1:]
+                body = trim(failure.detail)
+                return title, "" if body.strip() in reason else body
             title = f"The implementation {lane.options.impl} does not import: {failure.reason}"
             return title, trim(failure.detail)
         if len(failures) == 1:
             ((lane, failure),) = failures
+            verb = "does not load" if lane.options.kind == "python" else "does not start"
             title = (
-                f"The implementation {lane.label} ({lane.options.impl}) "
-                f"does not load: {failure.reason}"
+                f"The implementation {lane.label} ({lane.options.impl}) {verb}: {failure.reason}"
             )
         else:
             names = ", ".join(lane.label for lane, _ in failures)

@@ -1,5 +1,6 @@
 """The banner over the list: a suite that stopped parsing, an implementation that failed
-to import, a runner that crashed. Hidden when all is well."""
+to import or a command that could not start, a runner that crashed. Hidden when all is
+well."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 BannerKind = Literal["suite-error", "import-error", "run-error"]
-"""What went wrong: the suite does not load, an implementation does not, the runner
-crashed."""
+"""What went wrong: the suite does not load, an implementation does not (a module that
+does not import, a command that does not start), the runner crashed."""
 BANNER_KINDS: tuple[BannerKind, ...] = get_args(BannerKind)
 
 
@@ -41,8 +42,10 @@ class Banner(Static):
         self.kind = kind
         self.body = body
         text = Text()
-        text.append(f"{title}\n", "bold")
-        text.append(body.rstrip("\n"))
+        text.append(title, "bold")
+        if body.strip():  # the evidence under the cause, never the cause again
+            text.append("\n")
+            text.append(body.rstrip("\n"))
         self.update(text)
         self.add_class("-shown")
 
