@@ -298,6 +298,30 @@ def test_a_harness_that_cannot_start_under_the_sandbox_says_so_once_in_words(
     assert code == 0, capsys.readouterr().out
 
 
+@LANDLOCK
+def test_a_per_case_command_that_cannot_start_under_the_sandbox_says_so_once(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = project.parent / "home"
+    monkeypatch.setenv("PATH", f"{_hidden_manager(home)}{os.pathsep}{os.environ['PATH']}")
+    cause = (
+        "the per-case command could not start under the sandbox: ~/.hidden/libexec/manager: "
+        "permission denied (allow it with --sandbox-read ~/.hidden/libexec/manager, or run "
+        "with --sandbox off)"
+    )
+    result = run_suite(
+        load_suite(project / "evals.toml"),
+        RunOptions(impl="py harness.py", kind="command-per-case", timeout=10.0),
+    )
+    assert [(r.status, r.reason) for r in result.results] == [
+        (Status.ERRORED, f"not run: {cause}")
+    ] * 2
+    assert [note.split("; its stderr")[0] for note in result.notes] == [cause]
+    code = main(["run", "evals.toml", "--impl-cmd-per-case", "py harness.py"])
+    out = capsys.readouterr().out
+    assert code == 1 and out.count(cause) == 1, out
+
+
 def test_a_command_that_cannot_start_without_the_sandbox_keeps_its_cause(
     project: Path,
 ) -> None:

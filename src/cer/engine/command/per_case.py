@@ -4,11 +4,13 @@ request on its stdin, the ``result`` on its stdout."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from cer.engine.command import startup
 from cer.engine.command.identity import command_identity
 from cer.engine.command.process import CommandProcess, describe_exit, fail_all
 from cer.engine.command.protocol import (
@@ -31,6 +33,9 @@ from cer.verdict import Outcome, errored, judge
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned
+
+_CANNOT_START = re.compile(r"the process exited with status 12[67] without an error document")
+"""How a per-case command that the shell could not execute (126) or find (127) ends."""
 
 
 class PerCase:
@@ -81,7 +86,33 @@ class PerCase:
                 # What the command left running (a daemon in a session of its own,
                 # adopted by cer) ends with its case, before the next case starts.
                 self.execution.end_strays()
+            cause = self.sandbox_refused_start(outcome)
+            if cause:
+                reason = f"not run: {cause}"
+                self.execution.record(errored(item.case, reason, stderr=outcome.stderr))
+                continue
             self.execution.record(judge(item.case, outcome))
+
+    def sandbox_refused_start(self, outcome: Outcome) -> str:
+        """The cause, in words, when the command could not start because the sandbox
+        refused it a file it needs (the shell's exit 126 or 127, nothing printed, a
+        refused path in stderr); said once in the run's note. Empty otherwise."""
+        if outcome.kind != "lost" or outcome.stdout or not _CANNOT_START.match(outcome.detail):
+            return ""
+        execution = self.execution
+        if not startup.denied_path(outcome.stderr, execution.policy, execution.refused):
+            return ""
+        line = startup.headline(
+            self.options.kind,
+            self.options.impl,
+            outcome.detail,
+            outcome.stderr,
+            execution.policy,
+            execution.refused,
+        )
+        if not any(note.startswith(line) for note in execution.notes):
+            execution.notes.append(startup.note(line, outcome.stderr))
+        return line
 
     def run_one(self, request: bytes, seq: int) -> Outcome:
         """Run the command once for one case and say what happened."""
