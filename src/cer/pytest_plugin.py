@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from cer import serialize
+from cer import procs, serialize
 from cer.cli import console
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.engine.workerproc import WarmWorkers
@@ -257,6 +257,9 @@ class CerPlugin:
         self._foreign_markers: set[str] | None = None
         self._our_markers: set[str] = set()
         self._positions: dict[int, int] = {}
+        self.adopted: frozenset[int] | None = None
+        """The children this process had when it began adopting orphans for cer's runs
+        (None: it does not adopt them; see :meth:`adopt`)."""
         self.warm = WarmWorkers(1) if hasattr(config, "workerinput") else None
         """Under xdist a process runs its cases in several batches (it is handed items
         a few at a time); a worker started ahead saves each batch an interpreter start."""
@@ -440,10 +443,20 @@ class CerPlugin:
         if self.warm is not None:
             self.warm.close()
 
+    def adopt(self) -> None:
+        """Adopt orphans before the first cer run, as ``cer run`` does (pytest is no
+        subreaper): a daemon that a harness or the implementation's import starts in
+        a session of its own is then this process's, so each run ends what it left
+        and the session's end ends the rest."""
+        if self.adopted is None and not procs.adopting() and procs.adopt_orphans():
+            self.adopted = procs.children()
+
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.warm is not None:
             self.warm.close()
+        if self.adopted is not None:
+            procs.end_strays(self.adopted)
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[_WORKEROUTPUT_KEY] = json.dumps(
@@ -630,6 +643,7 @@ class CaseItem(pytest.Item):
         state = self.state
         if self.name not in state.attempted:
             plugin = _plugin(self.config)
+            plugin.adopt()
             state.run(plugin.batch_for(self), plugin.stop_after(self.session), plugin.warm)
         failure = state.failures.get(self.name)
         if failure is not None:
