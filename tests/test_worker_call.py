@@ -191,7 +191,9 @@ def test_a_function_gets_the_input_as_keywords_when_it_can_else_as_one_table() -
     assert plaindata.loads(execute_case(Target(keywords), _case(a=1)))["v"] == 11
     assert plaindata.loads(execute_case(Target(table), _case(a=3)))["v"] == 300
     failed = plaindata.loads(execute_case(Target(neither), _case(a=1)))
-    assert failed["k"] == "setup" and "cannot call" in failed["msg"]
+    assert failed["k"] == "misfit"
+    assert "does not fit the signature of" in failed["msg"]
+    assert "missing `b`, `c`" in failed["msg"]
 
 
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here")

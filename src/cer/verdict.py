@@ -61,6 +61,10 @@ class Outcome:
     did not measure it."""
     memory_note: str = ""
     """Why ``memory_mb`` could not be measured, when a case asked for it."""
+    call_note: str = ""
+    """How the implementation was called when it was not with the input's keys as its
+    arguments (the whole input as its one argument), as the worker reported it: shown
+    in the case's reason, and a bare rejection is not believed of such a call."""
     loaded_files: object = None
     """The files of modules the case's process loaded for the first time while it ran,
     as it reported them (a list of paths, or anything else it sent): data for the
@@ -145,13 +149,17 @@ def outcome_from_worker(
         tag = payload["k"]
     except (ValueError, TypeError, KeyError) as exc:
         return out("lost", detail=f"the case sent a malformed result: {exc}")
-    if tag == "ret" and "files" not in payload:  # the common case, without detours
+    if tag == "ret" and "files" not in payload and "via" not in payload:  # the common case
         return Outcome(
             "returned", value=payload.get("v"), elapsed_ms=elapsed_ms, stdout=stdout, stderr=stderr
         )
+    outcome = _interpret(payload, tag, out)
+    via = payload.get("via")
+    if type(via) is str and via:
+        outcome = replace(outcome, call_note=_short(via))
     if "files" in payload:
-        return replace(_interpret(payload, tag, out), loaded_files=payload["files"])
-    return _interpret(payload, tag, out)
+        return replace(outcome, loaded_files=payload["files"])
+    return outcome
 
 
 def _interpret(payload: Mapping[str, Any], tag: Any, out: Callable[..., Outcome]) -> Outcome:
@@ -178,6 +186,8 @@ def _interpret(payload: Mapping[str, Any], tag: Any, out: Callable[..., Outcome]
             f"(a BaseException, not an Exception): {payload.get('msg')}",
             traceback=str(payload.get("tb")),
         )
+    if tag == "misfit":
+        return out("lost", detail=_short(str(payload.get("msg")), 1000))
     if tag == "setup":
         return out(
             "lost",
@@ -247,6 +257,9 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         observation: Any = None,
         mismatches: tuple[Any, ...] = (),
     ) -> CaseResult:
+        note = outcome.call_note
+        if note and (status is not Status.PASS or outcome.kind == "raised"):
+            reason = f"{reason}\n{note}" if reason else note
         return CaseResult(
             case_name=case.name,
             case_class=case.case_class,
@@ -305,6 +318,13 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
             observation[MEMORY_KEY] = outcome.memory_mb
         return compared(observation)
     if outcome.kind == "raised":
+        if outcome.call_note and expect.get("rejects") is True and not _names_the_error(expect):
+            return result(
+                Status.ERRORED,
+                f"could not verify rejects = true: the implementation raised {_raised(outcome)}, "
+                "but a call that does not fit raises as a refusal does; name the error "
+                "(error_type or error_includes) to tell them apart",
+            )
         if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
             return compared(
                 {
@@ -381,6 +401,15 @@ def _one_rejection_line(
         first.observed,
     )
     return (line, *others)
+
+
+def _names_the_error(expect: Mapping[str, Any]) -> bool:
+    """Whether ``expect`` says which error it expects, beyond that there is one."""
+    return (
+        "error_includes" in expect
+        or expect.get("error_type") is not None
+        or expect.get("error") is not None
+    )
 
 
 def _raised(outcome: Outcome) -> str:

@@ -321,3 +321,66 @@ def test_an_empty_expect_table_is_never_a_pass(module: Module) -> None:
     ((status, reason),) = outcome(result)
     assert status is ERRORED
     assert "expect table is empty" in reason
+
+
+# --- a call that does not fit is not a refusal -------------------------------------------
+
+MISNAMED = """\
+def shout(txt):
+    return txt.upper()
+
+
+def two(file, mode="r"):
+    raise ValueError("empty")
+
+
+def whole(data):
+    if not data["text"]:
+        raise ValueError("empty")
+    return data["text"].upper()
+
+
+class Called:
+    def __call__(self, txt):
+        return txt.upper()
+"""
+
+REJECTIONS = suite(
+    ("bare", '{ text = "" }', "{ rejects = true }"),
+    ("named", '{ text = "" }', '{ rejects = true, error_includes = "empty" }'),
+    ("value", '{ text = "hi" }', '{ output = "HI" }'),
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("attr", ["shout", "Called"])
+def test_a_misnamed_parameter_never_passes_a_rejection(
+    module: Module, mode: str, attr: str
+) -> None:
+    module.suite(REJECTIONS)
+    name = module.impl(MISNAMED)
+    got = outcome(module.run(f"{name}:{attr}", isolation=mode))
+    assert [status for status, _ in got] == [ERRORED, FAIL, ERRORED], got
+    assert "could not verify rejects = true" in got[0][1]
+    for _, reason in got:
+        assert "was called with the whole input as its one argument" in reason
+        assert "`txt` names no key of the input" in reason
+
+
+def test_an_input_that_fits_no_way_is_errored_naming_the_misfit(module: Module) -> None:
+    module.suite(REJECTIONS)
+    name = module.impl(MISNAMED)
+    got = outcome(module.run(f"{name}:two"))
+    assert [status for status, _ in got] == [ERRORED] * 3
+    for _, reason in got:
+        assert "the input does not fit the signature of two: missing `file`, unexpected `text`" in (
+            reason
+        )
+
+
+def test_a_one_dict_adapter_still_passes_a_named_rejection(module: Module) -> None:
+    module.suite(REJECTIONS)
+    name = module.impl(MISNAMED)
+    got = outcome(module.run(f"{name}:whole"))
+    assert [status for status, _ in got] == [ERRORED, PASS, PASS], got
+    assert "whole was called with the whole input as its one argument" in got[1][1]

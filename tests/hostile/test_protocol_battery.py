@@ -72,7 +72,7 @@ def test_a_function_that_cannot_take_the_input_is_errored_not_a_rejection(
     )
     (status, why), after = outcome(result)
     assert status is ERRORED
-    assert "cannot call f with the case's input: too many positional arguments" in why
+    assert "the input does not fit the signature of f: unexpected `x`" in why
     assert after == (PASS, "")
 
 

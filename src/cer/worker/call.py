@@ -17,6 +17,7 @@ from typing import Any
 from cer import plaindata
 from cer.caseview import CaseView
 from cer.worker.target import (
+    CallMisfit,
     SetupFailed,
     Target,
     load_model,
@@ -83,6 +84,7 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
     builtins_moved = _BUILTINS.moved
     box: list[Any] = [_UNSET]
     payload: dict[str, Any] | None = None
+    target.call_note = ""
     try:
         model = message.get("model", "call")
         try:
@@ -106,6 +108,8 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
         finally:
             if builtins_moved():
                 restore(namespace, saved_builtins)
+    except CallMisfit as exc:
+        payload = {"k": "misfit", "msg": payload_text(exc)}
     except SetupFailed as exc:
         payload = _exception_payload("setup", exc)
         cause = exc.__cause__
@@ -126,6 +130,8 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
         payload = _encode_returned(box[0], to_wire, not_plain)
     if thread_failures and payload["k"] in ("ret", "bad"):
         payload = {"k": "thread", "tb": "\n".join(thread_failures)}
+    if target.call_note and payload["k"] in ("ret", "exc", "bad"):
+        payload["via"] = target.call_note
     lazy = _lazy_files(modules_before) if modules_moved() else []
     if lazy:
         payload["files"] = lazy

@@ -17,6 +17,11 @@ class SetupFailed(Exception):
     rejection."""
 
 
+class CallMisfit(SetupFailed):
+    """The case's input does not fit the implementation's signature: the runner did not
+    call it, so whatever happens is never the implementation's refusal."""
+
+
 class Target:
     """How to call the implementation for one case, decided once at import."""
 
@@ -36,6 +41,9 @@ class Target:
         self.signature: inspect.Signature | None = None
         self.shape: Shape | None = None
         self.is_async = False
+        self.call_note = ""
+        """How the last call was made when it was not the plain one: the whole input
+        as one argument (see :meth:`Shape.one_dict`); shown in the case's reason."""
         self.read_from: tuple[Any, ...] | None = None
         """What the signature was read from (see :func:`_signature_source`)."""
         if self.kind == "callable":
@@ -75,22 +83,39 @@ class Target:
                 raise TypeError(
                     f"instances of {self.obj.__name__} have neither run_case(case) nor __call__"
                 )
-            _call_with_input(instance, _signature(instance), view.input, box)
+            signature = _signature(instance)
+            shape = Shape(signature) if signature is not None else None
+            self._call_input(instance, _is_async(instance), shape, view.input, box)
             return
         if self.kind == "run_case":
             self._call_method(self.obj.run_case, view, box)
             return
         if self.read_from is not None and _signature_source(self.obj) != self.read_from:
             self._read_signature()  # the function was changed since (its code, defaults)
-        shape, data = self.shape, view.input
+        self._call_input(self.obj, self.is_async, self.shape, view.input, box)
+
+    def _call_input(
+        self, func: Any, is_async: bool, shape: Shape | None, data: Any, box: list[Any]
+    ) -> None:
+        """Call ``func(**input)`` when the input binds; else ``func(input)`` only when the
+        signature names exactly one parameter and no key of the input names it (noted
+        for the case's reason); else nothing is called (CallMisfit)."""
         if shape is None:
-            _call(self.obj, None, (data,), {}, box)
+            self.call_note = (
+                f"the signature of {_name_of(func)} could not be read, so it was called with "
+                "the whole input as its one argument"
+            )
+            _call_known(func, is_async, (data,), {}, box)
         elif shape.takes_keywords(data):
-            _call_known(self.obj, self.is_async, (), data, box)
-        elif shape.one_argument:
-            _call_known(self.obj, self.is_async, (data,), {}, box)
+            _call_known(func, is_async, (), data, box)
+        elif shape.one_dict(data):
+            self.call_note = (
+                f"{_name_of(func)} was called with the whole input as its one argument: its "
+                f"one parameter `{shape.single}` names no key of the input"
+            )
+            _call_known(func, is_async, (data,), {}, box)
         else:
-            _call(self.obj, self.signature, (data,), {}, box)  # raises SetupFailed
+            raise CallMisfit(shape.misfit(_name_of(func), data))
 
     def _call_method(self, method: Any, view: CaseView, box: list[Any]) -> None:
         """Call ``run_case(case)``; what its function takes is found once per function
@@ -174,22 +199,6 @@ def _name_of(func: Any) -> str:
     return name if type(name) is str else type(func).__name__
 
 
-def _call_with_input(
-    func: Any, signature: inspect.Signature | None, data: dict[str, Any], box: list[Any]
-) -> None:
-    """Call ``func`` with the input's keys as keyword arguments when its signature
-    takes them, else with the input table as its one argument."""
-    if signature is not None:
-        try:
-            signature.bind(**data)
-        except TypeError:
-            pass
-        else:
-            _call(func, None, (), data, box)
-            return
-    _call(func, signature, (data,), {}, box)
-
-
 def _call(
     func: Any,
     signature: inspect.Signature | None,
@@ -235,7 +244,15 @@ class Shape:
     ``bind(data)``), which costs microseconds and, in a forked case process, the
     copy-on-write faults of the pages of ``inspect``'s code it runs."""
 
-    __slots__ = ("keywords_never", "names", "one_argument", "positional_only", "required", "var")
+    __slots__ = (
+        "keywords_never",
+        "names",
+        "one_argument",
+        "positional_only",
+        "required",
+        "single",
+        "var",
+    )
 
     def __init__(self, signature: inspect.Signature) -> None:
         parameter = inspect.Parameter
@@ -265,6 +282,43 @@ class Shape:
             and all(p.kind in varying or p.default is not parameter.empty for p in listed[1:])
         )
         """``bind(data)`` succeeds: one positional argument, nothing else required."""
+        named = [p for p in listed if p.kind not in varying]
+        self.single = (
+            named[0].name
+            if len(named) == 1 and not self.var and named[0].kind is not parameter.KEYWORD_ONLY
+            else None
+        )
+        """The one parameter the signature names, when it names exactly one that takes a
+        positional argument and has no ``**kwargs``: the one-dict form's parameter."""
+
+    def one_dict(self, data: dict[str, Any]) -> bool:
+        """Whether the call is ``func(input)``: the signature names exactly one parameter
+        (:attr:`single`) and no key of the input names it, so the input's keys cannot
+        be meant as its arguments."""
+        single = self.single
+        return single is not None and (single in self.positional_only or single not in data)
+
+    def misfit(self, name: str, data: dict[str, Any]) -> str:
+        """Why the input binds neither way, naming the parameters and keys concerned."""
+        missing = [f"`{key}`" for key in sorted(self.required) if key not in data]
+        if self.keywords_never:
+            missing += [f"`{key}` (positional-only)" for key in sorted(self.positional_only)]
+        unexpected = [
+            f"`{key}`"
+            for key in data
+            if key in self.positional_only or (key not in self.names and not self.var)
+        ]
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing[:10])}")
+        if unexpected:
+            parts.append(f"unexpected {', '.join(unexpected[:10])}")
+        return (
+            f"the input does not fit the signature of {name}: "
+            f"{', '.join(parts) or 'it binds no way'} (the input's keys are its keyword "
+            "arguments, or the input is its one argument when it names exactly one "
+            "parameter and no key names it)"
+        )
 
     def takes_keywords(self, data: dict[str, Any]) -> bool:
         """Whether ``bind(**data)`` succeeds."""
