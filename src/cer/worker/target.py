@@ -315,9 +315,9 @@ class Shape:
             parts.append(f"unexpected {', '.join(unexpected[:10])}")
         return (
             f"the input does not fit the signature of {name}: "
-            f"{', '.join(parts) or 'it binds no way'} (the input's keys are its keyword "
-            "arguments, or the input is its one argument when it names exactly one "
-            "parameter and no key names it)"
+            f"{', '.join(parts) or 'it binds no way'} (so {name} was not called with the "
+            "case's input: its keys are the keyword arguments, or the input is the one "
+            "argument of a signature that names exactly one parameter no key names)"
         )
 
     def takes_keywords(self, data: dict[str, Any]) -> bool:
