@@ -580,3 +580,69 @@ def test_an_identity_past_the_budget_is_not_verified_and_says_so(tmp_path: Path)
     assert "@unverified-" in run.implementation_id
     assert any("identity could not be verified" in note for note in run.notes), run.notes
     assert [r.status.value for r in run.results] == ["pass"] * 3
+
+
+# --- a retry never gives finished work a fresh clock ---------------------------------------
+
+# After its import, the implementation patches its worker: each case is computed (slowly)
+# on its first hand-over and then reported as never started; the answer, ready by then,
+# would come back at once on a second hand-over with a fresh clock.
+CLAIMS_UNSTARTED = """\
+import os
+import sys
+import time
+
+worker = sys.modules["cer.worker.main"]
+_send = worker.Worker.send
+FLAG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lied")
+
+
+def send(self, message, raw=None):
+    if message.get("op") == "result" and not os.path.exists(FLAG):
+        open(FLAG, "w").close()  # once per run, whichever worker it is
+        time.sleep(0.6)  # the slow work, done on the first clock
+        message = {"op": "result", "seq": message["seq"], "exit": {"how": "unstarted"}}
+        raw = b""
+    _send(self, message, raw)
+
+
+worker.Worker.send = send
+
+
+def f(x):
+    return x * 2
+"""
+
+RETRY_SUITE = """\
+commonsformat_evals = "0.2"
+target = "doubler"
+
+[[cases]]
+name = "fast"
+category = "functional"
+input = { x = 1 }
+expect = { output = 2, elapsed_ms_max = 400 }
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_case_claimed_unstarted_keeps_its_first_clock(tmp_path: Path, isolation: str) -> None:
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.suite import load_suite
+
+    (tmp_path / "evals.toml").write_text(RETRY_SUITE)
+    (tmp_path / "impl.py").write_text(CLAIMS_UNSTARTED)
+    run = run_suite(
+        load_suite(tmp_path / "evals.toml"),
+        RunOptions(
+            impl="impl:f", paths=(str(tmp_path),), sandbox="off", isolation=isolation, jobs=1
+        ),
+    )
+    (result,) = run.results
+    # Its time runs from the first hand-over: the slow first attempt counts.
+    assert result.status.value == "fail", result
+    assert result.elapsed_ms is not None and result.elapsed_ms >= 600
+    assert result.reason is not None
+    assert "handed over again, to a fresh process" in result.reason
+    assert "its worker said it never started it" in result.reason

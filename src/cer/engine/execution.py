@@ -65,6 +65,8 @@ class Execution(ABC):
         self.cancel = cancel
         self.warm = warm
         self.results: dict[int, CaseResult] = {}
+        self.retried: dict[int, str] = {}
+        """Case position → why it was handed over a second time (its report says so)."""
         self.total = len(suite.cases)
         self.notes: list[str] = []
         self.implementation_id = options.impl
@@ -124,6 +126,13 @@ class Execution(ABC):
 
     def record(self, result: CaseResult) -> None:
         self.limits.restore()
+        why = self.retried.get(result.position)
+        if why is not None:
+            note = (
+                f"[handed over again, to a fresh process: {why}; its time counts from "
+                "the first hand-over]"
+            )
+            result = replace(result, reason=f"{result.reason}\n{note}" if result.reason else note)
         if self.policy is not None and result.reason and result.status in _EXPLAINED:
             explained = confinement.explain_denial(result.reason, self.policy, self.refused)
             if explained != result.reason:

@@ -61,6 +61,10 @@ class _Flight:
     seq: int
     item: Planned
     sent_at: float
+    """When this hand-over happened: a message read before it cannot answer it."""
+    clock: float = 0.0
+    """When the case was first handed over, to any worker: its deadline and elapsed
+    time run from there, whatever hand-over this is (see :meth:`WorkerPool.hand_over`)."""
 
 
 class _Lane:
@@ -84,6 +88,9 @@ class _Lane:
         self.exit_deadline = 0.0
         """When a worker that said it will exit is ended if it has not (it is on the
         implementation's side: its word that it will exit is no reason to wait)."""
+        self.handed = 0
+        """Cases handed to this lane's worker; 0 for a fresh worker, which alone may
+        take a case handed over before (it cannot have prepared an answer)."""
 
 
 class WorkerPool(AloneCases):
@@ -101,6 +108,8 @@ class WorkerPool(AloneCases):
         self.lanes: list[_Lane] = []
         self.pending: deque[Planned] = deque()
         self._attempts: dict[int, int] = {}
+        self._first_clock: dict[int, float] = {}
+        """Case position → when it was first handed over: a case keeps that clock."""
         self._encoded: tuple[Planned, bytes] | None = None
         """The case the queue hands out next, encoded ahead while workers run (see
         :meth:`encode_ahead`)."""
@@ -113,6 +122,7 @@ class WorkerPool(AloneCases):
             worker = WorkerProcess()
         worker.write_timeout = self.options.timeout
         lane.worker = worker
+        lane.handed = 0
         lane.loading = True
         lane.reported_late = False
         lane.expecting_exit = False
@@ -154,7 +164,10 @@ class WorkerPool(AloneCases):
             self.kill_lane(lane)
 
     def requeue(self, lane: _Lane) -> None:
-        """Put the lane's unanswered cases back at the front of the queue, in order."""
+        """Put the lane's unanswered cases back at the front of the queue, in order:
+        each was handed over, so each goes to a fresh worker with its first clock."""
+        for flight in lane.in_flight:
+            self.retry_later(flight.item, "its worker was lost before answering it")
         self.pending.extendleft(reversed([flight.item for flight in lane.in_flight]))
         lane.in_flight.clear()
 
@@ -247,6 +260,7 @@ class WorkerPool(AloneCases):
             self.requeue(lane)
         while self.pending:
             item = self.pending.popleft()
+            self.retried.pop(item.case.position, None)  # not handed over again: not run
             self.record(
                 errored(
                     item.case,
@@ -306,17 +320,44 @@ class WorkerPool(AloneCases):
         returned."""
         worker, pending = lane.worker, self.pending
         assert worker is not None
+        if not self.may_take(lane, pending[0]):
+            return None
         item = pending.popleft()
         seq = case_id()
         body = self.body_of(item)
         handed_over = time.monotonic()
+        lane.handed += 1
         try:
             worker.send_case(seq, body)
         except WorkerLost as lost:
+            # The supervisor saw the case not taken whole: its clock has not started.
             pending.appendleft(item)
+            self.retry_later(item, "its worker did not take it whole (it stopped reading)")
             return lost
-        lane.in_flight.append(_Flight(seq, item, handed_over))
+        clock = self._first_clock.setdefault(item.case.position, handed_over)
+        lane.in_flight.append(_Flight(seq, item, handed_over, clock))
         return None
+
+    def may_take(self, lane: _Lane, item: Planned) -> bool:
+        """Whether the lane's worker may be handed ``item``. A case handed over before
+        goes only to a fresh worker, one the supervisor started since, which the
+        implementation's side cannot have prepared an answer in. When no fresh worker
+        is on its way, this lane's is ended, to start fresh."""
+        if item.case.position not in self.retried or lane.handed == 0:
+            return True
+        coming = any(
+            other.handed == 0 or (other.worker is None and not other.retired)
+            for other in self.lanes
+            if other is not lane
+        )
+        if not coming and not lane.in_flight:
+            self.kill_lane(lane)
+        return False
+
+    def retry_later(self, item: Planned, why: str) -> None:
+        """``item`` goes back to the queue after a hand-over: its report will say it
+        was handed over again, and why."""
+        self.retried.setdefault(item.case.position, why)
 
     def body_of(self, item: Planned) -> bytes:
         """The encoded case message of ``item``: the one encoded ahead, when it is."""
@@ -509,10 +550,14 @@ class WorkerPool(AloneCases):
         late = lane.reported_late
         lane.reported_late = False
         timeout = self.options.timeout
-        elapsed_ms = (now - flight.sent_at) * 1000.0
+        elapsed_ms = (now - flight.clock) * 1000.0
         how = body.get("exit")
         if isinstance(how, dict) and how.get("how") == "unstarted" and not late:
             self.restart_case(flight.item)
+            # Its worker says it never started the case: the case goes to a fresh
+            # worker, never again to this one, which may hold an answer ready.
+            self.kill_lane(lane)
+            self.requeue(lane)
             return
         if not late and elapsed_ms <= timeout * 1000.0 and not body.get("anomaly"):
             # The worker answered in time and stays: it gets its next case before this
@@ -555,6 +600,7 @@ class WorkerPool(AloneCases):
         it): nothing of the implementation ran, so the case is sent again."""
         attempts = self._attempts.get(item.case.position, 0) + 1
         self._attempts[item.case.position] = attempts
+        self.retry_later(item, "its worker said it never started it")
         if attempts >= START_ATTEMPTS:
             self.record(
                 errored(
@@ -607,7 +653,7 @@ class WorkerPool(AloneCases):
                 # this the run would wait for it for ever.
                 self.kill_lane(lane)
             return
-        deadline = lane.in_flight[0].sent_at + self.options.timeout
+        deadline = lane.in_flight[0].clock + self.options.timeout
         if now <= deadline:
             return
         if self.options.isolation == "fork" and now <= deadline + REPORT_GRACE:
@@ -630,7 +676,7 @@ class WorkerPool(AloneCases):
             outcome = Outcome(
                 "crashed",
                 detail=f"the case ended the worker process: {description.split(': ', 1)[-1]}",
-                elapsed_ms=(time.monotonic() - flight.sent_at) * 1000.0,
+                elapsed_ms=(time.monotonic() - flight.clock) * 1000.0,
                 seen=True,
             )
             self.record(judge(flight.item.case, outcome))
