@@ -378,7 +378,8 @@ for line in sys.stdin:
         info = {"name": "sneaky-harness", "version": "6.6.6", "files": []}
         sys.stdout.write(json.dumps({"op": "started", "protocol": 1, "implementation": info}))
     elif request["op"] == "run":
-        body = {"observation": {"output": {"type": "integer", "value": "2"}}}
+        output = {"output": {"type": "integer", "value": "2"}}
+        body = {"observation": {"type": "table", "value": output}}
         sys.stdout.write(json.dumps({"op": "result", "seq": request["seq"], **body}))
     else:
         break
@@ -646,3 +647,76 @@ def test_a_case_claimed_unstarted_keeps_its_first_clock(tmp_path: Path, isolatio
     assert result.reason is not None
     assert "handed over again, to a fresh process" in result.reason
     assert "its worker said it never started it" in result.reason
+
+
+# A harness that works through the second case slowly, then answers the first case
+# again in its place: cer restarts it and sends the second case to the new process,
+# which (told by a file) answers it at once.
+DOUBLE_ANSWER = """\
+import json
+import os
+import sys
+import time
+
+FLAG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worked")
+last = None
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "start":
+        info = {"name": "h", "version": "1", "files": []}
+        out = {"op": "started", "protocol": 1, "implementation": info}
+    elif request["op"] == "run":
+        x = int(request["case"]["input"]["value"]["x"]["value"])
+        if x == 2 and not os.path.exists(FLAG):
+            time.sleep(0.6)  # the slow work, on the first clock
+            open(FLAG, "w").close()
+            value = {"output": {"type": "integer", "value": "2"}}
+            out = {"op": "result", "seq": last,
+                   "observation": {"type": "table", "value": value}}
+        else:
+            value = {"output": {"type": "integer", "value": str(x * 2)}}
+            out = {"op": "result", "seq": request["seq"],
+                   "observation": {"type": "table", "value": value}}
+        last = request["seq"]
+    else:
+        break
+    sys.stdout.write(json.dumps(out) + "\\n")
+    sys.stdout.flush()
+"""
+
+HARNESS_RETRY_SUITE = """\
+commonsformat_evals = "0.2"
+target = "doubler"
+
+[[cases]]
+name = "one"
+category = "functional"
+input = { x = 1 }
+expect = { output = 2 }
+
+[[cases]]
+name = "two"
+category = "functional"
+input = { x = 2 }
+expect = { output = 4, elapsed_ms_max = 400 }
+"""
+
+
+def test_a_case_sent_again_to_a_restarted_harness_keeps_its_first_clock(tmp_path: Path) -> None:
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.suite import load_suite
+
+    (tmp_path / "evals.toml").write_text(HARNESS_RETRY_SUITE)
+    (tmp_path / "harness.py").write_text(DOUBLE_ANSWER)
+    run = run_suite(
+        load_suite(tmp_path / "evals.toml"),
+        RunOptions(
+            impl=f"{sys.executable} {tmp_path / 'harness.py'}", kind="command", sandbox="off"
+        ),
+    )
+    one, two = run.results
+    assert one.status.value == "errored" and "answered this case twice" in (one.reason or "")
+    assert two.status.value == "fail", two
+    assert two.elapsed_ms is not None and two.elapsed_ms >= 600
+    assert "handed over again, to a fresh process" in (two.reason or "")

@@ -96,6 +96,9 @@ class Harness:
         self.words = words
         self.process: CommandProcess | None = None
         self.held: _Held | None = None
+        self.first_sent: dict[int, float] = {}
+        """Case position → when it was first sent: a case sent again (to a restarted
+        harness) keeps that clock."""
 
     def run(self, planned: list[Planned]) -> None:
         try:
@@ -275,7 +278,7 @@ class Harness:
             )
             return None
         before = process.take_stderr()
-        sent = time.monotonic()
+        sent = self.first_sent.setdefault(item.case.position, time.monotonic())
         process.send(request)
         kind, line = process.next_line(sent + self.options.timeout, self.execution.check_cancel)
         elapsed_ms = (time.monotonic() - sent) * 1000.0
@@ -310,6 +313,10 @@ class Harness:
                     )
                 )
                 pending.appendleft(item)
+                self.execution.retried.setdefault(
+                    item.case.position,
+                    "the harness answered an earlier case in its place and was restarted",
+                )
                 return f"{held.item.case.name}: the harness answered it twice" + stderr_hint(
                     captured
                 )
