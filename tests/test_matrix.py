@@ -841,6 +841,8 @@ def test_single_implementation_output_is_unchanged(
         "summary",
         "results",
         "coverage",
+        "conformance",
+        "baseline",
         "flaky",
     }
     assert document["format"] == "cer-results"

@@ -63,6 +63,8 @@ _CONFIG_KEYS = frozenset(
         "network",
         "history_max_mb",
         "sandbox_read",
+        "baseline",
+        "require_coverage",
     }
 )
 _SINGLE_KEYS: tuple[tuple[ImplementationKind, str], ...] = (
@@ -336,6 +338,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="bytes of stdout and of stderr kept per case (default 64K)",
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="a known-failures file (docs/ci.md): its cases may fail as listed; any other "
+        "failure, and a listed case that now passes, still fails the run",
+    )
     select = parser.add_argument_group(
         "case selection", "Unselected cases are still reported, as skipped (deselected)."
     )
@@ -405,6 +414,11 @@ class ResolvedRun:
     config: ProjectConfig
     implementations: tuple[RunOptions, ...] = ()
     labels: tuple[str, ...] = ()
+    baseline: Path | None = None
+    """The known-failures file (``--baseline``, else ``baseline`` in ``[tool.cer]``)."""
+    require_coverage: bool = False
+    """``--require-coverage`` or ``require_coverage = true``: an uncovered constraint
+    fails the run (exit 4)."""
 
     def __post_init__(self) -> None:
         if not self.implementations:
@@ -626,7 +640,23 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
     labels = unique_labels(
         [short_label(item.kind, item.impl) for item in given], [item.label for item in given]
     )
-    return ResolvedRun(Path(suite), implementations[0], config, implementations, labels)
+    baseline = getattr(args, "baseline", None)
+    if baseline is None:
+        baseline = config.path_value("baseline")
+    require_coverage = bool(getattr(args, "require_coverage", False))
+    if not require_coverage and "require_coverage" in values:
+        if not isinstance(values["require_coverage"], bool):
+            raise UsageError(f"{config.path}: [tool.cer] require_coverage must be true or false")
+        require_coverage = values["require_coverage"]
+    return ResolvedRun(
+        Path(suite),
+        implementations[0],
+        config,
+        implementations,
+        labels,
+        baseline=None if baseline is None else Path(baseline),
+        require_coverage=require_coverage,
+    )
 
 
 def history_max_bytes(config: ProjectConfig) -> int:

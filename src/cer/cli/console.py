@@ -27,6 +27,7 @@ from cer.tracebacks import SourceReader, failure_site, trim
 if TYPE_CHECKING:
     # The matrix is imported by whoever built one, and the history's records by whoever
     # read them: a one-implementation run needs neither (nor what they import).
+    from cer.conformance import Conformance
     from cer.coverage import Coverage, CoverageFigures
     from cer.matrix import Group, Matrix, Row
     from cer.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
@@ -149,14 +150,19 @@ def render_report(
     coverage: Coverage | None = None,
     coverage_details: bool = False,
     flaky: frozenset[str] | None = None,
+    conformance: Conformance | None = None,
 ) -> str:
     """The human report: every failing and errored case with its reason, then totals.
 
     ``coverage`` adds the constraint coverage line (details with ``coverage_details``);
-    ``flaky`` marks the cases history knows to be flaky. The last line is always the
-    totals and verdict.
+    ``flaky`` marks the cases history knows to be flaky; ``conformance`` (with a
+    baseline) marks known failures and regressions and lists stale entries. The last
+    line is always the totals and verdict.
     """
     flaky = flaky or frozenset()
+    check = None if conformance is None else conformance.baseline
+    known = {} if check is None else {k.case_name: k for k in check.known}
+    regressed = {} if check is None else {r.case_name: r for r in check.regressions}
 
     def paint(status: Status, text: str) -> str:
         return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m" if colour else text
@@ -200,8 +206,18 @@ def render_report(
             where = f"  {place} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
         label = f"{SYMBOLS[result.status]} {LABELS[result.status]:<5}"
         marker = "  [flaky]" if result.case_name in flaky else ""
+        if result.case_name in known:
+            marker += f"  [known: {known[result.case_name].entry.reason}]"
+        elif result.case_name in regressed:
+            marker += f"  [regression: {regressed[result.case_name].why}]"
         heading = for_terminal(f"{result.case_name}  ({result.category}){where}", multiline=False)
-        lines.append(f"{paint(result.status, label)} {heading}{marker}")
+        if result.case_name in known:
+            painted = f"\x1b[2m{label}\x1b[0m" if colour else label
+            lines.append(f"{painted} {heading}{for_terminal(marker, multiline=False)}")
+            continue
+        lines.append(
+            f"{paint(result.status, label)} {heading}{for_terminal(marker, multiline=False)}"
+        )
         # Everything an implementation said is shown, never obeyed: control sequences
         # and bidi controls appear as escapes (cer.safetext.for_terminal).
         if result.reason and result.status is not Status.PASS:
@@ -225,6 +241,15 @@ def render_report(
         )
     elif coverage_details:
         lines.append(f"coverage: no commonsformat.md beside {suite.path.name}")
+    for stale in () if check is None else check.stale:
+        assert check is not None
+        where = f"{check.path}:{stale.entry.line}" if stale.entry.line else check.path
+        lines.append(
+            for_terminal(
+                f"stale: {stale.case_name} passes: remove it from the baseline ({where})",
+                multiline=False,
+            )
+        )
     shown = sorted(name for name in flaky if any(r.case_name == name for r in run.results))
     if shown:
         lines.append(for_terminal(f"flaky ({len(shown)}): {', '.join(shown)}"))
@@ -232,12 +257,15 @@ def render_report(
     if suite.target_version:
         target += f" {suite.target_version}"
     lines.append(for_terminal(f"{target} · {run.implementation_id}", multiline=False))
-    lines.append(summary_line(run, colour=colour))
+    lines.append(summary_line(run, colour=colour, conformance=conformance))
     return "\n".join(lines) + "\n"
 
 
-def summary_line(run: RunResult, *, colour: bool = False) -> str:
-    """The report's closing line: the counts, the time and the verdict."""
+def summary_line(
+    run: RunResult, *, colour: bool = False, conformance: Conformance | None = None
+) -> str:
+    """The report's closing line: the counts, the time and the verdict (with its
+    baseline and coverage qualifiers when ``conformance`` is given)."""
 
     def paint(status: Status, text: str) -> str:
         return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m" if colour else text
@@ -253,7 +281,8 @@ def summary_line(run: RunResult, *, colour: bool = False) -> str:
             (Status.SKIPPED, summary.skipped, "skipped"),
         )
     )
-    line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {summary.verdict}"
+    verdict = summary.verdict if conformance is None else conformance.statement
+    line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {verdict}"
     not_run = sum(
         1
         for result in run.results

@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from cer.baseline import BaselineCheck
+from cer.conformance import Conformance
 from cer.merge import shard_summary
 from cer.model import RunResult
 
@@ -19,12 +21,16 @@ class ExitCode(enum.IntEnum):
     OK = 0
     """Every case passed."""
     FAILED = 1
-    """At least one case failed or errored."""
+    """At least one case failed or errored; with a baseline, a case failed that it does
+    not list (a regression) or a case it lists passed (a stale entry)."""
     USAGE = 2
     """Bad arguments, an unreadable or invalid suite, an unknown format version, a
     suite with no cases, or a history database cer did not make."""
     INCOMPLETE = 3
     """Nothing failed, but some cases were skipped: the run proves nothing complete."""
+    UNCOVERED = 4
+    """``--require-coverage``: nothing failed unexpectedly, but a constraint of the
+    module has no case (or needs repair), or ``verifies`` names an unknown one."""
     INTERRUPTED = 130
     """Interrupted by SIGINT (Ctrl-C); SIGHUP gives 129 and SIGTERM 143 (128 + the
     signal's number), see :class:`Terminated`."""
@@ -53,21 +59,45 @@ def interruption(exc: KeyboardInterrupt) -> str:
     return "interrupted"
 
 
-def exit_code_for(run: RunResult) -> ExitCode:
-    """0, 1 or 3 for one run; a shard answers for the cases it ran, not for the cases
-    left to the other shards."""
+def exit_code_for(
+    run: RunResult,
+    conformance: Conformance | None = None,
+    *,
+    require_coverage: bool = False,
+) -> ExitCode:
+    """0, 1, 3 or 4 for one run; a shard answers for the cases it ran, not for the cases
+    left to the other shards.
+
+    With a baseline (``conformance.baseline``) a failure it lists as it failed is not
+    wrong, a regression or a stale entry is; ``require_coverage`` turns a coverage
+    shortfall into 4."""
     summary = shard_summary(run)
-    if summary.failed or summary.errored:
+    check: BaselineCheck | None = None if conformance is None else conformance.baseline
+    if check is not None:
+        if not check.clean:
+            return ExitCode.FAILED
+    elif summary.failed or summary.errored:
         return ExitCode.FAILED
+    if require_coverage and conformance is not None and conformance.shortfall() is not None:
+        return ExitCode.UNCOVERED
     if summary.skipped:
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 
 
-def exit_code_for_runs(runs: Sequence[RunResult]) -> ExitCode:
-    """The worst over several runs: failed before incomplete before OK."""
-    codes = {exit_code_for(run) for run in runs}
-    for code in (ExitCode.FAILED, ExitCode.INCOMPLETE):
+def exit_code_for_runs(
+    runs: Sequence[RunResult],
+    conformances: Sequence[Conformance | None] = (),
+    *,
+    require_coverage: bool = False,
+) -> ExitCode:
+    """The worst over several runs: failed, then uncovered, then incomplete, then OK."""
+    given = list(conformances) or [None] * len(runs)
+    codes = {
+        exit_code_for(run, conformance, require_coverage=require_coverage)
+        for run, conformance in zip(runs, given, strict=True)
+    }
+    for code in (ExitCode.FAILED, ExitCode.UNCOVERED, ExitCode.INCOMPLETE):
         if code in codes:
             return code
     return ExitCode.OK

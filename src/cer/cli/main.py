@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cer import procs, resultlines, serialize
+from cer.baseline import Baseline, BaselineError, check_run, load_baseline, unmatched_entries
 from cer.categories import CategoryConfigError
 from cer.cli import console
 from cer.cli.exits import (
@@ -34,6 +35,7 @@ from cer.cli.parser import (
     review_commands,
 )
 from cer.cli.workflow_commands import CommandPause
+from cer.conformance import Conformance, conformance_of
 from cer.coverage import (
     ConstraintSet,
     Coverage,
@@ -241,6 +243,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_error(f"{unmatched} ({suite.path})")
         return ExitCode.USAGE
     module_doc = _ModuleDoc.read(suite)
+    verdicts = _Verdicts.prepare(resolved, suite, module_doc)
+    if verdicts is None:
+        return ExitCode.USAGE
     problem = _check_reports(args, resolved.labels if resolved.several else ())
     if problem is not None:
         print_error(problem)
@@ -264,8 +269,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     resolved = _protect_outputs(args, resolved, history, suite)
     try:
         if resolved.several:
-            return _run_matrix(args, resolved, suite, history, module_doc)
-        return _run_and_report(args, resolved.options, suite, history, module_doc)
+            return _run_matrix(args, resolved, suite, history, module_doc, verdicts)
+        return _run_and_report(
+            args, resolved.options, suite, history, module_doc, verdicts, resolved.labels[0]
+        )
     finally:
         if history is not None:
             history.close()
@@ -346,12 +353,72 @@ class _ModuleDoc:
         return suite_coverage(suite, run, self.declared)
 
 
+@dataclass(frozen=True)
+class _Verdicts:
+    """What the verdict of each run is held against besides its cases: the baseline
+    (read and checked against the suite before anything runs) and whether coverage is
+    required."""
+
+    baseline: Baseline | None = None
+    require_coverage: bool = False
+
+    @classmethod
+    def prepare(
+        cls, resolved: ResolvedRun, suite: Suite, module_doc: _ModuleDoc
+    ) -> _Verdicts | None:
+        """Read the baseline; None after printing why the run cannot start (a bad
+        baseline, an entry naming no case, coverage required without a module document)."""
+        baseline = None
+        if resolved.baseline is not None:
+            try:
+                baseline = load_baseline(resolved.baseline)
+            except BaselineError as exc:
+                print_error(f"baseline: {exc}")
+                return None
+            problems = unmatched_entries(baseline, suite)
+            for problem in problems:
+                print_error(f"baseline: {problem}; remove the entry or correct its case")
+            if problems:
+                return None
+        if resolved.require_coverage and module_doc.declared is None:
+            why = module_doc.problem or f"there is no commonsformat.md beside {suite.path}"
+            print_error(f"--require-coverage: {why}, so there are no constraints to cover")
+            return None
+        return cls(baseline, resolved.require_coverage)
+
+    def conformance(
+        self,
+        suite: Suite,
+        run: RunResult,
+        coverage: Coverage | None,
+        figures: CoverageFigures | None,
+        label: str,
+    ) -> Conformance:
+        check = None if self.baseline is None else check_run(self.baseline, suite, run, label)
+        needs_repair = 0 if figures is None else figures.needs_repair
+        return conformance_of(run.summary, coverage, check, needs_repair)
+
+    def exit_code(self, run: RunResult, conformance: Conformance) -> ExitCode:
+        return exit_code_for(run, conformance, require_coverage=self.require_coverage)
+
+
+def _figures(coverage: Coverage | None, suite: Suite) -> CoverageFigures | None:
+    """The coverage figures the history keeps and the verdict counts (needs repair)."""
+    if coverage is None:
+        return None
+    from cer.derive import coverage_figures  # only with a module document
+
+    return coverage_figures(coverage, suite)
+
+
 def _run_and_report(
     args: argparse.Namespace,
     options: RunOptions,
     suite: Suite,
     history: History | None,
     module_doc: _ModuleDoc,
+    verdicts: _Verdicts | None = None,
+    label: str = "",
 ) -> int:
     """Run (``--failed``: only what failed last time), record, and write every output."""
     if args.failed:
@@ -389,8 +456,11 @@ def _run_and_report(
             stream.close_unfinished()
         raise
     progress.clear()
+    verdicts = verdicts or _Verdicts()
     coverage = module_doc.coverage(suite, run)
-    flaky, untrusted = _record(history, run, suite, coverage)
+    figures = _figures(coverage, suite)
+    conformance = verdicts.conformance(suite, run, coverage, figures, label)
+    flaky, untrusted = _record(history, run, suite, figures)
     context = ReportContext(
         run,
         suite,
@@ -398,8 +468,9 @@ def _run_and_report(
         flaky,
         _chart_runs(args, history, suite),
         _approvals(args, history, suite),
+        conformance=conformance,
     )
-    summary_line = console.summary_line(run) + "\n"
+    summary_line = console.summary_line(run, conformance=conformance) + "\n"
     if stream:
         stream.finish(results_document(context))
         text = ""
@@ -420,8 +491,12 @@ def _run_and_report(
             coverage=coverage,
             coverage_details=args.coverage,
             flaky=flaky,
+            conformance=conformance,
         )
-    code = ExitCode.USAGE if untrusted else exit_code_for(run)
+    code = ExitCode.USAGE if untrusted else verdicts.exit_code(run, conformance)
+    shortfall = conformance.shortfall()
+    if shortfall is not None and verdicts.require_coverage:
+        print_error(f"--require-coverage: {shortfall}")
     stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports)
     if not _write_main_report(args, text, summary_line, stdout_taken):
         return ExitCode.USAGE
@@ -564,6 +639,7 @@ def _run_matrix(
     suite: Suite,
     history: History | None,
     module_doc: _ModuleDoc,
+    verdicts: _Verdicts | None = None,
 ) -> int:
     """Run every implementation in turn, record each run on its own, and report the
     matrix (text or JSON) and one report file per implementation."""
@@ -577,6 +653,8 @@ def _run_matrix(
     flaky: list[frozenset[str] | None] = []
     untrusted = False
     coverages: list[Coverage | None] = []
+    conformances: list[Conformance] = []
+    verdicts = verdicts or _Verdicts()
     show_progress = not args.quiet and sys.stderr.isatty()
     for index, (options, label) in enumerate(zip(implementations, labels, strict=True)):
         progress = console.Progress(
@@ -602,8 +680,10 @@ def _run_matrix(
             return interrupted_code(exc)
         progress.clear()
         coverage = module_doc.coverage(suite, run, warn=not runs)
+        figures = _figures(coverage, suite)
+        conformances.append(verdicts.conformance(suite, run, coverage, figures, label))
         # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
-        flaky_names, refused = _record(history, run, suite, coverage)
+        flaky_names, refused = _record(history, run, suite, figures)
         if refused:
             untrusted, history = True, None  # the history is closed by the caller
         flaky.append(flaky_names)
@@ -614,8 +694,18 @@ def _run_matrix(
     matrix = build_matrix(suite, runs, labels)
     charted = _chart_runs(args, history, suite)
     contexts = [
-        ReportContext(run, suite, coverage, flaky_names, charted, _approvals(args, history, suite))
-        for run, coverage, flaky_names in zip(runs, coverages, flaky, strict=True)
+        ReportContext(
+            run,
+            suite,
+            coverage,
+            flaky_names,
+            charted,
+            _approvals(args, history, suite),
+            conformance=conformance,
+        )
+        for run, coverage, flaky_names, conformance in zip(
+            runs, coverages, flaky, conformances, strict=True
+        )
     ]
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
     if args.format == "json":
@@ -632,7 +722,11 @@ def _run_matrix(
             coverages=coverages,
             flaky=flaky,
         )
-    code = ExitCode.USAGE if untrusted else exit_code_for_runs(runs)
+    code = (
+        ExitCode.USAGE
+        if untrusted
+        else exit_code_for_runs(runs, conformances, require_coverage=verdicts.require_coverage)
+    )
     if not _write_main_report(args, text, summary_line, stdout_taken=False):
         return ExitCode.USAGE
     for request in args.reports:
@@ -648,7 +742,10 @@ def _run_matrix(
 
 
 def _record(
-    history: History | None, run: RunResult, suite: Suite, coverage: Coverage | None = None
+    history: History | None,
+    run: RunResult,
+    suite: Suite,
+    figures: CoverageFigures | None = None,
 ) -> tuple[frozenset[str] | None, bool]:
     """Record the run, with its coverage figures. Returns the flaky cases under its
     implementation and suite (None when history is off or failed, which only costs a
@@ -657,11 +754,6 @@ def _record(
     results."""
     if history is None:
         return None, False
-    figures: CoverageFigures | None = None
-    if coverage is not None:
-        from cer.derive import coverage_figures  # only with a module document
-
-        figures = coverage_figures(coverage, suite)
     try:
         return record_run(history, run, suite, figures), False
     except HistoryUntrusted as exc:
@@ -713,6 +805,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from cer.cli import history
 
     return history.cmd_diff(args)
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    """``cer baseline update`` (:mod:`cer.cli.baseline`)."""
+    from cer.cli import baseline
+
+    return baseline.cmd_baseline(args)
 
 
 def cmd_check(args: argparse.Namespace) -> ExitCode:
@@ -825,6 +924,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "diff": cmd_diff,
         "check": cmd_check,
         "merge": cmd_merge,
+        "baseline": cmd_baseline,
     }
     if args.command in commands:
         return int(commands[args.command](args))

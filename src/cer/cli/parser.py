@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cer import __version__
+from cer.cli.baseline import add_baseline_command
 from cer.engine.options import parse_max_fail, parse_shard
 from cer.history import KEEP_RUNS
 from cer.options import (
@@ -42,6 +43,11 @@ exit codes:
   1  a case failed or errored
   2  usage error, unreadable or invalid suite, unknown format version, no cases
   3  nothing failed but some cases were skipped (incomplete, never conformant)
+  4  --require-coverage: a constraint has no case or needs repair (nothing else failed)
+
+With --baseline FILE, a case it lists failing as listed does not fail the run; any other
+failure (a regression) and a listed case that now passes (stale: remove it) exit 1, and
+an entry naming no case of the suite exits 2. `cer baseline update` rewrites the file.
 
 The implementation under test is MODULE:ATTR: a function called with the case's input
 (as keyword arguments when its signature accepts them, else as one dict), a class
@@ -128,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--coverage",
         action="store_true",
         help="list constraint coverage in detail (from commonsformat.md)",
+    )
+    out.add_argument(
+        "--require-coverage",
+        action="store_true",
+        help="exit 4 when a constraint of commonsformat.md has no case, needs repair, or a "
+        "verifies entry names none (nothing else failed)",
     )
     history = run.add_argument_group("history")
     where = history.add_mutually_exclusive_group()
@@ -223,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the merged report to FILE instead of stdout",
     )
+    add_baseline_command(commands)
     review_commands.update(add_review_commands(commands))
     review_commands.update(add_init_command(commands))
     return parser

@@ -72,9 +72,10 @@ class ReportRequest:
 def results_document(context: ReportContext) -> dict[str, Any]:
     """The full results structure (``--format json`` and ``--report json``).
 
-    ``serialize.run_to_dict`` plus ``coverage`` (null without a module document) and
-    ``flaky`` (null without history), each result's case ``input`` and ``expected``
-    (its expect table), and a ``flaky`` flag on each result when known.
+    ``serialize.run_to_dict`` plus ``coverage`` (null without a module document),
+    ``conformance`` (the verdict with its qualifiers), ``baseline`` (null without one)
+    and ``flaky`` (null without history), each result's case ``input`` and
+    ``expected`` (its expect table), and a ``flaky`` flag on each result when known.
     """
     document = serialize.run_to_dict(context.run)
     # Each case's input and expect beside what was observed, passes included: the
@@ -85,6 +86,9 @@ def results_document(context: ReportContext) -> dict[str, Any]:
         item["input"] = None if case is None else serialize.value_to_json(dict(case.input))
         item["expected"] = None if case is None else serialize.value_to_json(dict(case.expect))
     document["coverage"] = None if context.coverage is None else context.coverage.to_dict()
+    verdict = context.verdict()
+    document["conformance"] = verdict.to_dict()
+    document["baseline"] = None if verdict.baseline is None else verdict.baseline.to_dict()
     if context.flaky is None:
         document["flaky"] = None
     else:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cer.conformance import Conformance, conformance_of
 from cer.coverage import Coverage
 from cer.model import RunResult, Suite
 
@@ -30,6 +31,15 @@ class ReportContext:
     approvals: tuple[ApprovalEvent, ...] | None = None
     """The suite's approval events in the history, newest first (the manifest's
     ``approved_by``); None without history."""
+    conformance: Conformance | None = None
+    """The verdict with its baseline and coverage qualifiers; None to make it from the
+    run and its coverage alone."""
+
+    def verdict(self) -> Conformance:
+        """The verdict every report states (:mod:`cer.conformance`)."""
+        if self.conformance is not None:
+            return self.conformance
+        return conformance_of(self.run.summary, self.coverage)
 
 
 def iso_time(ms: int) -> str:

@@ -56,15 +56,19 @@ def render(context: ReportContext) -> str:
     file = suite_display_path(suite)
     lines_of = {case.name: case.line for case in suite.cases}
     flaky = context.flaky or frozenset()
+    check = context.verdict().baseline
+    known = frozenset() if check is None else frozenset(k.case_name for k in check.known)
     commands = []
     for result in run.results:
         line = lines_of.get(result.case_name)
         marker = " (flaky)" if result.case_name in flaky else ""
         if result.status in (Status.FAIL, Status.ERRORED):
             word = "failed" if result.status is Status.FAIL else "errored"
+            if result.case_name in known:
+                marker += " (known failure)"
             commands.append(
                 _command(
-                    "error",
+                    "warning" if result.case_name in known else "error",
                     f"{result.case_name}: {result.reason or word}",
                     file=file,
                     line=line,
@@ -81,6 +85,16 @@ def render(context: ReportContext) -> str:
                     title=f"cer: {result.case_name} skipped",
                 )
             )
+    for stale in () if check is None else check.stale:
+        commands.append(
+            _command(
+                "error",
+                f"{stale.case_name} passes: remove it from the baseline",
+                file=check.path if check is not None else None,
+                line=stale.entry.line,
+                title="cer: stale baseline entry",
+            )
+        )
     if context.coverage is not None:
         for reference in context.coverage.unknown:
             commands.append(
@@ -98,7 +112,7 @@ def render(context: ReportContext) -> str:
             "notice",
             f"{run.target_module} · {run.implementation_id}: {summary.total} cases, "
             f"{summary.passed} passed, {summary.failed} failed, {summary.errored} errored, "
-            f"{summary.skipped} skipped — {summary.verdict}",
+            f"{summary.skipped} skipped — {context.verdict().statement}",
             title="cer",
         )
     )

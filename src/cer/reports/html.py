@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from cer import __version__
+from cer.baseline import BaselineCheck
 from cer.equality import format_value
 from cer.model import (
     CASE_CLASS_TO_ARRAY,
@@ -304,6 +305,8 @@ class Page:
     target: str
     implementation: str
     verdict: str
+    statement: str
+    """The verdict with its baseline and coverage qualifiers (cer.conformance)."""
     seconds: float
     overall: Bar
     groups: tuple[GroupSet, ...]
@@ -317,6 +320,8 @@ class Page:
     skipped: tuple[tuple[str, int], ...]
     flaky: tuple[str, ...]
     coverage: CoverageView | None
+    baseline: tuple[tuple[str, tuple[str, ...]], ...]
+    """With a baseline: (heading, lines) for regressions, stale entries, known failures."""
     conditions: tuple[tuple[str, str], ...]
     notes: tuple[str, ...]
     generated: str
@@ -668,6 +673,27 @@ def _conditions(context: ReportContext) -> tuple[tuple[str, str], ...]:
     return tuple((label, value) for label, value in rows if value)
 
 
+def _baseline(check: BaselineCheck | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The baseline section: regressions first, then stale entries, then the known
+    failures (the case names come from the suite, the reasons from the baseline)."""
+    if check is None:
+        return ()
+    return (
+        (
+            f"regressions ({len(check.regressions)})",
+            tuple(f"{r.case_name}: {r.status}, {r.why}" for r in check.regressions),
+        ),
+        (
+            f"stale entries ({len(check.stale)}): the case passes, remove it from the baseline",
+            tuple(f"{s.case_name} (line {s.entry.line})" for s in check.stale),
+        ),
+        (
+            f"known failures ({len(check.known)})",
+            tuple(f"{k.case_name}: {k.status}, {k.entry.reason}" for k in check.known),
+        ),
+    )
+
+
 def page_model(context: ReportContext) -> Page:
     """What the page shows, computed from the context (no markup)."""
     run = context.run
@@ -684,11 +710,14 @@ def page_model(context: ReportContext) -> Page:
         history_note = "No recorded runs: run with the history on to see the trend."
     elif all(record.run_id != run.run_id for record in records):
         history_note = "This run is not among the recorded runs shown."
+    verdict = context.verdict()
     return Page(
-        title=f"{target} · {run.implementation_id} · {summary.verdict}",
+        title=f"{target} · {run.implementation_id} · {verdict.statement}",
         target=target,
         implementation=run.implementation_id,
         verdict=summary.verdict,
+        statement=verdict.statement,
+        baseline=_baseline(verdict.baseline),
         seconds=(run.completed_at_ms - run.started_at_ms) / 1000,
         overall=_bar("all cases", (r.status for r in run.results)),
         groups=_groups(context),

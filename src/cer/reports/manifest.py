@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from cer import __version__, serialize
+from cer.conformance import conformance_of
 from cer.coverage import Coverage
 from cer.model import CASE_CLASSES, Case, Summary
 from cer.provenance import Provenance, case_text_hash, clean_name, read_provenance
@@ -31,11 +32,9 @@ MANIFEST_VERSION = 1
 
 
 def conformance(summary: Summary, coverage: Coverage | None) -> str:
-    """The verdict, with ``, K of N constraints covered`` when constraints lack cases."""
-    verdict = summary.verdict
-    if coverage is not None and coverage.covered < coverage.total:
-        verdict += f", {coverage.covered} of {coverage.total} constraints covered"
-    return verdict
+    """The verdict, with ``, K of N constraints covered`` when the module declares
+    constraints (see :mod:`cer.conformance`)."""
+    return conformance_of(summary, coverage).statement
 
 
 def _approvals_by_case(context: ReportContext) -> dict[str, list[ApprovalEvent]] | None:
@@ -91,6 +90,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
     fingerprint = run.implementation_id.rpartition("@")[2] if "@" in run.implementation_id else None
     origins = read_provenance(suite)
     approvals = _approvals_by_case(context)
+    verdict = context.verdict()
     assertions = []
     for result in run.results:
         case = declared.get(result.case_name)
@@ -138,7 +138,8 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
         "assertions": assertions,
         "summary": serialize.summary_to_dict(summary),
         "coverage": None if context.coverage is None else context.coverage.to_dict(),
-        "conformance": conformance(summary, context.coverage),
+        "baseline": None if verdict.baseline is None else verdict.baseline.to_dict(),
+        "conformance": verdict.statement,
     }
 
 

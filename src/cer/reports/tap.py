@@ -89,6 +89,6 @@ def render(context: ReportContext) -> str:
     summary = run.summary
     lines.append(
         f"# {summary.total} cases: {summary.passed} passed, {summary.failed} failed, "
-        f"{summary.errored} errored, {summary.skipped} skipped — {summary.verdict}"
+        f"{summary.errored} errored, {summary.skipped} skipped — {context.verdict().statement}"
     )
     return "\n".join(lines) + "\n"
