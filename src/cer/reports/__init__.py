@@ -151,6 +151,12 @@ def _formats() -> dict[str, ReportFormat]:
             _renderer("github"),
             line_oriented=True,
         ),
+        "markdown": ReportFormat(
+            "markdown",
+            "Markdown for a CI job summary or a pull request comment",
+            "cer-summary.md",
+            _renderer("markdown"),
+        ),
         "html": ReportFormat(
             "html",
             "a self-contained HTML page with charts",

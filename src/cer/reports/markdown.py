@@ -1,0 +1,217 @@
+"""The Markdown report: what a CI job summary (``$GITHUB_STEP_SUMMARY``) or a pull
+request comment holds about one run.
+
+The verdict sentence and the counts first, then the regressions (a failure the
+baseline does not list), the other failures with their input, expected and observed
+values, the stale baseline entries, the known failures and the coverage.
+
+Everything from the implementation's side (reasons, observed values, captured output)
+and everything from the suite is untrusted text on a web page. It is shown through
+two helpers only: :func:`inline` for a table cell or a line of text, which escapes
+HTML and turns every ASCII punctuation character into a numeric character reference
+(so no Markdown syntax, table pipe, link, image, heading or code fence can start in
+it) inside ``<code>`` (where GitHub links no ``@mention`` or ``#reference``); and
+:func:`block` for a multi-line value, an HTML ``<pre>`` block, which Markdown leaves
+unparsed, with ``&``, ``<`` and ``>`` escaped. Control and bidi characters become
+visible escapes first (:func:`cer.safetext.for_terminal`), and every value is cut to
+a bounded length, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from cer import serialize
+from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, Status
+from cer.reports.context import ReportContext, suite_display_path
+from cer.safetext import for_terminal
+
+__all__ = ["block", "inline", "render"]
+
+CELL_CHARS = 300
+"""At most this many characters of one value in a table cell or line."""
+BLOCK_CHARS = 4000
+"""At most this many characters of one multi-line value."""
+DETAILED = 30
+"""Failures shown with their values; the rest are listed by name."""
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text) - limit} more characters]"
+
+
+def inline(text: str, limit: int = CELL_CHARS) -> str:
+    """``text`` as inert inline Markdown: one line, in ``<code>``, every punctuation
+    character a numeric reference. Empty text is an empty string."""
+    if not text:
+        return ""
+    shown = for_terminal(_cut(text, limit), multiline=False)
+    escaped = "".join(f"&#{ord(c)};" if c in _PUNCTUATION else c for c in shown)
+    return f"<code>{escaped}</code>"
+
+
+def block(text: str, limit: int = BLOCK_CHARS) -> str:
+    """``text`` as an HTML ``<pre>`` block, which Markdown does not parse; the closing
+    tag cannot appear in it (``<`` is escaped)."""
+    shown = for_terminal(_cut(text, limit))
+    escaped = shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return f"<pre>{escaped}</pre>"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(serialize.value_to_json(value), indent=2, ensure_ascii=False)
+
+
+def _status_word(status: Status) -> str:
+    return {Status.FAIL: "fail", Status.ERRORED: "errored"}.get(status, status.value)
+
+
+def _where(context: ReportContext, case: Case | None) -> str:
+    where = suite_display_path(context.suite)
+    if case is not None and case.line:
+        where += f":{case.line}"
+    if case is not None:
+        where += f" [[{CASE_CLASS_TO_ARRAY.get(case.case_class, case.case_class)}]]"
+    return where
+
+
+def _failure(context: ReportContext, result: CaseResult, case: Case | None, note: str) -> list[str]:
+    """One failure with what the case gave, expected and observed."""
+    title = f"{inline(result.case_name)} {_status_word(result.status)}"
+    if note:
+        title += f" ({note})"
+    lines = [
+        "<details open>" if not note.startswith("known") else "<details>",
+        f"<summary>{title}</summary>",
+        "",
+        f"{inline(_where(context, case))}",
+        "",
+        "**reason**",
+        "",
+        block(result.reason or ""),
+    ]
+    if case is not None:
+        lines += ["", "**input**", "", block(_json(dict(case.input)))]
+        lines += ["", "**expected**", "", block(_json(dict(case.expect)))]
+    if result.observation is not None:
+        lines += ["", "**observed**", "", block(_json(dict(result.observation)))]
+    if result.mismatches:
+        lines += ["", "| where | expected | observed |", "| --- | --- | --- |"]
+        for mismatch in result.mismatches[:20]:
+            lines.append(
+                f"| {inline(mismatch.path or '(value)')} "
+                f"| {inline(_text(mismatch.expected))} | {inline(_text(mismatch.observed))} |"
+            )
+    lines += ["", "</details>", ""]
+    return lines
+
+
+def _text(value: Any) -> str:
+    return json.dumps(serialize.value_to_json(value), ensure_ascii=False)
+
+
+def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
+    heads = list(header)
+    lines = ["| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def render(context: ReportContext) -> str:
+    """The report as GitHub-flavoured Markdown."""
+    run, suite = context.run, context.suite
+    verdict = context.verdict()
+    check = verdict.baseline
+    summary = run.summary
+    declared = {case.name: case for case in suite.cases}
+    target = run.target_module + (f" {suite.target_version}" if suite.target_version else "")
+    seconds = (run.completed_at_ms - run.started_at_ms) / 1000
+    lines = [
+        f"### cer: {inline(target)} · {inline(run.implementation_id)}",
+        "",
+        f"**{inline(verdict.statement, 1000)}**",
+        "",
+    ]
+    lines += _table(
+        ["cases", "passed", "failed", "errored", "skipped", "time"],
+        [
+            [
+                str(summary.total),
+                str(summary.passed),
+                str(summary.failed),
+                str(summary.errored),
+                str(summary.skipped),
+                f"{seconds:.2f} s",
+            ]
+        ],
+    )
+    for note in run.notes:
+        lines += [f"note: {inline(note)}", ""]
+    bad = [r for r in run.results if r.status in (Status.FAIL, Status.ERRORED)]
+    known = {} if check is None else {k.case_name: k for k in check.known}
+    regressed = {} if check is None else {r.case_name: r for r in check.regressions}
+    if check is not None:
+        lines += [f"#### Regressions ({len(check.regressions)})", ""]
+        if check.regressions:
+            lines += _table(
+                ["case", "status", "why"],
+                ([inline(r.case_name), r.status, inline(r.why)] for r in check.regressions),
+            )
+        else:
+            lines += ["None: every failure is listed in the baseline.", ""]
+    ordered = [r for r in bad if r.case_name in regressed]
+    ordered += [r for r in bad if r.case_name not in regressed and r.case_name not in known]
+    ordered += [r for r in bad if r.case_name in known]
+    if ordered:
+        lines += [f"#### Failures ({len(ordered)})", ""]
+    for number, result in enumerate(ordered, start=1):
+        if number > DETAILED:
+            rest = ordered[DETAILED:]
+            names = ", ".join(inline(r.case_name, 100) for r in rest[:200])
+            more = f" and {len(rest) - 200} more" if len(rest) > 200 else ""
+            lines += [f"{len(rest)} more: {names}{more}", ""]
+            break
+        note = ""
+        if result.case_name in regressed:
+            note = "regression"
+        elif result.case_name in known:
+            note = "known failure"
+        lines += _failure(context, result, declared.get(result.case_name), note)
+    if check is not None and check.stale:
+        lines += [f"#### Stale baseline entries ({len(check.stale)})", ""]
+        lines += ["These cases pass: remove their entries from the baseline.", ""]
+        lines += _table(
+            ["case", "entry", "line"],
+            (
+                [inline(s.case_name), inline(s.entry.case), str(s.entry.line or "")]
+                for s in check.stale
+            ),
+        )
+    if check is not None and check.known:
+        lines += [f"#### Known failures ({len(check.known)})", ""]
+        lines += _table(
+            ["case", "status", "reason", "link"],
+            (
+                [
+                    inline(k.case_name),
+                    k.status,
+                    inline(k.entry.reason),
+                    inline(k.entry.link or ""),
+                ]
+                for k in check.known
+            ),
+        )
+    coverage = context.coverage
+    if coverage is not None:
+        lines += ["#### Coverage", "", inline(coverage.headline(), 1000), ""]
+        if coverage.needs_a_case:
+            lines += [f"needs a case: {', '.join(inline(n) for n in coverage.needs_a_case)}", ""]
+        for reference in coverage.unknown:
+            lines += [f"unknown constraint: {inline(reference.message)}", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
