@@ -666,7 +666,7 @@ def test_report_specs() -> None:
         parse_report_spec("xml")
     with pytest.raises(ValueError, match="needs a path"):
         parse_report_spec("junit=")
-    assert set(FORMATS) == {"junit", "json", "tap", "manifest", "github", "html"}
+    assert set(FORMATS) == {"junit", "json", "tap", "manifest", "github", "html", "markdown"}
 
 
 def test_write_report_replaces_whole_files(tmp_path: Path) -> None:
