@@ -294,3 +294,21 @@ def test_several_implementations_are_refused_clearly(module: Module) -> None:
     )
     assert done.returncode == ExitCode.USAGE
     assert "--format jsonl streams the results of one implementation" in done.stderr
+
+
+def test_the_lines_schema_keeps_up_with_the_json_report_schema() -> None:
+    """Each line holds the JSON report's parts: the lines schema carries copies of the
+    report schema's definitions, which must not drift apart."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    report = json.loads((docs / "results.schema.json").read_text(encoding="utf-8"))
+    lines = json.loads((docs / "results-lines.schema.json").read_text(encoding="utf-8"))
+    for name, definition in report["$defs"].items():
+        if name == "result":
+            copied = dict(lines["$defs"]["result_line"]["properties"])
+            copied.pop("type")
+            wanted = {k: v for k, v in definition["properties"].items() if k != "flaky"}
+            assert copied == wanted, "result_line differs from result"
+        else:
+            assert lines["$defs"][name] == definition, f"$defs/{name} differs"
+    conditions = report["$defs"]["run"]["properties"]["conditions"]
+    assert lines["$defs"]["header_line"]["properties"]["conditions"] == conditions
