@@ -388,8 +388,10 @@ class RunResult:
     """Run-level facts the user must see (an import failure, a fallback)."""
     conditions: RunConditions | None = None
     """What the run ran under; None for a run recorded before conditions were."""
-    source_access: SourceAccess | None = None
-    """Which implementation files a code frame may show (None: not known, none)."""
+    source_access: SourceAccess | None = field(default=None, compare=False)
+    """Which implementation files a code frame may show (None: not known, none). A
+    handle of this process for reading source, not a finding of the run: it is never
+    written to a report, so it takes no part in comparing two results."""
 
     @cached_property
     def summary(self) -> Summary:
