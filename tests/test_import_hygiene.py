@@ -50,6 +50,9 @@ def test_worker_imports_only_what_it_needs() -> None:
                 "cer.caseview",
                 "cer.sandbox",
                 "cer.landlock",
+                "cer.privileges",
+                "cer.seccomp",
+                "cer.scratch",
             ]
         )
     )
