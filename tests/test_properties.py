@@ -529,7 +529,9 @@ def test_the_real_runner_agrees_with_the_reference(
     run = run_suite(suite, RunOptions(impl="echo:f", timeout=5.0))
     assert [r.case_name for r in run.results] == [c.name for c in suite.cases]
     for result, entry in zip(run.results, entries, strict=True):
-        wanted = ref_passes(entry["expect"], entry["input"]["obs"], result.elapsed_ms or 0.0)
+        wanted = not ref_unverifiable(entry["expect"], entry["input"]["obs"]) and ref_passes(
+            entry["expect"], entry["input"]["obs"], result.elapsed_ms or 0.0
+        )
         if any(k.startswith("elapsed_ms") for k in entry["expect"]):
             continue  # the measured time is only known after the run
         assert (result.status is Status.PASS) == wanted, (entry, result.reason)
