@@ -19,7 +19,7 @@ from textual.worker import WorkerState
 
 from cer import events
 from cer.engine.options import RunCancelled, RunOptions
-from cer.model import Case, CaseResult, Mismatch, RunResult, Status, Suite
+from cer.model import Case, CaseResult, Mismatch, RunResult, SourceAccess, Status, Suite
 from cer.selection import Selection
 from cer.tui.app import CerApp
 
@@ -264,6 +264,8 @@ class FakeRunner:
             implementation=options.impl,
             suite_path=str(suite.path),
             suite_hash=suite.content_hash,
+            # As the real runner does: the files it checked as loaded, read unconfined.
+            source_access=SourceAccess(files=self.sources) if self.sources else None,
         )
         emit(events.RunFinished(run))
         return run

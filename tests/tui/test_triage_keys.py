@@ -188,7 +188,8 @@ def _failing_in(source: Path) -> FakeRunner:
             ),
         )
 
-    return FakeRunner(outcome)
+    # The supervisor checked the file as loaded: only such a file is read or opened.
+    return FakeRunner(outcome, sources=(str(source),))
 
 
 async def test_the_reason_pane_shows_the_implementation_line(tmp_path: Path) -> None:
@@ -225,7 +226,7 @@ async def test_capital_e_opens_the_editor_at_the_implementation_line(
         assert launched == []  # adds-integers passed: nothing to open
         assert any("No line of the implementation" in str(n.message) for n in app._notifications)
         await pilot.press("j", "E")
-        assert launched == [["nano", "+3", str(source)]]
+        assert launched == [["nano", "+3", "--", str(source)]]
 
 
 class _Suspended:
