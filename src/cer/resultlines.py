@@ -99,6 +99,11 @@ class LineWriter:
                     "summary": document["summary"],
                     "coverage": document.get("coverage"),
                     "flaky": document.get("flaky"),
+                    **(
+                        {"conformance": document["conformance"]}
+                        if "conformance" in document
+                        else {}
+                    ),
                 }
             )
         )
