@@ -1252,6 +1252,11 @@ def print_table(results: dict[str, Any]) -> None:
         off = results["fork"]["trivial_sandbox_off_ms"]
         floor = results["fork"]["trivial"]["floor_ms"]
         print(f"  trivial, --sandbox off: cer {off:.3f} ms → {off / floor:.2f}x floor")
+        on = results["fork"]["trivial"]["cer_fork_ms"]
+        print(
+            f"  the sandbox's cost per case: {on - off:.3f} ms (on {on:.3f}, off {off:.3f}), "
+            f"beside the fork floor's {floor:.3f} ms (target 0.45 ms or less)"
+        )
     if "none" in results:
         row = results["none"]
         print(

@@ -110,6 +110,9 @@ class Worker:
         """The run's scratch folder; each case gets a folder of its own inside it."""
         self.case_write: tuple[str, ...] = ()
         """Where a case may write besides its own scratch folder (/dev/null, /dev/shm)."""
+        self._ended_scratch: list[str] = []
+        """Scratch folders of ended cases, removed while the next case runs (what is
+        left when the worker ends goes with the run's folder)."""
         self.spare: Child | None = None
         """The next case's process, forked ahead of time (fork isolation)."""
         self.running: Child | None = None
@@ -478,12 +481,19 @@ class Worker:
             self.spare = self._fork_child()
         except OSError:  # no spare now; the next case forks its own process
             self.spare = None
+        # The previous case's folder goes while this case runs, not between cases:
+        # nothing of that case is alive, and this one may write only to its own.
+        for folder in self._ended_scratch:
+            scratch.remove(folder)
+        self._ended_scratch.clear()
         try:
             self._supervise_child(child)
         finally:
             self.running = None
             child.close_fds()
-            child.remove_scratch()
+            if child.scratch:
+                self._ended_scratch.append(child.scratch)
+                child.scratch = ""
 
     def discard_spare(self) -> None:
         if self.spare is not None:
