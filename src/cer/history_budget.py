@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cer import serialize
-from cer.model import Case, CaseResult, Status
+from cer.model import Case, CaseResult, Status, captured_sections
 
 __all__ = [
     "DEFAULT_HISTORY_MAX_MB",
@@ -101,14 +101,7 @@ class StoredCase:
     def captured_output(self) -> str:
         """The named sections of :attr:`cer.model.CaseResult.captured_output`, from the
         stored (cut) streams."""
-        sections = []
-        if self.stdout:
-            sections.append(f"--- stdout ---\n{self.stdout}")
-        if self.stderr:
-            sections.append(f"--- stderr ---\n{self.stderr}")
-        if self.traceback:
-            sections.append(f"--- traceback ---\n{self.traceback}")
-        return "\n".join(sections)
+        return captured_sections(self.stdout, self.stderr, self.traceback)
 
     @property
     def size(self) -> int:

@@ -228,6 +228,19 @@ class Mismatch:
     observed: Any = MISSING
 
 
+def captured_sections(stdout: str, stderr: str, traceback: str | None) -> str:
+    """A case's captured streams as named sections (the schema's ``captured_output``),
+    the ones that hold anything, in a fixed order."""
+    sections = []
+    if stdout:
+        sections.append(f"--- stdout ---\n{stdout}")
+    if stderr:
+        sections.append(f"--- stderr ---\n{stderr}")
+    if traceback:
+        sections.append(f"--- traceback ---\n{traceback}")
+    return "\n".join(sections)
+
+
 @dataclass(frozen=True)
 class CaseResult:
     """The result of one case: a row of ``eval_case_results`` plus its evidence."""
@@ -253,14 +266,7 @@ class CaseResult:
     @property
     def captured_output(self) -> str:
         """Everything captured for the case, as named sections (the schema's column)."""
-        sections = []
-        if self.stdout:
-            sections.append(f"--- stdout ---\n{self.stdout}")
-        if self.stderr:
-            sections.append(f"--- stderr ---\n{self.stderr}")
-        if self.traceback:
-            sections.append(f"--- traceback ---\n{self.traceback}")
-        return "\n".join(sections)
+        return captured_sections(self.stdout, self.stderr, self.traceback)
 
 
 @dataclass(frozen=True)
