@@ -84,6 +84,44 @@ class Progress:
             self.stream.flush()
 
 
+class SideBySideProgress:
+    """One self-rewriting line of counts for several implementations running at once:
+    ``label done/total symbols`` for each; silent elsewhere."""
+
+    def __init__(self, stream: TextIO, enabled: bool, labels: Sequence[str]) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.lanes = [Progress(stream, False, label) for label in labels]
+        self.done = [0] * len(labels)
+        self.last_draw = 0.0
+        self.started = time.monotonic()
+
+    def __call__(self, index: int, event: RunEvent) -> None:
+        self.lanes[index](event)
+        if isinstance(event, CaseFinished):
+            self.done[index] = event.done
+            now = time.monotonic()
+            if self.enabled and now - self.last_draw > 0.05:
+                self.last_draw = now
+                self.draw()
+
+    def draw(self) -> None:
+        parts = []
+        for lane, done in zip(self.lanes, self.done, strict=True):
+            counts = " ".join(f"{SYMBOLS[s]}{lane.counts[s]}" for s in Status if lane.counts[s])
+            parts.append(f"{lane.label} {done}/{lane.total} {counts}".rstrip())
+        elapsed = time.monotonic() - self.started
+        self.stream.write(
+            f"\r\x1b[2K{for_terminal(' · '.join(parts), multiline=False)}  {elapsed:.1f}s"
+        )
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+
 def _indent(text: str, prefix: str = "      ") -> str:
     return "\n".join(prefix + line for line in text.splitlines() or [""])
 

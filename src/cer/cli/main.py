@@ -641,54 +641,62 @@ def _run_matrix(
     module_doc: _ModuleDoc,
     verdicts: _Verdicts | None = None,
 ) -> int:
-    """Run every implementation in turn, record each run on its own, and report the
-    matrix (text or JSON) and one report file per implementation."""
+    """Run the implementations side by side within the ``-j`` budget
+    (:mod:`cer.engine.side_by_side`), record each run on its own as it finishes, and
+    report the matrix (text or JSON) and one report file per implementation."""
     implementations = list(resolved.implementations)
     labels = resolved.labels
     if args.failed:
         implementations, stop = _failed_only(history, suite, implementations, several=True)
         if stop is not None:
             return stop
-    runs: list[RunResult] = []
-    flaky: list[frozenset[str] | None] = []
+    from cer.engine.side_by_side import run_side_by_side  # only several implementations
+
+    by_index: list[RunResult | None] = [None] * len(labels)
+    flaky: list[frozenset[str] | None] = [None] * len(labels)
+    coverages: list[Coverage | None] = [None] * len(labels)
     untrusted = False
-    coverages: list[Coverage | None] = []
-    conformances: list[Conformance] = []
+    conformances: list[Conformance | None] = [None] * len(labels)
     verdicts = verdicts or _Verdicts()
-    show_progress = not args.quiet and sys.stderr.isatty()
-    for index, (options, label) in enumerate(zip(implementations, labels, strict=True)):
-        progress = console.Progress(
-            sys.stderr, enabled=show_progress, label=f"{label} ({index + 1}/{len(labels)})"
-        )
-        try:
-            run = run_suite(suite, options, on_event=progress, warm=EARLY_WORKERS)
-        except CategoryConfigError as exc:
-            print_error(f"[tool.cer.categories]: {exc}")
-            return ExitCode.USAGE
-        except LimitsChanged as exc:
-            progress.clear()
-            print_error(f"{exc}; no results were reported")
-            return ExitCode.USAGE
-        except KeyboardInterrupt as exc:
-            progress.clear()
-            recorded = ""
-            if runs and history is not None:
-                recorded = (
-                    f"; {len(runs)} finished run{'s were' if len(runs) != 1 else ' was'} recorded"
-                )
-            print_error(f"{interruption(exc)}; no results were reported{recorded}")
-            return interrupted_code(exc)
+    progress = console.SideBySideProgress(
+        sys.stderr, not args.quiet and sys.stderr.isatty(), labels
+    )
+
+    def finished(index: int, run: RunResult) -> None:
+        nonlocal untrusted, history
         progress.clear()
-        coverage = module_doc.coverage(suite, run, warn=not runs)
+        coverage = module_doc.coverage(suite, run, warn=not any(by_index))
         figures = _figures(coverage, suite)
-        conformances.append(verdicts.conformance(suite, run, coverage, figures, label))
+        conformances[index] = verdicts.conformance(suite, run, coverage, figures, labels[index])
         # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
         flaky_names, refused = _record(history, run, suite, figures)
         if refused:
             untrusted, history = True, None  # the history is closed by the caller
-        flaky.append(flaky_names)
-        coverages.append(coverage)
-        runs.append(run)
+        flaky[index], coverages[index], by_index[index] = flaky_names, coverage, run
+
+    try:
+        run_side_by_side(
+            suite, implementations, on_event=progress, on_finished=finished, warm=EARLY_WORKERS
+        )
+    except CategoryConfigError as exc:
+        progress.clear()
+        print_error(f"[tool.cer.categories]: {exc}")
+        return ExitCode.USAGE
+    except LimitsChanged as exc:
+        progress.clear()
+        print_error(f"{exc}; no results were reported")
+        return ExitCode.USAGE
+    except KeyboardInterrupt as exc:
+        progress.clear()
+        done = sum(run is not None for run in by_index)
+        recorded = ""
+        if done and history is not None:
+            recorded = f"; {done} finished run{'s were' if done != 1 else ' was'} recorded"
+        print_error(f"{interruption(exc)}; no results were reported{recorded}")
+        return interrupted_code(exc)
+    progress.clear()
+    runs = [run for run in by_index if run is not None]
+    concluded = [c for c in conformances if c is not None]
     from cer.matrix import build_matrix, matrix_to_dict  # only several implementations
 
     matrix = build_matrix(suite, runs, labels)
@@ -704,7 +712,7 @@ def _run_matrix(
             conformance=conformance,
         )
         for run, coverage, flaky_names, conformance in zip(
-            runs, coverages, flaky, conformances, strict=True
+            runs, coverages, flaky, concluded, strict=True
         )
     ]
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
@@ -725,7 +733,7 @@ def _run_matrix(
     code = (
         ExitCode.USAGE
         if untrusted
-        else exit_code_for_runs(runs, conformances, require_coverage=verdicts.require_coverage)
+        else exit_code_for_runs(runs, concluded, require_coverage=verdicts.require_coverage)
     )
     if not _write_main_report(args, text, summary_line, stdout_taken=False):
         return ExitCode.USAGE

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cer import procs
-from cer.engine import confinement
+from cer.engine import confinement, spawned
 from cer.engine.identity import Identity
 from cer.engine.limits import OwnLimits
 from cer.engine.options import (
@@ -79,6 +79,8 @@ class Execution(ABC):
         """Whether ImplementationLoaded or ImplementationFailed was emitted."""
         self.finished = False
         """Set when the implementation failed to load: every remaining case is decided."""
+        self.token = spawned.current()
+        """Which run this is, for :mod:`cer.engine.spawned`."""
         self.children_before = procs.children()
         """The supervisor's children before the run: not the run's to end."""
         self.sandbox = confinement.Decision(0, "none: disabled")
@@ -174,7 +176,9 @@ class Execution(ABC):
         keep.update(self.live_pids())
         if self.warm is not None:
             keep.update(self.warm.pids())
-        procs.end_strays(keep)
+        with spawned.LOCK:  # another run's processes are not this run's strays
+            keep.update(spawned.others_alive(self.token))
+            procs.end_strays(keep)
 
     # --- the backend ------------------------------------------------------------------
 

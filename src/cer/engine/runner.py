@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cer import sandbox
 from cer.categories import ENTRY_POINT_PREFIX, build_registry
-from cer.engine import confinement
+from cer.engine import confinement, spawned
 from cer.engine.allocator import free_large_buffers_promptly
 from cer.engine.execution import Execution
 from cer.engine.options import (
@@ -81,7 +81,8 @@ def run_suite(
     decision = confinement.decide(options.sandbox, options.network)
     scratch = tempfile.mkdtemp(prefix="cer-scratch-") if decision.abi else None
     try:
-        return _run_suite(suite, options, decision, scratch, on_event, cancel, warm)
+        with spawned.owned_by(spawned.new_token()):  # its processes, for end_strays
+            return _run_suite(suite, options, decision, scratch, on_event, cancel, warm)
     finally:
         if scratch is not None:
             remove_scratch(scratch)

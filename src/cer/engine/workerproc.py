@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 import cer
 from cer import plaindata
+from cer.engine import spawned
 from cer.framing import (
     KIND_CASE,
     KIND_JSON,
@@ -92,23 +93,25 @@ class WorkerProcess:
             # -P: the working directory is not put first on the worker's path. It is
             # the implementation's folder, and a `cer` package or a module named like
             # the standard library's there would run as the worker, before the sandbox.
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-P",
-                    "-m",
-                    "cer.worker",
-                    str(to_worker_r),
-                    str(from_worker_w),
-                ],
-                pass_fds=(to_worker_r, from_worker_w),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=self._stderr,
-                start_new_session=True,
-                cwd=cwd,
-                env=env,
-            )
+            with spawned.LOCK:
+                self.process = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-P",
+                        "-m",
+                        "cer.worker",
+                        str(to_worker_r),
+                        str(from_worker_w),
+                    ],
+                    pass_fds=(to_worker_r, from_worker_w),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=self._stderr,
+                    start_new_session=True,
+                    cwd=cwd,
+                    env=env,
+                )
+                spawned.started(self.process)
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from cer import sandbox, scratch
+from cer.engine import spawned
 from cer.engine.command import startup
 from cer.engine.command.protocol import MAX_MESSAGE_BYTES
 from cer.engine.command.values import EVIDENCE_CHARS
@@ -73,15 +74,17 @@ class CommandProcess:
             words = sandbox.launcher_command(policy, words, abi)
             env = {**os.environ, **policy.environment()}
         try:
-            self.popen = subprocess.Popen(
-                words,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                start_new_session=True,
-                env=env,
-            )
+            with spawned.LOCK:
+                self.popen = subprocess.Popen(
+                    words,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    bufsize=0,
+                    start_new_session=True,
+                    env=env,
+                )
+                spawned.started(self.popen)
         except BaseException:
             scratch.remove(self.scratch)
             raise
