@@ -5,8 +5,8 @@ schema problems and duplicate names (from the loader), categories no execution m
 runs, empty expect tables, expectations that verify nothing, inputs larger than the
 runner sends, missing fixtures, ``verifies`` entries naming no declared
 constraint, and problems in the module's ``<constraints>`` block. Errors make the check
-fail; warnings (a constraint with no case, a claimed adversarial area with no case) do
-not.
+fail; warnings (a constraint with no case, a claimed adversarial area with no case, a
+compared key that only looks like a measurement the runner makes) do not.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from cer.engine.plan import input_bounds_reason, input_facts
 from cer.fixtures import resolve_fixtures
 from cer.model import Case, Suite
 from cer.suite import SuiteError, parse_suite
-from cer.verdict import vacuous_expectations
+from cer.verdict import REPORTED_NOTE, reported_measurements, vacuous_expectations
 
 __all__ = ["CheckReport", "Finding", "SuiteUnreadable", "check_suite", "render_check"]
 
@@ -140,6 +140,13 @@ def check_suite(path: str | Path, category_models: Mapping[str, str] | None = No
             )
         for finding in _expect_findings(case):
             add(ERROR, finding, case.line)
+        for key in reported_measurements(case.expect):
+            add(
+                WARNING,
+                f'case "{case.name}": {key} {REPORTED_NOTE} (its outcome is the '
+                "implementation's word about itself)",
+                case.line,
+            )
         _, missing = resolve_fixtures(dict(case.input), suite.fixtures_dir)
         for fixture in missing:
             add(

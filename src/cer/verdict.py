@@ -276,14 +276,20 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         )
 
     def compared(observation: dict[str, Any]) -> CaseResult:
+        reported = reported_facts(expect)
+        label = reported_note(reported) if reported else None
         if _surely_matches(expect, observation):
-            return result(Status.PASS, None, observation)
+            return result(Status.PASS, label, observation)
         mismatches = _one_rejection_line(expect, outcome, compare(expect, observation))
         if mismatches:
+            reason = "\n".join(m.message for m in mismatches)
             return result(
-                Status.FAIL, "\n".join(m.message for m in mismatches), observation, mismatches
+                Status.FAIL,
+                f"{reason}\n{label}" if label else reason,
+                observation,
+                mismatches,
             )
-        return result(Status.PASS, None, observation)
+        return result(Status.PASS, label, observation)
 
     if not expect:
         return result(Status.ERRORED, "could not verify: the case's expect table is empty")
@@ -456,6 +462,53 @@ def asks_memory(expect: Mapping[str, Any]) -> bool:
 _MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
 """Name endings of a measurement of time or memory."""
 
+_LOOKS_MEASURED_ENDINGS = ("_ms", "_s", "_seconds", "_bytes", "_kb", "_mb", "_gb")
+_LOOKS_MEASURED_WORDS = ("memory", "latency", "duration", "time")
+
+
+def looks_measured(base: str) -> bool:
+    """Whether a key's name reads like a measurement of time or memory (``latency``,
+    ``parse_duration_s``, ``peak_bytes``): compared as the implementation reported it,
+    its outcome is the implementation's word about itself, and says so wherever shown."""
+    return base.endswith(_LOOKS_MEASURED_ENDINGS) or any(
+        word in base for word in _LOOKS_MEASURED_WORDS
+    )
+
+
+REPORTED_NOTE = "is reported by the implementation, not measured by cer"
+"""What is said of a compared key that only looks like a measurement of the runner's."""
+
+
+def reported_measurements(expect: Mapping[str, Any]) -> list[str]:
+    """The keys ``expect`` compares (as a value or through ``_max``/``_min``) whose names
+    look like measurements (:func:`looks_measured`) the runner does not make, beside
+    those :func:`unmeasured_keys` errors: their values are the implementation's own."""
+    unmeasured = unmeasured_keys(expect)
+    found: list[str] = []
+    for key in expect:
+        if type(key) is not str or key in _OPERATOR_ONLY:
+            continue
+        base = key
+        if key.endswith("_contains") and len(key) > len("_contains"):
+            continue
+        for suffix in ("_max", "_min"):
+            if key.endswith(suffix) and len(key) > len(suffix):
+                base = key[: -len(suffix)]
+        if base in _OWNED_BASES or base in unmeasured or not looks_measured(base):
+            continue
+        if base not in found:
+            found.append(base)
+    return found
+
+
+def reported_note(keys: tuple[str, ...] | list[str]) -> str:
+    """The line a result carries for the measurement-like keys it compared."""
+    return "; ".join(f"{key} {REPORTED_NOTE}" for key in keys)
+
+
+_OPERATOR_ONLY = frozenset({"error_includes", "has_fields"})
+_OWNED_BASES = frozenset({*RUNNER_OWNED, "error", "error_type"})
+
 
 def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
     """The measurements of time or memory ``expect`` asks about (as a value or through a
@@ -477,7 +530,7 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
     return found
 
 
-_KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool]] = {}
+_KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
 """:func:`unmeasured_keys` and :func:`asks_memory` by the keys of an expect table (they
 depend on nothing else): most cases of a suite share a handful of key sets."""
 _KEY_FACTS_MAX = 4096
@@ -486,12 +539,26 @@ _KEY_FACTS_MAX = 4096
 def key_facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     """:func:`unmeasured_keys` of ``expect`` and :func:`asks_memory`, remembered by its
     keys."""
+    facts = _facts(expect)
+    return facts[0], facts[1]
+
+
+def reported_facts(expect: Mapping[str, Any]) -> tuple[str, ...]:
+    """:func:`reported_measurements` of ``expect``, remembered by its keys."""
+    return _facts(expect)[2]
+
+
+def _facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
     keys = tuple(expect)
     facts = _KEY_FACTS.get(keys)
     if facts is None:
         if len(_KEY_FACTS) >= _KEY_FACTS_MAX:
             _KEY_FACTS.clear()
-        facts = (tuple(unmeasured_keys(expect)), asks_memory(expect))
+        facts = (
+            tuple(unmeasured_keys(expect)),
+            asks_memory(expect),
+            tuple(reported_measurements(expect)),
+        )
         _KEY_FACTS[keys] = facts
     return facts
 

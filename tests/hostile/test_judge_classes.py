@@ -6,11 +6,15 @@
 - The runner never dies on a case: an input nested hundreds of levels deep (valid
   TOML, accepted by ``cer check``) or holding more values than the runner sends once
   ended the whole run with a traceback and no result for any case.
+- What only looks like a measurement (``latency_max``) is compared as the implementation
+  reported it: a bound on it once passed in every report as though the runner had
+  measured it, and ``cer check`` said nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import sys
 import textwrap
@@ -18,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from cer.cli.main import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
@@ -384,3 +389,47 @@ def test_a_one_dict_adapter_still_passes_a_named_rejection(module: Module) -> No
     got = outcome(module.run(f"{name}:whole"))
     assert [status for status, _ in got] == [ERRORED, PASS, PASS], got
     assert "whole was called with the whole input as its one argument" in got[1][1]
+
+
+# --- what only looks like a measurement is the implementation's word ---------------------
+
+REPORTED_SUITE = suite(
+    ("fast", "{ n = 1 }", "{ output = 1, latency_max = 50 }"),
+    ("slow", "{ n = 2 }", "{ output = 2, parse_duration_s_max = 0.5 }"),
+)
+
+REPORTS_ITS_OWN_TIMES = """\
+def f(n):
+    return {"output": n, "latency": 3, "parse_duration_s": 9.0}
+"""
+
+
+def test_a_bound_on_a_reported_measurement_says_whose_word_it_is(
+    module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bound on ``latency`` or ``parse_duration_s`` is compared, but the runner never
+    measured them: every report of its outcome says the implementation reported it, and
+    ``cer check`` warns before the suite runs."""
+    module.suite(REPORTED_SUITE)
+    module.impl(REPORTS_ITS_OWN_TIMES, name="times")
+    monkeypatch.chdir(module.root)
+    note = "is reported by the implementation, not measured by cer"
+
+    assert main(["check", "evals.toml"]) == 0
+    checked = capsys.readouterr()
+    said = checked.out + checked.err
+    assert f'warning: case "fast": latency {note}' in said
+    assert f'warning: case "slow": parse_duration_s {note}' in said
+    assert "evals.toml:" in said
+
+    main(["run", "evals.toml", "--impl", "times:f", "--no-history", "-v"])
+    text = capsys.readouterr().out
+    assert f"latency {note}" in text  # beside the pass
+    assert f"parse_duration_s {note}" in text  # beside the failure
+
+    main(["run", "evals.toml", "--impl", "times:f", "--no-history", "--format", "json"])
+    results = {r["case_name"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    assert results["fast"]["status"] == "pass"
+    assert f"latency {note}" in results["fast"]["reason"]
+    assert results["slow"]["status"] == "fail"
+    assert f"parse_duration_s {note}" in results["slow"]["reason"]

@@ -23,6 +23,7 @@ from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Sui
 from cer.safetext import for_terminal
 from cer.tomltext import input_line
 from cer.tracebacks import SourceReader, failure_site, trim
+from cer.verdict import REPORTED_NOTE
 
 if TYPE_CHECKING:
     # The matrix is imported by whoever built one, and the history's records by whoever
@@ -260,6 +261,10 @@ def render_report(
         # and bidi controls appear as escapes (cer.safetext.for_terminal).
         if result.reason and result.status is not Status.PASS:
             lines.append(_indent(for_terminal(result.reason)))
+        elif result.reason and REPORTED_NOTE in result.reason:
+            # A pass on a measurement-like key is the implementation's word about itself.
+            said = [line for line in result.reason.splitlines() if REPORTED_NOTE in line]
+            lines.append(_indent(for_terminal("\n".join(said))))
         if case is not None and result.status in (Status.FAIL, Status.ERRORED):
             # The case's input beside its reason (cer.tomltext), cut with where it is whole.
             lines.append(_indent(input_line(case.input, place)))

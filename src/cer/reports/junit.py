@@ -18,6 +18,7 @@ from cer.model import CASE_CLASSES, CaseResult, Status
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 from cer.safetext import for_terminal
 from cer.tomltext import input_line
+from cer.verdict import REPORTED_NOTE
 
 __all__ = ["render"]
 
@@ -127,6 +128,10 @@ def render(context: ReportContext) -> str:
                 element.text = xml_safe(_detail(result, input_text))
             elif result.status is Status.SKIPPED:
                 ET.SubElement(case_el, "skipped", {"message": reason})
+            elif REPORTED_NOTE in reason:
+                # A pass on a measurement-like key is the implementation's word about itself.
+                properties = ET.SubElement(case_el, "properties")
+                ET.SubElement(properties, "property", {"name": "reported", "value": reason})
             if result.stdout:
                 ET.SubElement(case_el, "system-out").text = xml_safe(result.stdout)
             if result.stderr:
