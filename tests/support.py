@@ -3,7 +3,10 @@ directory, and read a run back. Imported by the tests; conftest.py only holds fi
 
 from __future__ import annotations
 
+import os
+import signal
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,3 +58,33 @@ def single_case_suite(expect: str, input_: str = "{}", category: str = "function
 
 
 RunOne = Callable[..., RunResult]
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{entry}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+def assert_none_left(marker: str, outlived: str) -> None:
+    """Fail when a process marked ``marker`` is still alive two seconds on, killing each
+    (never left to the next test); ``outlived`` names what they outlived."""
+    deadline = time.monotonic() + 2.0
+    while marked_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    left = marked_processes(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes of {outlived} outlived it: {left}"

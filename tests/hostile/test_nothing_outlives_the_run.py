@@ -11,7 +11,6 @@ the run, and leave no report of an earlier run in place.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from support import assert_none_left
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="adopting orphans needs Linux"
@@ -71,34 +72,6 @@ def daemon(marker, plain=False):
 '''
 
 
-def _marked(marker: str) -> list[int]:
-    """Live (not zombie) processes whose command line holds ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-            with open(f"/proc/{entry}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-def _assert_none_left(marker: str) -> None:
-    deadline = time.monotonic() + 2.0
-    while _marked(marker) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    left = _marked(marker)
-    for pid in left:  # never leave them to the next test
-        os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes of the run outlived it: {left}"
-
-
 def _module(root: Path, impl: str, marker: str) -> None:
     (root / "evals.toml").write_text(SUITE.format(), encoding="utf-8")
     (root / "daemons.py").write_text(DAEMON, encoding="utf-8")
@@ -137,7 +110,7 @@ def test_a_case_that_kills_its_worker_leaves_no_daemon(tmp_path: Path) -> None:
     assert time.monotonic() - started < 15
     assert b"the runner lost this case" in out, err
     assert b"1 errored" in out
-    _assert_none_left(marker)
+    assert_none_left(marker, "the run")
 
 
 IMPORT_HELPER = """
@@ -156,7 +129,7 @@ def test_a_daemon_started_at_import_ends_with_the_run(tmp_path: Path) -> None:
     process = _cer(tmp_path, "--impl", "hostile_impl:f", "--timeout", "5")
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, (out, err)
-    _assert_none_left(marker)
+    assert_none_left(marker, "the run")
 
 
 HARNESS = """
@@ -222,7 +195,7 @@ def test_a_command_implementation_leaves_no_daemon(
     process = _cer(tmp_path, option, f"{sys.executable} command.py", "--timeout", "5")
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, (out, err)
-    _assert_none_left(marker)
+    assert_none_left(marker, "the run")
 
 
 SLOW = """
@@ -274,4 +247,4 @@ def test_a_signal_to_cer_stops_the_run_and_everything_in_it(tmp_path: Path, sign
     assert b"Traceback" not in err
     assert not report.exists(), "an earlier run's report was left in place"
     assert not junit.exists()
-    _assert_none_left(marker)
+    assert_none_left(marker, "the run")

@@ -10,14 +10,14 @@ user would, and then looks for the daemons' marker among the live processes.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from support import assert_none_left
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="adopting orphans needs Linux"
@@ -80,34 +80,6 @@ for line in sys.stdin:
 """
 
 
-def _marked(marker: str) -> list[int]:
-    """Live (not zombie) processes whose command line holds ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-            with open(f"/proc/{entry}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-def _assert_none_left(marker: str) -> None:
-    deadline = time.monotonic() + 2.0
-    while _marked(marker) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    left = _marked(marker)
-    for pid in left:  # never leave them to the next test
-        os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes of the pytest session outlived it: {left}"
-
-
 def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     return subprocess.run(
@@ -133,4 +105,4 @@ def test_a_daemon_of_a_harness_ends_with_the_session(tmp_path: Path) -> None:
     done = _pytest(tmp_path, "--cer-impl-cmd", f"{sys.executable} harness.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
-    _assert_none_left(marker)
+    assert_none_left(marker, "the pytest session")
