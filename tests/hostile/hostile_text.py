@@ -9,7 +9,7 @@ nothing crashes; :func:`assert_inert` checks a piece of text for that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 CORPUS: dict[str, str] = {
     "esc-clear": "\x1b[2J\x1b[Hall passed",
@@ -80,3 +80,39 @@ def python_literal(value: str) -> str:
 
 def ids() -> Iterable[str]:
     return CORPUS.keys()
+
+
+def implementation(corpus: Mapping[str, str], *, stderr: bool = True) -> str:
+    """The source of ``f(expr)`` for ``expr = "KIND:NAME"``: it prints ``corpus[NAME]``
+    (to stdout, and to stderr unless told not to), then returns it (``value``) or raises
+    it (``raise``)."""
+    to_stderr = '    os.write(2, text.encode("utf-8", "surrogatepass"))\n' if stderr else ""
+    return (
+        f"import os\n\nCORPUS = {dict(corpus)!a}\n\n\n"
+        "def f(expr):\n"
+        '    kind, _, name = expr.partition(":")\n'
+        "    text = CORPUS[name]\n"
+        '    os.write(1, text.encode("utf-8", "surrogatepass"))\n'
+        f"{to_stderr}"
+        '    if kind == "raise":\n'
+        "        raise ValueError(text)\n"
+        "    return text\n"
+    )
+
+
+def suite_lines(names: Iterable[str], *, verifies: str | None = None) -> list[str]:
+    """A suite with a ``value-NAME`` and a ``raise-NAME`` case for each of ``names``,
+    each expecting ``"ok"`` (so every one fails and shows what was said)."""
+    lines = ['commonsformat_evals = "0.2"', 'target = "hostile"', ""]
+    for kind in ("value", "raise"):
+        for name in names:
+            lines += [
+                "[[cases]]",
+                f'name = "{kind}-{name}"',
+                'category = "functional"',
+                f'input = {{ expr = "{kind}:{name}" }}',
+                'expect = { output = "ok" }',
+                *([f'verifies = ["{verifies}"]'] if verifies else []),
+                "",
+            ]
+    return lines

@@ -12,27 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_text import CORPUS, assert_inert
+from hostile_text import CORPUS, assert_inert, implementation, suite_lines
 
 pytestmark = pytest.mark.slow
 
 SHOWN = {k: v for k, v in CORPUS.items() if k != "long-line"}
 
-IMPL = f"""
-import os
-
-CORPUS = {SHOWN!a}
-
-
-def f(expr):
-    kind, _, name = expr.partition(":")
-    text = CORPUS[name]
-    os.write(1, text.encode("utf-8", "surrogatepass"))
-    os.write(2, text.encode("utf-8", "surrogatepass"))
-    if kind == "raise":
-        raise ValueError(text)
-    return text
-"""
+IMPL = implementation(SHOWN)
 
 BROKEN = f"""
 raise ImportError({"".join(SHOWN.values())!a})
@@ -40,17 +26,7 @@ raise ImportError({"".join(SHOWN.values())!a})
 
 
 def _suite(folder: Path) -> Path:
-    lines = ['commonsformat_evals = "0.2"', 'target = "hostile"', ""]
-    for kind in ("value", "raise"):
-        for name in SHOWN:
-            lines += [
-                "[[cases]]",
-                f'name = "{kind}-{name}"',
-                'category = "functional"',
-                f'input = {{ expr = "{kind}:{name}" }}',
-                'expect = { output = "ok" }',
-                "",
-            ]
+    lines = suite_lines(SHOWN)
     path = folder / "evals.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     (folder / "hostile_pytest_impl.py").write_text(IMPL, encoding="ascii")

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hostile_text import CORPUS, assert_inert
+from hostile_text import CORPUS, assert_inert, implementation, suite_lines
 
 from cer.cli.main import main
 from cer.drafts import load_drafts
@@ -25,21 +25,7 @@ from cer.suite import load_suite
 
 pytestmark = pytest.mark.slow
 
-IMPL = f"""
-import os
-
-CORPUS = {CORPUS!a}
-
-
-def f(expr):
-    kind, _, name = expr.partition(":")
-    text = CORPUS[name]
-    os.write(1, text.encode("utf-8", "surrogatepass"))
-    os.write(2, text.encode("utf-8", "surrogatepass"))
-    if kind == "raise":
-        raise ValueError(text)
-    return text
-"""
+IMPL = implementation(CORPUS)
 
 CONSTRAINTS = """\
 # hostile
@@ -51,18 +37,7 @@ CONSTRAINTS = """\
 
 
 def _suite(tmp_path: Path) -> Path:
-    lines = ['commonsformat_evals = "0.2"', 'target = "hostile"', ""]
-    for kind in ("value", "raise"):
-        for name in CORPUS:
-            lines += [
-                "[[cases]]",
-                f'name = "{kind}-{name}"',
-                'category = "functional"',
-                f'input = {{ expr = "{kind}:{name}" }}',
-                'expect = { output = "ok" }',
-                'verifies = ["says-what-it-says"]',
-                "",
-            ]
+    lines = suite_lines(CORPUS, verifies="says-what-it-says")
     path = tmp_path / "evals.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     (tmp_path / "hostile_impl.py").write_text(IMPL, encoding="ascii")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile_text import CORPUS, MARKUP, assert_inert
+from hostile_text import CORPUS, MARKUP, assert_inert, implementation, suite_lines
 
 from cer.drafts import drafts_path, load_drafts
 from cer.engine.options import RunOptions
@@ -24,20 +24,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SIZE = (160, 48)
 
-IMPL = f"""
-import os
-
-CORPUS = {CORPUS!a}
-
-
-def f(expr):
-    kind, _, name = expr.partition(":")
-    text = CORPUS[name]
-    os.write(1, text.encode("utf-8", "surrogatepass"))
-    if kind == "raise":
-        raise ValueError(text)
-    return text
-"""
+IMPL = implementation(CORPUS, stderr=False)
 
 SHOWN = [name for name in CORPUS if name != "long-line"]
 """The classes the list holds (the long line only makes the screens slower)."""
@@ -55,17 +42,7 @@ def anyio_backend() -> str:
 
 
 def _module(tmp_path: Path, drafts: bool = False) -> Path:
-    lines = ['commonsformat_evals = "0.2"', 'target = "hostile"', ""]
-    for kind in ("value", "raise"):
-        for name in SHOWN:
-            lines += [
-                "[[cases]]",
-                f'name = "{kind}-{name}"',
-                'category = "functional"',
-                f'input = {{ expr = "{kind}:{name}" }}',
-                'expect = { output = "ok" }',
-                "",
-            ]
+    lines = suite_lines(SHOWN)
     suite = tmp_path / "evals.toml"
     suite.write_text("\n".join(lines), encoding="utf-8")
     (tmp_path / "hostile_tui_impl.py").write_text(IMPL, encoding="ascii")
