@@ -40,7 +40,7 @@ from tomlkit.items import AoT, Item, Table
 
 from cer.derive import ENFORCEABILITY, Draft
 from cer.model import ARRAY_TO_CASE_CLASS
-from cer.safetext import scrub
+from cer.safetext import INVISIBLE_CHARS, scrub
 
 __all__ = [
     "DraftFile",
@@ -201,9 +201,7 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # What a TOML file should not carry raw, though a basic string may: the characters
 # cer.safetext shows as escapes on a terminal (C0 but tab and newline, DEL, C1, the
 # bidi controls and invisible joiners), plus the carriage return a reader may fold.
-_ESCAPED = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
-)
+_ESCAPED = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE_CHARS}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 NOTE_CHARS = 200

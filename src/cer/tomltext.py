@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cer.safetext import INVISIBLE_CHARS
+
 __all__ = ["INPUT_SHOWN_CHARS", "ShownInput", "inline", "input_line", "shown_input", "table_lines"]
 
 INPUT_SHOWN_CHARS = 300
@@ -29,9 +31,7 @@ INPUT_SHOWN_CHARS = 300
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"'}
 _ESCAPES["\\"] = "\\\\"
-_NEEDS_ESCAPE = re.compile(
-    '["\\\\\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]'
-)
+_NEEDS_ESCAPE = re.compile(f'["\\\\\x00-\x1f\x7f-\x9f{INVISIBLE_CHARS}\ud800-\udfff]')
 
 
 def _escape(match: re.Match[str]) -> str:
