@@ -30,6 +30,7 @@ from cer.matrix import (
     build_matrix,
     labels_for_runs,
     matrix_to_dict,
+    parse_agree_on,
     short_label,
     unique_labels,
 )
@@ -83,11 +84,12 @@ STRICT_ERRORS_FAILS = frozenset(
     }
 )
 # Every implementation passes these, but calc_strict_errors raises ValueError where the
-# others raise ZeroDivisionError: only the agreement view can show it.
+# others raise ZeroDivisionError: the same verdict in different words, which the cases
+# (error_includes only) do not ask about. Compared on whole observations they disagree.
 PASSING_YET_DIFFERENT = frozenset(
     {"rejects-float-division-by-zero", "rejects-floor-division-by-zero"}
 )
-DISAGREEMENTS = SLOPPY_FAILS | STRICT_ERRORS_FAILS | PASSING_YET_DIFFERENT
+DISAGREEMENTS = SLOPPY_FAILS | STRICT_ERRORS_FAILS
 P, F, E, S = Status.PASS, Status.FAIL, Status.ERRORED, Status.SKIPPED
 
 
@@ -155,6 +157,7 @@ def test_calc_matrix_has_exactly_the_known_cells(calc_json: tuple[int, dict[str,
         }, row["case_name"]
         agreement = "disagree" if row["case_name"] in DISAGREEMENTS else "agree"
         assert row["agreement"] == agreement, row["case_name"]
+        assert row["words_differ"] == (row["case_name"] in PASSING_YET_DIFFERENT)
     verdicts = [i["summary"]["verdict"] for i in document["implementations"]]
     assert verdicts == ["conformant", "nonconformant", "nonconformant", "conformant"]
     assert [i["summary"]["cases_failed"] for i in document["implementations"]] == [0, 8, 6, 0]
@@ -163,8 +166,10 @@ def test_calc_matrix_has_exactly_the_known_cells(calc_json: tuple[int, dict[str,
         "implementations": 4,
         "cases_total": 70,
         "cases_compared": 70,
-        "disagreements": 16,
+        "disagreements": 14,
+        "same_verdict_different_words": 2,
         "all_errored": 0,
+        "agree_on": "expected",
     }
 
 
@@ -183,13 +188,6 @@ def test_calc_disagreements_name_who_observed_what(calc_json: tuple[int, dict[st
     division = found["division-chain-left-to-right"]
     values = [g["observation"]["value"] for g in division["groups"]]
     assert values == [2.0, 2] and [type(v) for v in values] == [float, int]
-    for name in PASSING_YET_DIFFERENT:
-        groups = found[name]["groups"]
-        assert found[name]["differing_keys"] == ["error_type"]
-        assert [(g["labels"], g["status"], g["observation"]["error_type"]) for g in groups] == [
-            (["calc_ref", "calc_sloppy", "calc_harness"], "pass", "ZeroDivisionError"),
-            (["calc_strict_errors"], "pass", "ValueError"),
-        ]
     assert document["all_errored"] == []
 
 
@@ -263,7 +261,7 @@ def test_calc_text_matrix_lists_failures_and_disagreements_first(
     ]
     assert rows[1 : 1 + len(shown)] == expected
     assert rows[1 + len(shown)] == [
-        "… 54 more cases passed by every implementation, observed alike (-v lists them)"
+        "… 56 more cases passed by every implementation, with no disagreement (-v lists them)"
     ]
     assert rows[-4:] == [
         ["passed", "70", "62", "64", "70"],
@@ -277,14 +275,22 @@ def test_calc_text_matrix_lists_failures_and_disagreements_first(
         text,
         re.MULTILINE,
     )
-    assert "agreement: 16 of 70 cases compared were observed differently" in text
+    assert (
+        "agreement: 14 of 70 cases compared were observed differently, on the expected keys "
+        "and the verdict" in text
+    )
+    assert (
+        "same verdict, different words: 2 cases (--agree-on all compares them): "
+        "rejects-float-division-by-zero, rejects-floor-division-by-zero" in text
+    )
     assert (
         "      calc_ref, calc_sloppy, calc_harness  ✔ PASS   error_type: str "
-        "'ZeroDivisionError'" in text
+        "'ZeroDivisionError'" in text  # rejects-division-by-zero asks for the type
     )
     assert "      calc_sloppy  ✘ FAIL   value: int 64" in text
     assert text.splitlines()[-1] == (
-        "4 implementations × 70 cases: 2 conformant, 2 nonconformant · 16 disagreements"
+        "4 implementations × 70 cases: 2 conformant, 2 nonconformant · 14 disagreements, "
+        "2 worded differently"
     )
 
 
@@ -790,28 +796,102 @@ def test_exit_code_ranks_failed_above_incomplete(tmp_path: Path) -> None:
     assert exit_code_for_runs([skipped, failed, ok]) == ExitCode.FAILED
 
 
-def test_passing_implementations_that_differ_still_show(
+def test_passing_implementations_that_differ_show_on_all(
     module: Module, capsys: pytest.CaptureFixture[str]
 ) -> None:
     module.suite(CASES.replace("expect = { output = 4 }", "expect = { output_min = 4 }"))
     good, floaty = module.impl(GOOD), module.impl(FLOAT)
-    code = main(
-        [
-            "run",
-            str(module.root / "evals.toml"),
-            "--impl",
-            f"{good}:f",
-            "--impl",
-            f"{floaty}:f",
-            "--no-history",
-            "-q",
-        ]
-    )
+    args = ["run", str(module.root / "evals.toml"), "--impl", f"{good}:f"]
+    args += ["--impl", f"{floaty}:f", "--no-history", "-q"]
+    code = main(args)
     out = capsys.readouterr().out
     assert code == ExitCode.FAILED  # doubles-three: 6.0 is not 6
+    # output_min held for both: the same verdict on what the case asks, in other words
+    assert "≠ doubles-two" not in out
+    assert (
+        "same verdict, different words: 1 case (--agree-on all compares them): doubles-two" in out
+    )
+    assert main([*args, "--agree-on", "all"]) == ExitCode.FAILED
+    out = capsys.readouterr().out
+    assert "on whole observations and the verdict" in out
     assert "≠ doubles-two  (functional)  evals.toml:5 [[cases]]  2 pass" in out
     assert f"      {good}  ✔ PASS   output: int 4" in out
     assert f"      {floaty}  ✔ PASS   output: float 4.0" in out
+    assert "same verdict, different words" not in out
+    with pytest.raises(SystemExit) as refused:
+        main([*args, "--agree-on", "elapsed_ms"])
+    assert refused.value.code == ExitCode.USAGE
+    assert "elapsed_ms is the runner's measurement" in capsys.readouterr().err
+
+
+def test_agreement_on_expected_keys_chosen_keys_or_everything(tmp_path: Path) -> None:
+    suite = make_suite(
+        tmp_path,
+        [
+            ("worded", "{ rejects = true }"),
+            ("included", '{ error_includes = "bad" }'),
+            ("valued", "{ output = 1 }"),
+        ],
+    )
+    runs = [
+        make_run(
+            "a:f",
+            [
+                result("worded", P, obs(None, rejects=True, error="bad input")),
+                result("included", P, obs(None, rejects=True, error="bad key")),
+                result("valued", P, obs(1, error_type="x")),
+            ],
+            suite,
+        ),
+        make_run(
+            "b:f",
+            [
+                result("worded", P, obs(None, rejects=True, error="invalid")),
+                result("included", P, obs(None, rejects=True, error="a bad one")),
+                result("valued", P, obs(1, error_type="y")),
+            ],
+            suite,
+        ),
+    ]
+    default = build_matrix(suite, runs)
+    assert all(row.agreement is Agreement.AGREE for row in default.rows)
+    assert [row.case_name for row in default.words_differ] == ["worded", "included", "valued"]
+    assert not any(row.words_differ for row in build_matrix(suite, runs, agree_on="all").rows)
+    whole = build_matrix(suite, runs, agree_on="all")
+    assert [row.case_name for row in whole.disagreements] == ["worded", "included", "valued"]
+    chosen = build_matrix(suite, runs, agree_on=("error_type",))
+    assert [row.case_name for row in chosen.disagreements] == ["valued"]
+    assert [row.case_name for row in chosen.words_differ] == ["worded", "included"]
+    assert matrix_to_dict(chosen, suite)["summary"]["agree_on"] == ["error_type"]
+    # a compared key the implementations differ on, with the same status, still disagrees
+    b_wrong = make_run(
+        "b:f",
+        [
+            result("worded", P, obs(None, rejects=True, error="invalid")),
+            result("included", F, obs(None, rejects=True, error="nope")),
+            result("valued", P, obs(1)),
+        ],
+        suite,
+    )
+    split = build_matrix(suite, [runs[0], b_wrong])
+    assert [row.case_name for row in split.disagreements] == ["included"]
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [("expected", "expected"), ("all", "all"), ("value, rejects,value", ("value", "rejects"))],
+)
+def test_agree_on_parses(text: str, parsed: object) -> None:
+    assert parse_agree_on(text) == parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("value,,x", "empty key"), ("all,value", "stand alone"), ("elapsed_ms", "measurement")],
+)
+def test_agree_on_refuses(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_agree_on(text)
 
 
 def test_single_implementation_output_is_unchanged(

@@ -9,10 +9,16 @@ things is a disagreement, whatever the suite expects, because a divergence betwe
 implementations generated from the same module document is exactly what its author
 needs to see, even when the expectation is missing or wrong.
 
-Observations are compared strictly (:func:`cer.compare.values_equal`: ``1`` is not
-``1.0``), without ``elapsed_ms``: that is the runner's own measurement, different on
-every call, so comparing it would make every row a disagreement. A time bound that one
-implementation meets and another misses still shows, as a difference of status.
+By default implementations are compared on what the case asks about: the keys of its
+``expect`` table and the verdict. A literal key is compared strictly
+(:func:`cer.equality.values_equal`: ``1`` is not ``1.0``); an operator key
+(``error_includes``, ``elapsed_ms_max``) by whether it held. Two parsers that reject the
+same input with differently worded errors agree; such a row is counted apart as *same
+verdict, different words* (:attr:`Row.words_differ`), so the divergence stays visible
+without drowning the ones that matter. ``agree_on`` chooses other keys, or ``all``: the
+whole observation, without ``elapsed_ms`` (the runner's own measurement, different on
+every call). A time bound that one implementation meets and another misses always
+shows, as a difference of status.
 
 Everything here is a frozen value computed from runs; nothing is run, printed or
 imported from a user interface, so ``cer run`` and the terminal UI show the same matrix.
@@ -28,6 +34,7 @@ from functools import cached_property
 from typing import Any
 
 from cer import serialize
+from cer.compare import compare, is_operator_key
 from cer.equality import values_equal
 from cer.labels import short_label as short_label  # importable from here as before
 from cer.labels import unique_labels as unique_labels
@@ -35,6 +42,13 @@ from cer.model import MISSING, CaseResult, RunResult, Status, Suite, Summary
 
 IGNORED_KEYS: frozenset[str] = frozenset({"elapsed_ms"})
 """Observation keys left out when implementations are compared with each other."""
+
+AGREE_ON_EXPECTED = "expected"
+"""Compare on the keys of each case's ``expect`` table and the verdict (the default)."""
+AGREE_ON_ALL = "all"
+"""Compare whole observations (without :data:`IGNORED_KEYS`) and the verdict."""
+AgreeOn = str | tuple[str, ...]
+""":data:`AGREE_ON_EXPECTED`, :data:`AGREE_ON_ALL`, or the observation keys to compare."""
 
 
 class Agreement(enum.StrEnum):
@@ -104,6 +118,10 @@ class Row:
     """Observation keys whose values differ between groups, sorted."""
     expect_empty: bool = False
     """The suite states no expectation for the case."""
+    words_differ: bool = False
+    """The implementations agree on what is compared (the verdict and the compared keys)
+    yet their whole observations differ: *same verdict, different words*, an error
+    message worded otherwise, say. Never true of a disagreement."""
 
     @property
     def statuses(self) -> tuple[Status | None, ...]:
@@ -151,6 +169,8 @@ class Matrix:
     rows: tuple[Row, ...]
     """Failing and disagreeing cases first, then cases not passed everywhere, then cases
     passed everywhere, then cases deselected everywhere; declared order within each."""
+    agree_on: AgreeOn = AGREE_ON_EXPECTED
+    """What the implementations were compared on, beside the verdict."""
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -175,6 +195,12 @@ class Matrix:
     def disagreements(self) -> tuple[Row, ...]:
         """Cases the implementations observed differently, in declared order."""
         return tuple(row for row in self.declared if row.agreement is Agreement.DISAGREE)
+
+    @cached_property
+    def words_differ(self) -> tuple[Row, ...]:
+        """Cases with the same verdict and compared keys everywhere but differently
+        worded observations, in declared order."""
+        return tuple(row for row in self.declared if row.words_differ)
 
     @cached_property
     def all_errored(self) -> tuple[Row, ...]:
@@ -209,29 +235,85 @@ def _ran(cell: CaseResult | None) -> bool:
     return cell is not None and cell.status is not Status.SKIPPED
 
 
-def _group(columns: Sequence[Column], cells: Sequence[CaseResult | None]) -> tuple[Group, ...]:
-    """Cells that ran, grouped by status and strictly equal observations; the cells of
-    unobserved columns are left out."""
-    found: list[tuple[Status, dict[str, Any] | None, list[str], list[str | None]]] = []
+@dataclass(frozen=True)
+class _Held:
+    """Whether an operator key of ``expect`` held: what is compared of it."""
+
+    held: bool
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, _Held) or isinstance(b, _Held):
+        return isinstance(a, _Held) and isinstance(b, _Held) and a.held == b.held
+    if a is MISSING or b is MISSING:
+        return a is b
+    return values_equal(a, b)
+
+
+def _compared(
+    observation: Mapping[str, Any] | None, expect: Mapping[str, Any], agree_on: AgreeOn
+) -> dict[str, Any] | None:
+    """What of ``observation`` is compared: the whole of it (``all``), or each chosen key
+    (the case's expected keys by default, all of it when it expects nothing): its
+    observed value, or for an operator key of ``expect`` the observation lacks, whether
+    that expectation held."""
+    if observation is None:
+        return None
+    if agree_on == AGREE_ON_ALL or (agree_on == AGREE_ON_EXPECTED and not expect):
+        return comparable(observation)  # a case that asks nothing: all of it
+    keys = [k for k in expect if isinstance(k, str)] if agree_on == AGREE_ON_EXPECTED else agree_on
+    out: dict[str, Any] = {}
+    for key in keys:
+        if key in IGNORED_KEYS:
+            continue
+        if key in observation:
+            out[key] = observation[key]
+        elif is_operator_key(key) and key in expect:
+            out[key] = _Held(not compare({key: expect[key]}, observation))
+        else:
+            out[key] = MISSING
+    return out
+
+
+def _same_compared(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+
+
+def _group(
+    columns: Sequence[Column],
+    cells: Sequence[CaseResult | None],
+    expect: Mapping[str, Any] | None = None,
+    agree_on: AgreeOn = AGREE_ON_ALL,
+) -> tuple[tuple[Group, ...], bool]:
+    """Cells that ran, grouped by status and what is compared of their observations
+    (:func:`_compared`); the cells of unobserved columns are left out. The second value
+    says whether some group holds observations that differ outside what is compared."""
+    found: list[
+        tuple[Status, dict[str, Any] | None, dict[str, Any] | None, list[str], list[str | None]]
+    ] = []
+    worded = False
     for column, cell in zip(columns, cells, strict=True):
         label = column.label
         if cell is None or cell.status is Status.SKIPPED or not column.observed:
             continue
         observed = None if cell.observation is None else comparable(cell.observation)
-        for status, seen, members, reasons in found:
-            same = (seen is None and observed is None) or (
-                seen is not None and observed is not None and values_equal(seen, observed)
-            )
-            if status is cell.status and same:
+        key = _compared(cell.observation, expect or {}, agree_on)
+        for status, seen, seen_key, members, reasons in found:
+            if status is cell.status and _same_compared(seen_key, key):
                 members.append(label)
                 reasons.append(cell.reason)
+                if seen is not None and observed is not None and not values_equal(seen, observed):
+                    worded = True
                 break
         else:
-            found.append((cell.status, observed, [label], [cell.reason]))
-    return tuple(
+            found.append((cell.status, observed, key, [label], [cell.reason]))
+    groups = tuple(
         Group(tuple(members), status, seen, tuple(reasons))
-        for status, seen, members, reasons in found
+        for status, seen, _, members, reasons in found
     )
+    return groups, worded
 
 
 def _differing_keys(groups: Sequence[Group]) -> tuple[str, ...]:
@@ -269,13 +351,47 @@ def _agreement(groups: Sequence[Group]) -> Agreement:
     return Agreement.AGREE
 
 
+def parse_agree_on(text: str) -> AgreeOn:
+    """``--agree-on``: ``expected``, ``all``, or observation keys separated by commas;
+    ValueError naming what is wrong."""
+    words = [word.strip() for word in text.split(",")]
+    if words == [AGREE_ON_EXPECTED] or words == [AGREE_ON_ALL]:
+        return words[0]
+    if any(not word for word in words):
+        raise ValueError(f"an empty key in {text!r}")
+    if AGREE_ON_EXPECTED in words or AGREE_ON_ALL in words:
+        raise ValueError(f"'expected' and 'all' stand alone, got {text!r}")
+    ignored = sorted(set(words) & IGNORED_KEYS)
+    if ignored:
+        raise ValueError(
+            f"{ignored[0]} is the runner's measurement, never compared (a time bound "
+            "met by one and missed by another already differs in status)"
+        )
+    return tuple(dict.fromkeys(words))
+
+
+def describe_agree_on(agree_on: AgreeOn) -> str:
+    """``the expected keys and the verdict``: what a report says was compared."""
+    if agree_on == AGREE_ON_EXPECTED:
+        return "the expected keys and the verdict"
+    if agree_on == AGREE_ON_ALL:
+        return "whole observations and the verdict"
+    return f"{', '.join(agree_on)} and the verdict"
+
+
 def build_matrix(
-    suite: Suite, runs: Sequence[RunResult], labels: Sequence[str] | None = None
+    suite: Suite,
+    runs: Sequence[RunResult],
+    labels: Sequence[str] | None = None,
+    *,
+    agree_on: AgreeOn = AGREE_ON_EXPECTED,
 ) -> Matrix:
     """The matrix of ``runs`` (one per implementation) over the cases of ``suite``.
 
-    ``labels`` name the columns (default: :func:`labels_for_runs`). A column whose every
-    case errored with nothing observed is left out of the comparison (Column.observed).
+    ``labels`` name the columns (default: :func:`labels_for_runs`). Implementations are
+    compared on ``agree_on`` and the verdict (:func:`parse_agree_on`). A column whose
+    every case errored with nothing observed is left out of the comparison
+    (Column.observed).
     Results are matched
     to cases by name; a run without a result for a case has None in that cell (a run
     still in progress, say), and results for cases the suite does not declare are not
@@ -301,7 +417,8 @@ def build_matrix(
     )
     rows = []
     for case, cells in zip(suite.cases, table, strict=True):
-        groups = _group(columns, cells)
+        groups, worded = _group(columns, cells, case.expect, agree_on)
+        agreement = _agreement(groups)
         rows.append(
             Row(
                 case_name=case.name,
@@ -309,14 +426,15 @@ def build_matrix(
                 case_class=case.case_class,
                 category=case.category,
                 cells=cells,
-                agreement=_agreement(groups),
+                agreement=agreement,
                 groups=groups,
                 differing_keys=_differing_keys(groups),
                 expect_empty=not case.expect,
+                words_differ=worded and agreement is Agreement.AGREE,
             )
         )
     rows.sort(key=lambda row: (row.rank, row.position))
-    return Matrix(columns, tuple(rows))
+    return Matrix(columns, tuple(rows), agree_on)
 
 
 # ---------------------------------------------------------------------------- labels
@@ -396,6 +514,7 @@ def matrix_to_dict(
                     for label, status in zip(matrix.labels, row.statuses, strict=True)
                 },
                 "agreement": row.agreement.value,
+                "words_differ": row.words_differ,
             }
             for row in declared
         ],
@@ -436,6 +555,10 @@ def matrix_to_dict(
                 1 for row in matrix.rows if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
             ),
             "disagreements": len(matrix.disagreements),
+            "same_verdict_different_words": len(matrix.words_differ),
             "all_errored": len(matrix.all_errored),
+            "agree_on": matrix.agree_on
+            if isinstance(matrix.agree_on, str)
+            else list(matrix.agree_on),
         },
     }

@@ -174,10 +174,10 @@ async def test_matrix_view_lists_disagreements_first_and_enter_shows_the_case() 
             " ‼ survives-deep-nesting  ‼ error  ‼ error",
             "",
         ]
-        assert lines[9] == " ✘ 3 cases not passed everywhere, observed alike"
+        assert lines[9] == " ✘ 3 cases not passed everywhere, in agreement"
         names = [line.split()[0] for line in lines[10:13]]
         assert names == ["keeps-final-newline", "divides-by-zero", "bounded-memory"]
-        assert lines[14] == " ✔ 5 cases passed everywhere, observed alike"
+        assert lines[14] == " ✔ 5 cases passed everywhere, in agreement"
         assert len(lines) == 20
         totals = str(app.screen.query_one("#matrix-totals").render())
         assert "passed" in totals and "ref:evaluate@fake" in totals

@@ -56,7 +56,8 @@ B = [
 
 
 def test_sections_put_disagreements_first() -> None:
-    matrix = build_matrix(SUITE, [run_of("a:f", A), run_of("b:f", B)], ["a", "b"])
+    runs = [run_of("a:f", A), run_of("b:f", B)]
+    matrix = build_matrix(SUITE, runs, ["a", "b"], agree_on="all")
     found = sections(matrix)
     assert [(s.kind, [r.case_name for r in s.rows]) for s in found] == [
         ("disagree", ["typed", "silent"]),

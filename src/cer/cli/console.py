@@ -505,6 +505,8 @@ def write(text: str, stream: TextIO | None = None) -> None:
 
 MATRIX_WIDTH = 120
 """The width the matrix is laid out for when it does not go to a terminal."""
+_WORDED_LISTED = 8
+"""How many *same verdict, different words* cases the text names without ``-v``."""
 _MIN_NAME = 16
 
 
@@ -650,7 +652,7 @@ def render_matrix(
     if hidden:
         lines.append(
             f"… {hidden} more case{'s' if hidden != 1 else ''} passed by every "
-            "implementation, observed alike (-v lists them)"
+            "implementation, with no disagreement (-v lists them)"
         )
     deselected = sum(1 for row in matrix.rows if row.rank == 3)
     if deselected:
@@ -698,14 +700,32 @@ def render_matrix(
     compared = sum(
         1 for row in matrix.rows if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
     )
+    from cer.matrix import AGREE_ON_ALL, describe_agree_on
+
+    on = describe_agree_on(matrix.agree_on)
     if disagreements:
         lines.append(
             f"agreement: {len(disagreements)} of {compared} cases compared were "
-            "observed differently"
+            f"observed differently, on {on}"
         )
     else:
         lines.append(
-            f"agreement: every implementation observed the same in all {compared} cases compared"
+            f"agreement: every implementation observed the same in all {compared} cases "
+            f"compared, on {on}"
+        )
+    worded = matrix.words_differ
+    if worded:
+        plural = "s" if len(worded) != 1 else ""
+        names = [row.case_name for row in worded]
+        listed = names if verbose or len(names) <= _WORDED_LISTED else names[:_WORDED_LISTED]
+        more = f", … {len(names) - len(listed)} more (-v lists them)" if listed != names else ""
+        hint = "" if matrix.agree_on == AGREE_ON_ALL else " (--agree-on all compares them)"
+        lines.append(
+            for_terminal(
+                f"same verdict, different words: {len(names)} case{plural}{hint}: "
+                f"{', '.join(listed)}{more}",
+                multiline=False,
+            )
         )
     for label in matrix.unobserved:
         lines.append(
@@ -764,7 +784,9 @@ def matrix_summary_line(matrix: Matrix, suite: Suite) -> str:
         f"{verdicts[v]} {v}" for v in ("conformant", "nonconformant", "incomplete") if verdicts[v]
     )
     count = len(matrix.disagreements)
+    worded = len(matrix.words_differ)
+    tail = f", {worded} worded differently" if worded else ""
     return (
         f"{len(matrix.columns)} implementations × {len(suite.cases)} cases: "
-        f"{verdict_text} · {count} disagreement{'s' if count != 1 else ''}"
+        f"{verdict_text} · {count} disagreement{'s' if count != 1 else ''}{tail}"
     )

@@ -697,9 +697,10 @@ def _run_matrix(
     progress.clear()
     runs = [run for run in by_index if run is not None]
     concluded = [c for c in conformances if c is not None]
-    from cer.matrix import build_matrix, matrix_to_dict  # only several implementations
+    from cer.matrix import AGREE_ON_EXPECTED, build_matrix, matrix_to_dict
 
-    matrix = build_matrix(suite, runs, labels)
+    agree_on = getattr(args, "agree_on", None) or AGREE_ON_EXPECTED
+    matrix = build_matrix(suite, runs, labels, agree_on=agree_on)
     charted = _chart_runs(args, history, suite)
     contexts = [
         ReportContext(

@@ -131,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"also write a report ({', '.join(FORMATS)}); repeatable; PATH - is standard output",
     )
     out.add_argument(
+        "--agree-on",
+        type=argument_type(_agree_on),
+        default=None,
+        metavar="KEYS",
+        help="several implementations: what they are compared on beside the verdict: "
+        "expected (the keys of each case's expect table, the default), all (whole "
+        "observations), or observation keys separated by commas (docs/matrix.md)",
+    )
+    out.add_argument(
         "--coverage",
         action="store_true",
         help="list constraint coverage in detail (from commonsformat.md)",
@@ -267,3 +276,10 @@ def _add_history_location(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="the history database (default: .cer/history.sqlite beside the suite)",
     )
+
+
+def _agree_on(text: str) -> str | tuple[str, ...]:
+    """``--agree-on``, parsed by the matrix (imported only when it is given)."""
+    from cer.matrix import parse_agree_on
+
+    return parse_agree_on(text)

@@ -87,12 +87,12 @@ def sections(matrix: Matrix) -> tuple[Section, ...]:
         ),
         Section(
             "failing",
-            f"✘ {plural(len(failing), 'case')} not passed everywhere, observed alike",
+            f"✘ {plural(len(failing), 'case')} not passed everywhere, in agreement",
             failing,
         ),
         Section(
             "passed",
-            f"✔ {plural(len(passed), 'case')} passed everywhere, observed alike",
+            f"✔ {plural(len(passed), 'case')} passed everywhere, in agreement",
             passed,
         ),
         Section(
