@@ -113,12 +113,16 @@ def test_runs_are_recorded_beside_the_suite_and_listed(
     assert code == 0
     lines = out.splitlines()
     assert lines[1].split()[:2] == ["1", document["run"]["run_id"][:8]]
-    assert lines[1].split()[5:10] == ["2", "1", "0", "0", "nonconformant"]
-    assert lines[0].split()[9] == "coverage"
-    assert lines[2].split()[9] == "conformant"
+    assert lines[1].split()[5:9] == ["2", "1", "0", "0"]
+    assert lines[0].split()[8:] == ["coverage", "flaky", "verdict"]
+    # the verdict is the sentence the run stated, as it stated it
+    statement = document["conformance"]["statement"]
+    assert statement.startswith("nonconformant") and lines[1].endswith(f"  {statement}")
+    assert "  conformant, " in lines[2]
     code, out, _ = cer(capsys, "history", "--format", "json")  # ./evals.toml by default
     listed = json.loads(out)["runs"]
     assert [r["summary"]["verdict"] for r in listed] == ["nonconformant", "conformant"]
+    assert listed[0]["conformance"] == statement
     code, out, _ = cer(capsys, "history", "--case", "doubles-three")
     assert "✘ FAIL" in out.splitlines()[2] and "✔ PASS" in out.splitlines()[3]
 
@@ -219,7 +223,7 @@ def test_flaky_cases_are_marked_in_history_and_json(
     assert second["flaky"] == ["doubles-three"]
     assert [r["flaky"] for r in second["results"]] == [False, True, False]
     _, out, _ = cer(capsys, "history")
-    assert out.splitlines()[1].endswith("1: doubles-three")
+    assert "  1: doubles-three  nonconformant" in out.splitlines()[1]
     _, out, _ = cer(capsys, "history", "--case", "doubles-three")
     assert all("flaky" in line.split() for line in out.splitlines()[2:4])
     _, out, _ = cer(capsys, "run", "evals.toml", "--impl", f"{wobbly}:f", "--sandbox", "off")

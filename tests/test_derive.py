@@ -21,7 +21,7 @@ from cer.cli.main import main
 from cer.coverage import compute_coverage, parse_constraints, suite_coverage
 from cer.derive import derive, learn_shape
 from cer.drafts import add_drafts, drafts_path, load_drafts
-from cer.history import History
+from cer.history import HISTORY_VERSION, History
 from cer.provenance import case_text_hash, read_provenance
 from cer.suite import load_suite, parse_suite
 from support import EXAMPLES, ROOT
@@ -320,7 +320,7 @@ def test_a_version_1_history_gains_the_new_tables(tmp_path: Path) -> None:
         assert history.approvals() == ()
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM cer_meta WHERE key = 'history_version'")
-        assert version.fetchone()[0] == "3"
+        assert version.fetchone()[0] == str(HISTORY_VERSION)
 
 
 # --- derive on its own ---------------------------------------------------------------

@@ -55,10 +55,15 @@ class Conformance:
     """The word from the case results alone."""
     baseline: BaselineCheck | None = None
     coverage: CoverageCount | None = None
+    recorded: str | None = None
+    """The sentence a recorded run stated (``cer history --html``): shown as it was,
+    since the baseline it was held against may have changed since."""
 
     @property
     def statement(self) -> str:
         """The one sentence every surface shows."""
+        if self.recorded is not None:
+            return self.recorded
         text = self.verdict
         if self.baseline is not None:
             text += f": {self.baseline.phrase()}"

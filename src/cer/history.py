@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cer.coverage import CoverageFigures
 from cer.history_budget import DEFAULT_HISTORY_MAX_MB, MAX_AGE_DAYS, stored_cases
@@ -41,6 +41,9 @@ from cer.records import (
 )
 from cer.resources import ResourceMissing
 
+if TYPE_CHECKING:
+    from cer.conformance import Conformance
+
 __all__ = [
     "DEFAULT_DIR",
     "DEFAULT_NAME",
@@ -51,11 +54,11 @@ __all__ = [
 
 DEFAULT_DIR = ".cer"
 DEFAULT_NAME = "history.sqlite"
-HISTORY_VERSION = 3
+HISTORY_VERSION = 4
 """Version of cer's extension tables; a newer database is refused, never rewritten.
 Version 2 added ``cer_run_conditions``, version 3 ``cer_approvals`` and
-``cer_run_coverage``; an older database gets the tables it lacks on first use (the
-creation script only creates what is missing)."""
+``cer_run_coverage``, version 4 ``cer_run_verdict``; an older database gets the tables
+it lacks on first use (the creation script only creates what is missing)."""
 
 
 GITIGNORE_TEXT = "# Created by cer automatically.\n*\n"
@@ -278,12 +281,14 @@ class History(HistoryQueries):
         run: RunResult,
         suite: Suite | None = None,
         coverage: CoverageFigures | None = None,
+        verdict: Conformance | None = None,
     ) -> None:
         """Write one run, all of it or nothing, in a single transaction.
 
         ``suite`` supplies each case's expect table and the content hash when the run
-        lacks one; ``coverage`` the run's constraint coverage figures. Recording the
-        same run id twice is a HistoryError.
+        lacks one; ``coverage`` the run's constraint coverage figures; ``verdict`` the
+        sentence its reports stated (with the baseline's counts), which ``cer history``
+        shows as it was. Recording the same run id twice is a HistoryError.
 
         A run that cannot be recorded leaves a mark beside the database
         (:mod:`cer.history_gaps`), so that ``--failed`` does not trust the older run
@@ -291,7 +296,7 @@ class History(HistoryQueries):
         """
         suite_path = run.suite_path or (str(suite.path) if suite is not None else "")
         try:
-            self._record(run, suite, coverage, suite_path)
+            self._record(run, suite, coverage, suite_path, verdict)
         except HistoryError:
             if suite_path:
                 mark_gap(self.path, suite_path)
@@ -305,6 +310,7 @@ class History(HistoryQueries):
         suite: Suite | None,
         coverage: CoverageFigures | None,
         suite_path: str,
+        verdict: Conformance | None = None,
     ) -> None:
         """The body of :meth:`record`."""
         # The cases, not their expect tables: a loaded suite decodes a table on every
@@ -361,6 +367,20 @@ class History(HistoryQueries):
                             coverage.verified,
                             coverage.enforceable,
                             coverage.needs_repair,
+                        ),
+                    )
+                if verdict is not None:
+                    check = verdict.baseline
+                    self._db.execute(
+                        "INSERT INTO cer_run_verdict (run_id, statement, baseline,"
+                        " known_failures, regressions, stale) VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            run.run_id,
+                            verdict.statement,
+                            None if check is None else check.path,
+                            None if check is None else len(check.known),
+                            None if check is None else len(check.regressions),
+                            None if check is None else len(check.stale),
                         ),
                     )
             except BaseException:
@@ -510,6 +530,7 @@ class History(HistoryQueries):
         if not stale:
             return
         for table in (
+            "cer_run_verdict",
             "cer_run_conditions",
             "cer_run_coverage",
             "cer_case_details",

@@ -473,6 +473,8 @@ class HistoryQueries:
             c_verified,
             c_enforceable,
             c_repair,
+            statement,
+            baseline,
         ) = row
         figures = None
         if c_total is not None:
@@ -499,6 +501,8 @@ class HistoryQueries:
             notes=note_list,
             seq=seq,
             coverage=figures,
+            statement=None if statement is None else str(statement),
+            baseline=None if baseline is None else str(baseline),
         )
 
     def _summary_from_cases(self, run_id: str) -> Summary:
@@ -518,7 +522,7 @@ _RUN_COLUMNS = """
     c.seq, c.suite_path, c.suite_key, c.suite_hash, c.format_version, c.implementation,
     c.notes, s.cases_total, s.cases_passed, s.cases_failed, s.cases_skipped, s.cases_errored,
     v.constraints_total, v.constraints_covered, v.constraints_verified,
-    v.constraints_enforceable, v.constraints_needs_repair
+    v.constraints_enforceable, v.constraints_needs_repair, d.statement, d.baseline
 """
 
 
@@ -527,6 +531,7 @@ _RUN_FROM = """
     LEFT JOIN cer_runs c ON c.run_id = r.run_id
     LEFT JOIN eval_run_summary s ON s.run_id = r.run_id
     LEFT JOIN cer_run_coverage v ON v.run_id = r.run_id
+    LEFT JOIN cer_run_verdict d ON d.run_id = r.run_id
 """
 
 

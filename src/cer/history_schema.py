@@ -70,7 +70,7 @@ CREATE INDEX IF NOT EXISTS cer_eval_runs_by_completion ON eval_runs (completed_a
 
 def creation_sql() -> str:
     """Every statement that creates cer's history: ``schema.sql`` and cer's own."""
-    return schema_sql() + "\n" + _EXTENSION_SQL + V2_SQL
+    return schema_sql() + "\n" + _EXTENSION_SQL + V2_SQL + V4_SQL
 
 
 _SQL_COMMENT = re.compile(r"--[^\n]*")
@@ -133,3 +133,18 @@ CREATE TABLE IF NOT EXISTS cer_run_coverage (
 
 CREATE INDEX IF NOT EXISTS cer_approvals_by_suite ON cer_approvals (suite_key);
 """
+
+
+V4_SQL = """
+CREATE TABLE IF NOT EXISTS cer_run_verdict (
+    run_id TEXT NOT NULL PRIMARY KEY REFERENCES eval_runs (run_id),
+    statement TEXT NOT NULL,
+    baseline TEXT,
+    known_failures INTEGER,
+    regressions INTEGER,
+    stale INTEGER
+);
+"""
+"""The verdict sentence each run stated (with its baseline's counts), as its reports
+stated it: the history says what the run said, rather than a word made again later
+without the baseline it was held against."""

@@ -63,6 +63,18 @@ class RunRecord:
     partial: bool = False
     """The run left cases of the suite out (deselected, or in another shard): it ran
     part of the suite. Known for the runs :meth:`History.runs` lists."""
+    statement: str | None = None
+    """The verdict sentence the run's reports stated (``nonconformant: 12 known
+    failures, no regressions, 6 of 7 constraints covered``); None for a run recorded
+    without one (by an older cer, or another tool)."""
+    baseline: str | None = None
+    """The baseline file the run was held against, when it was."""
+
+    @property
+    def verdict(self) -> str:
+        """What the run's verdict was: its recorded sentence, else the word its
+        counts give (never a sentence made up afterwards)."""
+        return self.statement or self.summary.verdict
 
     @property
     def short_id(self) -> str:

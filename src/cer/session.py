@@ -18,6 +18,7 @@ from cer.engine.options import ImplementationKind, RunOptions
 from cer.model import RunResult, Status, Suite
 
 if TYPE_CHECKING:
+    from cer.conformance import Conformance
     from cer.coverage import CoverageFigures
     from cer.history import History
 
@@ -46,12 +47,13 @@ def record_run(
     run: RunResult,
     suite: Suite,
     coverage: CoverageFigures | None = None,
+    verdict: Conformance | None = None,
 ) -> frozenset[str]:
-    """Record ``run`` (with its coverage figures, when they were judged) and return the
-    cases the history now marks flaky for its implementation on this suite. Raises
-    :class:`~cer.records.HistoryError` (and :class:`~cer.records.HistoryUntrusted`) as
-    the history does."""
-    history.record(run, suite, coverage)
+    """Record ``run`` (with its coverage figures, when they were judged, and the verdict
+    sentence its reports stated) and return the cases the history now marks flaky for
+    its implementation on this suite. Raises :class:`~cer.records.HistoryError` (and
+    :class:`~cer.records.HistoryUntrusted`) as the history does."""
+    history.record(run, suite, coverage, verdict)
     return history.flaky_names(run.implementation_id, run.suite_hash or suite.content_hash)
 
 

@@ -358,7 +358,9 @@ def _table(rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset()) -
 
 
 def render_history(records: Sequence[RunRecord], where: str) -> str:
-    """``cer history``: recent runs, newest first, numbered as ``cer diff`` takes them."""
+    """``cer history``: recent runs, newest first, numbered as ``cer diff`` takes them.
+    The verdict is the sentence the run stated (with its baseline and coverage), last
+    since it is the longest cell."""
     if not records:
         return f"no runs recorded in {where}\n"
     rows = [
@@ -371,9 +373,9 @@ def render_history(records: Sequence[RunRecord], where: str) -> str:
             "fail",
             "error",
             "skip",
-            "verdict",
             "coverage",
             "flaky",
+            "verdict",
         ]
     ]
     for index, record in enumerate(records, start=1):
@@ -388,9 +390,9 @@ def render_history(records: Sequence[RunRecord], where: str) -> str:
                 str(s.failed),
                 str(s.errored),
                 str(s.skipped),
-                s.verdict,
                 _coverage_cell(record.coverage),
                 f"{len(record.flaky)}: {', '.join(record.flaky)}" if record.flaky else "",
+                record.verdict,
             ]
         )
     lines = _table(rows, right=frozenset({0, 4, 5, 6, 7}))
@@ -475,7 +477,7 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
     def describe(record: RunRecord) -> str:
         return (
             f"{record.short_id} ({record.implementation_id}, "
-            f"{_local_time(record.started_at_ms)}, {record.summary.verdict})"
+            f"{_local_time(record.started_at_ms)}, {record.verdict})"
         )
 
     lines = [for_terminal(f"from {describe(before)}"), for_terminal(f"  to {describe(after)}")]

@@ -72,6 +72,8 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
             "cases_errored": s.errored,
             "verdict": s.verdict,
         },
+        "conformance": record.statement,
+        "baseline": record.baseline,
         "flaky": list(record.flaky),
         "coverage": None if record.coverage is None else _figures_json(record.coverage),
     }

@@ -460,7 +460,7 @@ def _run_and_report(
     coverage = module_doc.coverage(suite, run)
     figures = _figures(coverage, suite)
     conformance = verdicts.conformance(suite, run, coverage, figures, label)
-    flaky, untrusted = _record(history, run, suite, figures)
+    flaky, untrusted = _record(history, run, suite, figures, conformance)
     context = ReportContext(
         run,
         suite,
@@ -669,7 +669,7 @@ def _run_matrix(
         figures = _figures(coverage, suite)
         conformances[index] = verdicts.conformance(suite, run, coverage, figures, labels[index])
         # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
-        flaky_names, refused = _record(history, run, suite, figures)
+        flaky_names, refused = _record(history, run, suite, figures, conformances[index])
         if refused:
             untrusted, history = True, None  # the history is closed by the caller
         flaky[index], coverages[index], by_index[index] = flaky_names, coverage, run
@@ -755,16 +755,17 @@ def _record(
     run: RunResult,
     suite: Suite,
     figures: CoverageFigures | None = None,
+    conformance: Conformance | None = None,
 ) -> tuple[frozenset[str] | None, bool]:
-    """Record the run, with its coverage figures. Returns the flaky cases under its
-    implementation and suite (None when history is off or failed, which only costs a
-    warning) and whether the history turned out to be a database cer did not make
-    (changed during the run): an error, and the run's exit code becomes 2 whatever its
-    results."""
+    """Record the run, with its coverage figures and its verdict sentence. Returns the
+    flaky cases under its implementation and suite (None when history is off or failed,
+    which only costs a warning) and whether the history turned out to be a database cer
+    did not make (changed during the run): an error, and the run's exit code becomes 2
+    whatever its results."""
     if history is None:
         return None, False
     try:
-        return record_run(history, run, suite, figures), False
+        return record_run(history, run, suite, figures, conformance), False
     except HistoryUntrusted as exc:
         print_error(f"history: {exc}; this run is not recorded")
         return None, True

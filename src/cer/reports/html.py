@@ -433,7 +433,7 @@ def _chart(records: Sequence[RunRecord], current: str, implementation: str = "")
         title = (
             f"{record.short_id} · {_run_label(record)} UTC · {record.implementation_id}\n"
             f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"
-            f" — {s.verdict}"
+            f" — {record.verdict}"
         )
         columns.append(
             Column(round(x, 2), round(step - gap, 2), tuple(rects), title, record.run_id == current)

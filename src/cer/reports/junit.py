@@ -59,6 +59,7 @@ def render(context: ReportContext) -> str:
     target = run.target_module
     file = suite_display_path(suite)
     cases = {case.name: case for case in suite.cases}
+    verdict = context.verdict().statement
     root = ET.Element(
         "testsuites",
         {
@@ -102,6 +103,7 @@ def render(context: ReportContext) -> str:
             ("suite_hash", run.suite_hash),
             ("suite_format_version", run.format_version),
             ("target_version", suite.target_version or ""),
+            ("verdict", verdict),
         ):
             ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
         for result in results:

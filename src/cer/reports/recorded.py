@@ -1,7 +1,8 @@
 """A report's context rebuilt from the history: ``cer history --html``.
 
 The newest recorded run of a suite is loaded back whole (results with their evidence),
-with the recorded runs before it for the chart and the flaky cases history knows. The
+with the recorded runs before it for the chart, the flaky cases history knows and the
+verdict sentence the run stated. The
 suite file is read again for what the history does not keep (lines, tags, constraint
 coverage); when it is gone, unreadable or changed since the run, a stand-in made from
 the recorded results is used instead, and the caller is told why.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cer.conformance import Conformance
 from cer.coverage import CoverageError, suite_coverage
 from cer.history import History
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_CLASS_TO_ARRAY, Case, RunResult, Suite
@@ -90,12 +92,18 @@ def recorded_context(
                     f"{where} changed since the run; tags, lines and coverage are left out"
                 )
                 suite = None
+    stated = None
+    if newest.statement is not None:
+        stated = Conformance(run.summary.verdict, recorded=newest.statement)
     if suite is None:
-        context = ReportContext(run, stand_in_suite(run, newest), None, flaky, records)
+        context = ReportContext(
+            run, stand_in_suite(run, newest), None, flaky, records, conformance=stated
+        )
         return RecordedContext(context, tuple(warnings))
     coverage = None
     try:
         coverage = suite_coverage(suite, run)
     except CoverageError as exc:
         warnings.append(f"coverage: {exc}")
-    return RecordedContext(ReportContext(run, suite, coverage, flaky, records), tuple(warnings))
+    context = ReportContext(run, suite, coverage, flaky, records, conformance=stated)
+    return RecordedContext(context, tuple(warnings))

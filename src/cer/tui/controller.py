@@ -21,6 +21,7 @@ from textual.worker import Worker
 from watchfiles import awatch
 
 from cer import events, session
+from cer.conformance import Conformance, conformance_of
 from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
 from cer.derive import coverage_figures
 from cer.engine.options import RunCancelled, RunOptions
@@ -655,9 +656,10 @@ def record_run(
     Any failure becomes a message: the history never costs a run its results.
     """
     figures = run_figures(suite, run, doc)
+    verdict = run_verdict(suite, run, doc, figures)
     try:
         with History.open(path, max_bytes=configured_history_max_bytes(suite.directory)) as history:
-            flaky = session.record_run(history, run, suite, figures)
+            flaky = session.record_run(history, run, suite, figures, verdict)
             trend = coverage_trend(history, suite, run)
     except HistoryError as error:
         return messages.HistoryRecorded(generation, run.run_id, error=str(error), lane=index)
@@ -683,6 +685,21 @@ def run_figures(suite: Suite, run: RunResult, doc: ModuleDoc | None) -> Coverage
         return coverage_figures(compute_coverage(suite, doc.declared, run), suite)
     except Exception:  # figures are extra: they never cost a run its record
         return None
+
+
+def run_verdict(
+    suite: Suite, run: RunResult, doc: ModuleDoc | None, figures: CoverageFigures | None
+) -> Conformance:
+    """The verdict sentence the run states, as ``cer run`` would state it: the word
+    from its cases, and K of N constraints covered when the module declares them."""
+    coverage = None
+    if doc is not None and doc.declared is not None:
+        try:
+            coverage = compute_coverage(suite, doc.declared, run)
+        except Exception:  # coverage is extra: the verdict then states the word alone
+            coverage = None
+    needs_repair = 0 if figures is None else figures.needs_repair
+    return conformance_of(run.summary, coverage, None, needs_repair)
 
 
 TREND_RUNS = 40
