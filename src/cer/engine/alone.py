@@ -1,28 +1,32 @@
 """A case that runs alone, inline in a worker of its own: a process the supervisor
 started and reaps itself, so that the case's crash (``crashed = true``) and its memory
-(``resident_memory_mb``) are the runner's own observation, never the worker's word."""
+(``resident_memory_mb``) are the runner's own observation, never the worker's word.
+The pool (:mod:`cer.engine.pool`) hands such cases here after its lanes are done."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import select
 import signal
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cer import memory_cgroup, plaindata
+from cer import memory_cgroup
 from cer.engine.execution import Execution
-from cer.engine.identity import UNKNOWN, UNVERIFIED, Identity, Scope, extend, identify, scope_for
+from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports
 from cer.engine.options import (
     search_paths,
 )
 from cer.engine.plan import Planned
-from cer.engine.workerproc import Message, WorkerLost, WorkerProcess
-from cer.events import (
-    ImplementationFailed,
-    ImplementationLoaded,
+from cer.engine.workerproc import (
+    POLL,
+    REPORT_GRACE,
+    Message,
+    WorkerLost,
+    WorkerProcess,
+    case_id,
+    encode_case,
 )
 from cer.verdict import (
     Outcome,
@@ -31,24 +35,6 @@ from cer.verdict import (
     judge,
     outcome_from_worker,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-LOAD_TIMEOUT_MIN = 30.0
-"""Importing an implementation may take longer than one case; this is its floor."""
-REPORT_GRACE = 1.0
-"""How long past a case's deadline the supervisor waits for the worker's own report of
-the timeout (so that the worker can be kept). The case has timed out either way: the
-deadline is the supervisor's own, fixed when the case was handed over."""
-POLL = 0.05
-"""The longest one wait on a worker's channel blocks before cancellation is checked."""
-
-
-def known_id(implementation_id: str) -> bool:
-    """Whether an id names code (not a one-off ``…@unknown-…`` or ``…@unverified-…``)."""
-    return not implementation_id.rpartition("@")[2].startswith((UNKNOWN, UNVERIFIED))
 
 
 def _peak_resident_mb(pid: int) -> float | None:
@@ -104,18 +90,15 @@ class MemoryAccount:
             self.group.remove()
 
 
-def case_id() -> int:
-    """A fresh, unguessable identifier for one hand-over of one case: a result is
-    accepted only when it names the case in flight, so that nothing can answer a case
-    before it was handed over."""
-    return int.from_bytes(os.urandom(8), "big")
+class AloneCases:
+    """Runs the cases of ``execution`` that run alone, each in a worker of its own;
+    what their workers say about the import goes to ``imports``, the pool's."""
 
-
-class AloneCases(Execution):
-    """The part of the worker pool that runs a case in a worker of its own."""
-
-    memory_controller: memory_cgroup.Controller | None = None
-    """Where the cgroups of memory cases are made (found by the first such case)."""
+    def __init__(self, execution: Execution, imports: Imports) -> None:
+        self.execution = execution
+        self.imports = imports
+        self.memory_controller: memory_cgroup.Controller | None = None
+        """Where the cgroups of memory cases are made (found by the first such case)."""
 
     def await_message(self, worker: WorkerProcess, deadline: float) -> tuple[str, Any]:
         """The worker's next message, or how waiting for it ended: ``("message",
@@ -134,7 +117,7 @@ class AloneCases(Execution):
             death = worker.death_fd()
             fds = [worker.fileno()] if death is None else [worker.fileno(), death]
             ready, _, _ = select.select(fds, [], [], min(remaining, POLL))
-            self.check_cancel()
+            self.execution.check_cancel()
             try:
                 if death is not None and death in ready:
                     worker.read_remaining()
@@ -163,7 +146,7 @@ class AloneCases(Execution):
         create any process or run another program, so that this one process is all the
         case used.
         """
-        options, case = self.options, item.case
+        options, case = self.execution.options, item.case
         worker.write_timeout = options.timeout
         measure = asks_memory(case.expect)
         account = self.account_memory(worker) if measure else None
@@ -179,10 +162,10 @@ class AloneCases(Execution):
         yet: a cgroup of its own where one can be made (the run's first memory case
         looks for where), else a listing of ``/dev/shm`` to tell what the case leaves
         there (see :mod:`cer.memory_cgroup`)."""
-        if not self.memory_method:
+        if not self.execution.memory_method:
             found = memory_cgroup.locate()
             self.memory_controller = found if isinstance(found, memory_cgroup.Controller) else None
-            self.memory_method = (
+            self.execution.memory_method = (
                 found.describe()
                 if isinstance(found, memory_cgroup.Controller)
                 else "peak resident memory plus the memory-backed files the case holds "
@@ -209,7 +192,8 @@ class AloneCases(Execution):
     ) -> None:
         """:meth:`run_alone`, with the case's memory accounted for by ``account``
         (None when it does not ask about memory)."""
-        options, case = self.options, item.case
+        execution = self.execution
+        options, case = execution.options, item.case
         measure = account is not None
         confined = "the worker did not say whether new processes were forbidden"
         try:
@@ -217,13 +201,13 @@ class AloneCases(Execution):
                 {
                     "op": "load",
                     "impl": options.impl,
-                    "paths": search_paths(self.suite, options),
+                    "paths": search_paths(execution.suite, options),
                     "isolation": "none",
                     "capture_limit": options.capture_limit,
                     "max_memory": options.max_memory,
                     "timeout": options.timeout,
-                    "sandbox": self.policy.to_json() if self.policy is not None else None,
-                    "sandbox_abi": self.sandbox.abi,
+                    "sandbox": execution.policy.to_json() if execution.policy is not None else None,
+                    "sandbox_abi": execution.sandbox.abi,
                     "alone": True,
                     "confine": measure,
                 }
@@ -247,9 +231,9 @@ class AloneCases(Execution):
         if loaded.body.get("op") != "loaded" or not loaded.body.get("ok"):
             self.alone_load_failed(item, loaded, "the worker could not load the implementation")
             return
-        self.announce(loaded.body)
+        self.imports.announce(loaded.body)
         seq, timeout = case_id(), options.timeout
-        body = self.encode(item)
+        body = encode_case(item)
         sent = time.monotonic()
         with contextlib.suppress(WorkerLost):  # its end is seen below
             worker.send_case(seq, body)
@@ -258,7 +242,7 @@ class AloneCases(Execution):
         if kind == "message":
             answer = got.body
             if answer.get("op") != "result" or answer.get("seq") != seq:
-                self.record(
+                execution.record(
                     errored(
                         case,
                         "the runner lost this case: the worker sent a message that answers "
@@ -269,7 +253,7 @@ class AloneCases(Execution):
             outcome = outcome_from_worker(
                 answer, got.raw, timeout, options.capture_limit, elapsed_ms
             )
-            self.grow(outcome.loaded_files)
+            self.imports.grow(outcome.loaded_files)
             if elapsed_ms > timeout * 1000.0 or outcome.kind == "timed_out":
                 outcome = replace(
                     outcome, kind="timed_out", detail=f"timed out after {timeout:g} s"
@@ -282,7 +266,7 @@ class AloneCases(Execution):
                 worker.ask_to_quit()
                 after, _ = self.await_message(worker, time.monotonic() + REPORT_GRACE + 1)
                 if after == "message":
-                    self.record(
+                    execution.record(
                         errored(
                             case,
                             "the runner lost this case: the worker sent another message "
@@ -307,12 +291,12 @@ class AloneCases(Execution):
                 seen=True,
             )
         else:
-            self.record(errored(case, f"the runner lost this case: {got}"))
+            execution.record(errored(case, f"the runner lost this case: {got}"))
             return
         if measure:
             worker.reap(0.5)
             if worker.process.returncode == -signal.SIGSYS:
-                self.record(
+                execution.record(
                     errored(
                         case,
                         "could not verify resident_memory_mb: the case tried to start a "
@@ -322,9 +306,9 @@ class AloneCases(Execution):
                 )
                 return
             outcome = replace(
-                outcome, **self.memory_of(peak, outcome, confined, self.policy is not None)
+                outcome, **self.memory_of(peak, outcome, confined, execution.policy is not None)
             )
-        self.record(judge(case, outcome))
+        execution.record(judge(case, outcome))
 
     @staticmethod
     def memory_of(
@@ -351,83 +335,16 @@ class AloneCases(Execution):
             }
         return {"memory_mb": peak}
 
-    def announce(self, body: dict[str, Any]) -> None:
-        """The implementation was loaded by a worker: say so once."""
-        identity = identify(self.options.impl, body.get("files"), self.identity_scope())
-        if not self.announced:
-            self.first_import(identity)
-
-    def identity_scope(self) -> Scope:
-        """Where the implementation's code can come from, as the supervisor resolved
-        it (computed once per run; see cer.engine.identity.scope_for)."""
-        scope: Scope | None = getattr(self, "_identity_scope", None)
-        if scope is None:
-            module = self.options.impl.partition(":")[0]
-            scope = scope_for(module, search_paths(self.suite, self.options))
-            self._identity_scope = scope
-        return scope
-
-    def first_import(self, identity: Identity) -> None:
-        """The first worker loaded the implementation: the run's id starts here."""
-        if identity.problem is not None:
-            self.note_once(identity.problem)
-        self.identity, self.import_id = identity, identity.implementation_id
-        self.implementation_id = identity.implementation_id
-        self.emit(ImplementationLoaded(identity.implementation_id, identity.files))
-
-    def grow(self, reported: object) -> None:
-        """Add the files a case reported it loaded while it ran to the run's id and to
-        what watchers watch (cer.engine.identity.extend); the list is data, checked
-        and hashed there. Once the id is a one-off, it stays one."""
-        if reported is None or self.identity is None:
-            return
-        grown = extend(self.identity, self.options.impl, reported, self.identity_scope())
-        if grown is self.identity:
-            return
-        self.identity = grown
-        if grown.problem is not None:
-            self.note_once(grown.problem)
-        if known_id(self.implementation_id) or not grown.known:
-            self.implementation_id = grown.implementation_id
-        self.emit(ImplementationLoaded(self.implementation_id, grown.files))
-
     def alone_load_failed(self, item: Planned, message: Message | None, failure: str) -> None:
-        if not self.announced:
-            self.fail_import([item], message, failure)
+        execution = self.execution
+        if not execution.announced:
+            self.imports.fail_import([item], message, failure)
             return
         body = message.body if message is not None else {}
         reason = str(body.get("reason") or failure)
-        self.record(
+        execution.record(
             errored(
-                item.case, f"the implementation {self.options.impl} could not be loaded: {reason}"
+                item.case,
+                f"the implementation {execution.options.impl} could not be loaded: {reason}",
             )
         )
-
-    @staticmethod
-    def encode(item: Planned) -> bytes:
-        case = item.case
-        return plaindata.dumps(
-            {
-                "name": case.name,
-                "case_class": case.case_class,
-                "category": case.category,
-                "tags": list(case.tags),
-                "model": item.model,
-                "input": plaindata.to_wire(item.input),
-            }
-        )
-
-    def fail_import(self, planned: list[Planned], message: Message | None, failure: str) -> None:
-        body = message.body if message is not None else {}
-        reason = str(body.get("reason") or failure or "the implementation could not be loaded")
-        trace = str(body.get("traceback") or "") or None
-        output = str(body.get("output") or "")
-        if message is not None and not self.announced:
-            identity = identify(self.options.impl, body.get("files"), self.identity_scope())
-            self.implementation_id = identity.implementation_id
-        self.kill()
-        note = f"the implementation {self.options.impl} could not be loaded: {reason}"
-        self.notes.append(note)
-        self.emit(ImplementationFailed(reason, trace or ""))
-        for item in planned:
-            self.record(errored(item.case, note, traceback=trace, stdout=output))

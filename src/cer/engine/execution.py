@@ -72,7 +72,7 @@ class Execution(ABC):
         self.implementation_id = options.impl
         self.identity: Identity | None = None
         """What the run's id covers so far: the first import's files, grown by the
-        files cases loaded while they ran (see :meth:`AloneCases.grow`)."""
+        files cases loaded while they ran (see :meth:`cer.engine.imports.Imports.grow`)."""
         self.import_id = ""
         """The id of the first worker's import, which a later worker's is compared to."""
         self.announced = False

@@ -14,24 +14,27 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from cer.engine.alone import (
-    LOAD_TIMEOUT_MIN,
-    POLL,
-    REPORT_GRACE,
-    AloneCases,
-    case_id,
-    known_id,
-)
+from cer.engine.alone import AloneCases
+from cer.engine.execution import Execution
 from cer.engine.identity import identify
+from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
     resolve_jobs,
     search_paths,
 )
 from cer.engine.plan import Planned
-from cer.engine.workerproc import Message, WarmWorkers, WorkerLost, WorkerProcess
+from cer.engine.workerproc import (
+    POLL,
+    REPORT_GRACE,
+    Message,
+    WarmWorkers,
+    WorkerLost,
+    WorkerProcess,
+    case_id,
+    encode_case,
+)
 from cer.events import (
     RunEvent,
 )
@@ -42,10 +45,6 @@ from cer.verdict import (
     judge,
     outcome_from_worker,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 RESTART_BUDGET = 3
 """Consecutive losses of one worker, with no case finished between them, before that
@@ -93,7 +92,7 @@ class _Lane:
         take a case handed over before (it cannot have prepared an answer)."""
 
 
-class WorkerPool(AloneCases):
+class WorkerPool(Execution):
     """Runs the cases of a Python implementation in worker processes."""
 
     def __init__(
@@ -105,6 +104,8 @@ class WorkerPool(AloneCases):
         warm: WarmWorkers | None = None,
     ) -> None:
         super().__init__(suite, options, emit, cancel, warm)
+        self.imports = Imports(self)
+        """The implementation as the workers import it: the run's id and events."""
         self.lanes: list[_Lane] = []
         self.pending: deque[Planned] = deque()
         self._attempts: dict[int, int] = {}
@@ -113,6 +114,9 @@ class WorkerPool(AloneCases):
         self._encoded: tuple[Planned, bytes] | None = None
         """The case the queue hands out next, encoded ahead while workers run (see
         :meth:`encode_ahead`)."""
+
+    encode = staticmethod(encode_case)
+    """The case message of a planned case (:func:`cer.engine.workerproc.encode_case`)."""
 
     def start_lane(self, lane: _Lane) -> None:
         """Start the lane's worker (a warm one when there is one) and ask it to load
@@ -202,6 +206,7 @@ class WorkerPool(AloneCases):
         if self.stopped and self.pending:
             self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
             self.pending.clear()
+        alone_cases = AloneCases(self, self.imports)
         for item in alone:
             self.check_cancel()
             if self.stopped:
@@ -212,7 +217,7 @@ class WorkerPool(AloneCases):
                 continue
             worker = WorkerProcess()
             try:
-                self.run_alone(worker, item)
+                alone_cases.run_alone(worker, item)
             finally:
                 worker.kill()
 
@@ -365,7 +370,7 @@ class WorkerPool(AloneCases):
         if encoded is not None and encoded[0] is item:
             self._encoded = None
             return encoded[1]
-        return self.encode(item)
+        return encode_case(item)
 
     def encode_ahead(self) -> None:
         """Encode the case the queue hands out next, so that handing it over right after
@@ -373,7 +378,7 @@ class WorkerPool(AloneCases):
         it: a worker still gets a case's input when the case is handed over."""
         pending = self.pending
         if pending and (self._encoded is None or self._encoded[0] is not pending[0]):
-            self._encoded = (pending[0], self.encode(pending[0]))
+            self._encoded = (pending[0], encode_case(pending[0]))
 
     def wait(self, lanes: list[_Lane]) -> None:
         """Wait for any worker to speak (or a short while), then handle every complete
@@ -475,9 +480,9 @@ class WorkerPool(AloneCases):
         lane.loading = False
         # The worker lists the files after importing the implementation: its list is
         # data, checked and hashed here (see cer.engine.identity).
-        identity = identify(self.options.impl, body.get("files"), self.identity_scope())
+        identity = identify(self.options.impl, body.get("files"), self.imports.scope())
         if not self.announced:
-            self.first_import(identity)
+            self.imports.first_import(identity)
         elif not identity.known:
             self.implementation_id = identity.implementation_id  # it can no longer say
         elif identity.implementation_id != self.import_id and known_id(self.implementation_id):
@@ -517,7 +522,7 @@ class WorkerPool(AloneCases):
         self.pending.clear()
         items.sort(key=lambda item: item.case.position)
         self.finished = True
-        self.fail_import(items, message, failure)
+        self.imports.fail_import(items, message, failure)
 
     def answer(self, lane: _Lane, message: Message, now: float) -> None:
         """A message from a worker that runs cases.
@@ -567,7 +572,7 @@ class WorkerPool(AloneCases):
         outcome = outcome_from_worker(
             body, message.raw, timeout, self.options.capture_limit, elapsed_ms
         )
-        self.grow(outcome.loaded_files)
+        self.imports.grow(outcome.loaded_files)
         if late or elapsed_ms > timeout * 1000.0:
             # Past the supervisor's own deadline: whatever the worker says now, the case
             # did not answer in time.

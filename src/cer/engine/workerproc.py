@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cer
 from cer import plaindata
@@ -33,6 +33,9 @@ from cer.framing import (
 )
 from cer.procs import end_process, signal_name
 
+if TYPE_CHECKING:
+    from cer.engine.plan import Planned
+
 _SEQ = struct.Struct(">Q")
 _READ_SIZE = 1 << 16
 """Bytes asked for by one read of the worker's channel: what a pipe holds by default,
@@ -42,6 +45,35 @@ map and unmap a buffer that large, three system calls and a page fault per messa
 WRITE_TIMEOUT = 30.0
 """How long a worker may leave a message to it untaken before it is lost, unless the
 pool sets the run's case timeout (:attr:`WorkerProcess.write_timeout`)."""
+REPORT_GRACE = 1.0
+"""How long past a case's deadline the supervisor waits for the worker's own report of
+the timeout (so that the worker can be kept). The case has timed out either way: the
+deadline is the supervisor's own, fixed when the case was handed over."""
+POLL = 0.05
+"""The longest one wait on a worker's channel blocks before cancellation is checked."""
+
+
+def case_id() -> int:
+    """A fresh, unguessable identifier for one hand-over of one case: a result is
+    accepted only when it names the case in flight, so that nothing can answer a case
+    before it was handed over."""
+    return int.from_bytes(os.urandom(8), "big")
+
+
+def encode_case(item: Planned) -> bytes:
+    """The case message that hands ``item`` to a worker (sent by
+    :meth:`WorkerProcess.send_case` under a :func:`case_id`)."""
+    case = item.case
+    return plaindata.dumps(
+        {
+            "name": case.name,
+            "case_class": case.case_class,
+            "category": case.category,
+            "tags": list(case.tags),
+            "model": item.model,
+            "input": plaindata.to_wire(item.input),
+        }
+    )
 
 
 def _scratch_file() -> BinaryIO:

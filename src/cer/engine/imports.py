@@ -1,0 +1,100 @@
+"""The Python implementation as the run's workers import it, made the supervisor's
+own finding: the run's id starts at the first import and grows by the files cases
+loaded (checked and hashed by :mod:`cer.engine.identity`), and an import that fails
+decides every case it leaves. Both ways the pool runs a case, on a lane of the pool
+(:mod:`cer.engine.pool`) and in a worker of its own (:mod:`cer.engine.alone`), report
+their workers' imports here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cer.engine.execution import Execution
+from cer.engine.identity import UNKNOWN, UNVERIFIED, Identity, Scope, extend, identify, scope_for
+from cer.engine.options import search_paths
+from cer.engine.plan import Planned
+from cer.engine.workerproc import Message
+from cer.events import ImplementationFailed, ImplementationLoaded
+from cer.verdict import errored
+
+LOAD_TIMEOUT_MIN = 30.0
+"""Importing an implementation may take longer than one case; this is its floor."""
+
+
+def known_id(implementation_id: str) -> bool:
+    """Whether an id names code (not a one-off ``…@unknown-…`` or ``…@unverified-…``)."""
+    return not implementation_id.rpartition("@")[2].startswith((UNKNOWN, UNVERIFIED))
+
+
+class Imports:
+    """What the workers of ``execution`` say about importing its implementation, as
+    the run's id and events: data checked here, never taken at its word."""
+
+    def __init__(self, execution: Execution) -> None:
+        self.execution = execution
+        self._scope: Scope | None = None
+
+    def announce(self, body: dict[str, Any]) -> None:
+        """The implementation was loaded by a worker: say so once."""
+        execution = self.execution
+        identity = identify(execution.options.impl, body.get("files"), self.scope())
+        if not execution.announced:
+            self.first_import(identity)
+
+    def scope(self) -> Scope:
+        """Where the implementation's code can come from, as the supervisor resolved
+        it (computed once per run; see cer.engine.identity.scope_for)."""
+        scope = self._scope
+        if scope is None:
+            execution = self.execution
+            module = execution.options.impl.partition(":")[0]
+            scope = scope_for(module, search_paths(execution.suite, execution.options))
+            self._scope = scope
+        return scope
+
+    def first_import(self, identity: Identity) -> None:
+        """The first worker loaded the implementation: the run's id starts here."""
+        execution = self.execution
+        if identity.problem is not None:
+            execution.note_once(identity.problem)
+        execution.identity, execution.import_id = identity, identity.implementation_id
+        execution.implementation_id = identity.implementation_id
+        execution.emit(ImplementationLoaded(identity.implementation_id, identity.files))
+
+    def grow(self, reported: object) -> None:
+        """Add the files a case reported it loaded while it ran to the run's id and to
+        what watchers watch (cer.engine.identity.extend); the list is data, checked
+        and hashed there. Once the id is a one-off, it stays one."""
+        execution = self.execution
+        if reported is None or execution.identity is None:
+            return
+        grown = extend(execution.identity, execution.options.impl, reported, self.scope())
+        if grown is execution.identity:
+            return
+        execution.identity = grown
+        if grown.problem is not None:
+            execution.note_once(grown.problem)
+        if known_id(execution.implementation_id) or not grown.known:
+            execution.implementation_id = grown.implementation_id
+        execution.emit(ImplementationLoaded(execution.implementation_id, grown.files))
+
+    def fail_import(
+        self, planned: Iterable[Planned], message: Message | None, failure: str
+    ) -> None:
+        """The implementation could not be imported: every case of ``planned`` is
+        errored with the reason (the worker's, as data, or ``failure``)."""
+        execution = self.execution
+        body = message.body if message is not None else {}
+        reason = str(body.get("reason") or failure or "the implementation could not be loaded")
+        trace = str(body.get("traceback") or "") or None
+        output = str(body.get("output") or "")
+        if message is not None and not execution.announced:
+            identity = identify(execution.options.impl, body.get("files"), self.scope())
+            execution.implementation_id = identity.implementation_id
+        execution.kill()
+        note = f"the implementation {execution.options.impl} could not be loaded: {reason}"
+        execution.notes.append(note)
+        execution.emit(ImplementationFailed(reason, trace or ""))
+        for item in planned:
+            execution.record(errored(item.case, note, traceback=trace, stdout=output))
