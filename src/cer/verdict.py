@@ -8,6 +8,7 @@ implementation printed or sent can name a status.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -462,17 +463,37 @@ def asks_memory(expect: Mapping[str, Any]) -> bool:
 _MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
 """Name endings of a measurement of time or memory."""
 
-_LOOKS_MEASURED_ENDINGS = ("_ms", "_s", "_seconds", "_bytes", "_kb", "_mb", "_gb")
-_LOOKS_MEASURED_WORDS = ("memory", "latency", "duration", "time")
+_MEASURED_WORDS = frozenset(
+    {
+        # what is measured
+        "time", "times", "elapsed", "duration", "durations", "latency", "latencies",
+        "runtime", "memory", "mem", "rss",
+        # its units
+        "ms", "us", "ns", "s", "sec", "secs", "second", "seconds", "millis", "micros",
+        "nanos", "bytes", "kb", "mb", "gb", "kib", "mib", "gib",
+    }
+)  # fmt: skip
+"""Words of a key's name that make it read like a measurement of time or memory."""
+
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W_]+")
+"""One word of a key's name: names split at ``_`` (or any other non-word character)
+and at camelCase boundaries (``parseTimeMs``, ``HTTPLatency``)."""
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a key's name, lower-cased: ``parse_time_ms`` and ``parseTimeMs``
+    are ``parse``, ``time``, ``ms``; ``timeout_count`` is ``timeout``, ``count``."""
+    return [word.lower() for word in _NAME_WORD.findall(name)]
 
 
 def looks_measured(base: str) -> bool:
-    """Whether a key's name reads like a measurement of time or memory (``latency``,
-    ``parse_duration_s``, ``peak_bytes``): compared as the implementation reported it,
-    its outcome is the implementation's word about itself, and says so wherever shown."""
-    return base.endswith(_LOOKS_MEASURED_ENDINGS) or any(
-        word in base for word in _LOOKS_MEASURED_WORDS
-    )
+    """Whether a key's name reads like a measurement of time or memory: one of its
+    words (:func:`name_words`) is a measurement or a unit (``latency``,
+    ``parse_duration_s``, ``peak_bytes``, ``parseTimeMs``). Compared as the
+    implementation reported it, its outcome is the implementation's word about itself,
+    and says so wherever shown. Whole words only: ``timeout_count`` and ``timestamp``
+    measure nothing."""
+    return any(word in _MEASURED_WORDS for word in name_words(base))
 
 
 REPORTED_NOTE = "is reported by the implementation, not measured by cer"

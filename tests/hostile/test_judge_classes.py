@@ -18,6 +18,7 @@ import json
 import shlex
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
@@ -427,9 +428,83 @@ def test_a_bound_on_a_reported_measurement_says_whose_word_it_is(
     assert f"latency {note}" in text  # beside the pass
     assert f"parse_duration_s {note}" in text  # beside the failure
 
-    main(["run", "evals.toml", "--impl", "times:f", "--no-history", "--format", "json"])
+    reports = ["junit=r.xml", "html=r.html", "markdown=r.md", "tap=r.tap"]
+    argv = ["run", "evals.toml", "--impl", "times:f", "--no-history", "--format", "json"]
+    main([*argv, *[word for report in reports for word in ("--report", report)]])
     results = {r["case_name"]: r for r in json.loads(capsys.readouterr().out)["results"]}
     assert results["fast"]["status"] == "pass"
     assert f"latency {note}" in results["fast"]["reason"]
     assert results["slow"]["status"] == "fail"
     assert f"parse_duration_s {note}" in results["slow"]["reason"]
+
+    # JUnit: the pass carries the note as a property, the failure in its body.
+    cases = {c.get("name"): c for c in ET.parse(module.root / "r.xml").iter("testcase")}
+    props = [p.get("value") or "" for p in cases["fast"].iter("property")]
+    assert cases["fast"].find("failure") is None
+    assert any(f"latency {note}" in value for value in props), props
+    failure = cases["slow"].find("failure")
+    assert failure is not None and f"parse_duration_s {note}" in (failure.text or "")
+
+    # HTML: the pass's row says it beside its expectation; the failure card too.
+    page = (module.root / "r.html").read_text()
+    row = page[page.index('<details class="row pass') :]
+    row = row[: row.index("</details>")]
+    assert f"latency {note}" in row and "latency_max = 50" in row
+    assert f"parse_duration_s {note}" in page
+
+    # Markdown: the pass is listed with its note and what was expected.
+    markdown = (module.root / "r.md").read_text()
+    assert "Passes on what the implementation reported (1)" in markdown
+    passes = markdown[markdown.index("Passes on what the implementation reported") :]
+    assert passes.count("\n| <code>") == 1  # the pass only: the failure has its card
+    assert "latency" in passes and "reported by the implementation" in passes
+    assert "latency&#95;max" in passes  # the expectation beside the note
+    assert f"<pre>parse_duration_s {note}" in markdown or f"\nparse_duration_s {note}" in markdown
+
+    # TAP: a comment under the pass.
+    tap = (module.root / "r.tap").read_text().splitlines()
+    assert tap[tap.index("ok 1 - fast") + 1] == f"# latency {note}"
+
+
+# Whole words of the name, split at ``_`` and camelCase: a measurement or a unit.
+LOOKS_MEASURED = ["latency", "parse_time", "parseTime", "peak_bytes", "HTTPLatency", "elapsed"]
+MEASURES_NOTHING = ["timeout", "timeout_count", "timestamp", "mtime", "items", "runtimes_seen"]
+
+
+def test_only_a_name_with_a_measurement_word_is_labelled(
+    module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``timeout_count`` and ``timestamp`` hold the letters of ``time`` but measure
+    nothing: neither the run nor ``cer check`` labels them, while ``parse_time`` and
+    ``HTTPLatency`` are labelled by both; a unit-suffixed key the runner does not
+    measure (``parse_time_ms``) stays errored, never merely labelled."""
+    keys = [*LOOKS_MEASURED, *MEASURES_NOTHING]
+    module.suite(
+        suite(
+            *((key, "{ n = 1 }", f'{{ output = 1, "{key}_max" = 50 }}') for key in keys),
+            ("unit", "{ n = 1 }", "{ output = 1, parse_time_ms_max = 50 }"),
+        )
+    )
+    returned = ", ".join(f'"{key}": 3' for key in keys)
+    source = f"def f(n):\n    return {{'output': n, {returned}, 'parse_time_ms': 3}}\n"
+    module.impl(source, name="w")
+    monkeypatch.chdir(module.root)
+    note = "is reported by the implementation, not measured by cer"
+
+    assert main(["check", "evals.toml"]) == 0
+    checked = capsys.readouterr()
+    warned = {
+        line.split('"')[1] for line in (checked.out + checked.err).splitlines() if note in line
+    }
+    assert warned == set(LOOKS_MEASURED)
+
+    main(["run", "evals.toml", "--impl", "w:f", "--no-history", "--format", "json"])
+    results = {r["case_name"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    for key in LOOKS_MEASURED:
+        assert results[key]["status"] == "pass"
+        assert results[key]["reason"] == f"{key} {note}"
+    for key in MEASURES_NOTHING:
+        assert results[key]["status"] == "pass"
+        assert not results[key]["reason"], key
+    assert results["unit"]["status"] == "errored"
+    assert "could not verify parse_time_ms" in results["unit"]["reason"]

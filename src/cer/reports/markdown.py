@@ -3,7 +3,9 @@ request comment holds about one run.
 
 The verdict sentence and the counts first, then the regressions (a failure the
 baseline does not list), the other failures with their input, expected and observed
-values, the stale baseline entries, the known failures and the coverage.
+values, the passes that rest on what the implementation reported about itself (a key
+that only looks like a measurement, such as ``latency_max``), the stale baseline
+entries, the known failures and the coverage.
 
 Everything from the implementation's side (reasons, observed values, captured output)
 and everything from the suite is untrusted text on a web page. It is shown through
@@ -27,6 +29,7 @@ from cer import serialize
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, Status
 from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
+from cer.verdict import REPORTED_NOTE
 
 __all__ = ["block", "inline", "render"]
 
@@ -112,6 +115,25 @@ def _failure(context: ReportContext, result: CaseResult, case: Case | None, note
     return lines
 
 
+def _reported_passes(results: Iterable[CaseResult], declared: dict[str, Case]) -> list[str]:
+    """The passes whose expectation compares a key that only looks like a measurement:
+    the runner measured nothing of it, so the pass is the implementation's word about
+    itself, and the report says so beside what was expected."""
+    passes = [r for r in results if r.status is Status.PASS and REPORTED_NOTE in (r.reason or "")]
+    if not passes:
+        return []
+    lines = [f"#### Passes on what the implementation reported ({len(passes)})", ""]
+    rows = []
+    for result in passes[:200]:
+        case = declared.get(result.case_name)
+        expected = "" if case is None else _text(dict(case.expect))
+        rows.append([inline(result.case_name), inline(result.reason or ""), inline(expected)])
+    lines += _table(["case", "note", "expected"], rows)
+    if len(passes) > 200:
+        lines += [f"{len(passes) - 200} more such passes (the json report has them)", ""]
+    return lines
+
+
 def _text(value: Any) -> str:
     return json.dumps(serialize.value_to_json(value), ensure_ascii=False)
 
@@ -183,6 +205,7 @@ def render(context: ReportContext) -> str:
         elif result.case_name in known:
             note = "known failure"
         lines += _failure(context, result, declared.get(result.case_name), note)
+    lines += _reported_passes(run.results, declared)
     if check is not None and check.stale:
         lines += [f"#### Stale baseline entries ({len(check.stale)})", ""]
         lines += ["These cases pass: remove their entries from the baseline.", ""]

@@ -1,10 +1,11 @@
 """TAP version 14: one test point per case, in declared order.
 
-A passed case is ``ok``; a failed or errored one ``not ok`` with a YAML diagnostic block
-(message, severity, where the case is declared, captured output); a skipped one ``ok``
-with a ``# SKIP reason`` directive, as TAP defines skipping. Strings in the YAML block
-are JSON-quoted, which YAML reads as double-quoted scalars, so no captured text can
-break the block.
+A passed case is ``ok`` (followed by a comment when the pass rests on a key the
+implementation reported about itself, such as ``latency_max``); a failed or errored one
+``not ok`` with a YAML diagnostic block (message, severity, where the case is declared,
+captured output); a skipped one ``ok`` with a ``# SKIP reason`` directive, as TAP
+defines skipping. Strings in the YAML block are JSON-quoted, which YAML reads as
+double-quoted scalars, so no captured text can break the block.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from cer.model import Status
 from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
+from cer.verdict import REPORTED_NOTE
 
 __all__ = ["render"]
 
@@ -49,6 +51,9 @@ def render(context: ReportContext) -> str:
         description = _description(result.case_name)
         if result.status is Status.PASS:
             lines.append(f"ok {number} - {description}")
+            if result.reason and REPORTED_NOTE in result.reason:
+                # A pass on a measurement-like key is the implementation's word about itself.
+                lines.append(f"# {_directive_text(result.reason)}")
             continue
         if result.status is Status.SKIPPED:
             reason = _directive_text(result.reason or "")
