@@ -228,6 +228,78 @@ def test_a_shard_counts_only_its_own_cases(
     assert run(folder, "--baseline", "known-failures.toml", "--shard", "1/2") == ExitCode.FAILED
 
 
+def stated(out: str) -> str:
+    """The verdict the summary line (the last line of ``out``) states."""
+    return out.strip().splitlines()[-1].split(" — ", 1)[1].split(" · sandbox: ")[0]
+
+
+def merge(folder: Path, *extra: str) -> int:
+    return main(["merge", str(folder / "shard-1.json"), str(folder / "shard-2.json"), *extra])
+
+
+def test_merged_shards_are_judged_against_the_baseline_as_a_run_is(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for index in (1, 2):
+        out = ["--format", "json", "-o", f"shard-{index}.json", "--no-history"]
+        run(folder, "--shard", f"{index}/2", *out)
+    capsys.readouterr()
+    # without a baseline, the failures fail the merged run
+    assert merge(folder) == ExitCode.FAILED
+    assert stated(capsys.readouterr().out) == "nonconformant"
+    # every listed case failing as listed, over both shards: exit 0, never conformant
+    baseline(folder, ALL_KNOWN)
+    assert merge(folder, "--baseline", "known-failures.toml") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert stated(out) == "nonconformant: 3 known failures, no regressions"
+    assert "[known: tabs are not expanded yet]" in out
+    # the JSON carries the verdict and the check, as cer run's does
+    assert merge(folder, "--baseline", "known-failures.toml", "--format", "json") == ExitCode.OK
+    document = json.loads(capsys.readouterr().out)
+    assert document["conformance"]["statement"] == "nonconformant: 3 known failures, no regressions"
+    assert [k["case_name"] for k in document["baseline"]["known_failures"]] == [
+        "tabs-expand",
+        "tabs-keep",
+        "crashes",
+    ]
+    # a failure of a shard the file does not list is a regression of the whole run
+    baseline(folder, '[[known]]\ncase = "tabs-*"\nstatus = "fail"\nreason = "tabs"\n')
+    assert merge(folder, "--baseline", "known-failures.toml") == ExitCode.FAILED
+    out = capsys.readouterr().out
+    assert "[regression: not in the baseline]" in out
+    assert stated(out) == "nonconformant: 2 known failures, 1 regression"
+    # a listed case that passed in any shard is stale
+    path = baseline(
+        folder, ALL_KNOWN + '\n[[known]]\ncase = "adds"\nstatus = "fail"\nreason = "x"\n'
+    )
+    assert merge(folder, "--baseline", str(path), "-o", "merged.txt") == ExitCode.FAILED
+    out = capsys.readouterr().out
+    assert stated(out) == "nonconformant: 3 known failures, no regressions, 1 stale baseline entry"
+    assert f"stale: adds passes: remove it from the baseline ({path}:14)" in (
+        folder / "merged.txt"
+    ).read_text(encoding="utf-8")
+    # an entry naming no case of the suite is an error before anything is reported
+    baseline(folder, '[[known]]\ncase = "addz"\nstatus = "fail"\nreason = "x"\n')
+    assert merge(folder, "--baseline", "known-failures.toml") == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert "known-failures.toml:1: case 'addz' names no case" in captured.err
+    assert "did you mean 'adds'?" in captured.err and captured.out == ""
+    assert merge(folder, "--baseline", "missing.toml") == ExitCode.USAGE
+    assert "no such baseline file" in capsys.readouterr().err
+    # coverage counts as in cer run: required without a module document is a usage error
+    assert merge(folder, "--require-coverage") == ExitCode.USAGE
+    assert "there is no commonsformat.md beside" in capsys.readouterr().err
+    (folder / "commonsformat.md").write_text(MODULE_DOC, encoding="utf-8")
+    baseline(folder, ALL_KNOWN)
+    code = merge(folder, "--baseline", "known-failures.toml", "--require-coverage")
+    captured = capsys.readouterr()
+    assert code == ExitCode.UNCOVERED
+    assert "3 of 3 constraints have no case" in captured.err
+    assert stated(captured.out) == (
+        "nonconformant: 3 known failures, no regressions, 0 of 3 constraints covered, 3 need repair"
+    )
+
+
 def test_a_deselected_listed_case_is_neither_known_nor_stale(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cer import procs, resultlines, serialize
+from cer import procs, resultlines
 from cer.baseline import Baseline, BaselineError, check_run, load_baseline, unmatched_entries
 from cer.categories import CategoryConfigError
 from cer.cli import console
@@ -368,10 +368,22 @@ class _Verdicts:
     ) -> _Verdicts | None:
         """Read the baseline; None after printing why the run cannot start (a bad
         baseline, an entry naming no case, coverage required without a module document)."""
+        return cls.load(resolved.baseline, resolved.require_coverage, suite, module_doc)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path | None,
+        require_coverage: bool,
+        suite: Suite,
+        module_doc: _ModuleDoc,
+    ) -> _Verdicts | None:
+        """:meth:`prepare` for a baseline file and a coverage requirement given as such
+        (``cer merge``)."""
         baseline = None
-        if resolved.baseline is not None:
+        if path is not None:
             try:
-                baseline = load_baseline(resolved.baseline)
+                baseline = load_baseline(path)
             except BaselineError as exc:
                 print_error(f"baseline: {exc}")
                 return None
@@ -380,11 +392,11 @@ class _Verdicts:
                 print_error(f"baseline: {problem}; remove the entry or correct its case")
             if problems:
                 return None
-        if resolved.require_coverage and module_doc.declared is None:
+        if require_coverage and module_doc.declared is None:
             why = module_doc.problem or f"there is no commonsformat.md beside {suite.path}"
             print_error(f"--require-coverage: {why}, so there are no constraints to cover")
             return None
-        return cls(baseline, resolved.require_coverage)
+        return cls(baseline, require_coverage)
 
     def conformance(
         self,
@@ -851,7 +863,9 @@ def cmd_check(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    """Merge shard results, then report the whole run as ``cer run`` does."""
+    """Merge shard results, then judge and report the whole run as ``cer run`` does:
+    against ``--baseline`` (known failures, regressions, stale entries, each counted
+    over every shard) and the module's constraints, with ``cer run``'s exit codes."""
     from cer.merge import MergeError, merge_files  # only this command
 
     try:
@@ -867,28 +881,39 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     if run.suite_hash and suite.content_hash != run.suite_hash:
         print_error(f"merge: {run.suite_path} changed since the shards ran (content hash differs)")
         return ExitCode.USAGE
+    module_doc = _ModuleDoc.read(suite)
+    verdicts = _Verdicts.load(args.baseline, args.require_coverage, suite, module_doc)
+    if verdicts is None:
+        return ExitCode.USAGE
+    coverage = module_doc.coverage(suite, run)
+    conformance = verdicts.conformance(suite, run, coverage, _figures(coverage, suite), "")
+    context = ReportContext(run, suite, coverage, conformance=conformance)
     if args.format == "json":
         text = (
             for_json(
-                json.dumps(
-                    serialize.run_to_dict(run), indent=2, ensure_ascii=False, allow_nan=False
-                )
+                json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
             )
             + "\n"
         )
     else:
         colour = args.output is None and console.use_colour(sys.stdout)
-        text = console.render_report(run, suite, colour=colour)
+        text = console.render_report(
+            run, suite, colour=colour, coverage=coverage, conformance=conformance
+        )
+    code = verdicts.exit_code(run, conformance)
+    shortfall = conformance.shortfall()
+    if shortfall is not None and verdicts.require_coverage:
+        print_error(f"--require-coverage: {shortfall}")
     if args.output is not None:
         try:
             write_report(text, args.output)
         except OSError as exc:
             print_error(f"cannot write {args.output}: {exc}")
             return ExitCode.USAGE
-        sys.stdout.write(console.summary_line(run) + "\n")
+        sys.stdout.write(console.summary_line(run, conformance=conformance) + "\n")
     else:
         sys.stdout.write(text)
-    return exit_code_for(run)
+    return code
 
 
 def _forgiving_streams() -> None:

@@ -227,10 +227,23 @@ def build_parser() -> argparse.ArgumentParser:
         "merge",
         help="combine the JSON results of shards into one run",
         description="Combine the --format json results of cer run --shard I/N runs into "
-        "one run, and report it like cer run. Refuses overlapping or missing cases, "
-        "different suites and different implementations (exit 2).",
+        "one run, and judge and report it like cer run (against --baseline, with the "
+        "same exit codes). Refuses overlapping or missing cases, different suites and "
+        "different implementations (exit 2).",
     )
     merge.add_argument("files", nargs="+", type=Path, metavar="RESULTS.json")
+    merge.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="hold the merged run against this known-failures file, as cer run "
+        "--baseline does: exit 1 on a regression or a stale entry",
+    )
+    merge.add_argument(
+        "--require-coverage",
+        action="store_true",
+        help="exit 4 when a constraint of the module has no case, as cer run does",
+    )
     merge.add_argument(
         "--format",
         choices=("text", "json"),
