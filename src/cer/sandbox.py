@@ -33,6 +33,7 @@ __all__ = [
     "confine_case_within",
     "enter_case",
     "expand",
+    "filters",
     "launcher_command",
     "status",
 ]
@@ -256,6 +257,13 @@ def harden() -> None:
         why = seccomp.install(code)
     if why is not None:
         raise SandboxError(why)
+
+
+def filters() -> bool:
+    """Whether every process the sandbox confines gets the seccomp filter on this
+    machine: :func:`harden` (and the launcher) installs it or fails wherever one is
+    written for the machine, and does without it elsewhere."""
+    return seccomp.program() is not None
 
 
 def confine_case(abi: int) -> None:

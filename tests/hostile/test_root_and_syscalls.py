@@ -399,8 +399,10 @@ import os
 import resource
 
 
-def attack(pid):
+def attack(pid, lower=True):
     soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+    if not lower:  # the next case: what it finds
+        return soft
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (4096, hard))
     return "lowered"
 """
@@ -409,26 +411,28 @@ def attack(pid):
 def test_the_supervisor_sets_its_own_limits_back(tmp_path: Path) -> None:
     """Without the filter (``--sandbox off``), a case lowers cer's file-size limit, so
     that the report and the history could not be written: cer sets it back after the
-    case, and the run says so."""
+    case, before the next one (which finds it as it was), and the run says so."""
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_FSIZE)
     (tmp_path / "lower.py").write_text(LOWER_LIMIT, encoding="utf-8")
     (tmp_path / "evals.toml").write_text(
         'commonsformat_evals = "0.2"\ntarget = "lower"\n\n'
         f'[[cases]]\nname = "lower"\ncategory = "functional"\n'
-        f'input = {{ pid = {os.getpid()} }}\nexpect = {{ output = "lowered" }}\n',
+        f'input = {{ pid = {os.getpid()} }}\nexpect = {{ output = "lowered" }}\n\n'
+        f'[[cases]]\nname = "next"\ncategory = "functional"\n'
+        f"input = {{ pid = {os.getpid()}, lower = false }}\nexpect = {{ output = {before[0]} }}\n",
         encoding="utf-8",
     )
-    import resource
-
-    before = resource.getrlimit(resource.RLIMIT_FSIZE)
     try:
         run = run_suite(
             load_suite(tmp_path / "evals.toml"),
-            RunOptions(impl="lower:attack", sandbox="off", timeout=10.0),
+            RunOptions(impl="lower:attack", sandbox="off", timeout=10.0, jobs=1),
         )
         after = resource.getrlimit(resource.RLIMIT_FSIZE)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, before)
-    assert run.results[0].status is Status.PASS, run.results[0].reason
+    assert [r.status for r in run.results] == [Status.PASS] * 2, [r.reason for r in run.results]
     assert after == before
     assert any("RLIMIT_FSIZE" in note and "set back" in note for note in run.notes), run.notes
 

@@ -103,7 +103,7 @@ class Execution(ABC):
         self._deciding = False
         self.limits = OwnLimits()
         """The supervisor's own resource limits as the run started: set back after
-        each case if anything changed them (:mod:`cer.engine.limits`)."""
+        each case if anything could have changed them (:mod:`cer.engine.limits`)."""
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class Execution(ABC):
             self._deciding = False
 
     def record(self, result: CaseResult) -> None:
-        self.limits.restore()
+        self.limits.after_case()
         why = self.retried.get(result.position)
         if why is not None:
             note = (

@@ -5,7 +5,8 @@ the kernel kill the supervisor mid-run (no report, no history), a file-size limi
 the run from being recorded. The sandbox's seccomp filter refuses that to the
 implementation's side (:mod:`cer.seccomp`); this is the supervisor's own check, for
 a run without the filter too: the limits are read when the run starts and compared
-after each case, and one that changed is set back (the run's notes say so). One that
+after each case (when no filter stands in the way) and when the run ends, and one that
+changed is set back (the run's notes say so). One that
 cannot be set back (a lowered hard limit, without the privilege to raise it) stops the
 run with :class:`LimitsChanged`: a run the kernel may cut short is not run on.
 """
@@ -26,7 +27,7 @@ class LimitsChanged(RuntimeError):
 class OwnLimits:
     """This process's resource limits at one moment, and the way back to them."""
 
-    __slots__ = ("_limits", "changed")
+    __slots__ = ("_limits", "changed", "each_case")
 
     def __init__(self) -> None:
         self._limits = tuple(
@@ -36,6 +37,18 @@ class OwnLimits:
         )
         self.changed: list[str] = []
         """The limits set back so far, by name (``RLIMIT_CPU``), each once."""
+        self.each_case = True
+        """Whether :meth:`after_case` checks: False once every process of the
+        implementation's side is under the seccomp filter, which refuses ``prlimit`` on
+        any process but the caller, so that nothing of it can change these limits (the
+        check when the run ends stays, for anything else)."""
+
+    def after_case(self) -> None:
+        """:meth:`restore`, when something of the implementation's side could have
+        changed a limit (see :attr:`each_case`): a case's lowered CPU limit would let the
+        kernel end the run before the next case."""
+        if self.each_case:
+            self.restore()
 
     def restore(self) -> bool:
         """Set back every limit that changed since this was made; True when one had.

@@ -112,6 +112,9 @@ def _run_suite(
         execution.policy, execution.refused = confinement.build(
             suite, options, scratch, search_paths(suite, options)
         )
+        # Every process of the implementation's side is then under the seccomp filter,
+        # which refuses prlimit on any other process: none can change cer's limits.
+        execution.limits.each_case = not sandbox.filters()
     if options.isolation == "fork" and not hasattr(os, "fork"):
         execution.notes.append("fork is not available here: cases ran without isolation")
         options = replace(options, isolation="none")
