@@ -284,7 +284,7 @@ def test_a_harness_that_cannot_start_under_the_sandbox_says_so_once_in_words(
     assert code == 1
     assert out.count(cause) == 1, out
     assert out.startswith(f"note: {cause}; its stderr ends with:\n"), out
-    assert "‼ ERROR 2 cases could not run: the implementation could not start (above)" in out
+    assert "‼ ERROR 2 cases not run: the command implementation could not start (above)" in out
     code = main(
         [
             "run",

@@ -68,7 +68,7 @@ def test_the_plugin_shows_what_the_implementation_said_as_data(tmp_path: Path, i
     assert_inert(err, "pytest stderr")
     if impl.startswith("broken"):
         assert "could not be loaded" in out
-        assert "note: the implementation broken_pytest_impl:f could not be loaded" in out
+        assert "note: the Python implementation broken_pytest_impl:f could not be loaded" in out
     else:
         assert f"{len(SHOWN)} failed, {len(SHOWN)} errors" in out
         assert "[/nope]" in out

@@ -292,7 +292,10 @@ async def test_import_failure_shows_banner_and_errored_cases() -> None:
         await settle(app)
         banner = app.query_one(Banner)
         assert banner.kind == "import-error"
-        await wait_until(lambda: "does not import" in screen_text(app))
+        await wait_until(lambda: "could not be loaded" in screen_text(app))
+        # The error once: in the banner's title, not again at the traceback's end.
+        assert "No module named 'calc'" not in banner.body
+        assert "Traceback (most recent call last):" in banner.body
         assert set(statuses(app).values()) == {Status.ERRORED}
         runner.import_failure = None
         app.action_rerun_all()

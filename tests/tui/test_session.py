@@ -114,9 +114,19 @@ def test_import_banners_name_the_lanes_that_did_not_load() -> None:
     assert one.import_banner() is None
     one.lanes[0].import_failure = Failure("ModuleNotFoundError: calc_ref", "Traceback ...")
     assert one.import_banner() == (
-        "The implementation calc_ref:evaluate does not import: ModuleNotFoundError: calc_ref",
+        "The Python implementation calc_ref:evaluate could not be loaded: "
+        "ModuleNotFoundError: calc_ref",
         "Traceback ...",
     )
+    # The traceback ends with the error the title says: the body leaves it out.
+    trace = (
+        'Traceback (most recent call last):\n  File "calc_ref.py", line 1\n'
+        "ModuleNotFoundError: calc_ref\n"
+    )
+    one.lanes[0].import_failure = Failure("ModuleNotFoundError: calc_ref", trace)
+    title, body = one.import_banner() or ("", "")
+    assert (title + body).count("ModuleNotFoundError: calc_ref") == 1
+    assert body.endswith('File "calc_ref.py", line 1')
     one.loaded(0, "calc_ref@1", ["b.py", "a.py"])
     assert one.import_banner() is None and one.lanes[0].sources == ("a.py", "b.py")
 
@@ -124,7 +134,9 @@ def test_import_banners_name_the_lanes_that_did_not_load() -> None:
     two.lanes[1].import_failure = Failure("no module", "")
     title, body = two.import_banner() or ("", "")
     assert title == "The implementation sloppy (calc_sloppy:evaluate) does not load: no module"
-    assert body == "── sloppy ──\nno module"
+    assert body == ""  # the cause is in the title, once
+    two.lanes[1].import_failure = Failure("no module", "Traceback ...\nno module")
+    assert two.import_banner() == (title, "── sloppy ──\nTraceback ...")
     two.lanes[0].import_failure = Failure("also", "trace")
     title, _ = two.import_banner() or ("", "")
     assert title == "2 implementations do not load: ref, sloppy"

@@ -154,7 +154,7 @@ def render_coverage(coverage: Coverage, suite_name: str, *, details: bool = Fals
 
 
 def _is_load_failure(note: str) -> bool:
-    if note.startswith("the implementation ") and " could not be loaded: " in note:
+    if note.startswith("the Python implementation ") and " could not be loaded: " in note:
         return True
     return note.startswith(
         ("the command implementation ", "the harness could not start", "the per-case command")
@@ -162,12 +162,10 @@ def _is_load_failure(note: str) -> bool:
 
 
 def _not_loaded_by(reason: str | None, note: str) -> bool:
-    """Whether a case's reason is the load failure ``note`` (a Python implementation's
-    cases carry the note, a command's ``not run:`` and the note's first line)."""
+    """Whether a case's reason is the load failure ``note``: ``not run:`` and the
+    note's first line (a command's note goes on with the end of its stderr)."""
     if reason is None:
         return False
-    if reason == note:
-        return True
     first = note.split("; its stderr ends with:\n", 1)[0]
     return reason == f"not run: {first}"
 
@@ -222,12 +220,20 @@ def render_report(
         first = not_loaded[0]
         lines.extend(_indent(line) for line in _code_frame_lines(first.traceback, reader))
         if first.traceback:
-            lines.append(_indent(for_terminal(trim(first.traceback).rstrip("\n")), "      | "))
+            trace = trim(first.traceback).rstrip("\n")
+            head, _, last = trace.rpartition("\n")
+            if head and last.strip() and load_note is not None and load_note.endswith(last.strip()):
+                trace = head  # its last line is the error the note just said
+            lines.append(_indent(for_terminal(trace), "      | "))
         count = len(not_loaded)
         lines.append(
             paint(Status.ERRORED, f"{SYMBOLS[Status.ERRORED]} {LABELS[Status.ERRORED]:<5}")
-            + f" {count} case{'s' if count != 1 else ''} could not run: the implementation "
-            + ("could not be loaded" if first.reason == load_note else "could not start")
+            + f" {count} case{'s' if count != 1 else ''} not run: the "
+            + (
+                "Python implementation could not be loaded"
+                if load_note is not None and load_note.startswith("the Python implementation ")
+                else "command implementation could not start"
+            )
             + " (above)"
         )
     cases = {case.name: case for case in suite.cases}

@@ -345,6 +345,7 @@ class AloneCases:
         execution.record(
             errored(
                 item.case,
-                f"the implementation {execution.options.impl} could not be loaded: {reason}",
+                f"not run: the Python implementation {execution.options.impl} could not be "
+                f"loaded in the case's own worker: {reason}",
             )
         )

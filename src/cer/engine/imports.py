@@ -22,6 +22,13 @@ LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""
 
 
+def load_failure(impl: str, reason: str) -> str:
+    """The run's one line for a Python implementation that could not be loaded (its
+    import raised or timed out, or the attribute is missing): which kind of
+    implementation failed, and how. Each of its cases is errored ``not run: <line>``."""
+    return f"the Python implementation {impl} could not be loaded: {reason}"
+
+
 def known_id(implementation_id: str) -> bool:
     """Whether an id names code (not a one-off ``…@unknown-…`` or ``…@unverified-…``)."""
     return not implementation_id.rpartition("@")[2].startswith((UNKNOWN, UNVERIFIED))
@@ -82,8 +89,9 @@ class Imports:
     def fail_import(
         self, planned: Iterable[Planned], message: Message | None, failure: str
     ) -> None:
-        """The implementation could not be imported: every case of ``planned`` is
-        errored with the reason (the worker's, as data, or ``failure``)."""
+        """The implementation could not be imported: the run notes the cause once
+        (:func:`load_failure`, with the worker's reason, as data, or ``failure``) and
+        every case of ``planned`` is errored ``not run: <cause>``."""
         execution = self.execution
         body = message.body if message is not None else {}
         reason = str(body.get("reason") or failure or "the implementation could not be loaded")
@@ -93,8 +101,9 @@ class Imports:
             identity = identify(execution.options.impl, body.get("files"), self.scope())
             execution.implementation_id = identity.implementation_id
         execution.kill()
-        note = f"the implementation {execution.options.impl} could not be loaded: {reason}"
+        # The cause once (the run's note, the event), each case only "not run" with it.
+        note = load_failure(execution.options.impl, reason)
         execution.notes.append(note)
         execution.emit(ImplementationFailed(reason, trace or ""))
         for item in planned:
-            execution.record(errored(item.case, note, traceback=trace, stdout=output))
+            execution.record(errored(item.case, f"not run: {note}", traceback=trace, stdout=output))

@@ -106,6 +106,10 @@ def render(context: ReportContext) -> str:
             ("verdict", verdict),
         ):
             ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
+        for note in run.notes:
+            # A cause said once (an implementation that could not be loaded or started),
+            # where each of its cases says only "not run: <cause>".
+            ET.SubElement(properties, "property", {"name": "note", "value": xml_safe(note)})
         for result in results:
             attributes = {
                 "name": xml_safe(result.case_name),

@@ -44,6 +44,7 @@ def render(context: ReportContext) -> str:
     """The run as a TAP 14 stream."""
     run, suite = context.run, context.suite
     lines = ["TAP version 14", f"1..{len(run.results)}"]
+    lines += [f"# note: {_directive_text(note)}" for note in run.notes]
     declared = {case.name: case for case in suite.cases}
     file = suite_display_path(suite)
     flaky = context.flaky or frozenset()

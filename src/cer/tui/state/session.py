@@ -355,14 +355,19 @@ class Session:
                 title = reason[:1].upper() + reason[1:]
                 body = trim(failure.detail)
                 return title, "" if body.strip() in reason else body
-            title = f"The implementation {lane.options.impl} does not import: {failure.reason}"
-            return title, trim(failure.detail)
+            title = (
+                f"The Python implementation {lane.options.impl} could not be loaded: "
+                f"{failure.reason}"
+            )
+            return title, _without_cause(trim(failure.detail), failure.reason)
         if len(failures) == 1:
             ((lane, failure),) = failures
             verb = "does not load" if lane.options.kind == "python" else "does not start"
             title = (
                 f"The implementation {lane.label} ({lane.options.impl}) {verb}: {failure.reason}"
             )
+            body = _without_cause(trim(failure.detail), failure.reason)
+            return title, f"── {lane.label} ──\n{body}" if body else ""
         else:
             names = ", ".join(lane.label for lane, _ in failures)
             title = f"{len(failures)} implementations do not load: {names}"
@@ -415,3 +420,14 @@ class Session:
                     tally.append(f"{SYMBOLS[status]} {count}")
             parts.append(f"{lane.label} {' '.join(tally)}")
         return Announcement("Runs finished", "   ".join(parts), severity)
+
+
+def _without_cause(detail: str, reason: str) -> str:
+    """A traceback for the banner's body without its last lines when they are the
+    cause the title already says (``ModuleNotFoundError: No module named 'x'``): the
+    error is shown once."""
+    text = detail.rstrip("\n")
+    cause = reason.strip()
+    if cause and text.endswith(cause):
+        text = text[: -len(cause)].rstrip()
+    return text
