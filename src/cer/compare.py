@@ -463,25 +463,63 @@ _UNITS: tuple[tuple[str, str], ...] = (
     ("_us", "µs"),
     ("_ns", "ns"),
     ("_seconds", "s"),
+    ("_s", "s"),
     ("_mb", "MB"),
     ("_kb", "kB"),
     ("_gb", "GB"),
+    ("_mib", "MiB"),
+    ("_kib", "KiB"),
+    ("_gib", "GiB"),
 )
+"""Name endings of a measurement and the unit it is shown in."""
 
 
-def _for_people(base: str, value: Any, other: Any) -> str:
+def unit_of(base: str) -> str | None:
+    """The unit a key's name ends in (``elapsed_ms``: ``ms``), or None."""
+    return next((unit for ending, unit in _UNITS if base.endswith(ending)), None)
+
+
+def for_people(base: str, value: Any, *others: Any) -> str:
     """A measurement as people read it (``1129 ms``, not ``1129.4466920007835``), with
-    as many decimals as it takes to tell it from ``other`` (the bound); a value that is
-    no measurement of a known unit is written as it is."""
-    unit = next((unit for ending, unit in _UNITS if base.endswith(ending)), None)
+    as many decimals as it takes to tell it from each of ``others`` (the bounds it is
+    held to); a value that is no measurement of a known unit is written as it is."""
+    unit = unit_of(base)
     if unit is None or not _is_number(value) or not math.isfinite(value):
         return format_value(value)
     if type(value) is int:
         return f"{value} {unit}"
     digits = 0 if abs(value) >= 10 else 1
-    while digits < 6 and value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
-        digits += 1
+    for other in others:
+        if not _is_number(other) or not math.isfinite(other):
+            continue
+        while digits < 6 and value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
+            digits += 1
+        if value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
+            return f"{format_value(value)} {unit}"  # only every digit tells them apart
     return f"{value:.{digits}f} {unit}"
+
+
+def shown_measurement(key: str, value: Any, expect: Mapping[str, Any]) -> str | None:
+    """How a report shows an observed ``key`` (``elapsed_ms = 1129 ms``) when it is a
+    measurement with a unit, held only to bounds, a float: told apart from each bound.
+    None when it must be shown exactly (a value ``expect`` compares it to for equality,
+    no unit, not a float): what is compared for equality stays exact."""
+    if type(value) is not float or key in expect or unit_of(key) is None:
+        return None
+    bounds = [expect[name] for name in (f"{key}_max", f"{key}_min") if name in expect]
+    return for_people(key, value, *bounds)
+
+
+def shown_mismatch_observed(mismatch: Mismatch) -> str | None:
+    """A bound's observed value as people read it (:func:`for_people`, told apart from
+    the bound), or None when the mismatch is not a missed bound on a measurement."""
+    for suffix in ("_max", "_min"):
+        base = mismatch.path[: -len(suffix)]
+        if mismatch.path.endswith(suffix) and base and type(mismatch.observed) is float:
+            if unit_of(base) is None:
+                return None
+            return for_people(base, mismatch.observed, mismatch.expected)
+    return None
 
 
 def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
@@ -536,7 +574,7 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
         Mismatch(
             path,
             f"{path}: expected {base} {symbol} {format_value(bound)}, "
-            f"observed {_for_people(base, observed, bound)}",
+            f"observed {for_people(base, observed, bound)}",
             bound,
             observed,
         )

@@ -24,13 +24,14 @@ import difflib
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from cer import __version__
 from cer.baseline import BaselineCheck
+from cer.compare import shown_measurement, shown_mismatch_observed
 from cer.equality import format_value
 from cer.model import (
     CASE_CLASS_TO_ARRAY,
@@ -43,7 +44,7 @@ from cer.model import (
 )
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 from cer.safetext import INVISIBLE_CHARS
-from cer.tomltext import shown_input, table_lines
+from cer.tomltext import inline, shown_input, table_lines
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -502,7 +503,10 @@ def _mismatch(mismatch: Mismatch) -> MismatchView:
     expected, observed = mismatch.expected, mismatch.observed
     if isinstance(expected, str) and isinstance(observed, str):
         return MismatchView(mismatch.path, mismatch.message, _diff(expected, observed), None, None)
-    return MismatchView(mismatch.path, mismatch.message, (), _shown(expected), _shown(observed))
+    # A missed bound on a measurement reads as people read it (1129 ms), told apart
+    # from its bound; every other value is shown exactly.
+    shown = shown_mismatch_observed(mismatch) or _shown(observed)
+    return MismatchView(mismatch.path, mismatch.message, (), _shown(expected), shown)
 
 
 def _failures(context: ReportContext) -> tuple[Failure, ...]:
@@ -559,6 +563,20 @@ def _toml_lines(table: Any) -> str:
     return _cut("\n".join(table_lines(table)))
 
 
+def _observed_lines(observation: Mapping[str, Any], expect: Mapping[str, Any]) -> str:
+    """The observation as ``key = value`` lines; a measurement held only to bounds
+    (``elapsed_ms``, ``resident_memory_mb``) as people read it, ``elapsed_ms = 1129 ms``,
+    told apart from its bounds (:func:`cer.compare.shown_measurement`)."""
+    lines = []
+    for key, value in observation.items():
+        line = table_lines({key: value})[0]
+        shown = shown_measurement(str(key), value, expect)
+        if shown is not None:  # the key as TOML writes it, then the value for people
+            line = f"{line[: len(line) - len(inline(value))]}{shown}"
+        lines.append(line)
+    return _cut("\n".join(lines))
+
+
 def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup, ...], int]:
     """Every case (up to :data:`CASE_ROWS`) for the list, and the groups it can be
     narrowed to: each case class and each category present."""
@@ -586,7 +604,7 @@ def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup,
                 expected="" if case is None else _toml_lines(dict(case.expect)),
                 observed=""
                 if result.observation is None
-                else _toml_lines(dict(result.observation)),
+                else _observed_lines(result.observation, {} if case is None else case.expect),
                 groups=" ".join(f"g{numbers[label]}" for label in labels),
             )
         )

@@ -22,10 +22,11 @@ a bounded length, saying so.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cer import serialize
+from cer.compare import shown_measurement, shown_mismatch_observed
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, Status
 from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
@@ -103,13 +104,17 @@ def _failure(context: ReportContext, result: CaseResult, case: Case | None, note
         lines += ["", "**input**", "", block(_json(dict(case.input)))]
         lines += ["", "**expected**", "", block(_json(dict(case.expect)))]
     if result.observation is not None:
-        lines += ["", "**observed**", "", block(_json(dict(result.observation)))]
+        observed = _observed(result.observation, {} if case is None else case.expect)
+        lines += ["", "**observed**", "", block(observed)]
     if result.mismatches:
         lines += ["", "| where | expected | observed |", "| --- | --- | --- |"]
         for mismatch in result.mismatches[:20]:
+            # A missed bound on a measurement reads as people read it (1129 ms), told
+            # apart from its bound; every other value is shown exactly.
+            seen = shown_mismatch_observed(mismatch) or _text(mismatch.observed)
             lines.append(
                 f"| {inline(mismatch.path or '(value)')} "
-                f"| {inline(_text(mismatch.expected))} | {inline(_text(mismatch.observed))} |"
+                f"| {inline(_text(mismatch.expected))} | {inline(seen)} |"
             )
     lines += ["", "</details>", ""]
     return lines
@@ -132,6 +137,21 @@ def _reported_passes(results: Iterable[CaseResult], declared: dict[str, Case]) -
     if len(passes) > 200:
         lines += [f"{len(passes) - 200} more such passes (the json report has them)", ""]
     return lines
+
+
+def _observed(observation: Mapping[str, Any], expect: Mapping[str, Any]) -> str:
+    """The observation as JSON, then each measurement held only to bounds
+    (``elapsed_ms``, ``resident_memory_mb``) as people read it, told apart from its
+    bounds (:func:`cer.compare.shown_measurement`), in place of its raw float."""
+    exact: dict[str, Any] = {}
+    measured: list[str] = []
+    for key, value in observation.items():
+        shown = shown_measurement(str(key), value, expect)
+        if shown is None:
+            exact[key] = value
+        else:
+            measured.append(f"{key}: {shown}")
+    return "\n".join([_json(exact), *measured])
 
 
 def _text(value: Any) -> str:
