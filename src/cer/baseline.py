@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cer.engine.kinds import guess_kind
 from cer.labels import short_label
 from cer.merge import owned_results
 from cer.model import RunResult, Status, Suite
@@ -242,8 +243,7 @@ def implementation_names(run: RunResult, label: str | None = None) -> tuple[str,
     names = [label] if label else []
     given = run.implementation or run.implementation_id.split("@")[0]
     if given:
-        kind = "python" if ":" in given and " " not in given else "command"
-        names.extend([given, short_label(kind, given)])
+        names.extend([given, short_label(guess_kind(given).name, given)])
     return tuple(dict.fromkeys(names))
 
 

@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from cer.engine.kinds import kind_named
+
 __all__ = ["LABEL_PATTERN", "MAX_LABEL", "short_label", "unique_labels"]
 
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -36,7 +38,7 @@ def short_label(kind: str, impl: str) -> str:
     (``calc_ref`` for ``calc_ref:evaluate``), or for a command the name of the script an
     interpreter runs (``calc_harness`` for ``python3 examples/harnesses/calc_harness.py``)
     or of the program itself."""
-    if kind == "python":
+    if kind_named(kind).python:
         module = impl.partition(":")[0]
         return _sanitise(module.rsplit(".", 1)[-1] or impl)
     try:

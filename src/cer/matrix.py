@@ -35,6 +35,7 @@ from typing import Any
 
 from cer import serialize
 from cer.compare import compare, is_operator_key
+from cer.engine.kinds import kind_of_id
 from cer.equality import values_equal
 from cer.labels import short_label as short_label  # importable from here as before
 from cer.labels import unique_labels as unique_labels
@@ -441,12 +442,7 @@ def build_matrix(
 
 
 def _kind_of(run: RunResult) -> str:
-    for prefix, kind in (("cmd-per-case:", "command-per-case"), ("cmd:", "command")):
-        if run.implementation_id.startswith(prefix) and not run.implementation_id.startswith(
-            f"{run.implementation}@"
-        ):
-            return kind
-    return "python"
+    return kind_of_id(run.implementation_id, run.implementation).name
 
 
 def labels_for_runs(runs: Sequence[RunResult]) -> tuple[str, ...]:

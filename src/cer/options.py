@@ -20,18 +20,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cer.engine.confinement import SandboxUnavailable, decide
+from cer.engine.kinds import KINDS, ImplementationKind, kind_named
 from cer.engine.options import (
     ISOLATION_MODES,
     NETWORK_MODES,
     SANDBOX_MODES,
-    ImplementationKind,
     RunOptions,
     parse_jobs,
 )
 from cer.labels import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
 from cer.model import CASE_CLASSES
 from cer.selection import Selection
-from cer.session import IMPL_OPTIONS
 
 T = TypeVar("T")
 
@@ -44,9 +43,7 @@ DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
     {
         "suite",
-        "impl",
-        "impl_cmd",
-        "impl_cmd_per_case",
+        *(kind.config_key for kind in KINDS.values()),
         "impls",
         "paths",
         "timeout",
@@ -67,16 +64,11 @@ _CONFIG_KEYS = frozenset(
         "require_coverage",
     }
 )
-_SINGLE_KEYS: tuple[tuple[ImplementationKind, str], ...] = (
-    ("python", "impl"),
-    ("command", "impl_cmd"),
-    ("command-per-case", "impl_cmd_per_case"),
+_SINGLE_KEYS: tuple[tuple[ImplementationKind, str], ...] = tuple(
+    (kind.name, kind.config_key) for kind in KINDS.values()
 )
-_ENTRY_KINDS: dict[str, ImplementationKind] = {
-    "impl": "python",
-    "cmd": "command",
-    "cmd_per_case": "command-per-case",
-}
+"""The ``[tool.cer]`` keys that name one implementation, and their kinds."""
+_ENTRY_KINDS: dict[str, ImplementationKind] = {kind.entry_key: kind.name for kind in KINDS.values()}
 """The keys of an ``impls`` table entry that name an implementation, and their kinds."""
 
 
@@ -243,33 +235,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help=f"the evals.toml to run ({SUITE_HELP})",
     )
-    parser.add_argument(
-        "--impl",
-        metavar="MODULE:ATTR",
-        action=_ImplementationAction,
-        kind="python",
-        help="the implementation under test: a function, a class (one instance per case) "
-        "or an object with run_case(case); the suite's folder and the working directory "
-        "are on the import path (repeatable, and mixable with --impl-cmd and "
-        "--impl-cmd-per-case: several implementations run side by side, docs/matrix.md)",
-    )
-    parser.add_argument(
-        "--impl-cmd",
-        metavar="'COMMAND ARGS'",
-        action=_ImplementationAction,
-        kind="command",
-        help="the implementation is a long-lived process speaking the line-delimited JSON "
-        "protocol of docs/protocol.md on stdin/stdout (split like a shell, never run "
-        "through one; repeatable)",
-    )
-    parser.add_argument(
-        "--impl-cmd-per-case",
-        metavar="'COMMAND ARGS'",
-        action=_ImplementationAction,
-        kind="command-per-case",
-        help="the implementation is a command run once per case: the case as JSON on "
-        "stdin, the observation as JSON on stdout, exit status 0 (repeatable)",
-    )
+    for kind in KINDS.values():
+        parser.add_argument(
+            kind.option,
+            metavar=kind.metavar,
+            action=_ImplementationAction,
+            kind=kind.name,
+            help=kind.help,
+        )
     parser.add_argument(
         "--path",
         dest="paths",
@@ -498,12 +471,12 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
             )
         unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label"})
         if unknown:
-            raise UsageError(
-                f"{here}: unknown keys {', '.join(unknown)} (known: cmd, cmd_per_case, impl, label)"
-            )
+            known = ", ".join(sorted({*_ENTRY_KINDS, "label"}))
+            raise UsageError(f"{here}: unknown keys {', '.join(unknown)} (known: {known})")
         named = [key for key in _ENTRY_KINDS if key in entry]
         if len(named) != 1:
-            raise UsageError(f"{here} must have exactly one of impl, cmd and cmd_per_case")
+            *most, last = _ENTRY_KINDS
+            raise UsageError(f"{here} must have exactly one of {', '.join(most)} and {last}")
         value = entry[named[0]]
         label = entry.get("label")
         if not isinstance(value, str):
@@ -527,15 +500,18 @@ def _check_implementation(item: Implementation) -> None:
     impl, kind = item.impl, item.kind
     if not isinstance(impl, str):
         raise UsageError(f"the implementation must be a string, got {impl!r}")
-    if kind == "python" and ":" not in impl:
-        raise UsageError(f"--impl must look like MODULE:ATTR (e.g. calc:evaluate), got {impl!r}")
-    if kind != "python":
+    named = kind_named(kind)
+    if named.python and ":" not in impl:
+        raise UsageError(
+            f"{named.option} must look like MODULE:ATTR (e.g. calc:evaluate), got {impl!r}"
+        )
+    if not named.python:
         try:
             words = shlex.split(impl)
         except ValueError as exc:
             raise UsageError(f"cannot split the command {impl!r}: {exc}") from exc
         if not words:
-            raise UsageError(f"the implementation command is empty ({IMPL_OPTIONS[kind]})")
+            raise UsageError(f"the implementation command is empty ({named.option})")
 
 
 def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -> ResolvedRun:

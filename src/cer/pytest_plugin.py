@@ -26,6 +26,7 @@ import pytest
 
 from cer import procs, serialize
 from cer.cli import console
+from cer.engine.kinds import KINDS
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.engine.workerproc import WarmWorkers
 from cer.history import History, default_history_path
@@ -49,7 +50,7 @@ name (``skip``, ``xfail``, ``timeout``…), so that a tag never changes how pyte
 a case."""
 _NOT_RUN = "not run: the run stopped before this case (-x, --maxfail or --sw)"
 _WORKEROUTPUT_KEY = "cer_runs"
-_ENTRY_IMPL_KEYS = ("impl", "impl_cmd", "impl_cmd_per_case")
+_ENTRY_IMPL_KEYS = tuple(kind.config_key for kind in KINDS.values())
 _INCOMPLETE = 3
 """The exit code of a session whose cases cer skipped: ``cer run``'s own for an
 incomplete run."""
@@ -57,22 +58,13 @@ incomplete run."""
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("cer", "cer: Commons Format eval suites (docs/pytest.md)")
-    group.addoption(
-        "--cer-impl",
-        metavar="MODULE:ATTR",
-        help="run the evals.toml files named on the command line (and [tool.cer] "
-        "pytest_suites) against this Python implementation",
-    )
-    group.addoption(
-        "--cer-impl-cmd",
-        metavar="'COMMAND ARGS'",
-        help="the implementation is a long-lived command speaking cer's protocol",
-    )
-    group.addoption(
-        "--cer-impl-cmd-per-case",
-        metavar="'COMMAND ARGS'",
-        help="the implementation is a command run once per case",
-    )
+    for kind in KINDS.values():
+        group.addoption(
+            f"--cer-{kind.option.removeprefix('--')}",
+            metavar=kind.metavar,
+            help="run the evals.toml files named on the command line (and [tool.cer] "
+            f"pytest_suites) against {kind.summary}",
+        )
     group.addoption(
         "--cer-path",
         action="append",
@@ -166,14 +158,10 @@ def configured_suites(project: ProjectConfig) -> tuple[SuiteEntry, ...]:
 
 
 def _command_line_implementation(config: pytest.Config) -> tuple[str, str] | None:
-    for option, key in (
-        ("cer_impl", "impl"),
-        ("cer_impl_cmd", "impl_cmd"),
-        ("cer_impl_cmd_per_case", "impl_cmd_per_case"),
-    ):
-        value = config.getoption(option)
+    for kind in KINDS.values():
+        value = config.getoption(f"cer_{kind.option.removeprefix('--').replace('-', '_')}")
         if value:
-            return key, str(value)
+            return kind.config_key, str(value)
     return None
 
 

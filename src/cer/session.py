@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cer.engine.options import ImplementationKind, RunOptions
+from cer.engine.kinds import kind_named
+from cer.engine.options import RunOptions
 from cer.model import RunResult, Status, Suite
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from cer.history import History
 
 __all__ = [
-    "IMPL_OPTIONS",
     "LastFailures",
     "failed_last_time",
     "implementation_stem",
@@ -32,12 +32,6 @@ __all__ = [
     "repro_command_many",
 ]
 
-IMPL_OPTIONS: dict[ImplementationKind, str] = {
-    "python": "--impl",
-    "command": "--impl-cmd",
-    "command-per-case": "--impl-cmd-per-case",
-}
-"""The ``cer run`` option that names an implementation of each kind."""
 
 _FAILED = (Status.FAIL.value, Status.ERRORED.value)
 
@@ -61,13 +55,13 @@ def implementation_stem(options: RunOptions) -> str:
     """An implementation id without its hash, as the runner forms it for ``options``
     (``MODULE:ATTR``; ``cmd:`` or ``cmd-per-case:`` and the command's words): what
     finds an implementation's own runs in the history whatever its code is today."""
-    if options.kind == "python":
-        return options.impl
-    prefix = "cmd" if options.kind == "command" else "cmd-per-case"
+    kind = kind_named(options.kind)
+    if kind.python:
+        return kind.id_stem(options.impl)
     try:
-        return f"{prefix}:{shlex.join(shlex.split(options.impl))}"
+        return kind.id_stem(shlex.join(shlex.split(options.impl)))
     except ValueError:
-        return f"{prefix}:{options.impl}"
+        return kind.id_stem(options.impl)
 
 
 @dataclass(frozen=True)
@@ -116,7 +110,7 @@ def repro_command_many(
     options = implementations[0]
     words = ["cer", "run", str(suite_path)]
     for each in implementations:
-        words += [IMPL_OPTIONS.get(each.kind, "--impl"), each.impl]
+        words += [kind_named(each.kind).option, each.impl]
     for path in options.paths:
         words += ["--path", path]
     defaults = RunOptions(impl=options.impl)

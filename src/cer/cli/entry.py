@@ -25,10 +25,13 @@ def wants_early_worker(argv: Sequence[str]) -> bool:
     """Whether the command line looks like a ``cer run`` of a Python implementation
     (a command implementation has no use for a worker; a wrong guess only costs an
     interpreter that is killed at exit)."""
+    from cer.engine.kinds import KINDS  # a table of names: it imports nothing
+
+    others = tuple(kind.option for kind in KINDS.values() if not kind.python)
     return (
         bool(argv)
         and argv[0] == "run"
-        and not any(word in ("-h", "--help") or word.startswith("--impl-cmd") for word in argv)
+        and not any(word in ("-h", "--help") or word.startswith(others) for word in argv)
     )
 
 

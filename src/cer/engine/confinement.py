@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer import readset, sandbox, shims
+from cer.engine.kinds import kind_named
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
 
@@ -119,7 +120,7 @@ def _command_folders(options: RunOptions) -> list[str]:
     """The folders of the files a command implementation names (its program, its
     scripts), so that a harness outside the working directory can run, and what its
     program's chain of shims and version managers needs to start (:mod:`cer.shims`)."""
-    if options.kind == "python":
+    if kind_named(options.kind).python:
         return []
     try:
         words = shlex.split(options.impl)
@@ -165,7 +166,7 @@ def build(
     readset.remember_outputs(options.protected)
     refused = readset.refusals(
         import_roots,
-        python=options.kind == "python",
+        python=kind_named(options.kind).python,
         kept=kept,
         named=[path for path in named if os.path.realpath(path) not in roots],
         extra=options.sandbox_read,

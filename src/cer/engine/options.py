@@ -10,15 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cer.engine.kinds import ImplementationKind, kind_named
 from cer.model import Suite
 from cer.selection import Selection
 
 Isolation = Literal["fork", "none"]
 """How a Python implementation's cases are kept apart: each in a fresh fork of the
 worker, or all inline in the worker (docs/execution-model.md)."""
-ImplementationKind = Literal["python", "command", "command-per-case"]
-"""What the implementation is: a Python object, a long-lived command harness, or one
-command per case."""
 SandboxMode = Literal["auto", "require", "off"]
 """Whether the implementation runs under Landlock: where the kernel has it, always (or
 refuse to run), or never (see :mod:`cer.engine.confinement`)."""
@@ -27,7 +25,6 @@ NetworkMode = Literal["allow", "deny"]
 ISOLATION_MODES: tuple[Isolation, ...] = ("fork", "none")
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "require", "off")
 NETWORK_MODES: tuple[NetworkMode, ...] = ("allow", "deny")
-IMPLEMENTATION_KINDS: tuple[ImplementationKind, ...] = ("python", "command", "command-per-case")
 
 
 OTHER_SHARD = "in another shard"
@@ -46,7 +43,8 @@ class RunOptions:
     kind: ImplementationKind = "python"
     """``python`` (import MODULE:ATTR), ``command`` (a long-lived process speaking the
     line-delimited JSON protocol, docs/protocol.md) or ``command-per-case`` (one process
-    per case: input as JSON on stdin, observation as JSON on stdout)."""
+    per case: input as JSON on stdin, observation as JSON on stdout): one of
+    :data:`cer.engine.kinds.KINDS`."""
     paths: tuple[str, ...] = ()
     timeout: float = 10.0
     isolation: Isolation = "fork"
@@ -173,8 +171,7 @@ def search_paths(suite: Suite, options: RunOptions) -> list[str]:
 
 
 def check_options(options: RunOptions) -> None:
-    if options.kind not in IMPLEMENTATION_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(IMPLEMENTATION_KINDS)}")
+    kind_named(options.kind)  # ValueError for a kind cer does not have
     if options.isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
     if not 0 < options.timeout <= 86_400:

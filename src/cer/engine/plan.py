@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cer.categories import CategoryRegistry
+from cer.engine.kinds import kind_named
 from cer.engine.options import (
     OTHER_SHARD,
     RunOptions,
@@ -53,6 +54,7 @@ def plan(
     shard = options.shard
     everything = selection.is_everything
     fixtures_dir = suite.fixtures_dir
+    python = kind_named(options.kind).python  # memory is measured, alone, in cer's workers
     for case in suite.cases:
         if shard is not None and not in_shard(case.position, shard):
             decided.append(skipped(case, OTHER_SHARD))
@@ -76,7 +78,7 @@ def plan(
         if vacuous:
             decided.append(errored(case, vacuous))
             continue
-        if memory and options.kind != "python":
+        if memory and not python:
             decided.append(
                 errored(
                     case,
@@ -100,7 +102,7 @@ def plan(
                     errored(case, f"missing fixture: {names} (looked in {fixtures_dir})")
                 )
                 continue
-        alone = options.kind == "python" and (memory or expect.get("crashed") is True)
+        alone = python and (memory or expect.get("crashed") is True)
         timed = not options.parallel_bounds and (
             "elapsed_ms_max" in expect or "elapsed_ms_min" in expect
         )

@@ -7,8 +7,9 @@ from outside, turns each reported observation into a verdict, and returns exactl
 result per declared case, in declared order. See docs/execution-model.md.
 
 The run is planned in :mod:`cer.engine.plan`; the cases are then run by the backend
-of the implementation's kind, an :class:`~cer.engine.execution.Execution`: the worker
-pool (:mod:`cer.engine.pool`) for Python, :mod:`cer.engine.command` for commands.
+of the implementation's kind (:mod:`cer.engine.kinds`), an
+:class:`~cer.engine.execution.Execution`: the worker pool (:mod:`cer.engine.pool`) for
+Python, :mod:`cer.engine.command` for commands.
 With several workers (``jobs``) one thread still does all of this: it waits on every
 worker's channel at once, so results, verdicts and events are made in one place, one
 at a time, exactly as with a single worker.
@@ -29,6 +30,7 @@ from cer.categories import ENTRY_POINT_PREFIX, build_registry
 from cer.engine import confinement, spawned
 from cer.engine.allocator import free_large_buffers_promptly
 from cer.engine.execution import Execution
+from cer.engine.kinds import kind_named
 from cer.engine.options import (
     RunOptions,
     check_options,
@@ -36,7 +38,6 @@ from cer.engine.options import (
     search_paths,
 )
 from cer.engine.plan import plan, shard_note
-from cer.engine.pool import WorkerPool
 from cer.engine.workerproc import WarmWorkers
 from cer.events import (
     RunEvent,
@@ -101,12 +102,10 @@ def _run_suite(
     registry = build_registry(options.category_models)
     run_id = os.urandom(16).hex()  # like uuid4().hex, without importing uuid
     started = _now_ms()
-    if options.kind == "python":
-        execution: Execution = WorkerPool(suite, options, emit, cancel, warm)
-    else:
-        from cer.engine.command.backend import CommandExecution  # commands only
-
-        execution = CommandExecution(suite, options, emit, cancel, warm)
+    kind = kind_named(options.kind)
+    execution = kind.load_backend()(suite, options, emit, cancel, warm)
+    if not isinstance(execution, Execution):  # a kind's backend is an Execution
+        raise TypeError(f"the backend of the kind {kind.name} is not an Execution")
     execution.sandbox = decision
     if scratch is not None:
         execution.policy, execution.refused = confinement.build(
@@ -130,7 +129,7 @@ def _run_suite(
             {
                 (item.case.category, registry.provider_for(item.case.category))
                 for item in runnable
-                if options.kind == "python" and item.model.startswith(ENTRY_POINT_PREFIX)
+                if kind.python and item.model.startswith(ENTRY_POINT_PREFIX)
             }
         )
     )
@@ -198,7 +197,7 @@ def _source_access(
     them with the implementation's rights (under the run's rules, if any)."""
     if execution.identity is not None:
         files: tuple[str, ...] = tuple(execution.identity.files)
-    elif options.kind == "python":
+    elif kind_named(options.kind).python:
         files = _module_files(options.impl, search_paths(suite, options))
     else:
         files = ()
@@ -232,12 +231,13 @@ def run_conditions(
 
     import cer
 
+    python = kind_named(options.kind).python
     return RunConditions(
-        isolation=options.isolation if options.kind == "python" else "process",
+        isolation=options.isolation if python else "process",
         sandbox=decision.description,
         network=options.network,
         timeout=options.timeout,
-        jobs=resolve_jobs(options.jobs) if options.kind == "python" else 1,
+        jobs=resolve_jobs(options.jobs) if python else 1,
         category_remaps=tuple(sorted(options.category_models.items())),
         cer_version=cer.__version__,
         python_version=platform.python_version(),

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from cer.engine.kinds import kind_named
 from cer.engine.options import RunCancelled, RunOptions, resolve_jobs
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
@@ -41,7 +42,7 @@ def share_jobs(budget: int, implementations: Sequence[RunOptions]) -> tuple[int,
     count = len(implementations)
     if budget < count:
         return budget, [1] * count
-    python = [i for i, options in enumerate(implementations) if options.kind == "python"]
+    python = [i for i, options in enumerate(implementations) if kind_named(options.kind).python]
     jobs = [1] * count
     spare = budget - count
     for turn in range(spare):

@@ -19,9 +19,13 @@ if TYPE_CHECKING:
 
 
 class CommandExecution(Execution):
-    """The backend of a command implementation: a long-lived harness (``command``) or
-    one process per case (``command-per-case``). Each driver ends its own processes
-    before :meth:`run` returns, so there is nothing left to stop or kill after it."""
+    """The backend of a command implementation: a long-lived harness (``command``), or
+    one process per case in :class:`PerCaseExecution` (``command-per-case``). Each
+    driver ends its own processes before :meth:`run` returns, so there is nothing left
+    to stop or kill after it."""
+
+    driver: type[Harness | PerCase] = Harness
+    """What runs the cases, given the execution and the command's words."""
 
     def run(self, planned: list[Planned]) -> None:
         if planned:
@@ -34,7 +38,13 @@ class CommandExecution(Execution):
         pass
 
 
-def execute(execution: Execution, planned: list[Planned]) -> None:
+class PerCaseExecution(CommandExecution):
+    """The backend of a command run once per case (``command-per-case``)."""
+
+    driver = PerCase
+
+
+def execute(execution: CommandExecution, planned: list[Planned]) -> None:
     """Run ``planned`` cases against the command in ``execution.options``.
 
     Cases whose category runs through a Python entry-point model are skipped: such a
@@ -67,7 +77,4 @@ def execute(execution: Execution, planned: list[Planned]) -> None:
         return
     if options.max_memory is not None:
         execution.notes.append("--max-memory does not apply to command implementations")
-    if options.kind == "command":
-        Harness(execution, words).run(runnable)
-    else:
-        PerCase(execution, words).run(runnable)
+    execution.driver(execution, words).run(runnable)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cer.engine.identity import MAX_FILES, UNVERIFIED, Budget, Scope, file_digest
+from cer.engine.kinds import kind_named
 
 
 def _hash_file(digest: Any, path: Path, budget: Budget) -> None:
@@ -34,7 +35,8 @@ def command_identity(
 ) -> tuple[str, tuple[str, ...]]:
     """A stable implementation id and the files it depends on.
 
-    The id is ``cmd:COMMAND@HASH`` (``cmd-per-case:`` for one process per case); the
+    The id is ``cmd:COMMAND@HASH`` (``cmd-per-case:`` for one process per case: the
+    prefix is the kind's, :mod:`cer.engine.kinds`); the
     hash covers the command's words, the content of every word that names an existing
     file (relative to the working directory; the program only when it is not in a PATH
     directory; files over 256 MiB by size and time), the files a harness listed in its
@@ -79,7 +81,7 @@ def command_identity(
         _hash_file(digest, Path(name), budget)
     for text in extra:
         digest.update(f"{len(text)}:{text}".encode("utf-8", "surrogatepass"))
-    prefix = "cmd" if kind == "command" else "cmd-per-case"
+    stem = kind_named(kind).id_stem(shlex.join(words))
     if budget.over is not None or len(listed) > MAX_FILES:
-        return f"{prefix}:{shlex.join(words)}@{UNVERIFIED}{secrets.token_hex(5)}", tuple(files)
-    return f"{prefix}:{shlex.join(words)}@{digest.hexdigest()[:10]}", tuple(files)
+        return f"{stem}@{UNVERIFIED}{secrets.token_hex(5)}", tuple(files)
+    return f"{stem}@{digest.hexdigest()[:10]}", tuple(files)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from cer.engine.command.protocol import stderr_hint
+from cer.engine.kinds import kind_named
 from cer.readset import Refusal
 from cer.sandbox import Policy
 
@@ -70,7 +71,7 @@ def headline(
     with --sandbox off)``, or ``the command implementation CMD could not be started:
     REASON``; ``reason`` without the tail of stderr (:func:`note` adds it)."""
     path = denied_path(stderr, policy, refused)
-    who = "the harness" if kind == "command" else "the per-case command"
+    who = kind_named(kind).noun
     if path:
         shown = _home(path)
         return (

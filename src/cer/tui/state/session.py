@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from cer.coverage import CoverageFigures
+from cer.engine.kinds import kind_named
 from cer.engine.options import RunOptions
 from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, SourceAccess, Status, Suite
@@ -237,7 +238,9 @@ class Session:
         None with one, which keeps the watch plan's own rule."""
         if not self.several:
             return None
-        return any(lane.sources is None and lane.options.kind == "python" for lane in self.lanes)
+        return any(
+            lane.sources is None and kind_named(lane.options.kind).python for lane in self.lanes
+        )
 
     def lane_rows(self, name: str) -> tuple[LaneRow, ...]:
         """Every lane's row of the case called ``name``; none when it is not listed."""
@@ -348,7 +351,7 @@ class Session:
             return None
         if not self.several:
             ((lane, failure),) = failures
-            if lane.options.kind != "python":
+            if not kind_named(lane.options.kind).python:
                 # The cause names the kind (harness, per-case command) and how it failed;
                 # the body is the evidence (stderr), not the cause again.
                 reason = failure.reason
@@ -362,7 +365,7 @@ class Session:
             return title, _without_cause(trim(failure.detail), failure.reason)
         if len(failures) == 1:
             ((lane, failure),) = failures
-            verb = "does not load" if lane.options.kind == "python" else "does not start"
+            verb = "does not load" if kind_named(lane.options.kind).python else "does not start"
             title = (
                 f"The implementation {lane.label} ({lane.options.impl}) {verb}: {failure.reason}"
             )
