@@ -293,10 +293,10 @@ async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
         while app.board.running and len(presses) < 20:
             # Handled = the cursor moved; pilot.press itself waits for the whole app to
             # go idle, which a streaming run never does.
-            before = app.case_list.cursor
+            before = app.run_screen.case_list.cursor
             started = time.perf_counter()
             pressing = asyncio.ensure_future(pilot.press("j"))
-            while app.case_list.cursor == before and time.perf_counter() - started < 10:
+            while app.run_screen.case_list.cursor == before and time.perf_counter() - started < 10:
                 await asyncio.sleep(0.001)
             presses.append((time.perf_counter() - started) * 1000)
             await pressing
@@ -316,7 +316,7 @@ async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
 
 async def _quiet(app: Any) -> None:
     """Let the panes catch up before the app closes (their workers post to the screen)."""
-    await _until(lambda: not app.board.running and app.details_settled, 30)
+    await _until(lambda: not app.board.running and app.run_screen.details_settled, 30)
     await asyncio.sleep(0.2)
 
 

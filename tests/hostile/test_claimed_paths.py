@@ -191,12 +191,12 @@ async def test_e_opens_only_a_file_the_implementation_loaded(
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await settle(app)
         for name in ("named", "linked", "option"):
-            assert app.case_list.select_name(name)
+            assert app.run_screen.case_list.select_name(name)
             await settle(app)
             await pilot.press("E")
             await pilot.pause()
             assert launched == [], (name, launched)
-        assert app.case_list.select_name("honest")
+        assert app.run_screen.case_list.select_name("honest")
         await settle(app)
         await pilot.press("E")
         await pilot.pause()

@@ -76,7 +76,7 @@ async def test_the_list_and_every_pane_show_hostile_text_as_data(tmp_path: Path)
         for kind in ("value", "raise"):
             for name in SHOWN:
                 case = f"{kind}-{name}"
-                assert app.case_list.select_name(case)
+                assert app.run_screen.case_list.select_name(case)
                 await settle(app)
                 seen = screen_text(app)
                 assert_inert(seen, f"{case} {panes.active}")

@@ -356,7 +356,7 @@ async def settle(app: CerApp, runs: int = 1) -> None:
     """Wait for ``runs`` runs to finish and for the detail panes to be drawn."""
     await wait_until(lambda: app.runs_finished >= runs and not app.board.running)
     for _ in range(2):
-        await wait_until(lambda: not _busy(app) and app.details_settled)
+        await wait_until(lambda: not _busy(app) and app.run_screen.details_settled)
         await asyncio.sleep(0.02)
 
 

@@ -82,7 +82,7 @@ async def test_first_run_fills_the_list() -> None:
         assert "✘   renders-tabs" in text
         assert "calc ^1.0 · calc:evaluate · not watching · first run" in text
         # The first case is selected and its details are shown.
-        assert app.case_list.cursor_name == "adds-integers"
+        assert app.run_screen.case_list.cursor_name == "adds-integers"
         assert "adds-integers" in str(app.query_one("#reason-pane", TextPane).content)
 
 
@@ -90,7 +90,7 @@ async def test_details_show_reason_diff_output_and_case() -> None:
     app = triage_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert app.case_list.select_name("renders-tabs")
+        assert app.run_screen.case_list.select_name("renders-tabs")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "html: line 1 differs at column 12" in reason
@@ -106,14 +106,14 @@ async def test_details_show_reason_diff_output_and_case() -> None:
         assert app.query_one("#details", TabbedContent).active == "coverage"
         await pilot.press("tab")
         assert app.query_one("#details", TabbedContent).active == "reason"
-        assert app.case_list.select_name("survives-deep-nesting")
+        assert app.run_screen.case_list.select_name("survives-deep-nesting")
         await settle(app)
         output = app.query_one("#output-pane", OutputPane).plain
         assert "── stderr ──" in output and "RecursionError" in output
         await pilot.press("enter")
         assert app.focused is app.query_one("#reason-pane")
         await pilot.press("escape")
-        assert app.focused is app.case_list
+        assert app.focused is app.run_screen.case_list
 
 
 async def test_failures_only_filter_and_group_by() -> None:
@@ -136,7 +136,7 @@ async def test_failures_only_filter_and_group_by() -> None:
         await pilot.press(*"host")
         assert visible_names(app) == ["rejects-empty", "survives-deep-nesting"]
         await pilot.press("enter")
-        assert app.focused is app.case_list
+        assert app.focused is app.run_screen.case_list
         assert visible_names(app) == ["rejects-empty", "survives-deep-nesting"]
         await pilot.press("escape")
         assert len(visible_names(app)) == 12
@@ -234,10 +234,10 @@ async def test_selection_persists_across_reruns_and_suite_changes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.press("j", "j", "j", "j")
-        assert app.case_list.cursor_name == "keeps-final-newline"
+        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
         await pilot.press("r")
         await settle(app, runs=2)
-        assert app.case_list.cursor_name == "keeps-final-newline"
+        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
         # Two new cases before it: the cursor follows the name, not the position.
         new_cases = (make_case("new-one", 1), make_case("new-two", 2))
         moved = tuple(replace(c, position=c.position + 2) for c in suite.cases)
@@ -246,11 +246,11 @@ async def test_selection_persists_across_reruns_and_suite_changes() -> None:
         await pilot.press("r")
         await settle(app, runs=3)
         assert app.board.rows[0].name == "new-one"
-        assert app.case_list.cursor_name == "keeps-final-newline"
-        assert app.case_list.cursor == 6
+        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
+        assert app.run_screen.case_list.cursor == 6
         # Filtering keeps it when it stays visible.
         await pilot.press("f")
-        assert app.case_list.cursor_name == "keeps-final-newline"
+        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
 
 
 async def test_stale_rows_are_kept_while_a_rerun_is_in_flight() -> None:
@@ -262,7 +262,7 @@ async def test_stale_rows_are_kept_while_a_rerun_is_in_flight() -> None:
         # Second run blocks after three cases until it is cancelled.
         runner.block_after = 3
         runner.calls.clear()
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await wait_until(lambda: app.board.done >= 3)
         rows = app.board.rows
         assert all(row.result is not None for row in rows)
@@ -273,7 +273,7 @@ async def test_stale_rows_are_kept_while_a_rerun_is_in_flight() -> None:
         assert len(stale) == 9
         assert all(row.status is before[row.name] for row in stale)
         assert "3/12" in screen_text(app)
-        app.action_rerun_all()  # cancels the blocked run
+        app.run_screen.action_rerun_all()  # cancels the blocked run
         await settle(app, runs=2)
         assert runner.cancelled == 1
         assert not any(row.stale for row in rows)
@@ -298,7 +298,7 @@ async def test_import_failure_shows_banner_and_errored_cases() -> None:
         assert "Traceback (most recent call last):" in banner.body
         assert set(statuses(app).values()) == {Status.ERRORED}
         runner.import_failure = None
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await settle(app, runs=2)
         assert banner.kind is None
 
@@ -322,7 +322,7 @@ async def test_keys_help_copy_edit_theme_and_pause(monkeypatch: pytest.MonkeyPat
         assert not isinstance(app.screen, HelpScreen)
 
         await pilot.press("G")
-        assert app.case_list.cursor_name == "parses-unicode-minus"
+        assert app.run_screen.case_list.cursor_name == "parses-unicode-minus"
         await pilot.press("home", "j", "y")
         assert app.clipboard == "cer run evals.toml --impl calc:evaluate --case adds-floats"
 
@@ -333,10 +333,10 @@ async def test_keys_help_copy_edit_theme_and_pause(monkeypatch: pytest.MonkeyPat
         assert any("editor" in str(n.message) for n in app._notifications)
 
         before = app.theme_file.name
-        style_before = app.case_list.get_component_rich_style("case-list--pass")
+        style_before = app.run_screen.case_list.get_component_rich_style("case-list--pass")
         await pilot.press("t")
         assert app.theme_file.name != before
-        assert app.case_list.get_component_rich_style("case-list--pass") != style_before
+        assert app.run_screen.case_list.get_component_rich_style("case-list--pass") != style_before
         names = list(app.themes)
         for _ in range(len(names) - 1):
             await pilot.press("t")
@@ -391,14 +391,14 @@ async def test_65000_cases_stay_fast(monkeypatch: pytest.MonkeyPatch) -> None:
         await settle(app)
         assert app.board.counts.failed == 65_000 // 97
         assert "case-00001" in screen_text(app)
-        height = app.case_list.size.height
+        height = app.run_screen.case_list.size.height
         # Only the rows on screen are ever drawn, however long the list.
         drawn.clear()
         await pilot.press("end")
         await pilot.press("pageup", "k", "k")
         await pilot.pause()
         # A page is the list's height less its column headers and one row of overlap.
-        assert app.case_list.cursor_name == f"case-{65_000 - (height - 2) - 2:05d}"
+        assert app.run_screen.case_list.cursor_name == f"case-{65_000 - (height - 2) - 2:05d}"
         assert "case-64" in screen_text(app)
         assert 0 < len(drawn) <= 6 * height
         assert max(drawn) < height
@@ -433,7 +433,7 @@ async def test_broken_suite_shows_banner_and_recovers(tmp_path: Path) -> None:
         await wait_until(lambda: "does not load" in screen_text(app))
         # The last results stay, dimmed.
         assert [row.status for row in app.board.rows] == [Status.PASS, Status.PASS]
-        assert app.case_list.has_class("-dimmed")
+        assert app.run_screen.case_list.has_class("-dimmed")
         assert all(row.stale for row in app.board.rows)
 
         suite_path.write_text(
@@ -445,7 +445,7 @@ async def test_broken_suite_shows_banner_and_recovers(tmp_path: Path) -> None:
         await wait_until(lambda: banner.kind is None and app.runs_finished >= 2)
         await settle(app, runs=2)
         assert [row.name for row in app.board.rows] == ["one", "two", "three"]
-        assert not app.case_list.has_class("-dimmed")
+        assert not app.run_screen.case_list.has_class("-dimmed")
         assert not any(row.stale for row in app.board.rows)
 
 
@@ -558,13 +558,15 @@ async def test_a_crashing_runner_shows_a_banner_until_a_run_finishes() -> None:
         Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(triage_suite()), watch=False
     )
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.banner.kind == "run-error")
-        assert "the runner broke" in screen_text(app) or "RuntimeError" in app.banner.body
+        await wait_until(lambda: app.run_screen.banner.kind == "run-error")
+        assert (
+            "the runner broke" in screen_text(app) or "RuntimeError" in app.run_screen.banner.body
+        )
         assert not app.board.running
         crash["on"] = False
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await settle(app)
-        assert app.banner.kind is None
+        assert app.run_screen.banner.kind is None
 
 
 async def test_the_end_of_a_run_takes_the_results_that_did_not_stream() -> None:

@@ -104,11 +104,11 @@ async def test_finished_runs_are_recorded_and_flaky_cases_marked(tmp_path: Path)
         text = screen_text(app)
         assert "✘−≈ adds-floats" in text
         assert "✔   adds-integers" in text  # not flaky: no mark
-        assert app.case_list.select_name("adds-floats")
+        assert app.run_screen.case_list.select_name("adds-floats")
         await settle(app, runs=2)
         reason = pane(app, "reason")
         assert "≈ flaky" in reason and "cer history --case adds-floats" in reason
-        assert app.case_list.select_name("renders-tabs")
+        assert app.run_screen.case_list.select_name("renders-tabs")
         await settle(app, runs=2)
         assert "flaky" not in pane(app, "reason")
         # The summaries written agree with what the list showed.
@@ -124,7 +124,7 @@ async def test_cancelled_runs_are_not_recorded(tmp_path: Path) -> None:
     app = app_with(triage_suite(tmp_path / "evals.toml"), runner, history)
     async with app.run_test(size=SIZE):
         await wait_until(lambda: app.board.done >= 3)
-        app.action_rerun_all()  # cancels the blocked first run
+        app.run_screen.action_rerun_all()  # cancels the blocked first run
         await settle(app)
         await wait_until(lambda: app.runs_recorded == 1)
         assert runner.cancelled == 1
@@ -292,7 +292,7 @@ async def test_coverage_pane_without_a_module_document(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE):
         await wait_until(lambda: app.board.done == 1)
         await wait_until(lambda: "computed when a run finishes" in pane(app, "coverage"))
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await settle(app)
         await wait_until(lambda: not app.coverage_view.pending)
         await settle(app)

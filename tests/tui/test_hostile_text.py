@@ -56,7 +56,7 @@ async def test_hostile_text_is_shown_as_escapes(tmp_path: Path) -> None:
         statuses = {row.name: row.status for row in app.board.rows}
         assert statuses == {"raises": Status.ERRORED, "returns": Status.FAIL}
         for name in ("raises", "returns"):
-            assert app.case_list.select_name(name)
+            assert app.run_screen.case_list.select_name(name)
             await settle(app)
             shown = str(app.query_one("#reason-pane", TextPane).content)
             for char in ACTIVE:

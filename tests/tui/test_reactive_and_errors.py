@@ -54,16 +54,23 @@ async def test_the_bars_follow_the_apps_reactive_state() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         header, summary = app.query_one(HeaderBar), app.query_one(SummaryBar)
-        assert header.state == app.header_state and summary.state == app.summary_state
+        assert (
+            header.state == app.run_screen.header_state
+            and summary.state == app.run_screen.summary_state
+        )
         assert "calc:evaluate" in header.render().plain
-        app.header_state = HeaderState("calc 9", "other:impl", "not watching", "rerun: x")
-        app.summary_state = SummaryState(counts=Counts(passed=41, failed=1), elapsed_ms=5)
+        app.run_screen.header_state = HeaderState(
+            "calc 9", "other:impl", "not watching", "rerun: x"
+        )
+        app.run_screen.summary_state = SummaryState(
+            counts=Counts(passed=41, failed=1), elapsed_ms=5
+        )
         await pilot.pause()
         assert header.state.implementation == "other:impl"
         assert header.render().plain == " cer · calc 9 · other:impl · not watching · rerun: x"
         assert "✔ 41 passed  ✘ 1 failed" in summary.render().plain
         # A new run sets them again from the session.
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await settle(app, runs=2)
         assert "calc:evaluate" in header.render().plain
         assert "rerun: requested" in header.render().plain
@@ -120,8 +127,8 @@ async def test_a_cycle_that_crashed_ends_with_a_banner_and_no_run_toast() -> Non
     app = create_app(Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(suite), watch=False)
     async with app.run_test(size=SIZE):
         await settle(app)
-        app.action_rerun_all()
-        await wait_until(lambda: app.banner.kind == "run-error")
+        app.run_screen.action_rerun_all()
+        await wait_until(lambda: app.run_screen.banner.kind == "run-error")
         await settle(app)
         assert app.runs_finished == 1
         titles = [n.title for n in app._notifications]

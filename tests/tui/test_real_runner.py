@@ -77,7 +77,7 @@ async def test_saving_a_fix_turns_rows_green(calc: Path) -> None:
         # The implementation's own files are watched once the runner reports them.
         sloppy = (calc / "calc_sloppy.py").resolve()
         await wait_until(lambda: app.plan is not None and sloppy in app.plan.sources)
-        assert app.case_list.select_name("exact-division-is-still-float")
+        assert app.run_screen.case_list.select_name("exact-division-is-still-float")
         await settle(app)
         assert "value" in str(app.query_one("#reason-pane", TextPane).content)
 
@@ -89,7 +89,7 @@ async def test_saving_a_fix_turns_rows_green(calc: Path) -> None:
         row = app.board.row("exact-division-is-still-float")
         assert row is not None and row.status is Status.PASS
         assert app.board.counts.fixed >= 1
-        assert app.case_list.cursor_name == "exact-division-is-still-float"
+        assert app.run_screen.case_list.cursor_name == "exact-division-is-still-float"
         assert "calc_sloppy.py changed" in app.trigger
         await pilot.press("y")
         assert app.clipboard.endswith("--case exact-division-is-still-float")
@@ -101,8 +101,8 @@ async def test_import_failure_of_real_implementation(calc: Path) -> None:
     app = create_app(calc / "evals.toml", division_options("calc_broken:evaluate"), watch=False)
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert app.banner.kind == "import-error"
-        assert "no_such_module_here" in app.banner.body
+        assert app.run_screen.banner.kind == "import-error"
+        assert "no_such_module_here" in app.run_screen.banner.body
         selected = [row for row in app.board.rows if "division" in row.name]
         assert selected and all(row.status is Status.ERRORED for row in selected)
 
@@ -183,7 +183,7 @@ async def test_two_real_implementations_side_by_side(calc: Path) -> None:
         assert isinstance(app.screen, MatrixScreen)
         assert app.screen.query_one(MatrixTable).cursor_name == SLOPPY_DISAGREEMENTS[0]
         await pilot.press("enter")
-        assert app.case_list.cursor_name == SLOPPY_DISAGREEMENTS[0]
+        assert app.run_screen.case_list.cursor_name == SLOPPY_DISAGREEMENTS[0]
         await settle(app)
         diff = app.query_one("#diff-pane", DiffPane).plain.splitlines()
         assert diff[:4] == [

@@ -124,7 +124,7 @@ async def test_every_implementation_runs_and_the_list_has_a_cell_each() -> None:
         assert " ✔   ✔       adds-floats " in text
         assert app.board.agreements["survives-deep-nesting"] is Agreement.ALL_ERRORED
         # The first case is selected under the header line.
-        assert app.case_list.cursor_name == "adds-integers"
+        assert app.run_screen.case_list.cursor_name == "adds-integers"
 
 
 async def test_failures_only_rerun_failed_and_groups_look_at_every_implementation() -> None:
@@ -187,7 +187,7 @@ async def test_matrix_view_lists_disagreements_first_and_enter_shows_the_case() 
         assert table.cursor_name == "adds-integers"
         await pilot.press("j", "enter")
         assert not isinstance(app.screen, MatrixScreen)
-        assert app.case_list.cursor_name == "renders-tabs"
+        assert app.run_screen.case_list.cursor_name == "renders-tabs"
         await settle(app)
         reason = plain(app.query_one("#reason-pane", TextPane).content)
         assert "≠ the implementations disagree on html" in reason
@@ -208,10 +208,10 @@ async def test_matrix_view_selects_a_case_hidden_by_the_filters() -> None:
         await pilot.press("slash")
         app.query_one("#filter", Input).value = "floats"
         await pilot.press("enter")
-        assert app.case_list.cursor_name == "adds-floats"
+        assert app.run_screen.case_list.cursor_name == "adds-floats"
         await pilot.press("m")
         await pilot.press("home", "enter")
-        assert app.case_list.cursor_name == "adds-integers"
+        assert app.run_screen.case_list.cursor_name == "adds-integers"
         assert app.board.filters.text == ""
 
 
@@ -220,7 +220,7 @@ async def test_side_by_side_panes_for_a_disagreement_where_both_pass() -> None:
     app = app_for(several())
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert app.case_list.cursor_name == "adds-integers"
+        assert app.run_screen.case_list.cursor_name == "adds-integers"
         reason = plain(app.query_one("#reason-pane", TextPane).content)
         assert "≠ the implementations disagree on output" in reason
         table = next(line for line in reason.splitlines() if line.startswith("≠ output"))
@@ -234,7 +234,7 @@ async def test_side_by_side_panes_for_a_disagreement_where_both_pass() -> None:
         ]
         # Output is per implementation.
         await pilot.press("j", "j", "j", "j", "j")
-        assert app.case_list.cursor_name == "reports-version"
+        assert app.run_screen.case_list.cursor_name == "reports-version"
         await settle(app)
         output = app.query_one("#output-pane", OutputPane).plain
         assert output.splitlines()[0] == "══ ref ══"
@@ -284,7 +284,7 @@ async def test_a_change_mid_cycle_cancels_it_and_starts_over() -> None:
         assert not app.boards[0].running and app.boards[1].running
         assert "other 2/2" in screen_text(app)
         assert app.runs_finished == 0
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await settle(app)
         assert other.cancelled == 1
         assert run.order == [REF.impl, OTHER.impl, REF.impl, OTHER.impl]
@@ -300,7 +300,7 @@ async def test_one_implementation_that_does_not_load_leaves_the_other() -> None:
     app = app_for(several(other=broken))
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert app.banner.kind == "import-error"
+        assert app.run_screen.banner.kind == "import-error"
         assert "other (other:evaluate) does not load" in screen_text(app)
         assert set(statuses(app, 1).values()) == {Status.ERRORED}
         assert app.boards[0].counts.as_tuple() == (7, 3, 1, 1)
@@ -308,9 +308,9 @@ async def test_one_implementation_that_does_not_load_leaves_the_other() -> None:
         assert app.matrix is not None and app.matrix.unobserved == ("other",)
         assert not app.matrix.disagreements
         broken.import_failure = None
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await settle(app, runs=2)
-        assert app.banner.kind is None
+        assert app.run_screen.banner.kind is None
 
 
 async def test_a_crash_on_one_implementation_still_runs_the_next() -> None:
@@ -326,7 +326,7 @@ async def test_a_crash_on_one_implementation_still_runs_the_next() -> None:
     async with app.run_test(size=SIZE):
         await settle(app)
         assert calls["n"] == 1 and len(other.calls) == 1
-        assert app.banner.kind == "run-error"
+        assert app.run_screen.banner.kind == "run-error"
         assert "The runner failed on ref: the runner broke" in screen_text(app)
         assert app.boards[1].counts.as_tuple() == (7, 2, 2, 1)
 
@@ -397,7 +397,7 @@ async def test_rerun_failed_at_start_takes_each_implementations_recorded_failure
     later = make(run)
     async with later.run_test(size=SIZE):
         await wait_until(lambda: later.boards[0].done >= 1)
-        later.action_rerun_failed()
+        later.run_screen.action_rerun_failed()
         await wait_until(lambda: len(run.order) == 3)
         await settle(later)
         assert run.order == [REF.impl, REF.impl, OTHER.impl]
@@ -431,7 +431,7 @@ async def test_rerun_failed_at_start_needs_a_recorded_run_of_each(tmp_path: Path
     app = app_for(run, suite=suite, history=history)
     async with app.run_test(size=SIZE):
         await wait_until(lambda: app.boards[0].done >= 1)
-        app.action_rerun_failed()
+        app.run_screen.action_rerun_failed()
         await wait_until(
             lambda: any("no run of other" in str(n.message) for n in app._notifications)
         )
@@ -543,12 +543,12 @@ async def test_65000_cases_by_two_implementations_draw_only_the_screen(
         await settle(app)
         await wait_until(lambda: app.matrix is not None, timeout=30)
         assert app.matrix is not None and len(app.matrix.disagreements) == 65_000 // 97
-        height = app.case_list.size.height
+        height = app.run_screen.case_list.size.height
         drawn.clear()
         await pilot.press("end")
         await pilot.press("pageup", "k")
         await pilot.pause()
-        assert app.case_list.cursor_name == f"case-{65_000 - (height - 2) - 1:05d}"
+        assert app.run_screen.case_list.cursor_name == f"case-{65_000 - (height - 2) - 1:05d}"
         assert "≠ case-64" in screen_text(app) or "case-64" in screen_text(app)
         assert 0 < len(drawn) <= 6 * height
         assert max(drawn) < height

@@ -55,7 +55,7 @@ def select(name: str, pane: str | None = None) -> Callable[[Pilot[None]], Awaita
         app = pilot.app
         assert isinstance(app, CerApp)
         await settle(app)
-        assert app.case_list.select_name(name)
+        assert app.run_screen.case_list.select_name(name)
         await settle(app)
         if pane is not None:
             from textual.widgets import TabbedContent
@@ -99,9 +99,9 @@ def test_suite_error_banner(snap_compare: SnapCompare) -> None:
         assert isinstance(app, CerApp)
         await settle(app)
         app._suite_cache = None
-        app.action_rerun_all()
+        app.run_screen.action_rerun_all()
         await pilot.pause()
-        await wait_until(lambda: app.banner.kind == "suite-error")
+        await wait_until(lambda: app.run_screen.banner.kind == "suite-error")
         await pilot.pause()
 
     assert snap_compare(app_for(load=load), terminal_size=SIZE, run_before=run_before)

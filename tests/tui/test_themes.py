@@ -61,9 +61,9 @@ async def test_themes_are_switched_through_textual() -> None:
         await settle(app)
         assert app.theme == "light"
         assert app.current_theme.dark is False
-        light = app.detail_styles().statuses[Status.PASS]
+        light = app.run_screen.detail_styles().statuses[Status.PASS]
         app.use_theme("high-contrast")
         assert app.theme == "high-contrast" and app.theme_file.name == "high-contrast"
         assert app.current_theme.variables["cer-pass"] == "#56b4e9"
         # The new colours reach the panes once Textual has restyled the screen.
-        await wait_until(lambda: app.detail_styles().statuses[Status.PASS] != light)
+        await wait_until(lambda: app.run_screen.detail_styles().statuses[Status.PASS] != light)

@@ -92,17 +92,17 @@ async def test_shift_tab_changes_the_pane_and_keeps_the_focus_on_the_list() -> N
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         details = app.query_one("#details")
-        assert app.focused is app.case_list
+        assert app.focused is app.run_screen.case_list
         await pilot.press("shift+tab")
         assert details.active == "coverage"  # type: ignore[attr-defined]
-        assert app.focused is app.case_list
+        assert app.focused is app.run_screen.case_list
         await pilot.press("shift+tab", "shift+tab")
         assert details.active == "output"  # type: ignore[attr-defined]
-        assert app.focused is app.case_list
+        assert app.focused is app.run_screen.case_list
         await pilot.press("j")
-        assert app.case_list.cursor_name == "adds-floats"
+        assert app.run_screen.case_list.cursor_name == "adds-floats"
         await pilot.press("enter", "shift+tab")
-        assert isinstance(app.focused, TextPane) or app.focused is not app.case_list
+        assert isinstance(app.focused, TextPane) or app.focused is not app.run_screen.case_list
         assert app.focused is not None and app.focused.has_focus
 
 

@@ -1,9 +1,11 @@
 """Run control for cer-tui: starting and cancelling runs, the workers they run in, the
 generation that tells a current message from a stale one, and the watch loop.
 
-The controller owns no widget. Its workers report only through messages posted to the
-app (:mod:`cer.tui.messages`), stamped with the generation of the cycle they belong to;
-the app applies them to the session and the widgets.
+The controller owns no widget. Its workers report only through messages
+(:mod:`cer.tui.messages`), stamped with the generation of the cycle they belong to:
+those about the runs go to the view that shows them (the run screen applies them to the
+session and its widgets), the watcher's and the history's answers to the run control
+itself go to the app.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from textual.app import App
+from textual.message import Message
 from textual.worker import Worker
 from watchfiles import awatch
 
@@ -46,8 +49,8 @@ from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
 
 class RunHost(Protocol):
     """What the controller needs of the app beyond Textual's own API: the session it
-    fills, where the suite is, and how a run is asked for (the app narrows it to the
-    run pattern)."""
+    fills, where the suite is, how a run is asked for (the app narrows it to the run
+    pattern), and the view the runs' messages go to."""
 
     session: Session
     suite_path: Path
@@ -58,6 +61,9 @@ class RunHost(Protocol):
 
     def refresh_header(self) -> None:
         """Show the watch state in the header."""
+
+    def post_to_view(self, message: Message) -> None:
+        """Hand a message about the runs to the view that shows them (thread-safe)."""
 
 
 WorkerGroup = Literal["run", "watch", "details", "coverage", "matrix", "history"]
@@ -185,7 +191,7 @@ class RunController:
     ) -> None:
         with self._one_run:
             if cancel.is_set():  # cancelled while the previous cycle was ending
-                self.app.post_message(messages.RunCancelled(generation))
+                self.host.post_to_view(messages.RunCancelled(generation))
                 return
             self._run_one_cycle(generation, selection, cancel, firsts)
 
@@ -199,7 +205,7 @@ class RunController:
         """Load the suite and run every lane on it in turn, reporting only through
         messages; the cycle ends with :class:`messages.RunsFinished`. ``firsts`` holds,
         per lane, the cases it hands to its workers before the others."""
-        post = self.app.post_message
+        post = self.host.post_to_view
         try:
             suite = self._load_suite()
         except SuiteError as error:
@@ -236,7 +242,7 @@ class RunController:
     ) -> int | None:
         """Run one lane and record its run; 1 when it finished, 0 when the runner
         crashed (the next lane still runs), None when cancelled."""
-        post = self.app.post_message
+        post = self.host.post_to_view
         stream = messages.ResultStream()
         # The results streamed so far, as the runner reported them (it holds them too),
         # by their case's position: the end of the run hands over only the others.
@@ -333,7 +339,7 @@ class RunController:
         if all(given is None for given in inputs):
             return
         self.coverage_token += 1
-        token, doc, post = self.coverage_token, self.module_doc, self.app.post_message
+        token, doc, post = self.coverage_token, self.module_doc, self.host.post_to_view
 
         def compute() -> None:
             views = tuple(
@@ -353,7 +359,7 @@ class RunController:
             return
         self.matrix_token += 1
         token, inputs, labels = self.matrix_token, self.session.matrix_inputs(), self.labels
-        post = self.app.post_message
+        post = self.host.post_to_view
 
         def build() -> None:
             runs = tuple(each.run() for each in inputs)
@@ -372,7 +378,7 @@ class RunController:
         )
         matrix = self.session.matrix
         unobserved = () if matrix is None else matrix.unobserved
-        suite_name, post = self.suite_path.name, self.app.post_message
+        suite_name, post = self.suite_path.name, self.host.post_to_view
 
         def render() -> None:
             details = render_selected(

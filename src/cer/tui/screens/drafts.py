@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,11 +40,10 @@ from cer.records import HistoryError
 from cer.safetext import for_json
 from cer.suite import SuiteError, load_suite
 from cer.tui.plain import notify, plain
-from cer.tui.state.commands import editor_command
+from cer.tui.state.commands import Launcher, editor_command
 
 __all__ = ["ConfirmScreen", "DraftApproved", "DraftsRan", "DraftsScreen", "draft_line"]
 
-Launcher = Callable[[Sequence[str]], int]
 RunFunction = Callable[..., RunResult]
 LoadFunction = Callable[[Path], Suite]
 

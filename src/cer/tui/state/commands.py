@@ -1,5 +1,6 @@
 """The command cer-tui hands to the editor to open a file at its line (the one-line
-``cer run`` that reproduces a case is :func:`cer.session.repro_command`).
+``cer run`` that reproduces a case is :func:`cer.session.repro_command`), and how such
+an outside program is launched.
 
 The file can be the implementation's (``E``, from a traceback), so no name may turn
 into an option or a command of the editor (``+silent !cmd`` is one for vi): the path is
@@ -9,7 +10,18 @@ take ``--`` get it before the path. docs/tui.md lists the argument vector per ed
 from __future__ import annotations
 
 import shlex
+import subprocess
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+Launcher = Callable[[Sequence[str]], int]
+"""Runs an outside program (the editor) in the foreground and returns its exit status."""
+
+
+def run_subprocess(command: Sequence[str]) -> int:
+    """The launcher the app uses unless a test hands in another."""
+    return subprocess.call(list(command))
+
 
 EDITORS_WITH_GOTO = frozenset({"code", "codium", "code-insiders", "cursor", "subl", "zed"})
 """Editors that take ``path:line`` (after ``--goto``, except Sublime Text and Zed)."""

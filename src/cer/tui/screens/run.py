@@ -1,0 +1,613 @@
+"""The run screen: the main view of cer-tui, a suite's cases and their latest results.
+
+It shows the app's :class:`~cer.tui.state.session.Session` (header, summary, banner, the
+case list and the detail panes, the filter and pattern fields) and applies to it the
+messages the run controller's workers post about the runs. Its keys act on what it
+shows: the highlighted case (rerun it alone, open the editor at it or at the
+implementation's failing line, copy its repro command), what runs (rerun all, the
+failed, only a pattern), the filters, the panes, the matrix and the drafts. The app
+keeps what outlives the view: the session, the run controller, the themes, the signals
+and the global keys (theme, pause, help, quit).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from textual import on
+from textual.app import ComposeResult, SuspendNotSupported
+from textual.binding import BindingType
+from textual.containers import Horizontal
+from textual.css.query import NoMatches
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.theme import Theme
+from textual.widgets import Footer, Input, TabPane
+
+from cer.engine.options import RunOptions
+from cer.model import Suite
+from cer.selection import Selection, name_matches
+from cer.session import repro_command_many
+from cer.tracebacks import SourceReader, implementation_site
+from cer.tui import messages
+from cer.tui.controller import LoadFunction, RunController, RunFunction
+from cer.tui.keys import bindings, screen_keys
+from cer.tui.plain import notify
+from cer.tui.screens.drafts import DraftsScreen
+from cer.tui.screens.group import GroupScreen
+from cer.tui.screens.matrix import MatrixScreen
+from cer.tui.state.bars import HeaderState, SummaryState
+from cer.tui.state.board import Board, GroupKey
+from cer.tui.state.commands import Launcher, editor_command
+from cer.tui.state.session import Failure, Session
+from cer.tui.state.styles import DetailStyles
+from cer.tui.theming import detail_styles
+from cer.tui.widgets.banner import Banner
+from cer.tui.widgets.case_list import CaseList
+from cer.tui.widgets.detail_panes import DetailPanes
+from cer.tui.widgets.diff_pane import DiffPane
+from cer.tui.widgets.header_bar import HeaderBar
+from cer.tui.widgets.line_pane import LinePane
+from cer.tui.widgets.output_pane import OutputPane
+from cer.tui.widgets.summary_bar import SummaryBar
+from cer.tui.widgets.text_pane import TextPane
+
+PATTERN_PLACEHOLDER = "run only the cases whose name matches (a pattern; empty: all again)"
+
+
+class RunApp(Protocol):
+    """What the run screen needs of the app beyond Textual's own API: the session it
+    shows, the run controller, how a run is asked for and what it runs on."""
+
+    session: Session
+    board: Board
+    """The first lane's board, which owns the filters."""
+    control: RunController
+    several: bool
+    labels: tuple[str, ...]
+    options: RunOptions
+    implementations: tuple[RunOptions, ...]
+    suite_path: Path
+    history_path: Path | None
+    base_selection: Selection
+    run_pattern: str
+    watching: bool
+    launcher: Launcher
+    run_function: RunFunction
+    load_function: LoadFunction
+
+    @property
+    def suite(self) -> Suite | None: ...
+
+    def start_run(self, selection: Selection, trigger: str, *, narrow: bool = True) -> None:
+        """Start a cycle that runs ``selection`` (narrowed to the run pattern)."""
+
+
+class RunScreen(Screen[None]):
+    """The cases of the suite, their results and the details of the highlighted one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(bindings(screen_keys(several=True)))
+    """The view's keys; those of several lanes are hidden (check_action) with one."""
+
+    header_state: reactive[HeaderState] = reactive(HeaderState())
+    """What the header bar shows (bound to it): set it and the bar repaints."""
+    summary_state: reactive[SummaryState] = reactive(SummaryState())
+    """What the summary bar shows (bound to it): set it and the bar repaints."""
+
+    def __init__(self, app: RunApp) -> None:
+        super().__init__()
+        self.cer = app
+        """The app, as the run screen sees it."""
+        self.details_shown: tuple[str | None, int] = (None, 0)
+        """The case whose details the panes show, and the request they answered."""
+        self._details_token = 0
+        self._detail_styles: DetailStyles | None = None
+
+    @property
+    def case_list(self) -> CaseList:
+        return self.query_one("#cases", CaseList)
+
+    @property
+    def banner(self) -> Banner:
+        return self.query_one("#banner", Banner)
+
+    # -- layout -----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        app = self.cer
+        yield HeaderBar(id="header").data_bind(state=RunScreen.header_state)
+        yield SummaryBar(id="summary").data_bind(state=RunScreen.summary_state)
+        yield Banner(id="banner")
+        with Horizontal(id="main"):
+            labels = app.labels if app.several else ()
+            yield CaseList(app.board, labels=labels, id="cases")
+            with DetailPanes(id="details", initial="reason"):
+                with TabPane("Reason", id="reason"):
+                    yield TextPane(id="reason-pane")
+                with TabPane("Diff", id="diff"):
+                    yield DiffPane(id="diff-pane")
+                with TabPane("Output", id="output"):
+                    yield OutputPane(id="output-pane")
+                with TabPane("Case", id="case"):
+                    yield TextPane(id="case-pane")
+                with TabPane("Coverage", id="coverage"):
+                    yield TextPane(id="coverage-pane")
+        yield Input(
+            placeholder="filter: words in the name, a tag, a category or a verified constraint",
+            id="filter",
+        )
+        yield Input(
+            placeholder=PATTERN_PLACEHOLDER,
+            id="pattern",
+        )
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        """Start watching and the first run once the view is there to show them."""
+        app = self.cer
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.case_list.focus()
+        self.refresh_header()
+        self.refresh_summary()
+        if app.watching:
+            app.control.restart_watch()
+            self.refresh_header()
+        app.start_run(app.base_selection, "first run")
+
+    # -- the runs' messages -----------------------------------------------------------
+
+    def on_suite_loaded(self, message: messages.SuiteLoaded) -> None:
+        control = self.cer.control
+        if not control.is_current(message):
+            return
+        changed = self.cer.session.load(message.suite, control.selection)
+        control.module_doc = message.module_doc
+        if self.banner.kind == "suite-error":
+            self.banner.clear()
+        self.case_list.remove_class("-dimmed")
+        self.case_list.rows_changed(layout=changed)
+        self.refresh_header()
+        self.refresh_summary()
+        self._refresh_details()
+
+    def on_suite_failed(self, message: messages.SuiteFailed) -> None:
+        control = self.cer.control
+        if not control.is_current(message):
+            return
+        control.suite_cache = None
+        self.cer.session.suite_failed()
+        self.case_list.add_class("-dimmed")
+        self.banner.show_error(
+            "suite-error",
+            "The suite does not load; the last results are kept, dimmed. "
+            "Fix the file and it reruns.",
+            message.message,
+        )
+        self.case_list.rows_changed()
+        self.refresh_summary()
+
+    def on_run_started(self, message: messages.RunStarted) -> None:
+        if self.cer.control.is_current(message):
+            session = self.cer.session
+            session.running = message.lane
+            session.lanes[message.lane].board.total = message.total
+            self.refresh_summary()
+
+    def on_implementation_loaded(self, message: messages.ImplementationLoaded) -> None:
+        app = self.cer
+        if not app.control.is_current(message):
+            return
+        app.session.loaded(message.lane, message.implementation_id, message.source_files)
+        self._show_import_failures()
+        if app.control.sources_reported() and app.watching:
+            app.control.restart_watch()
+        self.refresh_header()
+
+    def on_implementation_failed(self, message: messages.ImplementationFailed) -> None:
+        if not self.cer.control.is_current(message):
+            return
+        lane = self.cer.session.lanes[message.lane]
+        lane.import_failure = Failure(message.reason, message.traceback)
+        self._show_import_failures()
+
+    def _show_import_failures(self) -> None:
+        """The banner for the lanes that did not load, or none."""
+        banner = self.cer.session.import_banner()
+        if banner is not None:
+            self.banner.show_error("import-error", *banner)
+        elif self.banner.kind == "import-error":
+            self.banner.clear()
+
+    def on_cases_finished(self, message: messages.CasesFinished) -> None:
+        app = self.cer
+        if not app.control.is_current(message):
+            return
+        results, done, total = message.stream.drain()
+        if not results:
+            return
+        app.session.lanes[message.lane].board.record(results, done, total)
+        if message.lane:
+            app.board.refilter()  # a peer's results change what the filters show
+        self.case_list.rows_changed()
+        self.refresh_summary()
+        current = self.case_list.cursor_name
+        if current is not None and any(r.case_name == current for r in results):
+            self._refresh_details()
+
+    def on_run_finished(self, message: messages.RunFinished) -> None:
+        """One lane finished its run: show it, and keep what its coverage is to be
+        judged by once every lane has had its turn."""
+        app = self.cer
+        if not app.control.is_current(message):
+            return
+        session = app.session
+        lane = session.lanes[message.lane]
+        lane.finish(message.run, session.suite, message.rest, message.count)
+        if message.lane:
+            app.board.refilter()
+        if not any(lane.crash for lane in session.lanes) and self.banner.kind == "run-error":
+            self.banner.clear()
+        self.case_list.rows_changed()
+        self.refresh_summary()
+        self._refresh_details()
+
+    def on_runs_finished(self, message: messages.RunsFinished) -> None:
+        """Every lane has had its turn: the cycle counts as one finished run, and the
+        coverage and the matrix are judged again by what the list shows (once per cycle:
+        a matrix of 65,000 cases takes seconds to build)."""
+        app = self.cer
+        if not app.control.is_current(message):
+            return
+        self.refresh_summary()
+        if not app.session.cycle_finished(message.completed):
+            return  # every lane crashed: the banner says so, no toast
+        app.control.request_coverage()
+        if app.several:
+            app.control.request_matrix()
+        announcement = app.session.announcement()
+        if announcement is not None:
+            notify(
+                self,
+                announcement.message,
+                title=announcement.title,
+                severity=announcement.severity,
+                timeout=4,
+            )
+
+    def on_matrix_computed(self, message: messages.MatrixComputed) -> None:
+        app = self.cer
+        if message.generation != app.control.matrix_token:
+            return
+        app.session.set_matrix(message.matrix)
+        self.case_list.refresh()
+        self.refresh_summary()
+        self._refresh_details()
+        if isinstance(self.app.screen, MatrixScreen):
+            self.app.screen.update(message.matrix)
+
+    def on_coverages_computed(self, message: messages.CoveragesComputed) -> None:
+        if message.generation != self.cer.control.coverage_token:
+            return
+        for lane, view in zip(self.cer.session.lanes, message.views, strict=True):
+            lane.coverage = view
+        self._refresh_details()
+
+    def on_history_recorded(self, message: messages.HistoryRecorded) -> None:
+        if self.cer.control.history_recorded(message):
+            self.case_list.refresh()
+            self.refresh_summary()
+            self._refresh_details()
+
+    def on_run_cancelled(self, message: messages.RunCancelled) -> None:
+        if self.cer.control.is_current(message):
+            self.cer.session.abandon()
+            self.refresh_summary()
+
+    def on_run_crashed(self, message: messages.RunCrashed) -> None:
+        """The runner crashed on a lane; the next lane still runs, and the banner names
+        the one that crashed."""
+        app = self.cer
+        if not app.control.is_current(message):
+            return
+        app.session.crashed(message.lane, Failure(message.message, message.traceback))
+        title = app.session.crash_title(message.lane, message.message)
+        self.banner.show_error("run-error", title, message.traceback)
+        self.refresh_summary()
+
+    # -- header, summary, details -----------------------------------------------------
+
+    def refresh_header(self) -> None:
+        """Show what the header says now."""
+        app = self.cer
+        self.header_state = app.session.header(app.control.describe_watch(app.watching))
+
+    def refresh_summary(self) -> None:
+        """Show what the summary bar says now."""
+        app = self.cer
+        self.summary_state = replace(
+            app.session.summary(), timeout=app.options.timeout, pattern=app.run_pattern
+        )
+
+    def detail_styles(self) -> DetailStyles:
+        """The panes' styles from the current theme (cached until the theme changes)."""
+        if self._detail_styles is None:
+            self._detail_styles = detail_styles(
+                self.case_list,
+                self.query_one("#diff-pane", DiffPane),
+                self.query_one("#output-pane", OutputPane),
+            )
+        return self._detail_styles
+
+    @property
+    def details_settled(self) -> bool:
+        """Whether the panes show the latest details of the highlighted case."""
+        return self.details_shown == (self.case_list.cursor_name, self._details_token)
+
+    def _refresh_details(self) -> None:
+        """Render the highlighted case's details again, off the event loop."""
+        self._details_token += 1
+        self.cer.control.render_details(
+            self.case_list.highlighted_row, self.detail_styles(), self._details_token
+        )
+
+    def on_details_rendered(self, message: messages.DetailsRendered) -> None:
+        if message.token != self._details_token:
+            return
+        try:
+            panes = self.query_one("#details", DetailPanes)
+        except NoMatches:
+            return  # a late answer while the app closes: the panes are gone
+        self.details_shown = (message.case_name, message.token)
+        panes.show(message)
+
+    @on(CaseList.CaseHighlighted)
+    def _case_highlighted(self, event: CaseList.CaseHighlighted) -> None:
+        self._refresh_details()
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """The styles are the new theme's now: render the details with them (once the
+        panes are there: the first theme is announced while the screen is built)."""
+        self._detail_styles = None
+        if not self.query("#diff-pane"):
+            return
+        self.case_list.refresh()
+        self._refresh_details()
+
+    # -- filter and pattern fields ------------------------------------------------------
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._set_filters(text=event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self._close_filter()
+
+    def _close_filter(self) -> None:
+        self.query_one("#filter", Input).remove_class("-shown")
+        self.case_list.focus()
+
+    def _set_filters(
+        self,
+        *,
+        failures_only: bool | None = None,
+        text: str | None = None,
+        group: GroupKey | bool | None = False,
+    ) -> None:
+        self.cer.board.set_filters(failures_only=failures_only, text=text, group=group)
+        self.case_list.rows_changed()
+        self.refresh_summary()
+
+    @on(Input.Submitted, "#pattern")
+    def _pattern_submitted(self, event: Input.Submitted) -> None:
+        event.input.remove_class("-shown")
+        self.case_list.focus()
+        self.set_run_pattern(event.value.strip())
+
+    def set_run_pattern(self, pattern: str) -> None:
+        """Run only the cases whose name matches ``pattern`` from now on, on every
+        trigger, until it is cleared (``""`` runs every case again)."""
+        app = self.cer
+        cases = () if app.suite is None else app.suite.cases
+        if pattern and cases and not any(name_matches(pattern, case.name) for case in cases):
+            notify(self, f"No case name matches {pattern!r}.", severity="warning")
+            return
+        app.run_pattern = pattern
+        trigger = f"rerun: only {pattern!r}" if pattern else "rerun: every case"
+        app.start_run(app.base_selection, trigger)
+
+    # -- what runs ----------------------------------------------------------------------
+
+    def action_rerun_all(self) -> None:
+        self.cer.start_run(self.cer.base_selection, "rerun: requested")
+
+    def action_rerun_failed(self) -> None:
+        self.cer.control.rerun_failed()
+
+    def action_rerun_case(self) -> None:
+        row = self.case_list.highlighted_row
+        if row is None:
+            return
+        app = self.cer
+        app.start_run(
+            replace(app.base_selection, names=frozenset({row.name})),
+            f"rerun: {row.name}",
+            narrow=False,  # the highlighted case, whatever the run pattern
+        )
+
+    def action_run_pattern(self) -> None:
+        # Opens empty, so that ``n`` Enter clears the pattern as the help says; the
+        # pattern in force is in the placeholder.
+        field = self.query_one("#pattern", Input)
+        field.value = ""
+        run_pattern = self.cer.run_pattern
+        field.placeholder = (
+            f"only {run_pattern!r} now: Enter runs every case again, or type a pattern"
+            if run_pattern
+            else PATTERN_PLACEHOLDER
+        )
+        field.add_class("-shown")
+        field.focus()
+
+    # -- the list: filters and groups ---------------------------------------------------
+
+    def action_toggle_failures(self) -> None:
+        self._set_filters(failures_only=not self.cer.board.filters.failures_only)
+
+    def action_start_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.add_class("-shown")
+        field.focus()
+
+    def action_group_by(self) -> None:
+        board = self.cer.board
+
+        def chosen(result: GroupKey | bool | None) -> None:
+            if result is False:
+                return
+            self._set_filters(group=result if isinstance(result, GroupKey) else None)
+
+        self.app.push_screen(GroupScreen(board.groups(), board.filters.group), chosen)
+
+    def action_step_back(self) -> None:
+        pattern = self.query_one("#pattern", Input)
+        if pattern.has_focus:
+            pattern.remove_class("-shown")
+            self.case_list.focus()
+            return
+        field = self.query_one("#filter", Input)
+        if field.has_focus:
+            field.value = ""
+            self._close_filter()
+            return
+        if self.focused is not self.case_list:
+            self.case_list.focus()
+            return
+        filters = self.cer.board.filters
+        if filters.text or filters.group is not None:
+            field.value = ""
+            self._set_filters(text="", group=None)
+
+    def show_case(self, name: str) -> bool:
+        """Select the case called ``name`` in the list, clearing the filters that hide it."""
+        if self.case_list.select_name(name):
+            return True
+        self.query_one("#filter", Input).value = ""
+        self._set_filters(failures_only=False, text="", group=None)
+        return self.case_list.select_name(name)
+
+    # -- the detail panes ---------------------------------------------------------------
+
+    def action_focus_details(self) -> None:
+        self.query_one("#details", DetailPanes).focus_active()
+
+    def action_cycle_pane(self) -> None:
+        self.query_one("#details", DetailPanes).cycle()
+        if isinstance(self.focused, (LinePane, TextPane)):
+            self.action_focus_details()
+
+    def action_cycle_pane_back(self) -> None:
+        """Shift-Tab: the previous pane. The focus stays where it was (the list, or the
+        pane on view), so the cursor keys never act on a widget that does not show it."""
+        self.query_one("#details", DetailPanes).cycle(-1)
+        if isinstance(self.focused, (LinePane, TextPane)):
+            self.action_focus_details()
+
+    # -- the highlighted case: editor, repro --------------------------------------------
+
+    def action_edit_code(self) -> None:
+        row = self.case_list.highlighted_row
+        site = None if row is None or row.result is None else implementation_site(row.result)
+        if site is None:
+            notify(
+                self,
+                "No line of the implementation to open: the case did not fail in it.",
+                title="Code",
+            )
+            return
+        # The file name is the implementation's claim: open only a file it loaded and
+        # could read (cer.tracebacks.SourceReader), never one a traceback merely names.
+        lanes = self.cer.session.lanes
+        access = lanes[0].source_access if lanes else None
+        data = SourceReader(access).source(site)
+        if isinstance(data, str):
+            notify(self, f"Not opening {site.path}: {data}.", title="Code", severity="warning")
+            return
+        self._open_editor(Path(site.path), site.line)
+
+    def action_edit_case(self) -> None:
+        row = self.case_list.highlighted_row
+        if row is None:
+            return
+        self._open_editor(self.cer.suite_path, row.case.line)
+
+    def _open_editor(self, path: Path, line: int | None) -> None:
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            command = editor_command(editor, path, line)
+        except ValueError as error:
+            notify(self, f"Not opening {path}: {error}", severity="warning")
+            return
+        try:
+            with self.app.suspend():
+                self.cer.launcher(command)
+        except SuspendNotSupported:
+            notify(self, "Cannot open an editor from here.", severity="warning")
+        except OSError as error:
+            notify(self, f"Cannot start {command[0]}: {error}", severity="error")
+
+    def action_copy_repro(self) -> None:
+        row = self.case_list.highlighted_row
+        if row is None:
+            return
+        app = self.cer
+        command = repro_command_many(app.suite_path, app.implementations, row.name)
+        self.app.copy_to_clipboard(command)
+        notify(self, command, title="Copied")
+
+    # -- the other views: matrix, drafts ------------------------------------------------
+
+    def action_matrix(self) -> None:
+        """Open the Matrix view; choosing a case there selects it in the list."""
+        app = self.cer
+        if not app.several:
+            return
+        matrix = app.session.matrix
+        if matrix is None:
+            notify(self, "The matrix is built once every implementation has run.", title="Matrix")
+            return
+
+        def chosen(name: str | None) -> None:
+            if name is not None:
+                self.show_case(name)
+
+        self.app.push_screen(
+            MatrixScreen(matrix, app.suite_path.name, statuses=self.detail_styles().statuses),
+            chosen,
+        )
+
+    def action_drafts(self) -> None:
+        """Open the drafts screen: what cer derive proposed, run, for review. Drafts
+        stay on that screen: never in the list, the totals or the history."""
+        app = self.cer
+        self.app.push_screen(
+            DraftsScreen(
+                app.suite_path,
+                app.options,
+                history=app.history_path,
+                launcher=app.launcher,
+                run=app.run_function,
+                load=app.load_function,
+            )
+        )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keep the view's keys out of the filter and pattern fields (but esc), and the
+        keys of several lanes away from one."""
+        if action == "matrix" and not self.cer.several:
+            return False
+        focused = self.focused
+        return not (isinstance(focused, Input) and action != "step_back")
