@@ -32,6 +32,15 @@ Input keys of a self-check case:
 ``suite_encoding``
     Encoding used to write the suite file (default ``utf-8``), to produce a suite
     that is not valid UTF-8.
+``cli``
+    Instead of one call of ``run_suite``, steps of the command line, run in order in
+    the module's folder (which holds a ``pyproject.toml`` with an empty
+    ``[tool.cer]``, so that nothing above it is read): each a table with ``args``
+    (the words after ``cer``, such as ``["run", "evals.toml", "--impl",
+    "subject:f", "--failed"]``) and optionally ``impl``, the source ``subject`` is
+    rewritten with before the step. What is kept between steps is what the command
+    keeps: the history in ``.cer/`` beside the suite. This is how a case checks what
+    only the command line decides (``--failed``, exit codes).
 
 The observation:
 
@@ -58,6 +67,11 @@ The observation:
     time, whether the loaded suite was left untouched by the run, and (with ``runs``)
     whether repeated runs agreed.
 
+With ``cli``, the observation is ``cli_exits`` (each step's exit code),
+``cli_statuses`` (each step's case statuses in order when its standard output is a
+``--format json`` document, else an empty list), ``cli_stdout_N`` and
+``cli_stderr_N`` (the streams of step N, from 1), and ``suite_unchanged``.
+
 A suite the loader refuses is an observation too: ``{ suite_error = "...",
 problems = [...], problem_count = N }``. Invalid run options raise, as the runner
 does.
@@ -71,8 +85,10 @@ summary that adds up; no pass without an observation; the documented event order
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,8 +114,11 @@ _OPTION_KEYS = frozenset(
     {"timeout", "isolation", "max_memory", "capture_limit", "categories", "sandbox", *_SELECTIONS}
 )
 _INPUT_KEYS = frozenset(
-    {"suite", "impl", "entry", "modules", "fixtures", "options", "runs", "suite_encoding"}
+    {"suite", "impl", "entry", "modules", "fixtures", "options", "runs", "suite_encoding", "cli"}
 )
+_STEP_KEYS = frozenset({"args", "impl"})
+STEP_TIMEOUT = 120.0
+"""The longest one command-line step may take before the case is errored."""
 
 
 _NETWORK_EVENTS = frozenset(
@@ -161,6 +180,8 @@ def run_case(case: Any) -> dict[str, Any]:
 
 def _run_in(folder: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     suite_path = _write_module(folder, data)
+    if "cli" in data:
+        return _run_cli(folder, suite_path, data["cli"])
     try:
         suite = load_suite(suite_path)
     except SuiteError as exc:
@@ -192,6 +213,62 @@ def _run_in(folder: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     if runs > 1:
         observation["same_across_runs"] = all(f == fingerprints[0] for f in fingerprints)
     return observation
+
+
+def _run_cli(folder: Path, suite_path: Path, steps: Any) -> dict[str, Any]:
+    """Run the steps of ``cli`` as the command line (``python -m cer.cli``, a process
+    of its own each, in ``folder``) and report what each step printed and exited with."""
+    if not isinstance(steps, list) or not steps:
+        raise TypeError("cli must be a non-empty array of steps")
+    (folder / "pyproject.toml").write_text("[tool.cer]\n", encoding="utf-8")
+    before = suite_path.read_bytes()
+    exits: list[int] = []
+    statuses: list[list[str]] = []
+    stdouts: list[str] = []
+    stderrs: list[str] = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            raise TypeError("each cli step must be a table")
+        unknown = sorted(set(step) - _STEP_KEYS)
+        if unknown:
+            raise ValueError(f"unknown cli step keys: {', '.join(unknown)}")
+        args = step.get("args")
+        if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+            raise TypeError("a cli step's args must be an array of strings")
+        if "impl" in step:
+            (folder / f"{SUBJECT}.py").write_text(str(step["impl"]), encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "cer.cli", *args],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=STEP_TIMEOUT,
+            check=False,
+        )
+        stdout = done.stdout.decode("utf-8", "replace")
+        exits.append(done.returncode)
+        statuses.append(_json_statuses(stdout))
+        stdouts.append(stdout)
+        stderrs.append(done.stderr.decode("utf-8", "replace"))
+    observation: dict[str, Any] = {"cli_exits": exits, "cli_statuses": statuses}
+    for number, (stdout, stderr) in enumerate(zip(stdouts, stderrs, strict=True), start=1):
+        observation[f"cli_stdout_{number}"] = stdout
+        observation[f"cli_stderr_{number}"] = stderr
+    observation["suite_unchanged"] = suite_path.read_bytes() == before
+    return observation
+
+
+def _json_statuses(stdout: str) -> list[str]:
+    """The case statuses of a ``--format json`` document, in order; [] for any other
+    output."""
+    try:
+        document = json.loads(stdout)
+    except ValueError:
+        return []
+    results = document.get("results") if isinstance(document, dict) else None
+    if not isinstance(results, list):
+        return []
+    return [str(r.get("status")) for r in results if isinstance(r, dict)]
 
 
 def _write_module(folder: Path, data: Mapping[str, Any]) -> Path:

@@ -8,10 +8,11 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
   folders, the suite's folder, the working directory; see :mod:`cer.readset`), the
   folders a command names and what its program's shims need (:mod:`cer.shims`), the
   paths of ``RunOptions.sandbox_read``, the Python installation
-  and everything on this interpreter's ``sys.path``, ``cer`` itself, the folders on
-  ``PATH``, the suite's fixtures, the system's programs, libraries and configuration
-  (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, ``/opt``), ``/proc``, ``/sys``,
-  ``/dev/urandom``, ``/dev/random`` and ``/dev/zero``;
+  and everything on this interpreter's ``sys.path``, ``cer`` itself and its data files
+  (``schema.sql``), the folders on ``PATH``, the suite's fixtures, the system's
+  programs, libraries and configuration (``/usr``, ``/lib*``, ``/bin``, ``/sbin``,
+  ``/etc``, ``/opt``), ``/proc``, ``/sys``, ``/dev/urandom``, ``/dev/random`` and
+  ``/dev/zero``;
 - write: the run's scratch folder (``TMPDIR``, ``TEMP`` and ``TMP`` point at it),
   ``/dev/null`` and ``/dev/shm``;
 - nothing at all: the suite file, ``commonsformat.md`` and ``commonsformat.toml``
@@ -23,6 +24,7 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -36,6 +38,7 @@ from cer import readset, sandbox, shims
 from cer.engine.kinds import kind_named
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
+from cer.resources import ResourceMissing, schema_sql_path
 
 _SYSTEM_READ = (
     "/usr",
@@ -153,6 +156,10 @@ def build(
 
     named = [*_command_folders(options)]
     named.append(str(Path(cer.__file__).resolve().parent.parent))
+    with contextlib.suppress(ResourceMissing):
+        # cer's own data: in a source checkout schema.sql sits beside src/, not in it, and
+        # an implementation that runs cer (the runner's own suite) opens a history.
+        named.append(str(schema_sql_path()))
     named.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     named.extend(entry for entry in sys.path if entry)
     named.append(os.path.dirname(os.path.realpath(sys.executable)))
