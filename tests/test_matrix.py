@@ -15,6 +15,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,10 @@ import pytest
 from cer.cli import console
 from cer.cli.exits import ExitCode, exit_code_for_runs
 from cer.cli.main import labelled_path, main
+from cer.engine.distribution import distribution_of
 from cer.engine.options import RunOptions
 from cer.history import History
+from cer.labels import implementation_labels, split_label
 from cer.matrix import (
     Agreement,
     build_matrix,
@@ -34,7 +37,7 @@ from cer.matrix import (
     short_label,
     unique_labels,
 )
-from cer.model import CaseResult, RunResult, Status, Suite
+from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
 from cer.options import (
     ProjectConfig,
     ResolvedRun,
@@ -162,6 +165,12 @@ def test_calc_matrix_has_exactly_the_known_cells(calc_json: tuple[int, dict[str,
     assert verdicts == ["conformant", "nonconformant", "nonconformant", "conformant"]
     assert [i["summary"]["cases_failed"] for i in document["implementations"]] == [0, 8, 6, 0]
     assert document["implementations"][3]["implementation_id"].startswith("cmd:")
+    assert [i["origin"] for i in document["implementations"]] == [
+        None,
+        None,
+        None,
+        {"name": "calc-python", "version": "0.1.0", "source": "harness"},
+    ]
     assert document["summary"] == {
         "implementations": 4,
         "cases_total": 70,
@@ -271,7 +280,7 @@ def test_calc_text_matrix_lists_failures_and_disagreements_first(
     ]
     assert re.search(
         r"^  calc_harness +cmd:\S+ examples/harnesses/calc_harness\.py@[0-9a-f]{10}"
-        r" — conformant",
+        r" \(calc-python 0\.1\.0, as the harness declared itself\) — conformant",
         text,
         re.MULTILINE,
     )
@@ -674,6 +683,122 @@ def test_one_implementation_resolves_as_before() -> None:
     assert plain.implementations == (options,) and plain.labels == ("calc",)
     by_hand = argparse.Namespace(**{**vars(args), "implementations": None, "impl": "x:y"})
     assert resolve(by_hand, ProjectConfig())[1].impl == "x:y"
+
+
+def test_implementations_named_on_the_command_line(tmp_path: Path) -> None:
+    args = parse(
+        [
+            "s.toml",
+            "--impl",
+            "tomli=toml_adapters:tomli_parse",
+            "--impl",
+            "toml_adapters:tomlkit_parse",
+            "--impl",
+            "toml_adapters:rtoml_parse",
+            "--impl-cmd",
+            "js=node calc.mjs --fast=1",
+            "--impl-cmd-per-case",
+            "./impl --mode=x",
+        ]
+    )
+    resolved = resolve_run(args, ProjectConfig())
+    assert [(o.kind, o.impl) for o in resolved.implementations] == [
+        ("python", "toml_adapters:tomli_parse"),
+        ("python", "toml_adapters:tomlkit_parse"),
+        ("python", "toml_adapters:rtoml_parse"),
+        ("command", "node calc.mjs --fast=1"),
+        ("command-per-case", "./impl --mode=x"),
+    ]
+    # adapters of one module are told apart by their attribute, not -2, -3
+    assert resolved.labels == ("tomli", "tomlkit_parse", "rtoml_parse", "js", "impl")
+    project = config('[tool.cer]\nsuite = "s.toml"\nimpls = ["a=m:f", "m:g"]\n', tmp_path)
+    assert resolve_run(parse([]), project).labels == ("a", "g")  # m:g is not alone in m
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--impl", "é=m:f"], "--impl NAME=…: a label must be letters"),
+        (["--impl-cmd", "a b=node x"], "the implementation command"),
+        (
+            ["--impl", "a=m:f", "--impl-cmd", "a=node x"],
+            "the implementation name 'a' is given twice",
+        ),
+    ],
+)
+def test_bad_implementation_names_are_usage_errors(argv: list[str], message: str) -> None:
+    try:
+        resolve_run(parse(["s.toml", *argv]), ProjectConfig())
+    except UsageError as exc:
+        assert message in str(exc)
+    else:
+        assert message == "the implementation command"  # 'a b=node x' has no name: a command
+
+
+def test_labels_split_and_tell_adapters_apart() -> None:
+    assert split_label("python", "tomli=toml_adapters:tomli_parse") == (
+        "tomli",
+        "toml_adapters:tomli_parse",
+    )
+    assert split_label("python", "pkg.mod:attr") == (None, "pkg.mod:attr")
+    assert split_label("command", "js=node calc.mjs") == ("js", "node calc.mjs")
+    assert split_label("command", "node calc.mjs --x=1") == (None, "node calc.mjs --x=1")
+    assert split_label("command", "'a=b' c") == (None, "'a=b' c")
+    with pytest.raises(ValueError, match="a label must be"):
+        split_label("python", "x" * 40 + "=m:f")
+    named = [
+        ("python", "adapters:one"),
+        ("python", "adapters:two"),
+        ("python", "calc_ref:evaluate"),
+        ("python", "calc_ref:evaluate"),
+        ("command", "python3 adapters.py"),
+    ]
+    assert implementation_labels(named) == ("one", "two", "calc_ref", "calc_ref-2", "adapters")
+
+
+def test_distribution_of_a_module(tmp_path: Path) -> None:
+    import importlib.metadata
+
+    found = distribution_of("tomlkit:parse", [])
+    assert found == ImplementationOrigin(
+        "tomlkit", importlib.metadata.version("tomlkit"), "distribution"
+    )
+    assert distribution_of("calc_ref:evaluate", [str(EXAMPLES / "calc")]) is None  # local
+    assert distribution_of("json:loads", []) is None  # the standard library
+    # a distribution's metadata is the implementation's text: kept, shown escaped
+    (tmp_path / "fakemod.py").write_text("def f(x):\n    return x\n")
+    info = tmp_path / "fake-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake\x1b[2J\nVersion: 1.0\u202e\n")
+    (info / "RECORD").write_text("fakemod.py,,\nfake-1.0.dist-info/METADATA,,\n")
+    fake = distribution_of("fakemod:f", [str(tmp_path)])
+    assert fake == ImplementationOrigin("fake\x1b[2J", "1.0\u202e", "distribution")
+    (tmp_path / "other.py").write_text("")
+    assert distribution_of("other:f", [str(tmp_path)]) is None  # not in its RECORD
+
+
+def test_origins_show_escaped_in_the_legend_and_json(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path, [("one", "{ output = 1 }")])
+    runs = [
+        replace(
+            make_run("a:f", [result("one", P, obs(1))], suite),
+            origin=ImplementationOrigin("evil\x1b[31m", "1\u202e0", "distribution"),
+        ),
+        replace(
+            make_run("b:f", [result("one", P, obs(1))], suite),
+            origin=ImplementationOrigin("calc-js", "0.2", "harness"),
+        ),
+    ]
+    matrix = build_matrix(suite, runs)
+    text = console.render_matrix(matrix, suite)
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "  a  a:f@0000000000 (evil\\x1b[31m 1\\u202e0) — conformant" in text
+    assert "  b  b:f@0000000000 (calc-js 0.2, as the harness declared itself) — conformant" in text
+    origins = [i["origin"] for i in matrix_to_dict(matrix, suite)["implementations"]]
+    assert origins == [
+        {"name": "evil\x1b[31m", "version": "1\u202e0", "source": "distribution"},
+        {"name": "calc-js", "version": "0.2", "source": "harness"},
+    ]
 
 
 def config(text: str, tmp_path: Path) -> ProjectConfig:

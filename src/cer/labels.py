@@ -16,7 +16,15 @@ from pathlib import Path
 
 from cer.engine.kinds import kind_named
 
-__all__ = ["LABEL_PATTERN", "MAX_LABEL", "short_label", "unique_labels"]
+__all__ = [
+    "LABEL_PATTERN",
+    "MAX_LABEL",
+    "implementation_labels",
+    "label_problem",
+    "short_label",
+    "split_label",
+    "unique_labels",
+]
 
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 """What a label may look like: it names a column and suffixes report file names."""
@@ -62,6 +70,55 @@ def short_label(kind: str, impl: str) -> str:
     name = Path(chosen).name
     stem = Path(chosen).stem if "." in name and not name.startswith(".") else name
     return _sanitise(stem or name)
+
+
+def label_problem(label: str) -> str | None:
+    """Why ``label`` cannot name an implementation, or None when it can."""
+    if len(label) > MAX_LABEL or not LABEL_PATTERN.match(label):
+        return (
+            f"a label must be letters, digits, '_', '.' or '-' (starting with a letter or "
+            f"digit, at most {MAX_LABEL} characters), got {label!r}"
+        )
+    return None
+
+
+_NAMED = re.compile(r"([^=:\s'\"]+)=(\S.*)\Z", re.DOTALL)
+
+
+def split_label(kind: str, impl: str) -> tuple[str | None, str]:
+    """``NAME=MODULE:ATTR`` or ``NAME=COMMAND ARGS``: the label the user gave (None
+    without one) and the implementation. A module never holds ``=``, and a command is
+    never run through a shell, so a first word ``NAME=…`` can only be a name. ValueError
+    when the name cannot be a label."""
+    found = _NAMED.match(impl)
+    if found is None:
+        return None, impl
+    name, rest = found.groups()
+    if kind_named(kind).python and ":" not in rest:
+        return None, impl
+    problem = label_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name, rest
+
+
+def implementation_labels(
+    named: Sequence[tuple[str, str]], fixed: Iterable[str | None] | None = None
+) -> tuple[str, ...]:
+    """Unique labels for implementations given as ``(kind, impl)``: each one's
+    :func:`short_label`, except that Python implementations in one module (three
+    adapters of ``toml_adapters``) are named by their attribute (``tomli_parse``) instead
+    of ``toml_adapters``, ``toml_adapters-2``… Entries of ``fixed`` that are not None are
+    explicit labels, kept as they are."""
+    short = [short_label(kind, impl) for kind, impl in named]
+    candidates = list(short)
+    python = [(index, impl) for index, (kind, impl) in enumerate(named) if kind_named(kind).python]
+    for index, impl in python:
+        attr = impl.partition(":")[2]
+        others = {other for i, other in python if i != index and short[i] == short[index]}
+        if attr and others - {impl}:
+            candidates[index] = _sanitise(attr.rsplit(".", 1)[-1] or attr)
+    return unique_labels(candidates, fixed)
 
 
 def unique_labels(

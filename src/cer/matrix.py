@@ -37,6 +37,7 @@ from cer import serialize
 from cer.compare import compare, is_operator_key
 from cer.engine.kinds import kind_of_id
 from cer.equality import values_equal
+from cer.labels import implementation_labels
 from cer.labels import short_label as short_label  # importable from here as before
 from cer.labels import unique_labels as unique_labels
 from cer.model import MISSING, CaseResult, RunResult, Status, Suite, Summary
@@ -447,8 +448,8 @@ def _kind_of(run: RunResult) -> str:
 
 def labels_for_runs(runs: Sequence[RunResult]) -> tuple[str, ...]:
     """Unique short labels for runs, from what each run's implementation was named."""
-    return unique_labels(
-        [short_label(_kind_of(run), run.implementation or run.implementation_id) for run in runs]
+    return implementation_labels(
+        [(_kind_of(run), run.implementation or run.implementation_id) for run in runs]
     )
 
 
@@ -496,6 +497,7 @@ def matrix_to_dict(
                 "compared": column.observed,
                 "implementation": column.run.implementation,
                 "implementation_id": column.implementation_id,
+                "origin": None if column.run.origin is None else column.run.origin.to_dict(),
                 "run_id": column.run.run_id,
                 "summary": serialize.summary_to_dict(column.summary),
             }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import repeat
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 CASE_CLASSES: tuple[str, ...] = ("functional", "adversarial", "generator_adversary")
 """The case classes, in the order of the schema's CHECK constraint."""
@@ -304,6 +304,21 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class ImplementationOrigin:
+    """An implementation's name and version, and where they were read: ``distribution``
+    (the installed distribution's metadata, for a Python module that belongs to one) or
+    ``harness`` (what a command harness declared itself, in its own words). Both are
+    text from the implementation's side: shown escaped, never believed of anything."""
+
+    name: str
+    version: str
+    source: Literal["distribution", "harness"]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "source": self.source}
+
+
+@dataclass(frozen=True)
 class RunConditions:
     """What a run ran under, recorded with it so that a result can be read in context:
     how cases were isolated, the sandbox (``landlock ABI 7`` or ``none: <why>``), the
@@ -394,6 +409,11 @@ class RunResult:
     """Run-level facts the user must see (an import failure, a fallback)."""
     conditions: RunConditions | None = None
     """What the run ran under; None for a run recorded before conditions were."""
+    origin: ImplementationOrigin | None = field(default=None, compare=False)
+    """What the implementation is, by name and version, where that can be told: the
+    installed distribution its module belongs to, or what a command harness declared
+    itself. Untrusted text from the implementation's side; not written to the results
+    document, so it takes no part in comparing two results."""
     source_access: SourceAccess | None = field(default=None, compare=False)
     """Which implementation files a code frame may show (None: not known, none). A
     handle of this process for reading source, not a finding of the run: it is never

@@ -28,7 +28,7 @@ from cer.engine.options import (
     RunOptions,
     parse_jobs,
 )
-from cer.labels import LABEL_PATTERN, MAX_LABEL, short_label, unique_labels
+from cer.labels import implementation_labels, label_problem, split_label
 from cer.model import CASE_CLASSES
 from cer.selection import Selection
 
@@ -400,7 +400,7 @@ class ResolvedRun:
             object.__setattr__(
                 self,
                 "labels",
-                unique_labels([short_label(o.kind, o.impl) for o in self.implementations]),
+                implementation_labels([(o.kind, o.impl) for o in self.implementations]),
             )
         if len(self.labels) != len(self.implementations):
             raise ValueError("one label per implementation")
@@ -426,14 +426,30 @@ def _given_on_command_line(args: argparse.Namespace) -> list[Implementation]:
     Parsed arguments carry ``implementations``; a namespace built by hand may instead set
     ``impl``, ``impl_cmd`` or ``impl_cmd_per_case`` to a string or a list of strings."""
     recorded = getattr(args, "implementations", None)
+    pairs: list[tuple[ImplementationKind, Any]] = []
     if recorded:
-        return [Implementation(kind, value) for kind, value in recorded]
+        pairs = list(recorded)
+    else:
+        for kind, key in _SINGLE_KEYS:
+            value = getattr(args, key, None)
+            pairs.extend(
+                (kind, item)
+                for item in (value if isinstance(value, list | tuple) else [value])
+                if item
+            )
     given = []
-    for kind, key in _SINGLE_KEYS:
-        value = getattr(args, key, None)
-        for item in value if isinstance(value, list | tuple) else [value]:
-            if item:
-                given.append(Implementation(kind, item))
+    for kind, value in pairs:
+        label = None
+        if isinstance(value, str):
+            try:
+                label, value = split_label(kind, value)
+            except ValueError as exc:
+                raise UsageError(f"{kind_named(kind).option} NAME=…: {exc}") from None
+        given.append(Implementation(kind, value, label))
+    labels = [item.label for item in given if item.label is not None]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise UsageError(f"the implementation name {repeated[0]!r} is given twice")
     return given
 
 
@@ -462,7 +478,11 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
     for index, entry in enumerate(entries):
         here = f"{where} impls[{index}]"
         if isinstance(entry, str):
-            found.append(Implementation("python", entry))
+            try:
+                label, impl = split_label("python", entry)
+            except ValueError as exc:
+                raise UsageError(f"{here}: {exc}") from None
+            found.append(Implementation("python", impl, label))
             continue
         if not isinstance(entry, dict):
             raise UsageError(
@@ -481,12 +501,10 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
         label = entry.get("label")
         if not isinstance(value, str):
             raise UsageError(f"{here}: {named[0]} must be a string, got {value!r}")
-        if label is not None and (
-            not isinstance(label, str) or len(label) > MAX_LABEL or not LABEL_PATTERN.match(label)
-        ):
+        if label is not None and (not isinstance(label, str) or label_problem(label)):
             raise UsageError(
                 f"{here}: label must be letters, digits, '_', '.' or '-' (starting with a "
-                f"letter or digit, at most {MAX_LABEL} characters), got {label!r}"
+                f"letter or digit, at most 32 characters), got {label!r}"
             )
         found.append(Implementation(_ENTRY_KINDS[named[0]], value, label))
     labels = [item.label for item in found if item.label is not None]
@@ -613,8 +631,8 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         )
         for item in given
     )
-    labels = unique_labels(
-        [short_label(item.kind, item.impl) for item in given], [item.label for item in given]
+    labels = implementation_labels(
+        [(item.kind, item.impl) for item in given], [item.label for item in given]
     )
     baseline = getattr(args, "baseline", None)
     if baseline is None:

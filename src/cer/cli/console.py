@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cer.coverage import describe_unknown
 from cer.engine.options import STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
-from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, RunResult, Status, Suite
+from cer.model import (
+    CASE_CLASS_TO_ARRAY,
+    MISSING,
+    Case,
+    ImplementationOrigin,
+    RunResult,
+    Status,
+    Suite,
+)
 from cer.safetext import for_terminal
 from cer.tomltext import input_line
 from cer.tracebacks import SourceReader, failure_site, trim
@@ -573,6 +581,14 @@ def _where(suite: Suite, cases: Mapping[str, Case], name: str) -> str:
     return f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
 
 
+def _origin_text(origin: ImplementationOrigin | None) -> str:
+    """`` (tomli 2.0.1)``, `` (calc-python 0.1.0, as the harness declared itself)``."""
+    if origin is None:
+        return ""
+    said = ", as the harness declared itself" if origin.source == "harness" else ""
+    return f" ({origin.name} {origin.version}{said})"
+
+
 def _verdict_counts(row: Row) -> str:
     counts = Counter(status for status in row.statuses if status is not None)
     parts = [
@@ -684,8 +700,8 @@ def render_matrix(
     label_w = max(len(label) for label in labels)
     for index, column in enumerate(matrix.columns):
         text = for_terminal(
-            f"  {column.label.ljust(label_w)}  {column.implementation_id} — "
-            f"{column.summary.verdict}",
+            f"  {column.label.ljust(label_w)}  {column.implementation_id}"
+            f"{_origin_text(column.run.origin)} — {column.summary.verdict}",
             multiline=False,
         )
         coverage = coverages[index] if index < len(coverages) else None

@@ -70,6 +70,8 @@ class Execution(ABC):
         self.total = len(suite.cases)
         self.notes: list[str] = []
         self.implementation_id = options.impl
+        self.declared: tuple[str, str] | None = None
+        """The name and version a command harness declared itself (its own words)."""
         self.identity: Identity | None = None
         """What the run's id covers so far: the first import's files, grown by the
         files cases loaded while they ran (see :meth:`cer.engine.imports.Imports.grow`)."""

@@ -44,7 +44,7 @@ from cer.events import (
     RunFinished,
     RunStarted,
 )
-from cer.model import RunConditions, RunResult, SourceAccess, Suite
+from cer.model import ImplementationOrigin, RunConditions, RunResult, SourceAccess, Suite
 from cer.safetext import scrub
 from cer.scratch import remove as remove_scratch
 from cer.verdict import (
@@ -183,10 +183,23 @@ def _run_suite(
             run_conditions(options, decision, execution.memory_method),
             category_plugins=tuple((c, scrub(p)) for c, p in plugins),
         ),
+        origin=_declared(execution.declared),
         source_access=_source_access(suite, options, execution, decision),
     )
     emit(RunFinished(run))
     return run
+
+
+_ORIGIN_CHARS = 200
+"""How much of a declared name or version is kept: a name, not a document."""
+
+
+def _declared(declared: tuple[str, str] | None) -> ImplementationOrigin | None:
+    """What a command harness declared itself, cut and scrubbed (its own words)."""
+    if declared is None:
+        return None
+    name, version = (scrub(word[:_ORIGIN_CHARS]) for word in declared)
+    return ImplementationOrigin(name, version, "harness")
 
 
 def _source_access(

@@ -12,7 +12,9 @@ Every run is exactly the run it would be alone: its own workers, its own deadlin
 result per case in declared order, so the results do not depend on what runs beside
 it (times aside). Its events reach the caller from the calling thread only, tagged
 with the implementation's index, and each finished run is handed over as soon as it
-ends. The runs never end each other's processes (:mod:`cer.engine.spawned`).
+ends. The runs never end each other's processes (:mod:`cer.engine.spawned`). A Python
+implementation's run is handed over with the installed distribution its module belongs
+to, if any (:mod:`cer.engine.distribution`), for the matrix to name it by.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from cer.engine.distribution import distribution_of
 from cer.engine.kinds import kind_named
-from cer.engine.options import RunCancelled, RunOptions, resolve_jobs
+from cer.engine.options import RunCancelled, RunOptions, resolve_jobs, search_paths
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.events import RunEvent
@@ -85,6 +88,9 @@ def run_side_by_side(
                 cancel=cancel,
                 warm=warm if index == 0 else None,
             )
+            if run.origin is None and kind_named(options.kind).python:
+                origin = distribution_of(options.impl, search_paths(suite, options))
+                run = replace(run, origin=origin)
         except BaseException as exc:  # handed to the calling thread, raised there
             messages.put((index, "error", exc))
         else:

@@ -115,6 +115,9 @@ class Harness:
                 (str(info.get("name")), str(info.get("version"))),
             )
             self.execution.implementation_id = identity
+            name, version = info.get("name"), info.get("version")
+            if isinstance(name, str) and isinstance(version, str):
+                self.execution.declared = (name, version)
             # What decided the cases is named in the evidence, as the harness named it.
             self.execution.notes.append(
                 f"the harness declared itself {info.get('name')!r} version "
