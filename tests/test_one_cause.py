@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from html import unescape
 
 import pytest
 
@@ -93,6 +94,7 @@ def test_a_cause_is_said_once_and_its_cases_are_not_run(
     # JSON, JUnit and TAP from one run: the cause once per document (JUnit: per test
     # suite), every case errored "not run: <cause>".
     reports = ["--report", "junit=r.xml", "--report", "tap=r.tap"]
+    reports += ["--report", "html=r.html", "--report", "markdown=r.md"]
     assert main([*run, "--format", "json", *reports]) == 1
     document = json.loads(capsys.readouterr().out)
     notes = [note for note in document["run"]["notes"] if note.startswith(cause)]
@@ -118,3 +120,21 @@ def test_a_cause_is_said_once_and_its_cases_are_not_run(
         "not ok 2 - b",
         "not ok 3 - c",
     ]
+
+    # HTML: every case has its card, saying why; the captured output (the traceback,
+    # the harness's stderr) only on the first, the others pointing at it.
+    page = unescape((module.root / "r.html").read_text())
+    cards = page[page.index('<section id="failures">') :]
+    cards = cards[: cards.index("</section>")]
+    assert cards.count('<details class="case errored"') == 3
+    assert cards.count(f"not run: {cause}") == 6  # each card's summary and reason
+    assert cards.count('Not run for the same cause as <span class="mono">a</span>,') == 2
+    evidence = "Traceback (most recent call last)" if kind == "python" else "the harness says why"
+    assert cards.count(evidence) == 1
+
+    # Markdown: the first case whole, the others by name under one line.
+    markdown = unescape((module.root / "r.md").read_text())
+    assert markdown.count("<details") == 1
+    assert "3 cases not run for one cause, shown with the first (a) below; the others: b, c" in (
+        markdown.replace("<code>", "").replace("</code>", "")
+    )

@@ -257,6 +257,9 @@ class Failure:
     """The whole input as ``key = value`` lines, when :attr:`input` was cut."""
     expected: str = ""
     """The case's expect table as ``key = value`` lines."""
+    same_cause_as: str = ""
+    """The first case not run for the same cause (an implementation that could not be
+    loaded or started), whose card shows the captured output: said once, not per case."""
 
 
 @dataclass(frozen=True)
@@ -509,14 +512,24 @@ def _mismatch(mismatch: Mismatch) -> MismatchView:
     return MismatchView(mismatch.path, mismatch.message, (), _shown(expected), shown)
 
 
+NOT_RUN = "not run: "
+"""How the reason of a case that never ran begins (its cause follows)."""
+
+
 def _failures(context: ReportContext) -> tuple[Failure, ...]:
     declared = {case.name: case for case in context.suite.cases}
     file = suite_display_path(context.suite)
     flaky = context.flaky or frozenset()
     failures = []
     bad = [r for r in context.run.results if r.status in (Status.FAIL, Status.ERRORED)]
+    first_of_cause: dict[str, str] = {}
     for number, result in enumerate(bad, start=1):
         case = declared.get(result.case_name)
+        same_cause_as = ""
+        if (result.reason or "").startswith(NOT_RUN):
+            same_cause_as = first_of_cause.setdefault(result.reason or "", result.case_name)
+            if same_cause_as == result.case_name:
+                same_cause_as = ""
         where = file
         if case is not None and case.line:
             where += f":{case.line}"
@@ -533,7 +546,8 @@ def _failures(context: ReportContext) -> tuple[Failure, ...]:
                 where=where,
                 reason=_cut(result.reason or ""),
                 mismatches=tuple(_mismatch(m) for m in result.mismatches) if detailed else (),
-                streams=_streams(result) if detailed else (),
+                streams=_streams(result) if detailed and not same_cause_as else (),
+                same_cause_as=same_cause_as,
                 elapsed_ms=result.elapsed_ms,
                 flaky=result.case_name in flaky,
                 tags=case.tags if case is not None else (),

@@ -40,6 +40,8 @@ BLOCK_CHARS = 4000
 """At most this many characters of one multi-line value."""
 DETAILED = 30
 """Failures shown with their values; the rest are listed by name."""
+NOT_RUN = "not run: "
+"""How the reason of a case that never ran begins (its cause follows)."""
 
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
@@ -212,6 +214,25 @@ def render(context: ReportContext) -> str:
     ordered += [r for r in bad if r.case_name in known]
     if ordered:
         lines += [f"#### Failures ({len(ordered)})", ""]
+    # Cases not run for one cause (an implementation that could not be loaded or
+    # started): the first is shown whole, the others by name, so the cause is said once.
+    causes: dict[str, list[str]] = {}
+    for result in ordered:
+        if (result.reason or "").startswith(NOT_RUN):
+            causes.setdefault(result.reason or "", []).append(result.case_name)
+    firsts = {names[0] for names in causes.values()}
+    ordered = [
+        r for r in ordered if r.case_name in firsts or not (r.reason or "").startswith(NOT_RUN)
+    ]
+    for alike in causes.values():
+        if len(alike) > 1:
+            others = ", ".join(inline(name, 100) for name in alike[1:201])
+            beyond = f" and {len(alike) - 201} more" if len(alike) > 201 else ""
+            lines += [
+                f"{len(alike)} cases not run for one cause, shown with the first "
+                f"({inline(alike[0], 100)}) below; the others: {others}{beyond}",
+                "",
+            ]
     for number, result in enumerate(ordered, start=1):
         if number > DETAILED:
             rest = ordered[DETAILED:]
