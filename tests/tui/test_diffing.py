@@ -90,3 +90,16 @@ def test_two_implementations_are_named_and_typed() -> None:
     assert describe_value(MISSING) == "<missing>" and describe_value(None) == "None"
     # Expected against observed stays as it was.
     assert plain(render_values(1, 2, STYLES)) == ["  expected: 1", "  observed: 2"]
+
+
+def test_a_missed_bound_on_a_measurement_reads_as_people_read_it() -> None:
+    """The Diff pane shows the bound's message (``observed 1129 ms``), never the raw
+    float; a float compared for equality still shows both values exactly."""
+    from cer.compare import compare
+
+    (bound,) = compare({"elapsed_ms_max": 1000}, {"elapsed_ms": 1129.4466920007835})
+    shown = "\n".join(plain(render_mismatch(bound, STYLES)))
+    assert "observed 1129 ms" in shown
+    assert "1129.44" not in shown
+    (equal,) = compare({"output": 0.3}, {"output": 0.30000000000000004})
+    assert "0.30000000000000004" in "\n".join(plain(render_mismatch(equal, STYLES)))

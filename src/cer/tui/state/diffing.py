@@ -20,6 +20,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
+from cer.compare import shown_mismatch_observed
 from cer.equality import format_value
 from cer.model import MISSING, CaseResult, Mismatch, Status
 
@@ -92,6 +93,10 @@ def render_mismatch(
     heading = Text.assemble((f"▸ {mismatch.path or '(observation)'}", styles.header))
     lines = [heading]
     lines.extend(Text(f"  {line}", styles.note) for line in mismatch.message.splitlines())
+    if shown_mismatch_observed(mismatch) is not None:
+        # A missed bound on a measurement: the message says both, the measurement as
+        # people read it (1129 ms); its raw float would only repeat it less readably.
+        return lines
     lines.extend(render_values(mismatch.expected, mismatch.observed, styles, sides))
     return lines
 
