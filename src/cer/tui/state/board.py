@@ -18,6 +18,7 @@ from cer.matrix import Agreement
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.selection import Selection
 from cer.tui.state.kept import KeptResult
+from cer.tui.state.known import KnownFailures, Listing
 
 FAILING: frozenset[Status] = frozenset({Status.FAIL, Status.ERRORED})
 """Statuses that count as a failure for failures-only, rerun-failed and regressions."""
@@ -174,6 +175,10 @@ class Counts:
     pending: int = 0
     fixed: int = 0
     regressed: int = 0
+    known: int = 0
+    """Rows failing as the baseline lists them (known failures)."""
+    stale: int = 0
+    """Rows the baseline lists that pass: entries to remove."""
 
     def as_tuple(self) -> tuple[int, int, int, int]:
         return (self.passed, self.failed, self.errored, self.skipped)
@@ -230,6 +235,9 @@ class Board:
     agreements: dict[str, Agreement] = field(default_factory=dict)
     """How the implementations' observations of each case compare, from the last matrix
     built (several implementations only)."""
+    known: KnownFailures | None = None
+    """The known-failures baseline as this board's implementation reads it (None
+    without one): what each row's status makes of its entry (:meth:`listing`)."""
     _index: dict[str, int] = field(default_factory=dict)
     _visible: Sequence[int] | None = None
     _last_run_completed: bool = True
@@ -362,6 +370,12 @@ class Board:
             counts.fixed += sign
         elif change is Change.REGRESSED:
             counts.regressed += sign
+        if self.known is not None and status is not None:
+            listing = self.known.listing(row.case.name, status)
+            if listing == "known":
+                counts.known += sign
+            elif listing == "stale":
+                counts.stale += sign
 
     def _uncount(self, row: Row) -> None:
         self._count(row, -1)
@@ -372,6 +386,18 @@ class Board:
             self._count(row)
 
     # -- lookups and filters ----------------------------------------------------------
+
+    def set_known(self, known: KnownFailures | None) -> None:
+        """Take the baseline as this board's implementation reads it (None: none)."""
+        self.known = known
+        self._recount()
+
+    def listing(self, row: Row) -> Listing | None:
+        """What the row's latest status makes of its baseline entry (None: not listed,
+        no baseline, no result yet, or skipped)."""
+        if self.known is None:
+            return None
+        return self.known.listing(row.case.name, row.status)
 
     def row(self, name: str) -> Row | None:
         index = self._index.get(name)

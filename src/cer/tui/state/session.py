@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from cer.baseline import Baseline
 from cer.coverage import CoverageFigures
 from cer.engine.kinds import kind_named
 from cer.engine.options import RunOptions
@@ -25,6 +26,7 @@ from cer.tui.state.board import Board
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.formatting import SYMBOLS
 from cer.tui.state.kept import KeptResult
+from cer.tui.state.known import KnownFailures, lane_aliases
 from cer.tui.state.side_by_side import LaneRow
 
 Severity = Literal["information", "warning", "error"]
@@ -142,7 +144,12 @@ class Session:
     failures-only, rerun-failed and the group-by view look at every lane.
     """
 
-    def __init__(self, implementations: Sequence[RunOptions], labels: Sequence[str]) -> None:
+    def __init__(
+        self,
+        implementations: Sequence[RunOptions],
+        labels: Sequence[str],
+        baseline: Baseline | None = None,
+    ) -> None:
         if not implementations:
             raise ValueError("a session needs at least one implementation")
         if len(labels) != len(implementations):
@@ -152,6 +159,10 @@ class Session:
         )
         self.board.peers = tuple(lane.board for lane in self.lanes[1:])
         self.suite: Suite | None = None
+        self.baseline = baseline
+        """The known-failures file (``--baseline`` or ``[tool.cer] baseline``), read
+        and checked before the app started; each lane's board reads it for its own
+        implementation whenever the suite changes."""
         self.trigger = "first run"
         self.runs_started = 0
         self.runs_finished = 0
@@ -194,8 +205,17 @@ class Session:
         for lane in self.lanes:
             if changed or not lane.board.rows:
                 lane.board.set_suite(suite)
+                if self.baseline is not None:
+                    aliases = lane_aliases(lane.label, lane.options)
+                    lane.board.set_known(KnownFailures.of(self.baseline, suite, aliases))
             lane.board.begin_run(selection)
         return changed
+
+    def unmatched_entries(self) -> tuple[str, ...]:
+        """The baseline's entries that name no case of the suite as it is now (a case
+        renamed while watching): ``cer run`` would refuse the file."""
+        known = self.board.known
+        return () if known is None else known.unmatched
 
     def suite_failed(self) -> None:
         for lane in self.lanes:

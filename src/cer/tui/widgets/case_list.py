@@ -4,7 +4,9 @@ One widget per case (or a DataTable) takes seconds and a hundred megabytes at 65
 cases; here a frame costs the same for 60 rows or 65,000. The cursor follows a case
 *name*, so reruns, filters and reloaded suites keep the same case selected.
 
-A header line names the columns (case, class, category, severity, time). With several
+A header line names the columns (case, class, category, severity, time; with a
+known-failures baseline, ``known`` before the time, where a known failure's row,
+dimmed, says ``known`` and a listed case that passes says ``stale``). With several
 implementations each row has one status cell per implementation, under the label that
 names it, and a ``≠`` where they observed different things; the header line is drawn by
 the list itself, so that it always lines up with the cells.
@@ -30,6 +32,7 @@ from cer.model import Status
 from cer.tui.keys import LIST_KEYS, bindings
 from cer.tui.state.board import Board, Change, Row
 from cer.tui.state.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, column_labels, format_ms
+from cer.tui.state.known import KNOWN_MARK, STALE_MARK, Listing
 
 STATUS_COMPONENTS: dict[Status | None, str] = {
     Status.PASS: "case-list--pass",
@@ -52,6 +55,13 @@ NAME_ROOM = 24
 AGREEMENT_WIDTH = 2
 """The ``≠`` mark of a row whose implementations disagree, and a space."""
 AGREEMENT_MARKS: dict[Agreement | None, str] = {Agreement.DISAGREE: "≠"}
+LISTING_WIDTH = 7
+"""The ``known``/``stale`` column of a list with a known-failures baseline."""
+LISTING_WORDS: dict[Listing, str] = {"known": KNOWN_MARK, "stale": STALE_MARK, "otherwise": ""}
+"""What the column says of a listed case: a known failure, or a stale entry (a listed
+case failing otherwise than listed is a regression, shown as any failure)."""
+STALE_ENTRY_MARK = "!"
+"""The mark of a lane's cell whose baseline entry is stale (several implementations)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,8 @@ class Columns:
     time: int = 8
     lanes: tuple[int, ...] = ()
     """With several implementations, the width of each one's cell."""
+    listing: int = 0
+    """The ``known``/``stale`` column, shown with a known-failures baseline."""
 
 
 class CaseList(ScrollView, can_focus=True):
@@ -89,6 +101,8 @@ class CaseList(ScrollView, can_focus=True):
         "case-list--empty",
         "case-list--header",
         "case-list--disagree",
+        "case-list--known",
+        "case-list--stale-entry",
     }
 
     DEFAULT_CSS = """
@@ -192,6 +206,7 @@ class CaseList(ScrollView, can_focus=True):
             + columns.case_class
             + columns.category
             + columns.severity
+            + columns.listing
             + (columns.time)
         )
 
@@ -202,7 +217,8 @@ class CaseList(ScrollView, can_focus=True):
         name_w = min(max(name_w, 4), 60) + 2
         wanted = [class_w + 2, category_w + 2, severity_w + 2 if severity_w else 0]
         lanes: tuple[int, ...] = ()
-        fixed = PREFIX_WIDTH + 8
+        listing = LISTING_WIDTH if self.board.known is not None and not self.labels else 0
+        fixed = PREFIX_WIDTH + 8 + listing
         if self.labels:
             lanes = tuple(max(LANE_MIN, min(len(head), LANE_MAX)) + 1 for head in self.heads)
             if width - (1 + sum(lanes) + AGREEMENT_WIDTH) < NAME_ROOM:
@@ -220,7 +236,7 @@ class CaseList(ScrollView, can_focus=True):
             else:
                 shown.append(0)
         name_w = max(8, min(name_w, width - fixed - sum(shown)))
-        columns = Columns(name_w, shown[0], shown[1], shown[2], 0 if lanes else 8, lanes)
+        columns = Columns(name_w, shown[0], shown[1], shown[2], 0 if lanes else 8, lanes, listing)
         self._columns = (width, columns)
         return columns
 
@@ -350,6 +366,8 @@ class CaseList(ScrollView, can_focus=True):
         ):
             if column_width:
                 segments.append(Segment(_fit(title, column_width), style))
+        if columns.listing:
+            segments.append(Segment(_fit("known", columns.listing), style))
         if columns.time:
             segments.append(Segment(" " * (columns.time - 5), plain))
             segments.append(Segment("time", style))
@@ -370,6 +388,9 @@ class CaseList(ScrollView, can_focus=True):
             lanes, columns.lanes, (board, *board.peers), strict=True
         ):
             cell_style = stale_style if lane.stale else base
+            listed = lane_board.listing(lane)
+            if listed == "known":
+                cell_style = cell_style + self._style("case-list--known")
             status_style = cell_style + self._style(STATUS_COMPONENTS[lane.status])
             change = None if lane.stale else lane.change
             change_style = status_style
@@ -379,7 +400,13 @@ class CaseList(ScrollView, can_focus=True):
                 change_style = cell_style + self._style("case-list--regressed")
             flaky = case.name in lane_board.flaky
             segments.append(Segment(SYMBOLS[lane.status], status_style))
-            segments.append(Segment(CHANGE_MARKS[change], change_style))
+            if listed == "stale":
+                # The entry must go: its mark outranks the change mark (a fix, surely).
+                segments.append(
+                    Segment(STALE_ENTRY_MARK, cell_style + self._style("case-list--stale-entry"))
+                )
+            else:
+                segments.append(Segment(CHANGE_MARKS[change], change_style))
             segments.append(
                 Segment(
                     FLAKY_MARK if flaky else " ",
@@ -413,6 +440,9 @@ class CaseList(ScrollView, can_focus=True):
         line_style = base
         if row.stale:
             line_style = base + self._style("case-list--stale")
+        listed = self.board.listing(row)
+        if listed == "known":
+            line_style = line_style + self._style("case-list--known")
         status_style = line_style + self._style(STATUS_COMPONENTS[status])
         change = None if row.stale else row.change
         change_style = status_style
@@ -439,6 +469,12 @@ class CaseList(ScrollView, can_focus=True):
             segments.append(Segment(_fit(case.category, columns.category), column_style))
         if columns.severity:
             segments.append(Segment(_fit(case.severity or "", columns.severity), column_style))
+        if columns.listing:
+            word = LISTING_WORDS.get(listed, "") if listed is not None else ""
+            listing_style = column_style
+            if listed == "stale":
+                listing_style = line_style + self._style("case-list--stale-entry")
+            segments.append(Segment(_fit(word, columns.listing), listing_style))
         segments.append(Segment(time.rjust(columns.time - 1) + " ", column_style))
         if is_cursor:
             cursor = self._style("case-list--cursor")

@@ -36,6 +36,8 @@ class SummaryBar(Widget):
         "summary-bar--progress-rest",
         "summary-bar--muted",
         "summary-bar--flaky",
+        "summary-bar--known",
+        "summary-bar--stale-entry",
     }
 
     DEFAULT_CSS = """
@@ -70,6 +72,7 @@ class SummaryBar(Widget):
         if counts.pending:
             text.append("  ")
             text.append(f"· {counts.pending} pending", style("pending"))
+        _append_listed(text, counts.known, counts.stale, style, "  ")
         if state.flaky:
             text.append("  ")
             text.append(f"{FLAKY_MARK} {state.flaky} flaky", style("flaky"))
@@ -100,6 +103,7 @@ class SummaryBar(Widget):
             ):
                 if count:
                     text.append(f" {mark} {count}", style(name))
+            _append_listed(text, counts.known, counts.stale, style, " ")
             if lane.flaky:
                 text.append(f" {FLAKY_MARK} {lane.flaky}", style("flaky"))
             if counts.fixed:
@@ -110,6 +114,17 @@ class SummaryBar(Widget):
             text.append("  │  ", style("muted"))
             text.append(f"≠ {state.disagreements} differ", style("flaky"))
         return _with_progress(text, state, style, LANE_PROGRESS_WIDTH, f"{state.running_label} ")
+
+
+def _append_listed(
+    text: Text, known: int, stale: int, style: Callable[[str], Style], gap: str
+) -> None:
+    """``3 known`` (failures the baseline lists, counted in failed and errored too) and
+    ``1 stale`` (listed cases that pass: entries to remove), when there are any."""
+    if known:
+        text.append(f"{gap}{known} known", style("known"))
+    if stale:
+        text.append(f"{gap}{stale} stale", style("stale-entry"))
 
 
 def _with_progress(
