@@ -9,7 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from cer import options, procs
+from cer.baseline import Baseline, BaselineError, load_baseline, unmatched_entries
 from cer.history import default_history_path
+from cer.model import Suite
 from cer.suite import SuiteError, load_suite
 from cer.tui.app import create_app
 from cer.tui.state.themes import DEFAULT_THEME, ThemeError, find_themes
@@ -90,6 +92,26 @@ def protect_history(resolved: options.ResolvedRun, history: Path | None) -> opti
     return replace(resolved, options=implementations[0], implementations=implementations)
 
 
+def read_baseline(path: Path | None, suite: Suite | None) -> Baseline | str | None:
+    """The known-failures file (``--baseline`` or ``[tool.cer] baseline``) read and
+    checked as ``cer run`` checks it before anything runs, or why it cannot be used
+    (a malformed file, an entry naming no case of the suite, each naming file and
+    line); None without one. With a suite that does not load (None), the entries are
+    checked against it once it does (:meth:`Session.unmatched_entries`)."""
+    if path is None:
+        return None
+    try:
+        baseline = load_baseline(path)
+    except BaselineError as error:
+        return f"baseline: {error}"
+    if suite is None:
+        return baseline
+    problems = unmatched_entries(baseline, suite)
+    if problems:
+        return f"baseline: {problems[0]}; remove the entry or correct its case"
+    return baseline
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, merge ``[tool.cer]``, run the app; 2 on a usage error."""
     parser = build_parser()
@@ -110,12 +132,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not resolved.suite.is_file():
         parser.error(f"no suite at {resolved.suite}")
     try:
-        cases = load_suite(resolved.suite).cases
+        loaded: Suite | None = load_suite(resolved.suite)
     except SuiteError:
-        cases = ()  # the app shows the loader's error in its banner, and reloads on a fix
+        loaded = None  # the app shows the loader's error in its banner, and reloads on a fix
+    cases = () if loaded is None else loaded.cases
     unmatched = resolved.options.selection.unmatched(cases) if cases else None
     if unmatched is not None:
         parser.error(f"{unmatched} ({resolved.suite})")
+    baseline = read_baseline(resolved.baseline, loaded)
+    if isinstance(baseline, str):
+        parser.error(baseline)
     history = None if args.no_history else args.history or default_history_path(resolved.suite)
     resolved = protect_history(resolved, history)
     app = create_app(
@@ -127,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         history=history,
         implementations=resolved.implementations,
         labels=resolved.labels,
+        baseline=baseline,
     )
     # Like cer run: the program adopts the orphans of everything below it, so that a
     # daemon a case or a harness left (a double fork, setsid) is still its own to end.

@@ -31,6 +31,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from cer.baseline import Baseline
 from cer.engine.options import RunOptions, resolve_jobs
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
@@ -101,6 +102,7 @@ class CerApp(App[None]):
         history: Path | None = None,
         implementations: Sequence[RunOptions] = (),
         labels: Sequence[str] = (),
+        baseline: Baseline | None = None,
     ) -> None:
         chosen = tuple(implementations) or (options,)
         if chosen[0] != options:
@@ -110,7 +112,7 @@ class CerApp(App[None]):
         if theme not in self.themes:
             known = ", ".join(self.themes) or "none found"
             raise ValueError(f"unknown theme {theme!r} (known: {known})")
-        self.session = Session(chosen, names)
+        self.session = Session(chosen, names, baseline)
         self.several = self.session.several
         """Whether the lanes are shown side by side (several implementations)."""
         self.board: Board = self.session.board
@@ -334,6 +336,7 @@ def create_app(
     history: Path | None = None,
     implementations: Sequence[RunOptions] = (),
     labels: Sequence[str] = (),
+    baseline: Baseline | None = None,
 ) -> CerApp:
     """Build the app for ``suite_path``; the CLI and the tests both come through here.
 
@@ -343,7 +346,9 @@ def create_app(
 
     ``implementations`` lists every implementation to run, ``options`` first (as
     :class:`cer.options.ResolvedRun` does); empty means ``options`` alone. ``labels``
-    name them (default: as ``cer run`` labels its matrix columns).
+    name them (default: as ``cer run`` labels its matrix columns). ``baseline`` is the
+    known-failures file, read and checked (``cer-tui`` does as ``cer run`` does): the
+    list shows its known failures apart and flags its stale entries.
 
     With the real runner, worker processes are started ahead of each run (warm
     workers), so that after a save only the implementation's own import remains.
@@ -365,6 +370,7 @@ def create_app(
         history=history,
         implementations=implementations,
         labels=labels,
+        baseline=baseline,
     )
     app.warm_workers = warm
     return app

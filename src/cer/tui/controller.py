@@ -24,6 +24,7 @@ from textual.worker import Worker
 from watchfiles import awatch
 
 from cer import events, session
+from cer.baseline import Baseline, check_run
 from cer.conformance import Conformance, conformance_of
 from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
 from cer.derive import coverage_figures
@@ -313,7 +314,8 @@ class RunController:
         )
         post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
         if self.history_path is not None:
-            post(record_run(self.history_path, generation, suite, run, index, doc))
+            baseline, label = self.session.baseline, self.labels[index]
+            post(record_run(self.history_path, generation, suite, run, index, doc, baseline, label))
         return 1
 
     def _load_suite(self) -> Suite:
@@ -653,6 +655,8 @@ def record_run(
     run: RunResult,
     index: int = 0,
     doc: ModuleDoc | None = None,
+    baseline: Baseline | None = None,
+    label: str = "",
 ) -> messages.HistoryRecorded:
     """Write a finished run to the history, with its coverage figures when the module
     declares constraints, and read back its flaky cases and the coverage figures of the
@@ -662,7 +666,7 @@ def record_run(
     Any failure becomes a message: the history never costs a run its results.
     """
     figures = run_figures(suite, run, doc)
-    verdict = run_verdict(suite, run, doc, figures)
+    verdict = run_verdict(suite, run, doc, figures, baseline, label)
     try:
         with History.open(path, max_bytes=configured_history_max_bytes(suite.directory)) as history:
             flaky = session.record_run(history, run, suite, figures, verdict)
@@ -694,10 +698,17 @@ def run_figures(suite: Suite, run: RunResult, doc: ModuleDoc | None) -> Coverage
 
 
 def run_verdict(
-    suite: Suite, run: RunResult, doc: ModuleDoc | None, figures: CoverageFigures | None
+    suite: Suite,
+    run: RunResult,
+    doc: ModuleDoc | None,
+    figures: CoverageFigures | None,
+    baseline: Baseline | None = None,
+    label: str = "",
 ) -> Conformance:
     """The verdict sentence the run states, as ``cer run`` would state it: the word
-    from its cases, and K of N constraints covered when the module declares them."""
+    from its cases, what the known-failures baseline makes of them (for the lane's
+    implementation, ``label``), and K of N constraints covered when the module
+    declares them."""
     coverage = None
     if doc is not None and doc.declared is not None:
         try:
@@ -705,7 +716,8 @@ def run_verdict(
         except Exception:  # coverage is extra: the verdict then states the word alone
             coverage = None
     needs_repair = 0 if figures is None else figures.needs_repair
-    return conformance_of(run.summary, coverage, None, needs_repair)
+    check = None if baseline is None else check_run(baseline, suite, run, label or None)
+    return conformance_of(run.summary, coverage, check, needs_repair)
 
 
 TREND_RUNS = 40

@@ -16,6 +16,7 @@ from rich.style import Style
 from rich.text import Text
 
 from cer.model import Case, CaseResult, SourceAccess, Status
+from cer.safetext import for_terminal
 from cer.tomltext import shown_input, table_lines
 from cer.tracebacks import code_frame, implementation_site, trim
 from cer.tui.state.board import Change, Row
@@ -45,6 +46,7 @@ def render_details(
     coverage: CoverageView | None = None,
     suite_name: str = "evals.toml",
     access: SourceAccess | None = None,
+    known: str | None = None,
 ) -> Details:
     """Everything the panes show for ``row`` (None: no case is selected; the Coverage
     pane still shows the module's coverage)."""
@@ -60,7 +62,7 @@ def render_details(
         )
     result = row.result
     return Details(
-        reason=render_reason(row, styles, notes, flaky=flaky, access=access),
+        reason=render_reason(row, styles, notes, flaky=flaky, access=access, known=known),
         diff=(
             render_result_diff(result, styles.diff)
             if result is not None
@@ -79,9 +81,11 @@ def render_reason(
     *,
     flaky: bool = False,
     access: SourceAccess | None = None,
+    known: str | None = None,
 ) -> Text:
     """The status, the reason and every mismatch with its path; a flaky case says so,
-    because its status here may not be the implementation's fault alone."""
+    because its status here may not be the implementation's fault alone, and a case
+    the known-failures baseline lists says what the baseline makes of it (``known``)."""
     result = row.result
     status = row.status
     text = Text()
@@ -99,6 +103,9 @@ def render_reason(
     elif change is Change.REGRESSED:
         text.append(f"  − regressed (was {row.baseline})", styles.label)
     text.append("\n")
+    if known is not None:
+        text.append(for_terminal(known), styles.label)
+        text.append("\n")
     if flaky:
         text.append(f"{FLAKY_MARK} flaky", styles.heading)
         text.append(

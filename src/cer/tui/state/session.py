@@ -132,8 +132,14 @@ class Lane:
     def row_at(self, index: int) -> LaneRow:
         """A snapshot of this lane's row at ``index``, for a worker thread."""
         row = self.board.rows[index]
+        known = self.board.known
         return LaneRow(
-            self.label, row.snapshot(), row.name in self.board.flaky, self.notes, self.source_access
+            self.label,
+            row.snapshot(),
+            row.name in self.board.flaky,
+            self.notes,
+            self.source_access,
+            None if known is None else known.note(row.name, row.status),
         )
 
 

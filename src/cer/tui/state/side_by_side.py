@@ -56,6 +56,9 @@ class LaneRow:
     notes: tuple[str, ...] = ()
     access: SourceAccess | None = None
     """Which implementation files its code frame may show (cer.tracebacks)."""
+    known: str | None = None
+    """What the known-failures baseline says of the row (a known failure and why, a
+    stale entry, a regression of a listed case); None when it is not listed."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,7 @@ def render_selected(
         () if only is None else only.notes,
         flaky=only is not None and only.flaky,
         access=None if only is None else only.access,
+        known=None if only is None else only.known,
         coverage=coverages[0][1] if coverages else None,
         suite_name=suite_name,
     )
@@ -249,7 +253,9 @@ def render_reason_many(
     for lane in lanes:
         parts.append(Text(""))
         parts.append(_heading(lane.label, styles))
-        body = render_reason(lane.row, styles, lane.notes, flaky=lane.flaky, access=lane.access)
+        body = render_reason(
+            lane.row, styles, lane.notes, flaky=lane.flaky, access=lane.access, known=lane.known
+        )
         # render_reason opens with the case's name, which the pane already shows once.
         first_end = body.plain.find("\n")
         body = body[first_end + 1 :] if first_end >= 0 else body

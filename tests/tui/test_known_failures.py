@@ -1,0 +1,167 @@
+"""Pilot tests of a known-failures baseline on screen: known failures dimmed and marked
+``known``, stale entries flagged, the counts in the summary bar, what the Reason pane
+says, the verdict the TUI records, and ``cer-tui`` refusing a bad file as ``cer run``
+does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cer.baseline import Baseline, load_baseline
+from cer.engine.options import RunOptions
+from cer.history import History
+from cer.tui.__main__ import main as tui_main
+from cer.tui.app import CerApp, create_app
+from cer.tui.widgets.text_pane import TextPane
+
+from .helpers import (
+    FakeRunner,
+    fixed_loader,
+    screen_text,
+    settle,
+    triage_outcome,
+    triage_suite,
+)
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = RunOptions(impl="calc:evaluate")
+SIZE = (120, 30)
+
+BASELINE = """\
+[[known]]
+case = "renders-tabs"
+status = "fail"
+reason = "tabs are not expanded yet [b]bold?[/b] [/nope]\\u001b[31m"
+
+[[known]]
+case = "renders-list"
+status = "fail"
+reason = "lists were broken once"
+
+[[known]]
+case = "survives-deep-nesting"
+status = "fail"
+reason = "recursion"
+"""
+
+
+def known_app(tmp_path: Path, text: str = BASELINE, **kwargs: object) -> tuple[CerApp, Baseline]:
+    path = tmp_path / "known.toml"
+    path.write_text(text, encoding="utf-8")
+    baseline = load_baseline(path)
+    app = create_app(
+        Path("evals.toml"),
+        OPTIONS,
+        run=FakeRunner(triage_outcome),
+        load=fixed_loader(triage_suite()),
+        watch=False,
+        baseline=baseline,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return app, baseline
+
+
+def cells(app: CerApp, name: str) -> list[str]:
+    """The words of the case's row in the list (left of the detail panes)."""
+    line = next(line for line in screen_text(app).splitlines() if f" {name} " in line)
+    return line.split("▕")[0].split()
+
+
+async def test_known_failures_are_shown_apart_and_stale_entries_flagged(tmp_path: Path) -> None:
+    app, _ = known_app(tmp_path)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        counts = app.board.counts
+        assert (counts.failed, counts.known, counts.stale) == (3, 1, 1)
+        assert "known" in screen_text(app).splitlines()[2]  # the column's header
+        assert cells(app, "renders-tabs")[-3:] == ["known", "24", "ms"]
+        assert cells(app, "renders-list")[-3] == "stale"  # listed, and it passes
+        # errored where the file lists a failure: a regression, shown as any failure is
+        assert cells(app, "survives-deep-nesting")[-3] == "adversarial"
+        assert cells(app, "keeps-final-newline")[-3] == "functional"  # unlisted
+        summary = screen_text(app).splitlines()[1]
+        assert "1 known" in summary and "1 stale" in summary and "✘ 3 failed" in summary
+
+        # the known row is dimmed, the unlisted failure is not
+        rows = {app.board.rows[i].name: n for n, i in enumerate(app.board.visible())}
+        header = app.case_list.header
+
+        def dimmed(name: str) -> bool:
+            strip = app.case_list.render_line(rows[name] + header)
+            name_segment = next(seg for seg in strip if name in seg.text)
+            return bool(name_segment.style is not None and name_segment.style.dim)
+
+        assert dimmed("renders-tabs")
+        assert not dimmed("keeps-final-newline")
+        assert not dimmed("renders-list")
+
+        # the Reason pane says why, with the implementation's and the file's text inert
+        assert app.case_list.select_name("renders-tabs")
+        await settle(app)
+        reason = str(app.query_one("#reason-pane", TextPane).content)
+        assert "known failure: tabs are not expanded yet [b]bold?[/b] [/nope]\\x1b[31m" in reason
+        assert f"({tmp_path / 'known.toml'}:1)" in reason
+        assert app.case_list.select_name("renders-list")
+        await settle(app)
+        reason = str(app.query_one("#reason-pane", TextPane).content)
+        assert "stale: renders-list passes: remove it from the baseline" in reason
+        assert app.case_list.select_name("survives-deep-nesting")
+        await settle(app)
+        reason = str(app.query_one("#reason-pane", TextPane).content)
+        assert "regression: listed as fail, now errored" in reason
+
+
+async def test_without_a_baseline_the_list_has_no_known_column(tmp_path: Path) -> None:
+    app = create_app(
+        Path("evals.toml"),
+        OPTIONS,
+        run=FakeRunner(triage_outcome),
+        load=fixed_loader(triage_suite()),
+        watch=False,
+    )
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        assert "known" not in screen_text(app).splitlines()[2]
+        assert " stale" not in screen_text(app).splitlines()[1]
+
+
+async def test_the_recorded_run_states_the_baseline_in_its_verdict(tmp_path: Path) -> None:
+    history = tmp_path / "history.sqlite"
+    app, _ = known_app(tmp_path, history=history)
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        await app.workers.wait_for_complete()
+    with History.open(history, create=False) as opened:
+        (record,) = opened.runs()
+    assert record.statement is not None
+    assert record.statement.startswith(
+        "nonconformant: 1 known failure, 3 regressions, 1 stale baseline entry, "
+    )
+    assert record.baseline == str(tmp_path / "known.toml")
+
+
+def test_cer_tui_refuses_a_bad_baseline_as_cer_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals.toml").write_text(
+        'commonsformat_evals = "0.2"\ntarget = "demo"\n\n[[cases]]\nname = "adds"\n'
+        'category = "functional"\ninput = { op = "ok" }\nexpect = { output = 1 }\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "bad.toml").write_text('[[known]]\ncase = "adds"\n', encoding="utf-8")
+    (tmp_path / "typo.toml").write_text(
+        '[[known]]\ncase = "addz"\nstatus = "fail"\nreason = "x"\n', encoding="utf-8"
+    )
+    for name, message in (
+        ("bad.toml", "bad.toml:1: the entry has no status"),
+        ("typo.toml", "typo.toml:1: case 'addz' names no case of evals.toml"),
+        ("missing.toml", "missing.toml: no such baseline file"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            tui_main(["evals.toml", "--impl", "impl:run", "--baseline", name, "--no-history"])
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err
