@@ -562,10 +562,13 @@ def test_suite_paths_match_however_they_are_spelt(
 def test_only_the_newest_runs_of_a_suite_are_kept(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from cer.conformance import Conformance
+
     monkeypatch.setattr(history_module, "KEEP_RUNS", 3)
     ids = [f"run-{i}" for i in range(5)]
     for index, run_id in enumerate(ids):
-        history.record(make_run(run_id, [("a", Status.PASS)], at=1000 + index * 100))
+        run = make_run(run_id, [("a", Status.PASS)], at=1000 + index * 100)
+        history.record(run, verdict=Conformance("conformant"))
     history.record(make_run("other", [("a", Status.PASS)], suite_path="/n/evals.toml"))
     assert [r.run_id for r in history.runs(None, suite_path="/m/evals.toml")] == ids[:1:-1]
     assert [r.run_id for r in history.runs(None, suite_path="/n/evals.toml")] == ["other"]
@@ -573,7 +576,9 @@ def test_only_the_newest_runs_of_a_suite_are_kept(
         left = db.execute(
             "SELECT COUNT(*) FROM eval_case_results WHERE run_id IN (?, ?)", ids[:2]
         ).fetchone()[0]
+        stated = db.execute("SELECT COUNT(*) FROM cer_run_verdict").fetchone()[0]
     assert left == 0
+    assert stated == 3  # a forgotten run's verdict goes with it
 
 
 # --- a database cer did not make -------------------------------------------------------
@@ -614,6 +619,11 @@ TAMPERS = {
     "extra index": (
         "CREATE INDEX sneaky ON eval_runs (target_module)",
         "index 'sneaky' on eval_runs that cer never creates",
+    ),
+    "verdict trigger": (
+        "CREATE TRIGGER say_conformant AFTER INSERT ON cer_run_verdict BEGIN "
+        "UPDATE cer_run_verdict SET statement = 'conformant' WHERE run_id = NEW.run_id; END",
+        "trigger 'say_conformant' on cer_run_verdict that cer never creates",
     ),
     "application id": (
         "PRAGMA application_id = 1234",
@@ -758,3 +768,27 @@ def test_an_existing_gitignore_in_the_folder_is_kept(tmp_path: Path) -> None:
     (tmp_path / ".cer" / ".gitignore").write_text("mine\n", encoding="utf-8")
     History.open(tmp_path / ".cer" / "history.sqlite").close()
     assert (tmp_path / ".cer" / ".gitignore").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_each_run_keeps_the_verdict_it_stated_and_an_older_history_gains_the_table(
+    tmp_path: Path,
+) -> None:
+    from cer.baseline import BaselineCheck
+    from cer.conformance import Conformance
+
+    path = tmp_path / "h.sqlite"
+    History.open(path).close()
+    with sqlite3.connect(path) as db:  # a history of version 3, before verdicts were kept
+        db.execute("DROP TABLE cer_run_verdict")
+        db.execute("UPDATE cer_meta SET value = '3' WHERE key = 'history_version'")
+    stated = Conformance("nonconformant", BaselineCheck("known.toml"))
+    with History.open(path) as history:
+        history.record(make_run("r1", [("a", Status.FAIL)]))  # stated nothing
+        history.record(make_run("r2", [("a", Status.FAIL)]), verdict=stated)
+        newest, oldest = history.runs()
+    assert newest.statement == "nonconformant: no regressions"
+    assert newest.baseline == "known.toml" and newest.verdict == newest.statement
+    assert oldest.statement is None and oldest.verdict == "nonconformant"
+    with sqlite3.connect(path) as db:
+        version = db.execute("SELECT value FROM cer_meta WHERE key = 'history_version'")
+        assert version.fetchone()[0] == str(history_module.HISTORY_VERSION)
