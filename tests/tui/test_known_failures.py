@@ -87,10 +87,10 @@ async def test_known_failures_are_shown_apart_and_stale_entries_flagged(tmp_path
 
         # the known row is dimmed, the unlisted failure is not
         rows = {app.board.rows[i].name: n for n, i in enumerate(app.board.visible())}
-        header = app.case_list.header
+        header = app.run_screen.case_list.header
 
         def dimmed(name: str) -> bool:
-            strip = app.case_list.render_line(rows[name] + header)
+            strip = app.run_screen.case_list.render_line(rows[name] + header)
             name_segment = next(seg for seg in strip if name in seg.text)
             return bool(name_segment.style is not None and name_segment.style.dim)
 
@@ -99,16 +99,16 @@ async def test_known_failures_are_shown_apart_and_stale_entries_flagged(tmp_path
         assert not dimmed("renders-list")
 
         # the Reason pane says why, with the implementation's and the file's text inert
-        assert app.case_list.select_name("renders-tabs")
+        assert app.run_screen.case_list.select_name("renders-tabs")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "known failure: tabs are not expanded yet [b]bold?[/b] [/nope]\\x1b[31m" in reason
         assert f"({tmp_path / 'known.toml'}:1)" in reason
-        assert app.case_list.select_name("renders-list")
+        assert app.run_screen.case_list.select_name("renders-list")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "stale: renders-list passes: remove it from the baseline" in reason
-        assert app.case_list.select_name("survives-deep-nesting")
+        assert app.run_screen.case_list.select_name("survives-deep-nesting")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "regression: listed as fail, now errored" in reason

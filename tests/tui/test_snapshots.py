@@ -196,3 +196,18 @@ def test_long_names_come_first(snap_compare: SnapCompare) -> None:
     ]
     app = app_for(passing, load=fixed_loader(make_suite(cases)))
     assert snap_compare(app, terminal_size=(160, 20), run_before=settled)
+
+
+def test_known_failures_and_a_stale_entry(
+    snap_compare: SnapCompare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cer.baseline import load_baseline
+
+    monkeypatch.chdir(tmp_path)
+    Path("known.toml").write_text(
+        '[[known]]\ncase = "renders-tabs"\nstatus = "fail"\nreason = "tabs are not expanded"\n\n'
+        '[[known]]\ncase = "renders-list"\nstatus = "fail"\nreason = "lists were broken"\n',
+        encoding="utf-8",
+    )
+    app = app_for(baseline=load_baseline(Path("known.toml")))
+    assert snap_compare(app, terminal_size=SIZE, run_before=select("renders-tabs"))
