@@ -30,6 +30,8 @@ from cer.history import History
 from cer.labels import implementation_labels, split_label
 from cer.matrix import (
     Agreement,
+    Known,
+    Standing,
     build_matrix,
     labels_for_runs,
     matrix_to_dict,
@@ -234,6 +236,7 @@ def test_calc_json_carries_every_run_in_the_single_run_shape(
         "format_version",
         "suite",
         "implementations",
+        "ranking",
         "runs",
         "cases",
         "disagreements",
@@ -1152,3 +1155,140 @@ def test_failed_reruns_what_any_implementation_failed(
     assert main(["run", suite, *both, "--impl", f"{missing}:f", "--failed"]) == ExitCode.FAILED
     err = capsys.readouterr().err
     assert f"no recorded run of {missing}:f" in err and "running the whole suite" in err
+
+
+# ------------------------------------------------------- ranking, groups, known failures
+
+GROUPED = """commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "one"
+category = "functional"
+description = "the first"
+tags = ["core", "numbers"]
+input = { x = 1 }
+expect = { output = 1 }
+
+[[cases]]
+name = "two"
+category = "functional"
+tags = ["numbers"]
+input = { x = 2 }
+expect = { output = 2 }
+
+[[adversarial]]
+name = "three"
+category = "input-validation"
+input = { x = "bad" }
+expect = { rejects = true }
+"""
+
+
+def grouped_runs(suite: Suite) -> list[RunResult]:
+    def rejected(name: str, status: Status) -> CaseResult:
+        return CaseResult(
+            name, "adversarial", "input-validation", status, observation=obs(None, rejects=True)
+        )
+
+    a = [result("one", P, obs(1)), result("two", P, obs(2)), rejected("three", P)]
+    b = [result("one", F, obs(0)), result("two", P, obs(2)), rejected("three", F)]
+    c = [result("one", P, obs(1)), result("two", E, reason="boom"), result("three", S)]
+    return [make_run(f"{n}:f", r, suite) for n, r in (("a", a), ("b", b), ("c", c))]
+
+
+def test_ranking_groups_and_known_failures(tmp_path: Path) -> None:
+    path = tmp_path / "evals.toml"
+    path.write_text(GROUPED)
+    suite = load_suite(path)
+    runs = grouped_runs(suite)
+    known = [None, {"one": Known("off by one", "https://example.invalid/7")}, None]
+    matrix = build_matrix(suite, runs, ["a", "b", "c"], known=known)
+    assert matrix.row("one").states == ("pass", "known", "pass")
+    assert matrix.row("three").states == ("pass", "fail", "skipped")
+    # fewest unsuccessful first; a known failure is still not a success
+    assert [(s.rank, s.label, s.unsuccessful, s.percent) for s in matrix.ranking] == [
+        (1, "a", 0, 100.0),
+        (2, "c", 1, 33.3),
+        (3, "b", 2, 33.3),
+    ]
+    b = matrix.ranking[2]
+    assert (b.passed, b.failed, b.errored, b.skipped, b.known) == (1, 1, 0, 0, 1)
+    assert [(name, [r.case_name for r in rows]) for name, rows in matrix.grouped("tag")] == [
+        ("core", ["one"]),
+        ("numbers", ["one", "two"]),
+        ("(no tag)", ["three"]),
+    ]
+    assert [(name, [r.case_name for r in rows]) for name, rows in matrix.grouped("array")] == [
+        ("cases", ["one", "two"]),
+        ("adversarial", ["three"]),
+    ]
+    document = matrix_to_dict(matrix, suite)
+    one = document["cases"][0]
+    assert one["description"] == "the first" and one["tags"] == ["core", "numbers"]
+    assert one["array"] == "cases" and one["input"] == {"x": 1}
+    assert one["states"] == {"a": "pass", "b": "known", "c": "pass"}
+    assert one["known"] == {"b": {"reason": "off by one", "link": "https://example.invalid/7"}}
+    assert document["cases"][2]["array"] == "adversarial"
+    assert [(r["label"], r["known"], r["unsuccessful"]) for r in document["ranking"]] == [
+        ("a", 0, 0),
+        ("c", 0, 1),
+        ("b", 1, 2),
+    ]
+    text = console.render_matrix(matrix, suite, group_by="tag")
+    rows = _table_rows(text)
+    assert rows[1:6] == [
+        ["tag core (1 of 1)"],
+        ["one", "✔ PASS", "◇ KNOWN", "✔ PASS", "≠ differ"],
+        ["tag numbers (2 of 2)"],
+        ["one", "✔ PASS", "◇ KNOWN", "✔ PASS", "≠ differ"],
+        ["two", "✔ PASS", "✔ PASS", "‼ ERROR", "≠ differ"],
+    ]
+    assert ["known", "0", "1", "0"] in rows
+    assert "ranking (fewest unsuccessful cases first):" in text
+    assert "  1. a  ████████████████████  100.0%  3 pass · 0 fail · 0 error · 0 skip" in text
+    assert "  3. b  ███████▒▒▒▒▒▒▒▓▓▓▓▓▓   33.3%  1 pass · 1 fail · 0 error · 0 skip · 1 known" in (
+        text
+    )
+    assert "     known (1): off by one" in text
+    assert "      b (known)  ✘ FAIL   output: int 0" in text
+    assert "      input: { x = 1 }" in text
+
+
+def test_bars_never_hide_a_failure() -> None:
+    assert console.bar_widths([999, 1, 0], 20) == [19, 1, 0]
+    assert console.bar_widths([0, 0], 20) == [0, 0]
+    assert sum(console.bar_widths([3, 3, 3], 20)) == 20
+    assert Standing(1, "a", 999, 1, 0, 0, 0, 1000).percent == 99.9
+
+
+@pytest.mark.slow
+def test_known_failures_per_implementation_from_the_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = tmp_path / "known.toml"
+    baseline.write_text(
+        '[[known]]\ncase = "power-is-right-associative"\nstatus = "fail"\n'
+        'reason = "parses ** left to right"\nlink = "https://example.invalid/1"\n'
+        'implementation = "sloppy"\n'
+    )
+    args = [
+        "run",
+        str(CALC),
+        "--impl",
+        "calc_ref:evaluate",
+        "--impl",
+        "sloppy=calc_sloppy:evaluate",
+    ]
+    code = main([*args, "--baseline", str(baseline), "--format", "json", "--no-history"])
+    assert code == ExitCode.FAILED  # seven unlisted failures are still regressions
+    document = json.loads(capsys.readouterr().out)
+    power = next(c for c in document["cases"] if c["case_name"] == "power-is-right-associative")
+    assert power["states"] == {"calc_ref": "pass", "sloppy": "known"}
+    assert power["statuses"] == {"calc_ref": "pass", "sloppy": "fail"}
+    assert power["known"] == {
+        "sloppy": {"reason": "parses ** left to right", "link": "https://example.invalid/1"}
+    }
+    sloppy = document["ranking"][1]
+    assert (sloppy["label"], sloppy["failed"], sloppy["known"]) == ("sloppy", 7, 1)
+    assert sum(c["states"]["sloppy"] == "known" for c in document["cases"]) == 1

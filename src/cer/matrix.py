@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from cer import serialize
 from cer.compare import compare, is_operator_key
@@ -40,10 +40,21 @@ from cer.equality import values_equal
 from cer.labels import implementation_labels
 from cer.labels import short_label as short_label  # importable from here as before
 from cer.labels import unique_labels as unique_labels
-from cer.model import MISSING, CaseResult, RunResult, Status, Suite, Summary
+from cer.model import (
+    CASE_CLASS_TO_ARRAY,
+    MISSING,
+    CaseResult,
+    RunResult,
+    Status,
+    Suite,
+    Summary,
+)
 
 IGNORED_KEYS: frozenset[str] = frozenset({"elapsed_ms"})
 """Observation keys left out when implementations are compared with each other."""
+
+NO_TAG = "(no tag)"
+"""The group of untagged cases when rows are grouped by tag."""
 
 AGREE_ON_EXPECTED = "expected"
 """Compare on the keys of each case's ``expect`` table and the verdict (the default)."""
@@ -68,6 +79,22 @@ class Agreement(enum.StrEnum):
     """Fewer than two implementations ran the case (the others skipped it)."""
 
 
+CellState = Literal["pass", "fail", "errored", "skipped", "known"]
+"""What a cell shows: its status, or ``known`` for a failure (or error) the
+implementation's baseline lists as such. A known failure is never a pass."""
+STATES: tuple[CellState, ...] = ("pass", "fail", "errored", "skipped", "known")
+GroupBy = Literal["tag", "array"]
+
+
+@dataclass(frozen=True)
+class Known:
+    """A baseline entry that lists an implementation's failure of a case: why, and
+    where to read more."""
+
+    reason: str
+    link: str | None = None
+
+
 @dataclass(frozen=True)
 class Column:
     """One implementation: its label and its run."""
@@ -78,6 +105,9 @@ class Column:
     """False when every case it ran errored with nothing observed (it could not be
     loaded or started, say): such a column is left out of the agreement comparison, or
     every row would disagree with it. Its cells still show its errors."""
+    known: Mapping[str, Known] = field(default_factory=dict)
+    """Case name → the baseline entry, for the cases this implementation failed (or
+    errored) exactly as its baseline lists them (:func:`cer.baseline.check_run`)."""
 
     @property
     def implementation_id(self) -> str:
@@ -124,6 +154,18 @@ class Row:
     """The implementations agree on what is compared (the verdict and the compared keys)
     yet their whole observations differ: *same verdict, different words*, an error
     message worded otherwise, say. Never true of a disagreement."""
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    input: Mapping[str, Any] = field(default_factory=dict)
+    """The case's input, as the suite states it."""
+    states: tuple[CellState | None, ...] = ()
+    """Each cell's state, in column order (:data:`CellState`); None where the run has
+    no result."""
+
+    @property
+    def array(self) -> str:
+        """The suite's array the case is declared in: ``cases``, ``adversarial``…"""
+        return CASE_CLASS_TO_ARRAY.get(self.case_class, self.case_class)
 
     @property
     def statuses(self) -> tuple[Status | None, ...]:
@@ -164,6 +206,44 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Standing:
+    """One implementation's place in the ranking, with its counts."""
+
+    rank: int
+    label: str
+    passed: int
+    failed: int
+    """Failed cases its baseline does not list (``known`` counts the others)."""
+    errored: int
+    """Errored cases its baseline does not list."""
+    skipped: int
+    known: int
+    total: int
+
+    @property
+    def unsuccessful(self) -> int:
+        """Cases it did not pass and ran: failed, errored and known failures alike."""
+        return self.failed + self.errored + self.known
+
+    @property
+    def percent(self) -> float:
+        """Passed cases as a share of all, rounded down to a tenth: 99.96 is 99.9, so
+        only an implementation that passed everything shows 100.0."""
+        if not self.total:
+            return 0.0
+        return (self.passed * 1000 // self.total) / 10
+
+    def count(self, state: CellState) -> int:
+        return {
+            "pass": self.passed,
+            "fail": self.failed,
+            "errored": self.errored,
+            "skipped": self.skipped,
+            "known": self.known,
+        }[state]
+
+
+@dataclass(frozen=True)
 class Matrix:
     """Cases by implementations."""
 
@@ -197,6 +277,57 @@ class Matrix:
     def disagreements(self) -> tuple[Row, ...]:
         """Cases the implementations observed differently, in declared order."""
         return tuple(row for row in self.declared if row.agreement is Agreement.DISAGREE)
+
+    @cached_property
+    def ranking(self) -> tuple[Standing, ...]:
+        """The implementations by fewest unsuccessful cases (failed, errored, known
+        failures), then fewest skipped, then column order."""
+        counted = []
+        for index, column in enumerate(self.columns):
+            states = [row.states[index] for row in self.rows if row.states]
+            counts = {state: states.count(state) for state in STATES}
+            counted.append((index, column.label, counts, len(self.rows)))
+        counted.sort(
+            key=lambda item: (
+                item[2]["fail"] + item[2]["errored"] + item[2]["known"],
+                item[2]["skipped"],
+                item[0],
+            )
+        )
+        return tuple(
+            Standing(
+                rank,
+                label,
+                counts["pass"],
+                counts["fail"],
+                counts["errored"],
+                counts["skipped"],
+                counts["known"],
+                total,
+            )
+            for rank, (_, label, counts, total) in enumerate(counted, 1)
+        )
+
+    def grouped(self, by: GroupBy) -> tuple[tuple[str, tuple[Row, ...]], ...]:
+        """The rows (in display order) grouped as the suite groups its cases: by the
+        array each is declared in (in the suite's order of arrays), or by tag (sorted;
+        a case is under each of its tags, and untagged cases last under ``(no tag)``)."""
+        groups: dict[str, list[Row]] = {}
+        if by == "array":
+            for array in CASE_CLASS_TO_ARRAY.values():
+                groups[array] = []
+            for row in self.rows:
+                groups.setdefault(row.array, []).append(row)
+        else:
+            untagged: list[Row] = []
+            for row in self.rows:
+                for tag in row.tags:
+                    groups.setdefault(tag, []).append(row)
+                if not row.tags:
+                    untagged.append(row)
+            groups = dict(sorted(groups.items()))
+            groups[NO_TAG] = untagged
+        return tuple((name, tuple(rows)) for name, rows in groups.items() if rows)
 
     @cached_property
     def words_differ(self) -> tuple[Row, ...]:
@@ -353,6 +484,14 @@ def _agreement(groups: Sequence[Group]) -> Agreement:
     return Agreement.AGREE
 
 
+def _state(cell: CaseResult | None, column: Column) -> CellState | None:
+    if cell is None:
+        return None
+    if cell.status in (Status.FAIL, Status.ERRORED) and cell.case_name in column.known:
+        return "known"
+    return cell.status.value
+
+
 def parse_agree_on(text: str) -> AgreeOn:
     """``--agree-on``: ``expected``, ``all``, or observation keys separated by commas;
     ValueError naming what is wrong."""
@@ -387,13 +526,15 @@ def build_matrix(
     labels: Sequence[str] | None = None,
     *,
     agree_on: AgreeOn = AGREE_ON_EXPECTED,
+    known: Sequence[Mapping[str, Known] | None] | None = None,
 ) -> Matrix:
     """The matrix of ``runs`` (one per implementation) over the cases of ``suite``.
 
     ``labels`` name the columns (default: :func:`labels_for_runs`). Implementations are
-    compared on ``agree_on`` and the verdict (:func:`parse_agree_on`). A column whose
-    every case errored with nothing observed is left out of the comparison
-    (Column.observed).
+    compared on ``agree_on`` and the verdict (:func:`parse_agree_on`). ``known`` holds,
+    per run, the cases it failed as its baseline lists them (their cells are ``known``,
+    never ``pass``). A column whose every case errored with nothing observed is left
+    out of the comparison (Column.observed).
     Results are matched
     to cases by name; a run without a result for a case has None in that cell (a run
     still in progress, say), and results for cases the suite does not declare are not
@@ -413,8 +554,11 @@ def build_matrix(
         ran = [cells[index] for cells in table if _ran(cells[index])]
         return not ran or not all(_observed_nothing(cell) for cell in ran)
 
+    listed = list(known) if known is not None else [None] * len(runs)
+    if len(listed) != len(runs):
+        raise ValueError(f"{len(listed)} known-failure lists for {len(runs)} runs")
     columns = tuple(
-        Column(label, run, observed=observed(index))
+        Column(label, run, observed=observed(index), known=dict(listed[index] or {}))
         for index, (label, run) in enumerate(zip(names, runs, strict=True))
     )
     rows = []
@@ -433,6 +577,12 @@ def build_matrix(
                 differing_keys=_differing_keys(groups),
                 expect_empty=not case.expect,
                 words_differ=worded and agreement is Agreement.AGREE,
+                description=case.description,
+                tags=tuple(case.tags),
+                input=case.input,
+                states=tuple(
+                    _state(cell, column) for cell, column in zip(cells, columns, strict=True)
+                ),
             )
         )
     rows.sort(key=lambda row: (row.rank, row.position))
@@ -466,6 +616,32 @@ def _case_fields(row: Row) -> dict[str, Any]:
         "case_class": row.case_class,
         "category": row.category,
     }
+
+
+def _known_fields(matrix: Matrix, row: Row) -> dict[str, Any]:
+    return {
+        column.label: {"reason": entry.reason, "link": entry.link}
+        for column, state in zip(matrix.columns, row.states, strict=True)
+        if state == "known" and (entry := column.known.get(row.case_name)) is not None
+    }
+
+
+def ranking_to_dict(matrix: Matrix) -> list[dict[str, Any]]:
+    """The ranking as JSON-ready data (the ``ranking`` list of the document)."""
+    return [
+        {
+            "rank": standing.rank,
+            "label": standing.label,
+            "passed": standing.passed,
+            "failed": standing.failed,
+            "errored": standing.errored,
+            "skipped": standing.skipped,
+            "known": standing.known,
+            "unsuccessful": standing.unsuccessful,
+            "percent": standing.percent,
+        }
+        for standing in matrix.ranking
+    ]
 
 
 def matrix_to_dict(
@@ -503,6 +679,7 @@ def matrix_to_dict(
             }
             for column in matrix.columns
         ],
+        "ranking": ranking_to_dict(matrix),
         "runs": [dict(document) for document in run_documents],
         "cases": [
             {
@@ -511,8 +688,14 @@ def matrix_to_dict(
                     label: None if status is None else status.value
                     for label, status in zip(matrix.labels, row.statuses, strict=True)
                 },
+                "states": dict(zip(matrix.labels, row.states, strict=True)),
                 "agreement": row.agreement.value,
                 "words_differ": row.words_differ,
+                "array": row.array,
+                "description": row.description,
+                "tags": list(row.tags),
+                "input": serialize.value_to_json(dict(row.input)),
+                "known": _known_fields(matrix, row),
             }
             for row in declared
         ],

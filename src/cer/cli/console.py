@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     # read them: a one-implementation run needs neither (nor what they import).
     from cer.conformance import Conformance
     from cer.coverage import Coverage, CoverageFigures
-    from cer.matrix import Group, Matrix, Row
+    from cer.matrix import Group, GroupBy, Matrix, Row
     from cer.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
@@ -526,10 +526,70 @@ _WORDED_LISTED = 8
 _MIN_NAME = 16
 
 
-def _cell_text(status: Status | None, words: bool) -> str:
-    if status is None:
+_STATE_SYMBOLS = {**{s.value: SYMBOLS[s] for s in Status}, "known": "◇"}
+_STATE_WORDS = {**{s.value: LABELS[s] for s in Status}, "known": "KNOWN"}
+_STATE_COLOURS = {**{s.value: _COLOURS[s] for s in Status}, "known": "36"}
+_BAR = 20
+"""Characters of a ranking's bar."""
+_BAR_CHARS = {"pass": "█", "known": "▒", "fail": "▓", "errored": "▓", "skipped": "░"}
+
+
+def _cell_text(state: str | None, words: bool) -> str:
+    if state is None:
         return "–"
-    return f"{SYMBOLS[status]} {LABELS[status]}" if words else SYMBOLS[status]
+    return f"{_STATE_SYMBOLS[state]} {_STATE_WORDS[state]}" if words else _STATE_SYMBOLS[state]
+
+
+def bar_widths(counts: Sequence[int], width: int) -> list[int]:
+    """Widths of a bar's parts, proportional to ``counts`` and adding up to ``width``
+    (when anything is counted); a part with any count gets at least one character, so
+    a single failure never disappears from the bar."""
+    total = sum(counts)
+    if not total:
+        return [0] * len(counts)
+    floors = [max(1, count * width // total) if count else 0 for count in counts]
+    while sum(floors) > width:
+        widest = max(range(len(floors)), key=lambda i: floors[i])
+        floors[widest] -= 1
+    rests = sorted(
+        range(len(counts)), key=lambda i: (counts[i] * width % total, counts[i]), reverse=True
+    )
+    for index in rests:
+        if sum(floors) >= width:
+            break
+        if counts[index]:
+            floors[index] += 1
+    return floors
+
+
+def _ranking_lines(matrix: Matrix, paint: Any) -> list[str]:
+    """``  1. calc_ref  ████████████████████  100.0%  70 pass · 0 fail · …``."""
+    standings = matrix.ranking
+    label_w = max(len(s.label) for s in standings)
+    lines = ["ranking (fewest unsuccessful cases first):"]
+    order = ("pass", "known", "fail", "errored", "skipped")
+    for standing in standings:
+        widths = bar_widths([standing.count(state) for state in order], _BAR)  # type: ignore[arg-type]
+        bar = "".join(
+            paint(state, _BAR_CHARS[state] * width)
+            for state, width in zip(order, widths, strict=True)
+            if width
+        )
+        bar += " " * (_BAR - sum(widths))
+        counts = (
+            f"{standing.passed} pass · {standing.failed} fail · {standing.errored} error · "
+            f"{standing.skipped} skip"
+        )
+        if standing.known:
+            counts += f" · {standing.known} known"
+        lines.append(
+            for_terminal(
+                f"  {standing.rank}. {standing.label.ljust(label_w)}  {bar}  "
+                f"{standing.percent:5.1f}%  {counts}",
+                multiline=False,
+            )
+        )
+    return lines
 
 
 def _marker(row: Row, words: bool) -> str:
@@ -557,7 +617,9 @@ def _describe_value(value: Any) -> str:
     return f"{type(value).__name__} {format_value(value, 80)}"
 
 
-def _group_line(group: Group, keys: Sequence[str], width: int) -> str:
+def _group_line(
+    group: Group, keys: Sequence[str], width: int, known: frozenset[str] = frozenset()
+) -> str:
     if group.observation is None:
         reason = " ".join((group.reasons[0] or "").splitlines()[:1])
         what = f"nothing observed: {reason}" if reason else "nothing observed"
@@ -570,7 +632,21 @@ def _group_line(group: Group, keys: Sequence[str], width: int) -> str:
 
         what = f"the same observation (apart from {', '.join(sorted(IGNORED_KEYS))})"
     status = f"{SYMBOLS[group.status]} {LABELS[group.status]:<5}"
-    return _clip(for_terminal(f"      {', '.join(group.labels)}  {status}  {what}"), width)
+    names = ", ".join(f"{label} (known)" if label in known else label for label in group.labels)
+    return _clip(for_terminal(f"      {names}  {status}  {what}"), width)
+
+
+def standing_known(matrix: Matrix, index: int) -> int:
+    """How many cases the column ``index`` failed as its baseline lists them."""
+    return sum(1 for row in matrix.rows if row.states and row.states[index] == "known")
+
+
+def _input_line(row: Row, width: int) -> str:
+    """``      input: expression = "8 / 2 / 2"``: the case's input beside the verdicts."""
+    from cer.tomltext import shown_input
+
+    text = " ".join(shown_input(dict(row.input)).text.split())
+    return _clip(for_terminal(f"      input: {text}", multiline=False), width)
 
 
 def _where(suite: Suite, cases: Mapping[str, Case], name: str) -> str:
@@ -613,8 +689,10 @@ def render_matrix(
     width: int = MATRIX_WIDTH,
     coverages: Sequence[Coverage | None] = (),
     flaky: Sequence[frozenset[str] | None] = (),
+    group_by: GroupBy | None = None,
 ) -> str:
-    """The text report of several implementations: the matrix, the legend, the
+    """The text report of several implementations: the matrix (its rows under each
+    tag or array with ``group_by``), the totals, the ranking, the legend, the
     agreement section, and a last line of totals.
 
     Rows show cases that some implementation did not pass or that the implementations
@@ -625,10 +703,10 @@ def render_matrix(
     """
     from cer.matrix import Agreement
 
-    def paint(status: Status | None, text: str) -> str:
-        if not colour or status is None:
+    def paint(state: str | None, text: str) -> str:
+        if not colour or state is None:
             return text
-        return f"\x1b[{_COLOURS[status]}m{text}\x1b[0m"
+        return f"\x1b[{_STATE_COLOURS[state]}m{text}\x1b[0m"
 
     labels = matrix.labels
     cases = {case.name: case for case in suite.cases}
@@ -654,7 +732,7 @@ def render_matrix(
         fixed = sum(w + 2 for w in cell_ws) + (marker_w + 2 if marker_w else 0)
     name_w = max(_MIN_NAME, min(name_w, 48, width - fixed))
 
-    def table_line(first: str, cells: Sequence[tuple[Status | None, str]], last: str) -> str:
+    def table_line(first: str, cells: Sequence[tuple[str | None, str]], last: str) -> str:
         parts = [_clip(for_terminal(first, multiline=False), name_w).ljust(name_w)]
         for (status, text), cell_w in zip(cells, cell_ws, strict=True):
             parts.append(paint(status, text) + " " * (cell_w - len(text)))
@@ -664,14 +742,25 @@ def render_matrix(
     lines.append(
         table_line("case", [(None, label) for label in labels], "agreement" if marker_w else "")
     )
-    for row in shown:
-        lines.append(
-            table_line(
-                row.case_name,
-                [(status, _cell_text(status, words)) for status in row.statuses],
-                _marker(row, words),
-            )
+
+    def row_line(row: Row) -> str:
+        return table_line(
+            row.case_name,
+            [(state, _cell_text(state, words)) for state in row.states],
+            _marker(row, words),
         )
+
+    if group_by is None:
+        lines.extend(row_line(row) for row in shown)
+    else:
+        on_show = {id(row) for row in shown}
+        for name, rows in matrix.grouped(group_by):
+            members = [row for row in rows if id(row) in on_show]
+            if not members:
+                continue
+            title = f"[[{name}]]" if group_by == "array" else f"tag {name}"
+            lines.append(for_terminal(f"{title} ({len(members)} of {len(rows)})", multiline=False))
+            lines.extend(row_line(row) for row in members)
     hidden = sum(1 for row in matrix.rows if row.rank == 2) if not verbose else 0
     if hidden:
         lines.append(
@@ -693,8 +782,17 @@ def render_matrix(
     ):
         counts = [getattr(summary, word) for summary in summaries]
         lines.append(
-            table_line(word, [(status if count else None, str(count)) for count in counts], "")
+            table_line(
+                word, [(status.value if count else None, str(count)) for count in counts], ""
+            )
         )
+    known = [standing_known(matrix, index) for index in range(len(matrix.columns))]
+    if any(known):
+        lines.append(
+            table_line("known", [("known" if n else None, str(n)) for n in known], "").rstrip()
+        )
+    lines.append("")
+    lines.extend(_ranking_lines(matrix, paint))
     lines.append("")
     lines.append("implementations:")
     label_w = max(len(label) for label in labels)
@@ -708,6 +806,25 @@ def render_matrix(
         if coverage is not None and coverage.evaluated:
             text += f", {coverage.verified} of {coverage.total} constraints verified"
         lines.append(text)
+        known_reasons = Counter(
+            column.known[row.case_name].reason
+            for row in matrix.declared
+            if row.states and row.states[index] == "known" and row.case_name in column.known
+        )
+        if known_reasons:
+            said = "; ".join(
+                f"{reason} ({count})" if count > 1 else reason
+                for reason, count in known_reasons.most_common()
+            )
+            lines.append(
+                _clip(
+                    for_terminal(
+                        f"  {' ' * label_w}  known ({sum(known_reasons.values())}): {said}",
+                        multiline=False,
+                    ),
+                    max(width, 60),
+                )
+            )
         names_flaky = flaky[index] if index < len(flaky) else None
         ran = {r.case_name for r in column.run.results} if names_flaky else set()
         marked = sorted(n for n in names_flaky or () if n in ran)
@@ -770,9 +887,13 @@ def render_matrix(
                 multiline=False,
             )
         )
+        lines.append(_input_line(row, max(width, 60)))
+        known_here = frozenset(
+            label for label, state in zip(labels, row.states, strict=True) if state == "known"
+        )
         keys = row.differing_keys
         for group in row.groups:
-            lines.append(_group_line(group, keys, max(width, 60)))
+            lines.append(_group_line(group, keys, max(width, 60), known_here))
     errored = matrix.all_errored
     if errored:
         lines.append(

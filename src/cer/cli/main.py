@@ -709,10 +709,16 @@ def _run_matrix(
     progress.clear()
     runs = [run for run in by_index if run is not None]
     concluded = [c for c in conformances if c is not None]
-    from cer.matrix import AGREE_ON_EXPECTED, build_matrix, matrix_to_dict
+    from cer.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
 
     agree_on = getattr(args, "agree_on", None) or AGREE_ON_EXPECTED
-    matrix = build_matrix(suite, runs, labels, agree_on=agree_on)
+    known = [
+        None
+        if conformance.baseline is None
+        else {k.case_name: Known(k.entry.reason, k.entry.link) for k in conformance.baseline.known}
+        for conformance in concluded
+    ]
+    matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
     charted = _chart_runs(args, history, suite)
     contexts = [
         ReportContext(
@@ -742,6 +748,7 @@ def _run_matrix(
             width=shutil.get_terminal_size().columns if to_terminal else console.MATRIX_WIDTH,
             coverages=coverages,
             flaky=flaky,
+            group_by=getattr(args, "group_by", None),
         )
     code = (
         ExitCode.USAGE

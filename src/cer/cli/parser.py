@@ -140,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
         "observations), or observation keys separated by commas (docs/matrix.md)",
     )
     out.add_argument(
+        "--group-by",
+        choices=("tag", "array"),
+        default=None,
+        help="several implementations: list the matrix's rows under each tag, or under "
+        "the array each case is declared in, as the suite groups them",
+    )
+    out.add_argument(
         "--coverage",
         action="store_true",
         help="list constraint coverage in detail (from commonsformat.md)",
