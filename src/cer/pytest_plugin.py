@@ -25,13 +25,16 @@ from typing import Any
 import pytest
 
 from cer import procs, serialize
+from cer.baseline import Baseline, BaselineError, check_run, load_baseline, unmatched_entries
 from cer.cli import console
+from cer.conformance import conformance_of
 from cer.engine.kinds import KINDS
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.engine.workerproc import WarmWorkers
 from cer.history import History, default_history_path
 from cer.history_queries import NOT_SELECTED
-from cer.model import Case, RunResult, Status
+from cer.labels import short_label
+from cer.model import Case, RunResult, Status, Suite
 from cer.options import (
     ProjectConfig,
     UsageError,
@@ -39,7 +42,13 @@ from cer.options import (
     history_max_bytes,
     resolve_run,
 )
-from cer.pytest_suite import CaseFailed, SuiteState, failure_text, merge_process_runs
+from cer.pytest_suite import (
+    CaseErrored,
+    CaseFailed,
+    SuiteState,
+    failure_text,
+    merge_process_runs,
+)
 from cer.records import HistoryError
 from cer.safetext import for_terminal
 from cer.suite import SuiteError, load_suite
@@ -106,7 +115,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="let a session whose cases cer skipped (a category it cannot run) exit 0; "
         "by default it exits 3, as cer run does",
     )
+    group.addoption(
+        "--cer-baseline",
+        metavar="FILE",
+        help="a known-failures file, as cer run --baseline: its cases are "
+        "xfail(strict=True), so a listed case that passes fails the session "
+        "(default: cer_baseline, else [tool.cer] baseline)",
+    )
     parser.addini("cer_impl", "the implementation (MODULE:ATTR) for cer suites", default=None)
+    parser.addini(
+        "cer_baseline", "a known-failures file for cer suites (as --cer-baseline)", default=None
+    )
 
 
 # --- configuration ---------------------------------------------------------------------
@@ -261,6 +280,87 @@ class CerPlugin:
             for arg in config.args
             if arg.split("::", 1)[0].endswith(".toml")
         }
+        self.baseline = self.read_baseline()
+
+    # the baseline
+
+    def baseline_path(self) -> Path | None:
+        """``--cer-baseline`` (from the directory pytest was started in), else the
+        ``cer_baseline`` ini option (from the ini file's directory), else ``baseline``
+        in ``[tool.cer]`` (from ``pyproject.toml``'s)."""
+        given = self.config.getoption("cer_baseline", None)
+        if given:
+            return self.config.invocation_params.dir / str(given)
+        ini = self.config.getini("cer_baseline")
+        if ini:
+            base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
+            return base / str(ini)
+        return self.project.path_value("baseline")
+
+    def read_baseline(self) -> Baseline | None:
+        """The known-failures file, read and held against the suites this session
+        collects, as ``cer run --baseline`` holds it against its suite: a malformed
+        file, or an entry naming no case of any of them, is a usage error before
+        anything runs (checked once, by the process that starts the session)."""
+        path = self.baseline_path()
+        if path is None:
+            return None
+        try:
+            baseline = load_baseline(path)
+        except BaselineError as exc:
+            raise UsageError(f"baseline: {exc}") from None
+        if not hasattr(self.config, "workerinput"):
+            suites = self.baseline_suites()
+            problems = unmatched_in_all(baseline, suites)
+            if problems:
+                raise UsageError(
+                    "\n".join(
+                        f"baseline: {problem}; remove the entry or correct its case"
+                        for problem in problems
+                    )
+                )
+        return baseline
+
+    def baseline_suites(self) -> list[Suite]:
+        """The suites this session collects (those named on the command line and
+        in ``pytest_suites``) that load; one that does not is reported when it is
+        collected."""
+        suites = []
+        for path in sorted(self.explicit | set(self.entries)):
+            if not path.is_file():
+                continue
+            if not (self.active or path in self.entries or _has_format_marker(path)):
+                continue
+            try:
+                suites.append(load_suite(path))
+            except SuiteError:
+                continue
+        return suites
+
+    def known_failure(self, case: Case, state: SuiteState) -> pytest.MarkDecorator | None:
+        """``xfail(strict=True)`` for a case the baseline lists. pytest then agrees
+        with ``cer run --baseline``: a listed case failing as listed is xfailed; one
+        that passes is an XPASS(strict) failure (a stale entry); one failing with the
+        other status fails, since the xfail expects only its status's exception
+        (:class:`CaseFailed` in the call, :class:`CaseErrored` in the setup)."""
+        if self.baseline is None:
+            return None
+        names = frozenset(each.name for each in state.suite.cases)
+        options = state.options
+        aliases = (options.impl, short_label(options.kind, options.impl))
+        entry = self.baseline.entry_for(case.name, names, aliases)
+        if entry is None:
+            return None
+        raises = CaseFailed if entry.status == "fail" else CaseErrored
+        where = self.shown(str(self.baseline.path)) + (f":{entry.line}" if entry.line else "")
+        link = f" ({entry.link})" if entry.link else ""
+        return pytest.mark.xfail(
+            strict=True,
+            raises=raises,
+            reason=for_terminal(
+                f"known {entry.status} ({where}): {entry.reason}{link}", multiline=False
+            ),
+        )
 
     # collection
 
@@ -499,7 +599,14 @@ class CerPlugin:
             # are shown as data: control and bidi characters as escapes.
             heading = f"{self.shown(run.suite_path)} · {run.implementation_id}"
             terminalreporter.write_line(for_terminal(heading, multiline=False))
-            terminalreporter.write_line(f"  {for_terminal(console.summary_line(run))}")
+            conformance = None
+            if self.baseline is not None:
+                suite = self.suite_of(run)
+                if suite is not None:
+                    check = check_run(self.baseline, suite, run)
+                    conformance = conformance_of(run.summary, baseline=check)
+            line = console.summary_line(run, conformance=conformance)
+            terminalreporter.write_line(f"  {for_terminal(line)}")
             for note in run.notes:
                 terminalreporter.write_line(for_terminal(f"  note: {note}"))
             if history_wanted:
@@ -516,6 +623,17 @@ class CerPlugin:
                     f"cer: incomplete: {cases} skipped by cer, so the session exits "
                     f"{_INCOMPLETE} as cer run does (--cer-accept-skips accepts skips)"
                 )
+
+    def suite_of(self, run: RunResult) -> Suite | None:
+        """The suite ``run`` ran: this process's, else read again (under xdist the
+        workers ran it)."""
+        for state in self.states.values():
+            if str(state.suite.path) == run.suite_path:
+                return state.suite
+        try:
+            return load_suite(run.suite_path)
+        except SuiteError:
+            return None
 
     def history_max_bytes(self) -> int | None:
         """``[tool.cer] history_max_mb`` of this session's project, in bytes."""
@@ -544,6 +662,22 @@ class CerPlugin:
         except HistoryError as exc:
             return f"cer: warning: history: {exc}; this run is not recorded"
         return f"recorded in {path}"
+
+
+def unmatched_in_all(baseline: Baseline, suites: Sequence[Suite]) -> tuple[str, ...]:
+    """The baseline's entries that name no case of any of ``suites``, one message
+    each (:func:`cer.baseline.unmatched_entries`'s, for one suite)."""
+    if not suites:
+        return ()
+    if len(suites) == 1:
+        return unmatched_entries(baseline, suites[0])
+    name_sets = [frozenset(case.name for case in suite.cases) for suite in suites]
+    where = ", ".join(str(suite.path) for suite in suites)
+    return tuple(
+        f"{baseline.where(entry)}: case {entry.case!r} names no case of {where}"
+        for entry in baseline.entries
+        if not any(entry.matches(name, names) for names in name_sets for name in names)
+    )
 
 
 def _plugin(config: pytest.Config) -> CerPlugin:
@@ -580,6 +714,9 @@ class SuiteFile(pytest.File):
             item = CaseItem.from_parent(self, name=case.name, case=case, state=state)
             for text in dict.fromkeys((case.category, case.case_class, *case.tags)):
                 item.add_marker(plugin.marker_for(text))
+            known = plugin.known_failure(case, state)
+            if known is not None:
+                item.add_marker(known)
             yield item
 
 
@@ -644,7 +781,7 @@ class CaseItem(pytest.Item):
         if result.stderr:
             self.add_report_section("call", "stderr", for_terminal(result.stderr))
         if result.status is Status.ERRORED:
-            pytest.fail(failure_text(state.suite, self.case, result), pytrace=False)
+            raise CaseErrored(failure_text(state.suite, self.case, result))
         if result.status is Status.SKIPPED:
             _skip_here(for_terminal(result.reason or "skipped"))
 

@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+import pytest
+
 from cer.categories import CategoryConfigError
 from cer.engine.options import RunCancelled, RunOptions
 from cer.engine.runner import run_suite
@@ -151,6 +153,21 @@ def merge_process_runs(runs: Sequence[RunResult]) -> RunResult:
 
 class CaseFailed(Exception):
     """Raised by an item whose case failed; its text is the whole failure report."""
+
+
+class CaseErrored(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """Raised in the setup of an item whose case errored: pytest reports it as an
+    error, with its text and no traceback, as :func:`pytest.fail` does. A class of
+    its own, so that a baseline's ``errored`` entry (an ``xfail`` raising it) never
+    takes another failure of the setup (a run that could not start, a case not run)
+    for the known error."""
+
+    # pytest's short summary names an exception by its module and class, and does the
+    # same for its own Failed: ``CaseErrored: evals.toml:11 ...``, not a dotted path.
+    __module__ = "builtins"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, pytrace=False)
 
 
 def failure_text(suite: Suite, case: Case, result: CaseResult) -> str:
