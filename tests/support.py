@@ -17,6 +17,15 @@ from cer.model import RunResult, Status
 from cer.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
+NO_TEST_PLUGINS = tuple(
+    arg
+    for name in ("textual-snapshot", "syrupy", "anyio", "hypothesispytest")
+    for arg in ("-p", f"no:{name}")
+)
+"""Options for a pytest session a test starts: without the plugins this project's own
+tests use (snapshots, async tests, Hypothesis), which such a session has no use for and
+which import Textual, Hypothesis and more at its start, two thirds of its CPU time.
+cer's plugin and pytest-xdist are still loaded through their entry points."""
 EXAMPLES = ROOT / "examples"
 
 

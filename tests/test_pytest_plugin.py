@@ -25,6 +25,7 @@ from cer.model import Status
 from cer.options import ProjectConfig, UsageError
 from cer.pytest_plugin import configured_suites, marker_word
 from cer.suite import load_suite
+from support import NO_TEST_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[1]
 CALC = ROOT / "examples" / "calc" / "evals.toml"
@@ -37,7 +38,7 @@ def pytest_run(
     env["NO_COLOR"] = "1"
     cache_args = ["-o", f"cache_dir={cache}"] if cache else ["-p", "no:cacheprovider"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *cache_args, *map(str, args)],
+        [sys.executable, "-m", "pytest", "-q", *NO_TEST_PLUGINS, *cache_args, *map(str, args)],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from support import NO_TEST_PLUGINS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SUITE = """\
@@ -153,7 +155,7 @@ expect = { output = 3 }
 
 def pytest_session(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-q", *NO_TEST_PLUGINS, "-p", "no:cacheprovider", *args],
         cwd=folder,
         env=_env(),
         capture_output=True,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import assert_none_left
+from support import NO_TEST_PLUGINS, assert_none_left
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="adopting orphans needs Linux"
@@ -82,8 +82,9 @@ for line in sys.stdin:
 
 def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    command = [sys.executable, "-m", "pytest", "-q", *NO_TEST_PLUGINS, "-p", "no:cacheprovider"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "evals.toml"],
+        [*command, *args, "evals.toml"],
         cwd=root,
         env=env,
         capture_output=True,

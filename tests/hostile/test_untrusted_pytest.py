@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from hostile_text import CORPUS, assert_inert, implementation, suite_lines
 
+from support import NO_TEST_PLUGINS
+
 pytestmark = pytest.mark.slow
 
 SHOWN = {k: v for k, v in CORPUS.items() if k != "long-line"}
@@ -42,6 +44,7 @@ def _pytest(folder: Path, impl: str) -> subprocess.CompletedProcess[bytes]:
             sys.executable,
             "-m",
             "pytest",
+            *NO_TEST_PLUGINS,
             "-p",
             "no:cacheprovider",
             "-rA",
