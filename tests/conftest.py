@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cer.engine.workerproc import WarmWorkers
 from support import Module
 
 
@@ -30,3 +33,22 @@ def _own_outputs_record(
     user's."""
     record = tmp_path_factory.mktemp("state") / "outputs"
     monkeypatch.setenv("CER_OUTPUTS_RECORD", str(record))
+
+
+@pytest.fixture(autouse=True)
+def _warm_workers_end_with_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The worker processes a test's apps started ahead (cer-tui's warm workers) end
+    with the test, reaped and their files closed, also when the app never ran (a test
+    of main()'s arguments, of create_app's checks): they are otherwise left to the
+    garbage collector, which warns of them under whichever test it runs in."""
+    made: list[WarmWorkers] = []
+    original = WarmWorkers.__init__
+
+    def remember(self: WarmWorkers, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(WarmWorkers, "__init__", remember)
+    yield
+    for warm in made:
+        warm.close()

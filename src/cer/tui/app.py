@@ -358,19 +358,24 @@ def create_app(
         warm = WarmWorkers(resolve_jobs(options.jobs))
         warm.fill()
         run = functools.partial(run_suite, warm=warm)
-    app = CerApp(
-        suite_path,
-        options,
-        run=run,
-        load=load,
-        watch=watch,
-        theme=theme,
-        extra_watch=extra_watch,
-        launcher=launcher,
-        history=history,
-        implementations=implementations,
-        labels=labels,
-        baseline=baseline,
-    )
+    try:
+        app = CerApp(
+            suite_path,
+            options,
+            run=run,
+            load=load,
+            watch=watch,
+            theme=theme,
+            extra_watch=extra_watch,
+            launcher=launcher,
+            history=history,
+            implementations=implementations,
+            labels=labels,
+            baseline=baseline,
+        )
+    except BaseException:
+        if warm is not None:  # an app refused (a bad theme, labels) never ends them
+            warm.close()
+        raise
     app.warm_workers = warm
     return app
