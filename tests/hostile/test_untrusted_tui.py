@@ -17,7 +17,8 @@ from cer.suite import load_suite
 from cer.tui.app import create_app
 from cer.tui.plain import notify
 from cer.tui.screens.drafts import ConfirmScreen, DraftsScreen
-from cer.tui.widgets.detail_panes import PANES, DetailPanes
+from cer.tui.state.details import PANES
+from cer.tui.widgets.detail_panes import DetailPanes
 from tui.helpers import screen_text, settle, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

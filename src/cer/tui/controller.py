@@ -391,17 +391,7 @@ class RunController:
                 unobserved=unobserved,
                 suite_name=suite_name,
             )
-            post(
-                messages.DetailsRendered(
-                    None if case is None else case.name,
-                    token,
-                    details.reason,
-                    details.diff,
-                    details.output,
-                    details.case,
-                    details.coverage,
-                )
-            )
+            post(messages.DetailsRendered(None if case is None else case.name, token, details))
 
         self._worker(render, "details", "render the selected case")
 

@@ -13,6 +13,8 @@ from typing import Literal
 
 from textual.binding import Binding
 
+from cer.tui.state.details import PANES
+
 Target = Literal["app", "screen", "widget"]
 """Who binds a key and has its action: the app, the run screen, the case list."""
 
@@ -41,7 +43,7 @@ APP_KEYS: tuple[Key, ...] = (
         "tab",
         "cycle_pane",
         "Pane",
-        "Cycle the detail panes: Reason, Diff, Output, Case, Coverage",
+        f"Cycle the detail panes: {', '.join(pane.title for pane in PANES)}",
         "tab",
         priority=True,
         target="screen",

@@ -9,18 +9,16 @@ messages of one lane's run carry its place (``lane``, 0 for the first).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import RenderableType
-from rich.text import Text
 from textual.message import Message
 
 from cer.coverage import CoverageFigures
 from cer.matrix import Matrix
 from cer.model import RunResult, Suite
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc
+from cer.tui.state.details import Details
 from cer.tui.state.kept import KeptResult
 
 
@@ -197,12 +195,9 @@ class FilesChanged(Message):
 
 @dataclass
 class DetailsRendered(Message):
-    """The detail panes' content for one case, built off the event loop."""
+    """The detail panes' content for one case, built off the event loop; ``token``
+    is the request it answers."""
 
     case_name: str | None
     token: int
-    reason: RenderableType
-    diff: Sequence[Text]
-    output: Sequence[Text]
-    case: RenderableType
-    coverage: RenderableType
+    details: Details

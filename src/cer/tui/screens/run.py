@@ -25,7 +25,7 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, Input, TabPane
+from textual.widgets import Footer, Input
 
 from cer.engine.options import RunOptions
 from cer.model import Suite
@@ -124,17 +124,7 @@ class RunScreen(Screen[None]):
         with Horizontal(id="main"):
             labels = app.labels if app.several else ()
             yield CaseList(app.board, labels=labels, id="cases")
-            with DetailPanes(id="details", initial="reason"):
-                with TabPane("Reason", id="reason"):
-                    yield TextPane(id="reason-pane")
-                with TabPane("Diff", id="diff"):
-                    yield DiffPane(id="diff-pane")
-                with TabPane("Output", id="output"):
-                    yield OutputPane(id="output-pane")
-                with TabPane("Case", id="case"):
-                    yield TextPane(id="case-pane")
-                with TabPane("Coverage", id="coverage"):
-                    yield TextPane(id="coverage-pane")
+            yield DetailPanes(id="details", initial="reason")
         yield Input(
             placeholder="filter: words in the name, a tag, a category or a verified constraint",
             id="filter",
@@ -361,7 +351,7 @@ class RunScreen(Screen[None]):
         except NoMatches:
             return  # a late answer while the app closes: the panes are gone
         self.details_shown = (message.case_name, message.token)
-        panes.show(message)
+        panes.details = message.details
 
     @on(CaseList.CaseHighlighted)
     def _case_highlighted(self, event: CaseList.CaseHighlighted) -> None:

@@ -1,15 +1,17 @@
 """What the detail panes say about a case, rendered as Rich text off the event loop.
 
 Pure Rich, no Textual: the app calls :func:`render_details` from a thread worker and
-hands the finished text to the panes.
+hands the finished text to the panes. The panes themselves are declared here, once, in
+:data:`PANES`: the tabs, their order, ``tab``'s help and what each shows are all made
+from it.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import RenderableType
 from rich.style import Style
@@ -28,13 +30,42 @@ from cer.tui.state.styles import DetailStyles
 
 @dataclass(frozen=True)
 class Details:
-    """The content of the five panes for one case."""
+    """The content of the detail panes for one case (a field per pane of
+    :data:`PANES`, filled by :func:`render_details` and, for several implementations,
+    :func:`~cer.tui.state.side_by_side.render_details_many`)."""
 
     reason: RenderableType
     diff: list[Text]
     output: list[Text]
     case: Text
     coverage: RenderableType
+
+
+PaneWidget = Literal["text", "diff", "output"]
+"""What shows a pane: wrapped Rich content that scrolls (``text``), or unwrapped lines
+drawn as they come on screen, styled as a diff (``diff``) or as captured output
+(``output``); a ``text`` pane's part is one renderable, the others' a list of lines."""
+
+
+@dataclass(frozen=True)
+class Pane:
+    """One detail pane: its tab's id (``name``; its widget is ``#NAME-pane``) and
+    label, the widget that shows it, and its part of the case's :class:`Details`."""
+
+    name: str
+    title: str
+    widget: PaneWidget
+    part: Callable[[Details], RenderableType | list[Text]]
+
+
+PANES: tuple[Pane, ...] = (
+    Pane("reason", "Reason", "text", lambda details: details.reason),
+    Pane("diff", "Diff", "diff", lambda details: details.diff),
+    Pane("output", "Output", "output", lambda details: details.output),
+    Pane("case", "Case", "text", lambda details: details.case),
+    Pane("coverage", "Coverage", "text", lambda details: details.coverage),
+)
+"""The detail panes in tab order."""
 
 
 def render_details(
