@@ -6,12 +6,14 @@ does."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cer.baseline import Baseline, load_baseline
 from cer.engine.options import RunOptions
 from cer.history import History
+from cer.model import Suite
 from cer.tui.__main__ import main as tui_main
 from cer.tui.app import CerApp, create_app
 from cer.tui.widgets.text_pane import TextPane
@@ -19,6 +21,7 @@ from cer.tui.widgets.text_pane import TextPane
 from .helpers import (
     FakeRunner,
     fixed_loader,
+    make_suite,
     screen_text,
     settle,
     triage_outcome,
@@ -48,18 +51,18 @@ reason = "recursion"
 """
 
 
-def known_app(tmp_path: Path, text: str = BASELINE, **kwargs: object) -> tuple[CerApp, Baseline]:
+def known_app(tmp_path: Path, text: str = BASELINE, **kwargs: Any) -> tuple[CerApp, Baseline]:
     path = tmp_path / "known.toml"
     path.write_text(text, encoding="utf-8")
     baseline = load_baseline(path)
     app = create_app(
-        Path("evals.toml"),
+        tmp_path / "evals.toml",  # no such file: every cycle loads the suite again
         OPTIONS,
         run=FakeRunner(triage_outcome),
-        load=fixed_loader(triage_suite()),
+        load=kwargs.pop("load", fixed_loader(triage_suite())),
         watch=False,
         baseline=baseline,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
     return app, baseline
 
@@ -136,9 +139,8 @@ async def test_the_recorded_run_states_the_baseline_in_its_verdict(tmp_path: Pat
         await app.workers.wait_for_complete()
     with History.open(history, create=False) as opened:
         (record,) = opened.runs()
-    assert record.statement is not None
-    assert record.statement.startswith(
-        "nonconformant: 1 known failure, 3 regressions, 1 stale baseline entry, "
+    assert record.statement == (
+        "nonconformant: 1 known failure, 3 regressions, 1 stale baseline entry"
     )
     assert record.baseline == str(tmp_path / "known.toml")
 
@@ -165,3 +167,22 @@ def test_cer_tui_refuses_a_bad_baseline_as_cer_run_does(
             tui_main(["evals.toml", "--impl", "impl:run", "--baseline", name, "--no-history"])
         assert stopped.value.code == 2
         assert message in capsys.readouterr().err
+
+
+async def test_an_entry_left_naming_no_case_after_an_edit_is_said(tmp_path: Path) -> None:
+    whole = triage_suite()
+    renamed = make_suite(case for case in whole.cases if case.name != "renders-tabs")
+    suites = [whole, renamed]
+
+    def load(path: Path) -> Suite:
+        return suites.pop(0) if len(suites) > 1 else suites[0]
+
+    app, _ = known_app(tmp_path, load=load)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        assert not [n for n in app._notifications if n.title == "Baseline"]
+        await pilot.press("r")
+        await settle(app, runs=2)
+        (note,) = [n for n in app._notifications if n.title == "Baseline"]
+        assert "known.toml:1: case 'renders-tabs' names no case of evals.toml" in note.message
+        assert "cer run refuses this baseline" in note.message

@@ -155,6 +155,18 @@ class RunScreen(Screen[None]):
             return
         changed = self.cer.session.load(message.suite, control.selection)
         control.module_doc = message.module_doc
+        unmatched = self.cer.session.unmatched_entries() if changed else ()
+        if unmatched:
+            # The file was checked against the suite as it was when cer-tui started; a
+            # case renamed or removed since leaves an entry that cer run would refuse.
+            more = f" (and {len(unmatched) - 1} more)" if len(unmatched) > 1 else ""
+            notify(
+                self,
+                f"{unmatched[0]}{more}: cer run refuses this baseline; remove the entry "
+                "or correct its case",
+                title="Baseline",
+                severity="warning",
+            )
         if self.banner.kind == "suite-error":
             self.banner.clear()
         self.case_list.remove_class("-dimmed")
