@@ -192,7 +192,17 @@ class Child:
     forked, so that bytes some other process wrote into its pipe are never run.
     """
 
-    __slots__ = ("err_r", "input_w", "out_r", "pid", "pidfd", "result_r", "scratch", "token")
+    __slots__ = (
+        "err_r",
+        "input_w",
+        "out_r",
+        "pid",
+        "pidfd",
+        "removing",
+        "result_r",
+        "scratch",
+        "token",
+    )
 
     def __init__(
         self,
@@ -204,10 +214,16 @@ class Child:
         err_r: int,
         pidfd: int,
         scratch: str = "",
+        removing: tuple[str, ...] = (),
     ) -> None:
         self.pid = pid
         self.scratch = scratch
-        """The process's own scratch folder (TMPDIR), made empty for it; "" for none."""
+        """The process's own scratch folder (TMPDIR), which it makes itself before it
+        reads its case, and checks is still empty before it starts it; "" for none."""
+        self.removing = removing
+        """Ended cases' scratch folders this process removes before it makes its own
+        (off the worker's path); what is left of them once it started its case or was
+        discarded, the worker removes (:meth:`remove_leftovers`)."""
         self.token = token
         self.input_w = input_w
         self.result_r = result_r
@@ -235,8 +251,6 @@ class Child:
             return False
         if waited:
             return False
-        if self.scratch and _holds_anything(self.scratch):
-            return False
         return all(
             _unread_bytes(fd) == 0 for fd in (self.input_w, self.result_r, self.out_r, self.err_r)
         )
@@ -246,6 +260,14 @@ class Child:
         if self.scratch:
             scratch.remove(self.scratch)
             self.scratch = ""
+
+    def remove_leftovers(self) -> None:
+        """Remove what is left of the folders this process was to remove (once it
+        started its case or ended): usually nothing, one ``lstat`` each."""
+        for folder in self.removing:
+            if os.path.lexists(folder):
+                scratch.remove(folder)
+        self.removing = ()
 
     def close_fds(self) -> None:
         for fd in (self.input_w, self.result_r, self.out_r, self.err_r, self.pidfd):
@@ -263,10 +285,11 @@ class Child:
             os.waitpid(self.pid, 0)
         self.close_fds()
         self.remove_scratch()
+        self.remove_leftovers()
 
 
-def _holds_anything(folder: str) -> bool:
-    """Whether ``folder`` has an entry (or is gone): a spare's scratch must be empty."""
+def holds_anything(folder: str) -> bool:
+    """Whether ``folder`` has an entry (or is gone): a case's scratch must be empty."""
     try:
         with os.scandir(folder) as entries:
             return next(entries, None) is not None

@@ -60,6 +60,7 @@ from cer.worker.isolation import (
     close_quietly,
     flush_std_streams,
     forbid_new_processes,
+    holds_anything,
     parent_death_signal_setter,
     read_available,
     rehearse,
@@ -110,6 +111,9 @@ class Worker:
         """The run's scratch folder; each case gets a folder of its own inside it."""
         self.case_write: tuple[str, ...] = ()
         """Where a case may write besides its own scratch folder (/dev/null, /dev/shm)."""
+        self._next_scratch = ""
+        """The next inline case's scratch folder, made after the previous case's result
+        was sent (no isolation)."""
         self._ended_scratch: list[str] = []
         """Scratch folders of ended cases, removed while the next case runs (what is
         left when the worker ends goes with the run's folder)."""
@@ -296,19 +300,23 @@ class Worker:
         self._reset_capture()
         folder = ""
         if self.run_scratch:  # a scratch folder of the case's own, for its duration
-            folder = scratch.make(self.run_scratch, f"case-{os.urandom(16).hex()}")
+            folder, self._next_scratch = self._next_scratch or self._new_scratch(), ""
             _use_scratch(folder)
         payload = execute_case(self.target, message)
         output, dropped = self._take_capture()
         strays = kill_strays(self._kept())
-        if folder:
-            if os.environ.get("TMPDIR") == folder:  # else the snapshot tells the change
-                _use_scratch(self.run_scratch)
-            scratch.remove(folder)
+        if folder and os.environ.get("TMPDIR") == folder:  # else the snapshot tells it
+            _use_scratch(self.run_scratch)
         anomaly = snapshot.differences()
         if strays:
             left = f"left {strays} child process{'es' if strays != 1 else ''} running"
             anomaly = f"{anomaly}; {left}" if anomaly else left
+        # An empty folder goes after the result, while the supervisor judges it; one
+        # the case left something in goes first, and so does the folder of a process
+        # that ends after its result: the next case may start elsewhere at once.
+        early = folder and (anomaly or self.alone or holds_anything(folder))
+        if early:
+            scratch.remove(folder)
         self.send(
             {
                 "op": "result",
@@ -325,6 +333,13 @@ class Worker:
             os._exit(70)
         if anomaly:
             os._exit(0)
+        if folder and not early:
+            scratch.remove(folder)  # before this process reads the next case
+            self._next_scratch = self._new_scratch()
+
+    def _new_scratch(self) -> str:
+        """A new, empty scratch folder for a case run in this process."""
+        return scratch.make(self.run_scratch, f"case-{os.urandom(16).hex()}")
 
     def _kept(self) -> frozenset[int]:
         """The helpers to keep after a case: those still the processes the import started.
@@ -361,9 +376,17 @@ class Worker:
         return fds
 
     def _fork_child(self) -> Child:
-        """Fork a process that waits for its case; see :class:`Child`."""
+        """Fork a process that waits for its case; see :class:`Child`.
+
+        The process itself removes the ended cases' folders not removed yet and makes
+        its own, while it waits: making and removing a folder can take a good part of a
+        millisecond (ext4 without a journal scans past every recently freed inode), and
+        the worker, which would otherwise do both, supervises the running case meanwhile.
+        """
         token = os.urandom(16)
-        folder = scratch.make(self.run_scratch, f"case-{token.hex()}") if self.run_scratch else ""
+        folder = os.path.join(self.run_scratch, f"case-{token.hex()}") if self.run_scratch else ""
+        removing = tuple(self._ended_scratch)
+        self._ended_scratch.clear()
         input_r, input_w = os.pipe()
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -373,12 +396,11 @@ class Worker:
         try:
             pid = os.fork()
         except OSError:
-            if folder:
-                scratch.remove(folder)
+            self._ended_scratch.extend(removing)
             raise
         if pid == 0:  # the case's own process
             try:
-                self._child_main(token, input_r, result_w, out_w, err_w, close, folder)
+                self._child_main(token, input_r, result_w, out_w, err_w, close, folder, removing)
             finally:
                 os._exit(0)
         try:  # noqa: SIM105 - see close_quietly
@@ -395,7 +417,7 @@ class Worker:
                 pidfd = _pidfd_open(pid)
             except OSError:
                 pidfd = NO_FD
-        return Child(pid, token, input_w, result_r, out_r, err_r, pidfd, folder)
+        return Child(pid, token, input_w, result_r, out_r, err_r, pidfd, folder, removing)
 
     def _child_main(
         self,
@@ -406,15 +428,20 @@ class Worker:
         err_w: int,
         close: tuple[int, ...],
         folder: str,
+        removing: tuple[str, ...],
     ) -> None:
         """The case's process: wait for the case, then run it and report."""
         assert self.target is not None
         os.setpgid(0, 0)
         self.set_death_signal()
         if folder:
-            # Its own scratch folder, made empty for it, and the only one it may write
-            # to; in a domain of its own inside the worker's, so that it can signal or
-            # trace neither the worker nor any other case.
+            # The ended cases' folders go (nothing of those cases is alive), then its
+            # own scratch folder is made, new and empty, the only one it may write to;
+            # in a domain of its own inside the worker's, so that it can signal or trace
+            # neither the worker nor any other case.
+            for ended in removing:
+                scratch.remove(ended)
+            os.mkdir(folder, 0o700)  # a folder there already: this spare ends unused
             sandbox.confine_case_within(self.sandbox_abi, (folder, *self.case_write))
             _use_scratch(folder)
         elif self.sandbox_abi:
@@ -444,6 +471,8 @@ class Worker:
         except (EOFError, OSError):
             return  # the worker discarded this spare, or something broke its pipe
         os.close(input_r)
+        if folder and holds_anything(folder):
+            return  # something wrote there before its case: it is never started
         write_all(result_w, _STARTED)
         message = plaindata.loads(body)
         del body
@@ -477,20 +506,19 @@ class Worker:
         """Fork the next spare while the case runs, then supervise the case and report."""
         child = self.running
         assert child is not None
+        # The previous case's folder goes while this case runs, not between cases
+        # (nothing of that case is alive, and this one may write only to its own): the
+        # spare removes it.
         try:
             self.spare = self._fork_child()
         except OSError:  # no spare now; the next case forks its own process
             self.spare = None
-        # The previous case's folder goes while this case runs, not between cases:
-        # nothing of that case is alive, and this one may write only to its own.
-        for folder in self._ended_scratch:
-            scratch.remove(folder)
-        self._ended_scratch.clear()
         try:
             self._supervise_child(child)
         finally:
             self.running = None
             child.close_fds()
+            child.remove_leftovers()  # it started its case, or it ended: its removals are done
             if child.scratch:
                 self._ended_scratch.append(child.scratch)
                 child.scratch = ""
