@@ -209,7 +209,7 @@ def timed(func: Callable[[], Any], repeat: int = 3) -> float:
 def bare_loop(folder: Path) -> float:
     sys.path.insert(0, str(folder))
     try:
-        from cer.suite import load_suite
+        from cer.suite.loader import load_suite
 
         suite = load_suite(folder / "evals.toml")
         import importlib
@@ -953,8 +953,8 @@ LOAD_CHILD = """
 import gc, json, os, statistics, sys, time
 from pathlib import Path
 import tomli
-from cer.suite import load_suite
-from cer.suitecache import cache_file, load_suite_cached
+from cer.suite.loader import load_suite
+from cer.suite.cache import cache_file, load_suite_cached
 
 path = Path(sys.argv[1])
 repeat = int(sys.argv[2])

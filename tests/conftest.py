@@ -29,7 +29,7 @@ def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
 def _own_outputs_record(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Each test keeps its own record of the files cer wrote (cer.readset), not the
+    """Each test keeps its own record of the files cer wrote (cer.sandbox.readset), not the
     user's."""
     record = tmp_path_factory.mktemp("state") / "outputs"
     monkeypatch.setenv("CER_OUTPUTS_RECORD", str(record))

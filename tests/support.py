@@ -14,7 +14,7 @@ from typing import Any
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_TEST_PLUGINS = tuple(

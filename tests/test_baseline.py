@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cer.baseline import BaselineError, load_baseline
+from cer.cli.commands import main
 from cer.cli.exits import ExitCode
-from cer.cli.main import main
+from cer.results.baseline import BaselineError, load_baseline
 
 SUITE = """
 commonsformat_evals = "0.2"

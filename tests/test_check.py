@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.check import SuiteUnreadable, check_suite, render_check
-from cer.cli.main import main
+from cer.cli.check import SuiteUnreadable, check_suite, render_check
+from cer.cli.commands import main
 
 GREET = Path(__file__).parent / "data" / "greet"
 

@@ -14,7 +14,7 @@ from cer.cli.entry import early_workers, wants_early_worker
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module, single_case_suite
 
 
@@ -83,7 +83,7 @@ def test_the_program_is_the_entry_point() -> None:
 def test_the_collector_skips_start_up_and_exit_but_runs_during_the_command() -> None:
     code = (
         "import gc, json, sys\n"
-        "import cer.cli.main as command_line\n"
+        "import cer.cli.commands as command_line\n"
         "seen = {}\n"
         "def command(argv=None):\n"
         "    seen['enabled'] = gc.isenabled()\n"

@@ -33,8 +33,8 @@ from cer.engine.plan import Planned
 from cer.engine.runner import run_suite
 from cer.events import ImplementationFailed, ImplementationLoaded, RunEvent
 from cer.model import RunResult, Status
-from cer.selection import Selection
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from support import EXAMPLES, ROOT, Module, single_case_suite, statuses
 
 HARNESSES = EXAMPLES / "harnesses"

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cer.compare import (
+from cer.judge.compare import (
     MAX_MISMATCHES_PER_CONTAINER,
     REJECTION_KEYS,
     RUNNER_OBSERVED_KEYS,
@@ -21,7 +21,7 @@ from cer.compare import (
     compare,
     is_operator_key,
 )
-from cer.equality import format_value, values_equal
+from cer.judge.equality import format_value, values_equal
 from cer.model import MISSING, Mismatch
 
 PLUS1 = timezone(timedelta(hours=1))

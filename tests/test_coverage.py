@@ -15,7 +15,7 @@ from cer.coverage import (
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import CaseResult, RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 
 GREET = Path(__file__).parent / "data" / "greet"
 

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 import tomlkit
 
-from cer.approve import ApprovalError, approve_draft, insert_case
-from cer.cli.main import main
+from cer.cli.commands import main
 from cer.coverage import compute_coverage, parse_constraints, suite_coverage
-from cer.derive import derive, learn_shape
-from cer.drafts import add_drafts, drafts_path, load_drafts
-from cer.history import HISTORY_VERSION, History
-from cer.provenance import case_text_hash, read_provenance
-from cer.suite import load_suite, parse_suite
+from cer.history.database import HISTORY_VERSION, History
+from cer.review.approve import ApprovalError, approve_draft, insert_case
+from cer.review.derive import derive, learn_shape
+from cer.review.drafts import add_drafts, drafts_path, load_drafts
+from cer.review.provenance import case_text_hash, read_provenance
+from cer.suite.loader import load_suite, parse_suite
 from support import EXAMPLES, ROOT
 from test_reports import validate_json
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cer.derive import SuiteShape, _proposals
+from cer.review.derive import SuiteShape, _proposals
 
 CORPUS = tomllib.loads(
     (Path(__file__).parent / "data" / "derive_sentences.toml").read_text(encoding="utf-8")

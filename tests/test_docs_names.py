@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cer import options as options_module
+from cer import config as options_module
 from cer import pytest_plugin
 from cer.cli.parser import build_parser
 from cer.tui.__main__ import build_parser as build_tui_parser

@@ -11,7 +11,7 @@ import pytest
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 
 SUITE = Path(__file__).resolve().parents[1] / "examples" / "calc" / "evals.toml"
 ARRAYS = ("cases", "adversarial", "generator_adversary")
@@ -91,7 +91,7 @@ def test_the_hanging_implementation_shows_the_line_it_was_stuck_on() -> None:
     """calc_hangs loops on a tab: its timed-out cases carry the case's stack, dumped just
     before the kill, and the report names the line of the loop."""
     from cer.cli.console import render_report
-    from cer.selection import Selection
+    from cer.suite.selection import Selection
     from cer.tracebacks import implementation_site
 
     suite = load_suite(SUITE)

@@ -10,7 +10,7 @@ import pytest
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import CASE_CLASSES, RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import EXAMPLES
 
 MODULE = EXAMPLES / "ini"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.scaffold import init_module, module_name
+from cer.cli.scaffold import init_module, module_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "first-module.md"

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from cer import history as history_module
-from cer import history_schema, resources
+from cer import resources
 from cer.engine.options import OTHER_SHARD
-from cer.history import History, default_history_path
+from cer.history import database as history_module
+from cer.history import schema as history_schema
+from cer.history.database import History, default_history_path
+from cer.history.records import HistoryError, HistoryUntrusted, diff_statuses
 from cer.model import CaseResult, Mismatch, RunResult, Status
-from cer.records import HistoryError, HistoryUntrusted, diff_statuses
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -271,7 +272,7 @@ def test_a_failure_inside_the_transaction_leaves_no_trace(
 
 KILLED_WRITER = """
 import sys, time
-from cer.history import History
+from cer.history.database import History
 from cer.model import CaseResult, RunResult, Status
 
 def run(run_id, n):
@@ -326,7 +327,7 @@ def test_a_process_killed_mid_transaction_leaves_a_valid_database_without_its_ru
 
 CONCURRENT_WRITER = """
 import os, sys, time
-from cer.history import History
+from cer.history.database import History
 from cer.model import CaseResult, RunResult, Status
 
 path, tag, go = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -562,7 +563,7 @@ def test_suite_paths_match_however_they_are_spelt(
 def test_only_the_newest_runs_of_a_suite_are_kept(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cer.conformance import Conformance
+    from cer.results.conformance import Conformance
 
     monkeypatch.setattr(history_module, "KEEP_RUNS", 3)
     ids = [f"run-{i}" for i in range(5)]
@@ -773,8 +774,8 @@ def test_an_existing_gitignore_in_the_folder_is_kept(tmp_path: Path) -> None:
 def test_each_run_keeps_the_verdict_it_stated_and_an_older_history_gains_the_table(
     tmp_path: Path,
 ) -> None:
-    from cer.baseline import BaselineCheck
-    from cer.conformance import Conformance
+    from cer.results.baseline import BaselineCheck
+    from cer.results.conformance import Conformance
 
     path = tmp_path / "h.sqlite"
     History.open(path).close()

@@ -14,7 +14,7 @@ from cer import events
 from cer.engine.identity import MAX_FILES, UNKNOWN, identify
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module, single_case_suite
 
 

@@ -13,8 +13,15 @@ import pytest
 import cer
 from support import Module, single_case_suite
 
+FAMILIES = ("cli", "history", "judge", "pytest_plugin", "results", "review", "sandbox", "suite")
+"""The packages of cer's families, whose modules are each checked as a top-level one is."""
 CORE_MODULES = sorted(
     f"cer.{info.name}" for info in pkgutil.iter_modules(cer.__path__) if info.name != "tui"
+) + sorted(
+    f"cer.{family}.{info.name}"
+    for family in FAMILIES
+    for info in pkgutil.iter_modules([f"{cer.__path__[0]}/{family}"])
+    if info.name != "__main__"
 )
 
 
@@ -44,15 +51,15 @@ def test_worker_imports_only_what_it_needs() -> None:
                 "cer.worker.snapshot",
                 "cer.worker.target",
                 "cer.worker.versions",
-                "cer.procs",
+                "cer.process_tree",
                 "cer.plaindata",
                 "cer.framing",
                 "cer.caseview",
                 "cer.sandbox",
-                "cer.landlock",
-                "cer.privileges",
-                "cer.seccomp",
-                "cer.scratch",
+                "cer.sandbox.landlock",
+                "cer.sandbox.privileges",
+                "cer.sandbox.seccomp",
+                "cer.sandbox.scratch",
             ]
         )
     )
@@ -77,11 +84,11 @@ NOT_FOR_A_RUN = (
     "cer.tui",
     # other subcommands
     "cer.cli.history",
-    "cer.derive",
-    "cer.drafts",
-    "cer.approve",
-    "cer.observe",
-    "cer.check",
+    "cer.review.derive",
+    "cer.review.drafts",
+    "cer.review.approve",
+    "cer.review.observe",
+    "cer.cli.check",
     # reports nobody asked for, several implementations, command implementations
     "cer.reports.html",
     "cer.reports.junit",
@@ -135,7 +142,7 @@ def loaded(modules: set[str], name: str) -> bool:
 
 def test_a_one_case_run_imports_only_what_a_run_uses(module: Module) -> None:
     modules = run_modules(module)
-    assert {"cer.engine.runner", "cer.history", "cer.cli.console"} <= modules
+    assert {"cer.engine.runner", "cer.history.database", "cer.cli.console"} <= modules
     assert [name for name in NOT_FOR_A_RUN if loaded(modules, name)] == []
 
 

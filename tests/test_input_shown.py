@@ -14,9 +14,9 @@ import pytest
 
 from cer.cli.console import render_report as text_report
 from cer.model import CaseResult, Mismatch, RunResult, Status, Suite
-from cer.pytest_suite import failure_text
+from cer.pytest_plugin.suite import failure_text
 from cer.reports import ReportContext, render_report, results_document
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from cer.tomltext import INPUT_SHOWN_CHARS, inline, input_line, shown_input, table_lines
 from cer.tui.state.board import Row
 from cer.tui.state.details import render_case, render_reason

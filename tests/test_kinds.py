@@ -11,17 +11,17 @@ from typing import get_args
 
 import pytest
 
+from cer.config import ProjectConfig, UsageError, add_run_arguments, resolve_run
 from cer.engine import kinds
 from cer.engine.execution import Execution
 from cer.engine.kinds import IMPLEMENTATION_KINDS, KINDS, ImplementationKind, Kind, kind_named
 from cer.engine.plan import Planned
 from cer.engine.runner import run_suite
+from cer.frontend import implementation_stem, repro_command
+from cer.judge.verdict import Outcome, judge
 from cer.labels import short_label
 from cer.model import Status
-from cer.options import ProjectConfig, UsageError, add_run_arguments, resolve_run
-from cer.session import implementation_stem, repro_command
-from cer.suite import load_suite
-from cer.verdict import Outcome, judge
+from cer.suite.loader import load_suite
 
 
 def test_the_type_and_the_table_name_the_same_kinds_in_the_same_order() -> None:
@@ -49,7 +49,7 @@ def test_an_unknown_kind_is_refused_by_name() -> None:
 
 class Replay(Execution):
     """A toy backend: the implementation is a JSON file of each case's observation,
-    judged as any other kind's (by :func:`cer.verdict.judge`)."""
+    judged as any other kind's (by :func:`cer.judge.verdict.judge`)."""
 
     def run(self, planned: list[Planned]) -> None:
         observed = json.loads(Path(self.options.impl).read_text(encoding="utf-8"))

@@ -22,11 +22,19 @@ from typing import Any
 import pytest
 
 from cer.cli import console
+from cer.cli.commands import labelled_path, main
 from cer.cli.exits import ExitCode, exit_code_for_runs
-from cer.cli.main import labelled_path, main
+from cer.config import (
+    ProjectConfig,
+    ResolvedRun,
+    UsageError,
+    add_run_arguments,
+    resolve,
+    resolve_run,
+)
 from cer.engine.distribution import distribution_of
 from cer.engine.options import RunOptions
-from cer.history import History
+from cer.history.database import History
 from cer.labels import implementation_labels, split_label
 from cer.matrix import (
     Agreement,
@@ -40,15 +48,7 @@ from cer.matrix import (
     unique_labels,
 )
 from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
-from cer.options import (
-    ProjectConfig,
-    ResolvedRun,
-    UsageError,
-    add_run_arguments,
-    resolve,
-    resolve_run,
-)
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import EXAMPLES, ROOT, Module
 
 CALC = EXAMPLES / "calc" / "evals.toml"

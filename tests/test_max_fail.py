@@ -15,7 +15,7 @@ from cer.cli.exits import ExitCode
 from cer.engine.options import STOPPED, RunOptions, stopped_reason
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import EXAMPLES, Module
 
 

@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from cer import serialize
 from cer.engine.options import OTHER_SHARD
-from cer.merge import (
+from cer.model import RunResult, Status
+from cer.reports import ReportContext, results_document
+from cer.results import serialize
+from cer.results.merge import (
     MergeError,
     Shard,
     merge_files,
@@ -23,9 +25,7 @@ from cer.merge import (
     read_results,
     shard_summary,
 )
-from cer.model import RunResult, Status
-from cer.reports import ReportContext, results_document
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 SUITE_HEAD = 'commonsformat_evals = "0.2"\ntarget = "merged"\n'

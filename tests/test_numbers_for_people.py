@@ -10,8 +10,8 @@ from html import unescape
 
 import pytest
 
-from cer.cli.main import main
-from cer.compare import compare, for_people, shown_measurement, shown_mismatch_observed
+from cer.cli.commands import main
+from cer.judge.compare import compare, for_people, shown_measurement, shown_mismatch_observed
 from support import Module
 
 

@@ -31,8 +31,8 @@ from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status
-from cer.selection import Selection
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from support import Module
 
 MIXED = """

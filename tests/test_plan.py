@@ -9,7 +9,7 @@ from cer.categories import build_registry
 from cer.engine.options import RunOptions
 from cer.engine.plan import plan
 from cer.model import Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 SUITE = """

@@ -2,7 +2,7 @@
 
 - The loader accepts a document or raises SuiteError; nothing else escapes it.
 - A case passes if and only if its observation matches its expectation under a
-  deliberately simple reference comparison written here, independently of cer.compare.
+  deliberately simple reference comparison written here, independently of cer.judge.compare.
 - Summaries add up, and results come in declared order.
 
 Most examples go through ``verdict.judge`` with a constructed Outcome (fast); a few go
@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
+from cer.judge.verdict import Outcome, judge
 from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, Status, Summary
-from cer.suite import SuiteError, load_suite, parse_suite
-from cer.verdict import Outcome, judge
+from cer.suite.loader import SuiteError, load_suite, parse_suite
 
 FAST = settings(
     max_examples=100,

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from cer.config import ProjectConfig, UsageError
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
-from cer.history import History
+from cer.history.database import History
 from cer.model import Status
-from cer.options import ProjectConfig, UsageError
 from cer.pytest_plugin import configured_suites, marker_word
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import NO_TEST_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[1]

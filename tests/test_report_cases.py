@@ -9,13 +9,13 @@ import re
 import tomllib
 from pathlib import Path
 
-from cer.history import History
+from cer.history.database import History
+from cer.history.records import RunRecord
 from cer.model import Status, Summary
-from cer.records import RunRecord
 from cer.reports import ReportContext, render_report
 from cer.reports.html import page_model
-from cer.selection import Selection
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from support import Module
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from cer.cli.main import main
+from cer.cli.commands import main
 from cer.coverage import suite_coverage
-from cer.history import History, default_history_path
+from cer.history.database import History, default_history_path
 from cer.model import CaseResult, Mismatch, RunConditions, RunResult, Status
 from cer.reports import FORMATS, ReportContext, parse_report_spec, render_report, write_report
 from cer.reports.html import INSTALL_HINT, page_model, visible
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 DATA = Path(__file__).parent / "data"

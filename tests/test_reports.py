@@ -31,9 +31,9 @@ from cer.reports import (
 )
 from cer.reports.github import escape_data, escape_property
 from cer.reports.manifest import manifest_document
-from cer.selection import Selection
-from cer.serialize import run_from_dict
-from cer.suite import load_suite
+from cer.results.serialize import run_from_dict
+from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from support import Module
 
 ROOT = Path(__file__).resolve().parents[1]

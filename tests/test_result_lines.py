@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cer.cli.exits import ExitCode
-from cer.resultlines import read_lines
+from cer.results.jsonlines import read_lines
 from support import Module
 from test_reports import validate_json
 

@@ -12,16 +12,17 @@ from pathlib import Path
 import pytest
 
 import cer
-from cer import sandbox, serialize
+from cer import sandbox
 from cer.cli.console import summary_line
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
-from cer.history import History
-from cer.merge import MergeError, Shard, merge_runs
+from cer.history.database import History
 from cer.model import RunConditions, RunResult
 from cer.reports import ReportContext
 from cer.reports.manifest import manifest_document
-from cer.suite import load_suite
+from cer.results import serialize
+from cer.results.merge import MergeError, Shard, merge_runs
+from cer.suite.loader import load_suite
 from test_reports import validate_json
 
 SUITE = """commonsformat_evals = "0.2"

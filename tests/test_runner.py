@@ -11,8 +11,8 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.engine.runner import run_suite
 from cer.events import CaseFinished, ImplementationFailed, ImplementationLoaded, RunStarted
 from cer.model import Status
-from cer.selection import Selection
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from support import Module, single_case_suite, statuses
 
 THREE_CASES = """

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from cer import landlock, sandbox
-from cer.cli.main import main as cer_main
+from cer import sandbox
+from cer.cli.commands import main as cer_main
 from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import Status
-from cer.suite import load_suite
+from cer.sandbox import landlock
+from cer.suite.loader import load_suite
 
 LANDLOCK = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here")
 
@@ -246,7 +247,7 @@ def test_the_launcher_confines_then_executes(tmp_path: Path) -> None:
 def _resolve(argv: list[str], values: dict[str, object]) -> RunOptions:
     import argparse
 
-    from cer.options import ProjectConfig, add_run_arguments, resolve_run
+    from cer.config import ProjectConfig, add_run_arguments, resolve_run
 
     parser = argparse.ArgumentParser()
     add_run_arguments(parser)
@@ -255,7 +256,7 @@ def _resolve(argv: list[str], values: dict[str, object]) -> RunOptions:
 
 
 def test_sandbox_and_network_come_from_the_command_line_or_the_file() -> None:
-    from cer.options import UsageError
+    from cer.config import UsageError
 
     assert (_resolve([], {}).sandbox, _resolve([], {}).network) == ("auto", "allow")
     assert _resolve([], {"sandbox": "off"}).sandbox == "off"

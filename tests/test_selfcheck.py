@@ -21,7 +21,7 @@ import pytest
 from cer import selfcheck
 from cer.coverage import read_constraints
 from cer.model import CASE_CLASSES, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import ROOT
 
 SUITE = ROOT / "evals.toml"
@@ -77,14 +77,14 @@ def test_the_runner_passes_its_own_suite(tmp_path: Path) -> None:
 MUTANTS = {
     # Every comparison succeeds: a runner with loose (no) comparison.
     "compare-always-matches": (
-        "import cer.verdict\ncer.verdict.compare = lambda expect, observation: ()\n",
+        "import cer.judge.verdict\ncer.verdict.compare = lambda expect, observation: ()\n",
         ["strict-types-never-coerce", "floats-have-no-tolerance", "strings-keep-every-character"],
     ),
     # Exceptions the expectation does not ask about count as passes.
     "errors-become-passes": (
-        "import dataclasses, cer.engine.alone, cer.engine.pool, cer.verdict\n"
+        "import dataclasses, cer.engine.alone, cer.engine.pool, cer.judge.verdict\n"
         "from cer.model import Status\n"
-        "real = cer.verdict.judge\n"
+        "real = cer.judge.verdict.judge\n"
         "def judge(case, outcome):\n"
         "    result = real(case, outcome)\n"
         "    if result.status is Status.ERRORED:\n"

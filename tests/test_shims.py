@@ -1,4 +1,4 @@
-"""Interpreter shims and version managers start under the sandbox (cer.shims), and a
+"""Interpreter shims and version managers start under the sandbox (cer.sandbox.shims), and a
 command that cannot start says so once, in words (cer.engine.command.startup).
 
 Each manager is stood up as a fake chain in a temporary home, shaped like the real one:
@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from cer import sandbox, shims
-from cer.cli.main import main
+from cer import sandbox
+from cer.cli.commands import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import Status
-from cer.suite import load_suite
+from cer.sandbox import shims
+from cer.suite.loader import load_suite
 
 LANDLOCK = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here")
 

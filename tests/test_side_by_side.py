@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from cer import serialize
 from cer.engine.options import RunOptions
 from cer.engine.side_by_side import run_side_by_side, share_jobs
 from cer.events import CaseFinished, RunEvent
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.results import serialize
+from cer.suite.loader import load_suite
 from support import EXAMPLES, Module
 
 CALC = EXAMPLES / "calc"

@@ -1,4 +1,4 @@
-"""Tests for reading ``evals.toml`` files into suites (``cer.suite``)."""
+"""Tests for reading ``evals.toml`` files into suites (``cer.suite.loader``)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from cer import suite as suite_module
-from cer.fixtures import resolve_fixtures
 from cer.model import Case
-from cer.suite import (
+from cer.suite import loader as suite_module
+from cer.suite.fixtures import resolve_fixtures
+from cer.suite.layout import scan_layout_carefully
+from cer.suite.loader import (
     SUPPORTED_VERSIONS,
     SuiteError,
     load_suite,
     parse_suite,
 )
-from cer.suitelayout import scan_layout_carefully
 
 HEAD = 'commonsformat_evals = "0.2"\ntarget = "demo"\n'
 
@@ -375,7 +375,7 @@ def test_standard_library_parser_is_the_fallback(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "sys.modules['tomli'] = None\n"
-        "from cer import suite\n"
+        "from cer.suite import loader as suite\n"
         "assert suite._toml.__name__ == 'tomllib', suite._toml\n"
         "print(suite.load_suite(sys.argv[3]).cases[0].line)\n"
         "for name in sys.argv[1:3]:\n"

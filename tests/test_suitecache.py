@@ -1,4 +1,4 @@
-"""Tests for the cache of validated suites (``cer.suitecache``): it serves an unchanged
+"""Tests for the cache of validated suites (``cer.suite.cache``): it serves an unchanged
 suite, and never a stale, corrupt or foreign entry."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import cer
-from cer import suitecache
 from cer.model import CASE_FIELDS, case_columns
-from cer.suite import SuiteError, load_suite, parse_suite_columns
-from cer.suitecache import cache_file, load_suite_cached
+from cer.suite import cache as suitecache
+from cer.suite.cache import cache_file, load_suite_cached
+from cer.suite.loader import SuiteError, load_suite, parse_suite_columns
 
 SUITE = """commonsformat_evals = "0.2"
 target = "demo"

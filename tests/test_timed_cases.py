@@ -8,11 +8,11 @@ import argparse
 import pytest
 
 from cer.categories import build_registry
-from cer.compare import compare
+from cer.config import add_run_arguments, resolve_run
 from cer.engine.options import RunOptions
 from cer.engine.plan import plan
-from cer.options import add_run_arguments, resolve_run
-from cer.suite import load_suite
+from cer.judge.compare import compare
+from cer.suite.loader import load_suite
 from support import Module
 
 SUITE = """

@@ -8,7 +8,7 @@ from pathlib import Path
 from cer import tracebacks
 from cer.cli.console import render_report
 from cer.model import SourceAccess
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from cer.tracebacks import CodeFrame, NoCode, Site, code_frame, failure_site, trim
 from support import Module
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from cer.judge.verdict import Outcome, judge
 from cer.model import Case, Status
-from cer.verdict import Outcome, judge
 
 
 def _case(expect: dict[str, Any]) -> Case:
@@ -85,8 +85,8 @@ def test_a_match_is_still_a_pass(expect: dict[str, Any]) -> None:
 
 
 def test_a_timed_out_case_carries_its_stack_labelled_and_bounded() -> None:
+    from cer.judge.verdict import STACK_LIMIT, outcome_from_worker
     from cer.tracebacks import STACK_HEADING
-    from cer.verdict import STACK_LIMIT, outcome_from_worker
 
     meta = {
         "exit": {"how": "timeout"},

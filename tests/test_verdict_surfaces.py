@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from cer.cli.commands import main
 from cer.cli.exits import ExitCode
-from cer.cli.main import main
 
 SUITE = """
 commonsformat_evals = "0.2"

@@ -189,7 +189,7 @@ class CoverageFigures:
     """The coverage numbers a recorded run keeps, so history can show them over time.
 
     ``enforceable`` counts constraints a case covers or a complete draft could cover;
-    ``needs_repair`` the others (see :mod:`cer.derive`). ``verified`` is None when the
+    ``needs_repair`` the others (see :mod:`cer.review.derive`). ``verified`` is None when the
     run's results were not judged against the constraints.
     """
 

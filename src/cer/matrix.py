@@ -11,7 +11,7 @@ needs to see, even when the expectation is missing or wrong.
 
 By default implementations are compared on what the case asks about: the keys of its
 ``expect`` table and the verdict. A literal key is compared strictly
-(:func:`cer.equality.values_equal`: ``1`` is not ``1.0``); an operator key
+(:func:`cer.judge.equality.values_equal`: ``1`` is not ``1.0``); an operator key
 (``error_includes``, ``elapsed_ms_max``) by whether it held. Two parsers that reject the
 same input with differently worded errors agree; such a row is counted apart as *same
 verdict, different words* (:attr:`Row.words_differ`), so the divergence stays visible
@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from cer import serialize
-from cer.compare import compare, is_operator_key
 from cer.engine.kinds import kind_of_id
-from cer.equality import values_equal
+from cer.judge.compare import compare, is_operator_key
+from cer.judge.equality import values_equal
 from cer.labels import implementation_labels
 from cer.labels import short_label as short_label  # importable from here as before
 from cer.labels import unique_labels as unique_labels
@@ -49,6 +48,7 @@ from cer.model import (
     Suite,
     Summary,
 )
+from cer.results import serialize
 
 IGNORED_KEYS: frozenset[str] = frozenset({"elapsed_ms"})
 """Observation keys left out when implementations are compared with each other."""
@@ -107,7 +107,7 @@ class Column:
     every row would disagree with it. Its cells still show its errors."""
     known: Mapping[str, Known] = field(default_factory=dict)
     """Case name → the baseline entry, for the cases this implementation failed (or
-    errored) exactly as its baseline lists them (:func:`cer.baseline.check_run`)."""
+    errored) exactly as its baseline lists them (:func:`cer.results.baseline.check_run`)."""
 
     @property
     def implementation_id(self) -> str:
@@ -650,7 +650,7 @@ def matrix_to_dict(
     """The ``cer run --format json`` document of several implementations (docs/matrix.md).
 
     ``run_documents`` are the runs' own results documents in column order (the shape of
-    a single run's ``--format json``); by default :func:`cer.serialize.run_to_dict`.
+    a single run's ``--format json``); by default :func:`cer.results.serialize.run_to_dict`.
     Cases and agreement lists are in declared order.
     """
     if run_documents is None:

@@ -100,8 +100,8 @@ from cer.engine.options import Isolation, RunOptions, SandboxMode
 from cer.engine.runner import run_suite
 from cer.events import CaseFinished, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status, Suite
-from cer.selection import Selection
-from cer.suite import SuiteError, load_suite
+from cer.suite.loader import SuiteError, load_suite
+from cer.suite.selection import Selection
 
 __all__ = ["InvariantBroken", "run_case"]
 
@@ -308,7 +308,7 @@ def _size(value: Any, key: str) -> int:
     if type(value) is int and value > 0:
         return value
     if isinstance(value, str):
-        from cer.options import parse_size
+        from cer.config import parse_size
 
         return parse_size(value)
     raise ValueError(f"{key} must be a byte count or a size such as 512M")

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from cer import sandbox
-from cer.cli.main import main
+from cer.cli.commands import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import SourceAccess
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from cer.tracebacks import CodeFrame, NoCode, Site, SourceReader
 from cer.tui.app import CerApp, create_app
 from cer.tui.state.commands import editor_command

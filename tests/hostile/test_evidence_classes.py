@@ -212,8 +212,8 @@ def test_what_the_implementation_says_cannot_grow_the_history_without_bound(
 ) -> None:
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.history import History
-    from cer.suite import load_suite
+    from cer.history.database import History
+    from cer.suite.loader import load_suite
 
     (tmp_path / "evals.toml").write_text(CHATTY_SUITE)
     (tmp_path / "chatty.py").write_text(CHATTY)
@@ -281,12 +281,12 @@ def test_old_runs_are_forgotten_but_the_newest_of_each_suite(
     import time
     from dataclasses import replace
 
-    import cer.history
+    import cer.history.database
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.history import History
-    from cer.history_budget import MAX_AGE_DAYS
-    from cer.suite import load_suite
+    from cer.history.budget import MAX_AGE_DAYS
+    from cer.history.database import History
+    from cer.suite.loader import load_suite
 
     (tmp_path / "evals.toml").write_text(SUITE)
     (tmp_path / "impl.py").write_text(GOOD)
@@ -295,7 +295,7 @@ def test_old_runs_are_forgotten_but_the_newest_of_each_suite(
     old = (MAX_AGE_DAYS + 10) * 86_400_000
     path = tmp_path / "h.sqlite"
     with History.open(path) as history:
-        monkeypatch.setattr(cer.history, "_now_ms", lambda: int(time.time() * 1000) - old)
+        monkeypatch.setattr(cer.history.database, "_now_ms", lambda: int(time.time() * 1000) - old)
         for index in range(3):
             history.record(replace(run, run_id=f"old{index}"), suite)
         assert len(history.runs(None)) == 3  # the newest of them is kept
@@ -335,11 +335,11 @@ def test_a_category_decided_by_a_plugin_names_the_plugin_everywhere(
 
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.history import History
+    from cer.history.database import History
     from cer.reports import ReportContext
     from cer.reports.manifest import manifest_document
-    from cer.serialize import run_to_dict
-    from cer.suite import load_suite
+    from cer.results.serialize import run_to_dict
+    from cer.suite.loader import load_suite
 
     site = tmp_path / "site"
     dist = site / "cer_pairs-1.2.0.dist-info"
@@ -423,7 +423,7 @@ def test_a_bare_suite_file_name_still_names_the_target(
 ) -> None:
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.suite import load_suite
+    from cer.suite.loader import load_suite
 
     folder = tmp_path / "doubler-module"
     folder.mkdir()
@@ -435,8 +435,8 @@ def test_a_bare_suite_file_name_still_names_the_target(
 
 
 def test_an_approval_comment_without_a_record_approves_nothing(tmp_path: Path) -> None:
-    from cer.provenance import case_text_hash, marker_line
-    from cer.suite import load_suite
+    from cer.review.provenance import case_text_hash, marker_line
+    from cer.suite.loader import load_suite
 
     (tmp_path / "evals.toml").write_text(SUITE)
     case = load_suite(tmp_path / "evals.toml").cases[1]
@@ -478,7 +478,7 @@ def _identity_run(folder: Path, *, timeout: float = 10.0) -> tuple[str, tuple[st
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
     from cer.events import ImplementationLoaded
-    from cer.suite import load_suite
+    from cer.suite.loader import load_suite
 
     seen: list[tuple[str, ...]] = []
 
@@ -572,7 +572,7 @@ def f(x):
 def test_an_identity_past_the_budget_is_not_verified_and_says_so(tmp_path: Path) -> None:
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.suite import load_suite
+    from cer.suite.loader import load_suite
 
     (tmp_path / "evals.toml").write_text(SUITE)
     (tmp_path / "impl.py").write_text(MANY_HUGE)
@@ -632,7 +632,7 @@ expect = { output = 2, elapsed_ms_max = 400 }
 def test_a_case_claimed_unstarted_keeps_its_first_clock(tmp_path: Path, isolation: str) -> None:
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.suite import load_suite
+    from cer.suite.loader import load_suite
 
     (tmp_path / "evals.toml").write_text(RETRY_SUITE)
     (tmp_path / "impl.py").write_text(CLAIMS_UNSTARTED)
@@ -707,7 +707,7 @@ expect = { output = 4, elapsed_ms_max = 400 }
 def test_a_case_sent_again_to_a_restarted_harness_keeps_its_first_clock(tmp_path: Path) -> None:
     from cer.engine.options import RunOptions
     from cer.engine.runner import run_suite
-    from cer.suite import load_suite
+    from cer.suite.loader import load_suite
 
     (tmp_path / "evals.toml").write_text(HARNESS_RETRY_SUITE)
     (tmp_path / "harness.py").write_text(DOUBLE_ANSWER)

@@ -23,7 +23,7 @@ from cer.engine.plan import Planned
 from cer.engine.pool import WorkerPool, _Lane
 from cer.engine.workerproc import WorkerLost
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED

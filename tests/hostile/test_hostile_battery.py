@@ -357,10 +357,11 @@ HOSTILE: dict[str, Hostile] = {
         "",
     ),
     "monkeypatch-cer": Hostile(
-        "import cer.compare, cer.equality, cer.model, cer.plaindata, cer.verdict\n"
-        "cer.compare.compare = lambda expect, observation: ()\n"
-        "cer.equality.values_equal = lambda a, b: True\n"
-        "cer.verdict.judge = lambda case, outcome: None\n"
+        "import cer.judge.compare, cer.judge.equality, cer.judge.verdict\n"
+        "import cer.model, cer.plaindata\n"
+        "cer.judge.compare.compare = lambda expect, observation: ()\n"
+        "cer.judge.equality.values_equal = lambda a, b: True\n"
+        "cer.judge.verdict.judge = lambda case, outcome: None\n"
         "cer.model.Summary.of = classmethod(lambda cls, results: None)\n"
         "real = cer.plaindata.to_wire\n"
         "cer.plaindata.to_wire = lambda value, path='': real({'output': 4, 'clean': True})\n"
@@ -559,7 +560,7 @@ def test_rewritten_suite_file_changes_nothing_in_the_run(module: Module, isolati
 
 
 def test_tampered_history_does_not_change_the_recorded_run(module: Module) -> None:
-    history_module = pytest.importorskip("cer.history")
+    history_module = pytest.importorskip("cer.history.database")
     history_path = module.root / ".cer" / "history.sqlite"
     body = textwrap.dedent(f"""
         import sqlite3

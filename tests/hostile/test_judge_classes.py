@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from cer.cli.main import main
+from cer.cli.commands import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED

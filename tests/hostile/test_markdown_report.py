@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.main import main
+from cer.cli.commands import main
 from cer.reports.markdown import block, inline
 
 HOSTILE = (

@@ -25,7 +25,7 @@ from cer import sandbox
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
@@ -131,7 +131,7 @@ def test_a_result_the_runner_cannot_encode_is_errored_not_a_rejection(module: Mo
 
 
 def test_encoding_failures_are_the_runners_not_the_implementations() -> None:
-    from cer.verdict import outcome_from_worker
+    from cer.judge.verdict import outcome_from_worker
     from cer.worker.call import _encode_returned
 
     class Changing(Exception):

@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 
-from cer import memory_cgroup, sandbox
-from cer.cli.main import main
+from cer import sandbox
+from cer.cli.commands import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.sandbox import memory_cgroup
+from cer.suite.loader import load_suite
 from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED

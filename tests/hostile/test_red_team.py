@@ -35,7 +35,7 @@ from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.events import ImplementationLoaded
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "SECRET-5150-kept-in-the-suite"
@@ -293,7 +293,7 @@ def _cer(*words: str, cwd: Path) -> subprocess.CompletedProcess[str]:
             sys.executable,
             "-P",
             "-c",
-            "import sys; from cer.cli.main import main; sys.exit(main())",
+            "import sys; from cer.cli.commands import main; sys.exit(main())",
             *words,
         ],
         cwd=cwd,
@@ -507,7 +507,7 @@ def test_cer_tui_keeps_the_implementation_away_from_a_history_given_by_path(
     # The history's reasons hold the expectations of failed cases; outside `.cer/` it
     # is kept away only when the run names it, as `cer run --history` does.
     pytest.importorskip("textual")
-    from cer import options as run_options
+    from cer import config as run_options
     from cer.engine.confinement import protected_paths
     from cer.tui.__main__ import build_parser, protect_history
 

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from cer import landlock, sandbox, seccomp
+from cer import sandbox
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.sandbox import landlock, seccomp
+from cer.suite.loader import load_suite
 
 pytestmark = pytest.mark.skipif(
     not sandbox.status().available, reason="this kernel has no Landlock"
@@ -303,7 +304,7 @@ def test_no_writable_rule_allows_making_a_device(tmp_path: Path) -> None:
     done = _in_child(
         f"""
         import os, stat
-        from cer import landlock
+        from cer.sandbox import landlock
         landlock.restrict({version}, ["/usr", "/lib", "/lib64", "/etc"], [{str(tmp_path)!r}],
                           [], deny_network=False)
         for kind in (stat.S_IFCHR, stat.S_IFBLK):
@@ -326,7 +327,7 @@ def test_the_case_layer_refuses_devices_by_itself(tmp_path: Path) -> None:
     done = _in_child(
         f"""
         import os, stat
-        from cer import landlock
+        from cer.sandbox import landlock
         landlock.nest({version})
         try:
             os.mknod({str(tmp_path / "null")!r}, stat.S_IFCHR | 0o600, os.makedev(1, 3))
@@ -350,7 +351,7 @@ def test_the_filter_alone_refuses_each_call(tmp_path: Path) -> None:
         import ctypes, os, sys
         sys.path.insert(0, {str(tmp_path)!r})
         import probe
-        from cer import seccomp
+        from cer.sandbox import seccomp
         before = {{name: probe.attack("syscall", name) for name in ({names},)}}
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(38, 1, 0, 0, 0)
@@ -382,7 +383,7 @@ def test_the_filter_is_refused_without_no_new_privs_or_privilege() -> None:
     the filter being silently absent."""
     if IS_ROOT or not KNOWN_MACHINE:
         pytest.skip("root may install a filter without no_new_privs")
-    done = _in_child("from cer import seccomp; print(seccomp.install())")
+    done = _in_child("from cer.sandbox import seccomp; print(seccomp.install())")
     assert "refused" in done.stdout
 
 
@@ -441,7 +442,7 @@ def test_a_limit_that_cannot_be_set_back_stops_the_run() -> None:
     done = _in_child(
         """
         import resource
-        from cer import privileges
+        from cer.sandbox import privileges
         from cer.engine.limits import LimitsChanged, OwnLimits
         resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
         limits = OwnLimits()

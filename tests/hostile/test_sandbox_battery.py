@@ -26,7 +26,7 @@ from cer import sandbox
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
 
 pytestmark = pytest.mark.skipif(
     not sandbox.status().available, reason="this kernel has no Landlock"

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from cer import privileges, sandbox, scratch
+from cer import sandbox
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite import load_suite
+from cer.sandbox import privileges, scratch
+from cer.suite.loader import load_suite
 
 pytestmark = pytest.mark.skipif(
     not sandbox.status().available, reason="this kernel has no Landlock"
@@ -184,7 +185,9 @@ def test_without_a_private_dev_shm_nothing_changes(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from cer import privileges; privileges.drop(); print(privileges.private_shm())",
+            "from cer.sandbox import privileges\n"
+            "privileges.drop()\n"
+            "print(privileges.private_shm())",
         ],
         capture_output=True,
         text=True,

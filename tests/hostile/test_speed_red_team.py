@@ -206,7 +206,7 @@ def test_a_passing_result_that_is_not_safe_as_it_is_is_scrubbed_and_bounded(
     import math
 
     from cer.reports import FORMATS, ReportContext, render_report
-    from cer.suite import load_suite
+    from cer.suite.loader import load_suite
 
     module.suite(two_cases('{ has_fields = ["a"] }', '{ has_fields = ["a"] }'))
     name = module.impl(LOUD_BUT_PASSING)
@@ -322,9 +322,9 @@ def test_the_fast_load_and_the_cache_keep_every_type_and_line(
     import hashlib
     import tomllib
 
-    from cer import suite as suite_module
-    from cer import suitecache
-    from cer.suitecache import cache_file, load_suite_cached
+    from cer.suite import cache as suitecache
+    from cer.suite import loader as suite_module
+    from cer.suite.cache import cache_file, load_suite_cached
 
     path = tmp_path / "evals.toml"
     expected = strict(

@@ -320,8 +320,8 @@ def test_supervisor_memory_does_not_grow_with_the_number_of_huge_observations(
 
 
 def test_the_pytest_failure_text_shows_hostile_text_as_escapes(hostile_module: Path) -> None:
-    from cer.pytest_suite import failure_text
-    from cer.suite import load_suite
+    from cer.pytest_plugin.suite import failure_text
+    from cer.suite.loader import load_suite
 
     suite = load_suite(hostile_module / "evals.toml")
     case = suite.cases[0]

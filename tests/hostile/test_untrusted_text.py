@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from hostile_text import CORPUS, assert_inert, implementation, suite_lines
 
-from cer.cli.main import main
-from cer.drafts import load_drafts
+from cer.cli.commands import main
 from cer.reports import FORMATS, STDOUT
-from cer.suite import load_suite
+from cer.review.drafts import load_drafts
+from cer.suite.loader import load_suite
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from hostile_text import CORPUS, MARKUP, assert_inert, implementation, suite_lines
 
-from cer.drafts import drafts_path, load_drafts
 from cer.engine.options import RunOptions
-from cer.suite import load_suite
+from cer.review.drafts import drafts_path, load_drafts
+from cer.suite.loader import load_suite
 from cer.tui.app import create_app
 from cer.tui.plain import notify
 from cer.tui.screens.drafts import ConfirmScreen, DraftsScreen

@@ -20,7 +20,7 @@ from textual.worker import WorkerState
 from cer import events
 from cer.engine.options import RunCancelled, RunOptions
 from cer.model import Case, CaseResult, Mismatch, RunResult, SourceAccess, Status, Suite
-from cer.selection import Selection
+from cer.suite.selection import Selection
 from cer.tui.app import CerApp
 
 Outcome = Callable[[Case], CaseResult]

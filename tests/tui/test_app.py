@@ -13,10 +13,10 @@ from textual.widgets import Input, OptionList, TabbedContent
 
 from cer import events
 from cer.engine.options import RunOptions
+from cer.frontend import repro_command
 from cer.model import Case, CaseResult, RunResult, Status, Suite
-from cer.selection import Selection
-from cer.session import repro_command
-from cer.suite import load_suite
+from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from cer.tui.app import CerApp, create_app
 from cer.tui.keys import APP_KEYS, LIST_KEYS
 from cer.tui.screens.group import GroupScreen

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cer.model import RunResult, Status
-from cer.selection import Selection
+from cer.suite.selection import Selection
 from cer.tui.state.board import Board, Change, GroupKey
 
 from .helpers import passing, result_for, triage_outcome, triage_suite

@@ -95,7 +95,7 @@ def test_two_implementations_are_named_and_typed() -> None:
 def test_a_missed_bound_on_a_measurement_reads_as_people_read_it() -> None:
     """The Diff pane shows the bound's message (``observed 1129 ms``), never the raw
     float; a float compared for equality still shows both values exactly."""
-    from cer.compare import compare
+    from cer.judge.compare import compare
 
     (bound,) = compare({"elapsed_ms_max": 1000}, {"elapsed_ms": 1129.4466920007835})
     shown = "\n".join(plain(render_mismatch(bound, STYLES)))

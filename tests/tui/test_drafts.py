@@ -16,12 +16,12 @@ import tomlkit
 from textual.app import App
 
 from cer.coverage import suite_coverage
-from cer.derive import derive
-from cer.drafts import add_drafts, drafts_path, load_drafts
 from cer.engine.options import RunOptions
-from cer.history import History
+from cer.history.database import History
 from cer.model import Case, CaseResult, Status
-from cer.suite import load_suite
+from cer.review.derive import derive
+from cer.review.drafts import add_drafts, drafts_path, load_drafts
+from cer.suite.loader import load_suite
 from cer.tui.app import create_app
 from cer.tui.screens.drafts import ConfirmScreen, DraftsScreen
 from support import EXAMPLES

@@ -12,7 +12,7 @@ from rich.console import Console, RenderableType
 
 from cer.coverage import CoverageFigures
 from cer.engine.options import RunOptions
-from cer.history import History
+from cer.history.database import History
 from cer.model import Case, CaseResult, Status, Suite
 from cer.tui.app import CerApp, create_app
 from cer.tui.state.coverage_view import sparkline

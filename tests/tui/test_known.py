@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from cer.baseline import load_baseline
 from cer.engine.options import RunOptions
 from cer.model import CaseResult, RunResult, Status
-from cer.selection import Selection
+from cer.results.baseline import load_baseline
+from cer.suite.selection import Selection
 from cer.tui.state.known import KnownFailures, lane_aliases
 from cer.tui.state.session import Session
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cer.baseline import Baseline, load_baseline
 from cer.engine.options import RunOptions
-from cer.history import History
+from cer.history.database import History
 from cer.model import Suite
+from cer.results.baseline import Baseline, load_baseline
 from cer.tui.__main__ import main as tui_main
 from cer.tui.app import CerApp, create_app
 from cer.tui.widgets.text_pane import TextPane

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cer.engine.options import RunOptions
-from cer.history import History
+from cer.history.database import History
 from cer.model import Status
-from cer.selection import Selection
+from cer.suite.selection import Selection
 from cer.tui.app import create_app
 from cer.tui.screens.matrix import MatrixScreen
 from cer.tui.widgets.diff_pane import DiffPane

@@ -9,7 +9,7 @@ import pytest
 
 from cer.engine.options import RunOptions
 from cer.model import RunResult, Status, Suite
-from cer.selection import Selection
+from cer.suite.selection import Selection
 from cer.tui.state.session import Failure, Session
 
 from .helpers import make_case, make_suite, result_for

@@ -13,10 +13,10 @@ from rich.console import Console, RenderableType
 from textual.widgets import Input
 
 from cer.engine.options import RunOptions
-from cer.history import History
+from cer.frontend import repro_command_many
+from cer.history.database import History
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, Status
-from cer.session import repro_command_many
 from cer.tui.app import CerApp, create_app
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen
@@ -565,7 +565,7 @@ async def test_cases_deselected_from_the_start_are_deselected_in_the_matrix() ->
     takes the runs' own word for it: skipped, deselected."""
     from dataclasses import replace
 
-    from cer.selection import Selection
+    from cer.suite.selection import Selection
 
     chosen = Selection(categories=("functional",))
     ref, other = replace(REF, selection=chosen), replace(OTHER, selection=chosen)

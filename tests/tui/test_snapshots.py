@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 
 from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, Status
-from cer.suite import SuiteError
+from cer.suite.loader import SuiteError
 from cer.tui.app import CerApp, create_app
 
 from .helpers import (
@@ -201,7 +201,7 @@ def test_long_names_come_first(snap_compare: SnapCompare) -> None:
 def test_known_failures_and_a_stale_entry(
     snap_compare: SnapCompare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cer.baseline import load_baseline
+    from cer.results.baseline import load_baseline
 
     monkeypatch.chdir(tmp_path)
     Path("known.toml").write_text(

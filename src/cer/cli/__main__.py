@@ -2,6 +2,6 @@
 
 import sys
 
-from cer.cli.main import main
+from cer.cli.commands import main
 
 sys.exit(main())

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cer.baseline import BaselineError, describe_update, update_baseline
 from cer.cli.exits import ExitCode, print_error
+from cer.config import UsageError, find_project_config
+from cer.history.records import HistoryError
 from cer.model import RunResult
-from cer.options import UsageError, find_project_config
-from cer.records import HistoryError
-from cer.suite import SuiteError, load_suite
+from cer.results.baseline import BaselineError, describe_update, update_baseline
+from cer.suite.loader import SuiteError, load_suite
 
 
 def add_baseline_command(commands: Any) -> None:
@@ -132,14 +132,14 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def _last_run(args: argparse.Namespace, suite_path: Path) -> RunResult | None:
     """The run to update from; None after printing why there is none."""
     if args.results is not None:
-        from cer.merge import MergeError, read_results
+        from cer.results.merge import MergeError, read_results
 
         try:
             return read_results(args.results)
         except MergeError as exc:
             print_error(f"baseline: {exc}")
             return None
-    from cer.history import History, default_history_path
+    from cer.history.database import History, default_history_path
 
     path = args.history or default_history_path(suite_path)
     try:

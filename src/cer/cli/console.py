@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cer.coverage import describe_unknown
 from cer.engine.options import STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
+from cer.judge.verdict import REPORTED_NOTE
 from cer.model import (
     CASE_CLASS_TO_ARRAY,
     MISSING,
@@ -31,15 +32,14 @@ from cer.model import (
 from cer.safetext import for_terminal
 from cer.tomltext import input_line
 from cer.tracebacks import SourceReader, failure_site, trim
-from cer.verdict import REPORTED_NOTE
 
 if TYPE_CHECKING:
     # The matrix is imported by whoever built one, and the history's records by whoever
     # read them: a one-implementation run needs neither (nor what they import).
-    from cer.conformance import Conformance
     from cer.coverage import Coverage, CoverageFigures
+    from cer.history.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
     from cer.matrix import Group, GroupBy, Matrix, Row
-    from cer.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
+    from cer.results.conformance import Conformance
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -612,7 +612,7 @@ def _describe_value(value: Any) -> str:
         return "<missing>"
     if value is None:
         return "None"
-    from cer.equality import format_value
+    from cer.judge.equality import format_value
 
     return f"{type(value).__name__} {format_value(value, 80)}"
 

@@ -48,7 +48,7 @@ def early_workers(argv: Sequence[str]) -> WarmWorkers | None:
 
 
 def main() -> int:
-    """The ``cer`` program (see :func:`cer.cli.main.main`).
+    """The ``cer`` program (see :func:`cer.cli.commands.main`).
 
     The cyclic garbage collector is kept out of start-up and exit, where it finds
     almost nothing: importing the command line makes some hundred thousand objects that
@@ -62,7 +62,7 @@ def main() -> int:
     gc.disable()
     try:
         pool = early_workers(sys.argv[1:])
-        from cer.cli import main as command_line
+        from cer.cli import commands as command_line
     finally:
         gc.freeze()
         gc.enable()

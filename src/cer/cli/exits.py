@@ -9,10 +9,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from cer.baseline import BaselineCheck
-from cer.conformance import Conformance
-from cer.merge import shard_summary
 from cer.model import RunResult
+from cer.results.baseline import BaselineCheck
+from cer.results.conformance import Conformance
+from cer.results.merge import shard_summary
 
 
 class ExitCode(enum.IntEnum):

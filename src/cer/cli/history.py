@@ -13,17 +13,17 @@ from typing import Any
 
 from cer.cli import console
 from cer.cli.exits import ExitCode, print_error, print_warning
-from cer.coverage import (
-    CoverageFigures,
-)
-from cer.history import KEEP_RUNS, History, default_history_path
-from cer.options import (
+from cer.config import (
     UsageError,
     find_project_config,
     history_max_bytes,
     resolve_suite,
 )
-from cer.records import HistoryError, RunDiff, RunRecord
+from cer.coverage import (
+    CoverageFigures,
+)
+from cer.history.database import KEEP_RUNS, History, default_history_path
+from cer.history.records import HistoryError, RunDiff, RunRecord
 from cer.reports import (
     iso_time,
     write_report,

@@ -9,19 +9,19 @@ from typing import Any
 
 from cer import __version__
 from cer.cli.baseline import add_baseline_command
-from cer.engine.options import parse_max_fail, parse_shard
-from cer.history import KEEP_RUNS
-from cer.options import (
+from cer.cli.review import add_review_commands
+from cer.cli.scaffold import add_init_command
+from cer.config import (
     SUITE_HELP,
     add_run_arguments,
     argument_type,
 )
+from cer.engine.options import parse_max_fail, parse_shard
+from cer.history.database import KEEP_RUNS
 from cer.reports import (
     FORMATS,
     parse_report_spec,
 )
-from cer.review_cli import add_review_commands
-from cer.scaffold import add_init_command
 
 EPILOG = """\
 examples:

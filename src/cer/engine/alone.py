@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cer import memory_cgroup
 from cer.engine.execution import Execution
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports
 from cer.engine.options import (
@@ -28,13 +27,14 @@ from cer.engine.workerproc import (
     case_id,
     encode_case,
 )
-from cer.verdict import (
+from cer.judge.verdict import (
     Outcome,
     asks_memory,
     errored,
     judge,
     outcome_from_worker,
 )
+from cer.sandbox import memory_cgroup
 
 
 def _peak_resident_mb(pid: int) -> float | None:
@@ -59,7 +59,7 @@ _MIB = 1024.0 * 1024.0
 
 @dataclass
 class MemoryAccount:
-    """How one case's memory is counted (see :mod:`cer.memory_cgroup`): the cgroup its
+    """How one case's memory is counted (see :mod:`cer.sandbox.memory_cgroup`): the cgroup its
     worker was moved into, or, without one, what ``/dev/shm`` held before the case."""
 
     group: memory_cgroup.CaseGroup | None
@@ -161,7 +161,7 @@ class AloneCases:
         """Start accounting for the memory of ``worker``, which has imported nothing
         yet: a cgroup of its own where one can be made (the run's first memory case
         looks for where), else a listing of ``/dev/shm`` to tell what the case leaves
-        there (see :mod:`cer.memory_cgroup`)."""
+        there (see :mod:`cer.sandbox.memory_cgroup`)."""
         if not self.execution.memory_method:
             found = memory_cgroup.locate()
             self.memory_controller = found if isinstance(found, memory_cgroup.Controller) else None

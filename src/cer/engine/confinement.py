@@ -5,8 +5,8 @@ The supervisor decides, from the suite and the run options, whether a run is san
 worker and the command launcher only apply it (see :mod:`cer.sandbox`). The policy:
 
 - read and execute: what the implementation needs of its import roots (``--path``
-  folders, the suite's folder, the working directory; see :mod:`cer.readset`), the
-  folders a command names and what its program's shims need (:mod:`cer.shims`), the
+  folders, the suite's folder, the working directory; see :mod:`cer.sandbox.readset`), the
+  folders a command names and what its program's shims need (:mod:`cer.sandbox.shims`), the
   paths of ``RunOptions.sandbox_read``, the Python installation
   and everything on this interpreter's ``sys.path``, ``cer`` itself and its data files
   (``schema.sql``), the folders on ``PATH``, the suite's fixtures, the system's
@@ -18,7 +18,7 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
 - nothing at all: the suite file, ``commonsformat.md`` and ``commonsformat.toml``
   beside it, ``.cer`` folders (the history) beside the suite and in the working
   directory, and every path in ``RunOptions.protected`` (report outputs, a history
-  given by path), and what :mod:`cer.readset` leaves out of the import roots. A folder
+  given by path), and what :mod:`cer.sandbox.readset` leaves out of the import roots. A folder
   that holds one of them is allowed entry by entry.
 """
 
@@ -34,11 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer import readset, sandbox, shims
+from cer import sandbox
 from cer.engine.kinds import kind_named
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
 from cer.resources import ResourceMissing, schema_sql_path
+from cer.sandbox import readset, shims
 
 _SYSTEM_READ = (
     "/usr",
@@ -122,7 +123,7 @@ def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
 def _command_folders(options: RunOptions) -> list[str]:
     """The folders of the files a command implementation names (its program, its
     scripts), so that a harness outside the working directory can run, and what its
-    program's chain of shims and version managers needs to start (:mod:`cer.shims`)."""
+    program's chain of shims and version managers needs to start (:mod:`cer.sandbox.shims`)."""
     if kind_named(options.kind).python:
         return []
     try:
@@ -151,7 +152,7 @@ def build(
     suite: Suite, options: RunOptions, scratch: str, import_roots: list[str]
 ) -> tuple[sandbox.Policy, list[readset.Refusal]]:
     """The policy of one run, and what it leaves out of the folders the implementation
-    is imported from (:mod:`cer.readset`), for the reasons of refused reads."""
+    is imported from (:mod:`cer.sandbox.readset`), for the reasons of refused reads."""
     import cer
 
     named = [*_command_folders(options)]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cer import procs
+from cer import process_tree
 from cer.engine import confinement, spawned
 from cer.engine.identity import Identity
 from cer.engine.limits import OwnLimits
@@ -33,13 +33,13 @@ from cer.events import (
     ImplementationLoaded,
     RunEvent,
 )
+from cer.judge.verdict import skipped
 from cer.model import CaseResult, Status, Suite
 from cer.safetext import retained, scrub
-from cer.verdict import skipped
 
 if TYPE_CHECKING:
-    from cer.readset import Refusal
     from cer.sandbox import Policy
+    from cer.sandbox.readset import Refusal
 
 _EXPLAINED = (Status.ERRORED, Status.FAIL)
 """Results whose reason may be a sandbox denial worth explaining."""
@@ -83,7 +83,7 @@ class Execution(ABC):
         """Set when the implementation failed to load: every remaining case is decided."""
         self.token = spawned.current()
         """Which run this is, for :mod:`cer.engine.spawned`."""
-        self.children_before = procs.children()
+        self.children_before = process_tree.children()
         """The supervisor's children before the run: not the run's to end."""
         self.sandbox = confinement.Decision(0, "none: disabled")
         """The sandbox the run is under (set by :func:`run_suite`)."""
@@ -91,7 +91,7 @@ class Execution(ABC):
         """What the sandbox allows, when there is one."""
         self.refused: list[Refusal] = []
         """What the policy leaves out of the folders the implementation is imported
-        from, and why (:mod:`cer.readset`): named in the reasons of refused reads."""
+        from, and why (:mod:`cer.sandbox.readset`): named in the reasons of refused reads."""
         self.memory_method = ""
         """How the run measured a case's memory (its run conditions say it); empty
         when no case asked about memory."""
@@ -173,14 +173,14 @@ class Execution(ABC):
 
     def end_strays(self) -> None:
         """End every process the run left with the supervisor: what a lost worker had
-        adopted, a harness's daemon (see cer.procs); live workers are kept."""
+        adopted, a harness's daemon (see cer.process_tree); live workers are kept."""
         keep = set(self.children_before)
         keep.update(self.live_pids())
         if self.warm is not None:
             keep.update(self.warm.pids())
         with spawned.LOCK:  # another run's processes are not this run's strays
             keep.update(spawned.others_alive(self.token))
-            procs.end_strays(keep)
+            process_tree.end_strays(keep)
 
     # --- the backend ------------------------------------------------------------------
 

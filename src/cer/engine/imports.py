@@ -16,7 +16,7 @@ from cer.engine.options import search_paths
 from cer.engine.plan import Planned
 from cer.engine.workerproc import Message
 from cer.events import ImplementationFailed, ImplementationLoaded
-from cer.verdict import errored
+from cer.judge.verdict import errored
 
 LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""

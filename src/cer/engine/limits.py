@@ -3,7 +3,7 @@
 A process of the same user may change another's limits (``prlimit``): a CPU limit lets
 the kernel kill the supervisor mid-run (no report, no history), a file-size limit keeps
 the run from being recorded. The sandbox's seccomp filter refuses that to the
-implementation's side (:mod:`cer.seccomp`); this is the supervisor's own check, for
+implementation's side (:mod:`cer.sandbox.seccomp`); this is the supervisor's own check, for
 a run without the filter too: the limits are read when the run starts and compared
 after each case (when no filter stands in the way) and when the run ends, and one that
 changed is set back (the run's notes say so). One that

@@ -1,6 +1,6 @@
 """What a run is asked to do (:class:`RunOptions`) and the checks and parsers of its
 values: the supervisor's half of a run's settings. Resolving them from the command
-line and ``[tool.cer]`` is :mod:`cer.options`'s job."""
+line and ``[tool.cer]`` is :mod:`cer.config`'s job."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Literal
 
 from cer.engine.kinds import ImplementationKind, kind_named
 from cer.model import Suite
-from cer.selection import Selection
+from cer.suite.selection import Selection
 
 Isolation = Literal["fork", "none"]
 """How a Python implementation's cases are kept apart: each in a fresh fork of the
@@ -78,7 +78,7 @@ class RunOptions:
     with a reason from :func:`stopped_reason`, never as passed. None: run every case."""
     sandbox_read: tuple[str, ...] = ()
     """Paths the sandboxed implementation may read besides what the sandbox allows it
-    (``--sandbox-read``, ``[tool.cer] sandbox_read``): see :mod:`cer.readset`."""
+    (``--sandbox-read``, ``[tool.cer] sandbox_read``): see :mod:`cer.sandbox.readset`."""
     parallel_bounds: bool = False
     """Run the cases with a runner-measured time bound (``elapsed_ms_max``,
     ``elapsed_ms_min``) among the others (``--parallel-bounds``). By default they run

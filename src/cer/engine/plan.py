@@ -14,16 +14,16 @@ from cer.engine.options import (
     RunOptions,
     in_shard,
 )
-from cer.fixtures import FIXTURE_SCHEME, resolve_fixtures
-from cer.model import Case, CaseResult, Suite
-from cer.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
-from cer.verdict import (
+from cer.judge.verdict import (
     errored,
     key_facts,
     skipped,
     unmeasured_reason,
     vacuous_reason,
 )
+from cer.model import Case, CaseResult, Suite
+from cer.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
+from cer.suite.fixtures import FIXTURE_SCHEME, resolve_fixtures
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 def input_facts(value: Any) -> tuple[bool, bool]:
     """Whether ``value`` holds a ``fixture://`` string anywhere (what
-    :func:`cer.fixtures.resolve_fixtures` replaces; most inputs hold none, and their
+    :func:`cer.suite.fixtures.resolve_fixtures` replaces; most inputs hold none, and their
     copy needs no resolving), and whether it is nested deeper or holds more values than
     the runner sends (the limits of :mod:`cer.plaindata`, for every kind of
     implementation). One walk, without recursion, which stops at the depth limit: a

@@ -3,7 +3,7 @@
 Each lane holds one worker (``python -m cer.worker``), restarted when it is lost; one
 thread waits on every worker's channel at once, hands each its next case in declared
 order, enforces every deadline from outside, and turns each reported observation into
-a verdict through :mod:`cer.verdict`. See docs/execution-model.md.
+a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from cer.engine.workerproc import (
 from cer.events import (
     RunEvent,
 )
-from cer.model import Suite
-from cer.verdict import (
+from cer.judge.verdict import (
     Outcome,
     errored,
     judge,
     outcome_from_worker,
 )
+from cer.model import Suite
 
 RESTART_BUDGET = 3
 """Consecutive losses of one worker, with no case finished between them, before that

@@ -44,12 +44,12 @@ from cer.events import (
     RunFinished,
     RunStarted,
 )
-from cer.model import ImplementationOrigin, RunConditions, RunResult, SourceAccess, Suite
-from cer.safetext import scrub
-from cer.scratch import remove as remove_scratch
-from cer.verdict import (
+from cer.judge.verdict import (
     errored,
 )
+from cer.model import ImplementationOrigin, RunConditions, RunResult, SourceAccess, Suite
+from cer.safetext import scrub
+from cer.sandbox.scratch import remove as remove_scratch
 
 __all__ = ["run_conditions", "run_suite"]
 

@@ -31,7 +31,7 @@ from cer.framing import (
     pack,
     split_frames,
 )
-from cer.procs import end_process, signal_name
+from cer.process_tree import end_process, signal_name
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned

@@ -18,8 +18,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from cer import serialize
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.results import serialize
 from cer.safetext import for_json
 
 __all__ = [

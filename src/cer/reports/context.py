@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cer.conformance import Conformance, conformance_of
 from cer.coverage import Coverage
 from cer.model import RunResult, Suite
+from cer.results.conformance import Conformance, conformance_of
 
 if TYPE_CHECKING:
-    from cer.records import ApprovalEvent, RunRecord
+    from cer.history.records import ApprovalEvent, RunRecord
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ReportContext:
     run and its coverage alone."""
 
     def verdict(self) -> Conformance:
-        """The verdict every report states (:mod:`cer.conformance`)."""
+        """The verdict every report states (:mod:`cer.results.conformance`)."""
         if self.conformance is not None:
             return self.conformance
         return conformance_of(self.run.summary, self.coverage)

@@ -30,9 +30,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from cer import __version__
-from cer.baseline import BaselineCheck
-from cer.compare import shown_measurement, shown_mismatch_observed
-from cer.equality import format_value
+from cer.judge.compare import shown_measurement, shown_mismatch_observed
+from cer.judge.equality import format_value
 from cer.model import (
     CASE_CLASS_TO_ARRAY,
     CASE_CLASSES,
@@ -43,13 +42,14 @@ from cer.model import (
     Status,
 )
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.results.baseline import BaselineCheck
 from cer.safetext import INVISIBLE_CHARS
 from cer.tomltext import inline, shown_input, table_lines
 
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-    from cer.records import RunRecord
+    from cer.history.records import RunRecord
 
 __all__ = [
     "INSTALL_HINT",
@@ -310,7 +310,7 @@ class Page:
     implementation: str
     verdict: str
     statement: str
-    """The verdict with its baseline and coverage qualifiers (cer.conformance)."""
+    """The verdict with its baseline and coverage qualifiers (cer.results.conformance)."""
     seconds: float
     overall: Bar
     groups: tuple[GroupSet, ...]
@@ -580,7 +580,7 @@ def _toml_lines(table: Any) -> str:
 def _observed_lines(observation: Mapping[str, Any], expect: Mapping[str, Any]) -> str:
     """The observation as ``key = value`` lines; a measurement held only to bounds
     (``elapsed_ms``, ``resident_memory_mb``) as people read it, ``elapsed_ms = 1129 ms``,
-    told apart from its bounds (:func:`cer.compare.shown_measurement`)."""
+    told apart from its bounds (:func:`cer.judge.compare.shown_measurement`)."""
     lines = []
     for key, value in observation.items():
         line = table_lines({key: value})[0]

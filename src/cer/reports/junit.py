@@ -14,11 +14,11 @@ import re
 import socket
 import xml.etree.ElementTree as ET
 
+from cer.judge.verdict import REPORTED_NOTE
 from cer.model import CASE_CLASSES, CaseResult, Status
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 from cer.safetext import for_terminal
 from cer.tomltext import input_line
-from cer.verdict import REPORTED_NOTE
 
 __all__ = ["render"]
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cer import __version__, serialize
-from cer.conformance import conformance_of
+from cer import __version__
 from cer.coverage import Coverage
+from cer.history.records import ApprovalEvent
 from cer.model import CASE_CLASSES, Case, Summary
-from cer.provenance import Provenance, case_text_hash, clean_name, read_provenance
-from cer.records import ApprovalEvent
 from cer.reports.context import ReportContext, iso_time, suite_display_path
+from cer.results import serialize
+from cer.results.conformance import conformance_of
+from cer.review.provenance import Provenance, case_text_hash, clean_name, read_provenance
 from cer.safetext import for_json
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "conformance", "manifest_document", "render"]
@@ -33,7 +34,7 @@ MANIFEST_VERSION = 1
 
 def conformance(summary: Summary, coverage: Coverage | None) -> str:
     """The verdict, with ``, K of N constraints covered`` when the module declares
-    constraints (see :mod:`cer.conformance`)."""
+    constraints (see :mod:`cer.results.conformance`)."""
     return conformance_of(summary, coverage).statement
 
 

@@ -25,12 +25,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cer import serialize
-from cer.compare import shown_measurement, shown_mismatch_observed
+from cer.judge.compare import shown_measurement, shown_mismatch_observed
+from cer.judge.verdict import REPORTED_NOTE
 from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, Status
 from cer.reports.context import ReportContext, suite_display_path
+from cer.results import serialize
 from cer.safetext import for_terminal
-from cer.verdict import REPORTED_NOTE
 
 __all__ = ["block", "inline", "render"]
 
@@ -144,7 +144,7 @@ def _reported_passes(results: Iterable[CaseResult], declared: dict[str, Case]) -
 def _observed(observation: Mapping[str, Any], expect: Mapping[str, Any]) -> str:
     """The observation as JSON, then each measurement held only to bounds
     (``elapsed_ms``, ``resident_memory_mb``) as people read it, told apart from its
-    bounds (:func:`cer.compare.shown_measurement`), in place of its raw float."""
+    bounds (:func:`cer.judge.compare.shown_measurement`), in place of its raw float."""
     exact: dict[str, Any] = {}
     measured: list[str] = []
     for key, value in observation.items():

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer.conformance import Conformance
 from cer.coverage import CoverageError, suite_coverage
-from cer.history import History
+from cer.history.database import History
+from cer.history.records import RunRecord
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_CLASS_TO_ARRAY, Case, RunResult, Suite
-from cer.records import RunRecord
 from cer.reports.context import ReportContext
-from cer.suite import SuiteError, load_suite
+from cer.results.conformance import Conformance
+from cer.suite.loader import SuiteError, load_suite
 
 __all__ = ["RecordedContext", "recorded_context", "stand_in_suite"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cer.judge.verdict import REPORTED_NOTE
 from cer.model import Status
 from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
-from cer.verdict import REPORTED_NOTE
 
 __all__ = ["render"]
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from cer import options, procs
-from cer.baseline import Baseline, BaselineError, load_baseline, unmatched_entries
-from cer.history import default_history_path
+from cer import config, process_tree
+from cer.history.database import default_history_path
 from cer.model import Suite
-from cer.suite import SuiteError, load_suite
+from cer.results.baseline import Baseline, BaselineError, load_baseline, unmatched_entries
+from cer.suite.loader import SuiteError, load_suite
 from cer.tui.app import create_app
 from cer.tui.state.themes import DEFAULT_THEME, ThemeError, find_themes
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Watch a suite and its implementation; rerun on every change and show "
         "each case's latest result.",
     )
-    options.add_run_arguments(parser)
+    config.add_run_arguments(parser)
     ui = parser.add_argument_group("terminal UI")
     ui.add_argument(
         "--watch",
@@ -36,10 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ui.add_argument(
         "--watch-timeout",
-        type=options.positive_float,
+        type=config.positive_float,
         metavar="SECONDS",
         help="per-case time limit in the watch loop (default "
-        f"{options.DEFAULT_WATCH_TIMEOUT:g}; also watch_timeout in [tool.cer]; cer run "
+        f"{config.DEFAULT_WATCH_TIMEOUT:g}; also watch_timeout in [tool.cer]; cer run "
         "keeps its own --timeout)",
     )
     ui.add_argument(
@@ -79,7 +79,7 @@ def _theme_names() -> str:
         return DEFAULT_THEME
 
 
-def protect_history(resolved: options.ResolvedRun, history: Path | None) -> options.ResolvedRun:
+def protect_history(resolved: config.ResolvedRun, history: Path | None) -> config.ResolvedRun:
     """``resolved`` with the history database added to what the sandbox keeps the
     implementation away from: its reasons hold the expectations of failed cases. (A
     history in ``.cer/`` is kept away anyway; ``--history PATH`` may be elsewhere.)"""
@@ -117,18 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        resolved = options.resolve_run(args)
-    except options.UsageError as error:
+        resolved = config.resolve_run(args)
+    except config.UsageError as error:
         parser.error(str(error))
-    config = resolved.config
-    theme = args.theme or config.values.get("theme") or DEFAULT_THEME
+    project = resolved.config
+    theme = args.theme or project.values.get("theme") or DEFAULT_THEME
     try:
         themes = find_themes()
     except ThemeError as error:
         parser.error(str(error))
     if theme not in themes:
         parser.error(f"unknown theme {theme!r}; choose from {', '.join(themes)}")
-    extra: list[Path] = [*config.paths_value("watch"), *(Path(p) for p in args.watch)]
+    extra: list[Path] = [*project.paths_value("watch"), *(Path(p) for p in args.watch)]
     if not resolved.suite.is_file():
         parser.error(f"no suite at {resolved.suite}")
     try:
@@ -159,11 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # daemon a case or a harness left (a double fork, setsid) is still its own to end.
     # Safe here because one run cycle runs at a time (RunController._one_run), and
     # whatever is left when the app has quit is ended below.
-    procs.adopt_orphans()
+    process_tree.adopt_orphans()
     app.run()
     app.control.cancel()
     app.control.wait_for_runs(15.0)
-    procs.end_strays(())
+    process_tree.end_strays(())
     return app.return_code or 0
 
 

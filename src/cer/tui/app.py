@@ -31,15 +31,15 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from cer.baseline import Baseline
 from cer.engine.options import RunOptions, resolve_jobs
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
+from cer.results.baseline import Baseline
 from cer.safetext import for_terminal
-from cer.selection import Selection, name_matches
-from cer.suitecache import load_suite_cached
+from cer.suite.cache import load_suite_cached
+from cer.suite.selection import Selection, name_matches
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import bindings, global_keys
@@ -345,7 +345,7 @@ def create_app(
     line passes ``.cer/history.sqlite`` beside the suite unless ``--no-history``.
 
     ``implementations`` lists every implementation to run, ``options`` first (as
-    :class:`cer.options.ResolvedRun` does); empty means ``options`` alone. ``labels``
+    :class:`cer.config.ResolvedRun` does); empty means ``options`` alone. ``labels``
     name them (default: as ``cer run`` labels its matrix columns). ``baseline`` is the
     known-failures file, read and checked (``cer-tui`` does as ``cer run`` does): the
     list shows its known failures apart and flags its stale entries.

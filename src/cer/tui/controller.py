@@ -23,20 +23,20 @@ from textual.message import Message
 from textual.worker import Worker
 from watchfiles import awatch
 
-from cer import events, session
-from cer.baseline import Baseline, check_run
-from cer.conformance import Conformance, conformance_of
+from cer import events, frontend
+from cer.config import configured_history_max_bytes
 from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
-from cer.derive import coverage_figures
 from cer.engine.options import RunCancelled, RunOptions
-from cer.history import History
+from cer.history.database import History
+from cer.history.records import HistoryError
 from cer.matrix import build_matrix
 from cer.model import CaseResult, RunResult, Suite
-from cer.options import configured_history_max_bytes
-from cer.records import HistoryError
+from cer.results.baseline import Baseline, check_run
+from cer.results.conformance import Conformance, conformance_of
+from cer.review.derive import coverage_figures
 from cer.safetext import for_terminal
-from cer.selection import Selection
-from cer.suite import SuiteError
+from cer.suite.loader import SuiteError
+from cer.suite.selection import Selection
 from cer.tui import messages
 from cer.tui.plain import notify
 from cer.tui.state.board import Row
@@ -132,7 +132,7 @@ class RunController:
         self._one_run = threading.Lock()
         """Held by the cycle that runs: a cycle waits for the cancelled one to have
         ended its processes, so that one run's cleanup (which ends every process the
-        program adopted, cer.procs) never meets another run's workers."""
+        program adopted, cer.process_tree) never meets another run's workers."""
         self._fallback: bool | None = None
         self._sources: tuple[str, ...] = ()
         self.paused = False
@@ -516,7 +516,7 @@ class RunController:
                         problem = f"no run of {suite_name} is recorded in {path}"
                         return messages.RecordedFailures(None, problem=problem)
                     return messages.RecordedFailures(latest.names, run_id=latest.run_id[:8])
-                last = session.failed_last_time(history, self.suite_path, self.implementations)
+                last = frontend.failed_last_time(history, self.suite_path, self.implementations)
                 if last.missing is not None:
                     label = self.labels[self.implementations.index(last.missing)]
                     problem = f"no run of {label} on {suite_name} is recorded in {path}"
@@ -659,7 +659,7 @@ def record_run(
     verdict = run_verdict(suite, run, doc, figures, baseline, label)
     try:
         with History.open(path, max_bytes=configured_history_max_bytes(suite.directory)) as history:
-            flaky = session.record_run(history, run, suite, figures, verdict)
+            flaky = frontend.record_run(history, run, suite, figures, verdict)
             trend = coverage_trend(history, suite, run)
     except HistoryError as error:
         return messages.HistoryRecorded(generation, run.run_id, error=str(error), lane=index)

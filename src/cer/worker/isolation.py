@@ -15,8 +15,9 @@ import termios
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata, scratch
-from cer.procs import prctl_function
+from cer import plaindata
+from cer.process_tree import prctl_function
+from cer.sandbox import scratch
 from cer.worker.call import (
     execute_case,
 )

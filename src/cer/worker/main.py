@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata, sandbox, scratch
+from cer import plaindata, sandbox
 from cer.framing import (
     HEADER,
     KIND_CASE,
@@ -40,12 +40,13 @@ from cer.framing import (
     read_frame,
     write_all,
 )
-from cer.procs import (
+from cer.process_tree import (
     become_subreaper,
     children_of,
     kill_strays,
     signal_name,
 )
+from cer.sandbox import scratch
 from cer.worker.call import (
     CRASH_KINDS,
     STDLIB,

@@ -25,7 +25,7 @@ _GUARDED_MODULES = (
     "cer.worker.snapshot",
     "cer.worker.target",
     "cer.worker.versions",
-    "cer.procs",
+    "cer.process_tree",
     "cer.plaindata",
     "cer.framing",
     "cer.caseview",

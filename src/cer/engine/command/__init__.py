@@ -12,8 +12,8 @@ travel with explicit type tags (so ``1``, ``1.0``, ``true`` and ``"1"`` stay
 different), every message is checked strictly, every wait is bounded by a deadline
 kept here (the harness's process group is SIGKILLed when it passes), and whatever goes
 wrong is charged to the case that was running, with the evidence (the bad line, the
-tail of stderr). Verdicts are still made only by :func:`cer.verdict.judge`: it
-builds :class:`~cer.verdict.Outcome` values, and uses ``errored`` only for failures
+tail of stderr). Verdicts are still made only by :func:`cer.judge.verdict.judge`: it
+builds :class:`~cer.judge.verdict.Outcome` values, and uses ``errored`` only for failures
 of the runner's own machinery (the harness cannot be started or restarted).
 
 The command is split like a shell splits words (``shlex.split``) and is never run

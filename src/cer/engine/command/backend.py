@@ -12,7 +12,7 @@ from cer.engine.command.identity import command_identity
 from cer.engine.command.per_case import PerCase
 from cer.engine.command.process import fail_all
 from cer.engine.execution import Execution
-from cer.verdict import skipped
+from cer.judge.verdict import skipped
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned

@@ -31,8 +31,8 @@ from cer.engine.command.values import (
 )
 from cer.engine.execution import Execution
 from cer.events import ImplementationLoaded
+from cer.judge.verdict import Outcome, errored, judge
 from cer.model import Status
-from cer.verdict import Outcome, errored, judge
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned

@@ -29,7 +29,7 @@ from cer.engine.command.values import (
 )
 from cer.engine.execution import Execution
 from cer.events import ImplementationLoaded
-from cer.verdict import Outcome, errored, judge
+from cer.judge.verdict import Outcome, errored, judge
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned

@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 
-from cer import sandbox, scratch
+from cer import sandbox
 from cer.engine import spawned
 from cer.engine.command import startup
 from cer.engine.command.protocol import MAX_MESSAGE_BYTES
@@ -20,8 +20,9 @@ from cer.engine.command.values import EVIDENCE_CHARS
 from cer.engine.execution import Execution
 from cer.engine.plan import Planned
 from cer.events import ImplementationFailed
-from cer.procs import end_process, signal_name
-from cer.verdict import errored
+from cer.judge.verdict import errored
+from cer.process_tree import end_process, signal_name
+from cer.sandbox import scratch
 
 STOP_GRACE = 1.0
 """How long a harness gets to exit after ``stop`` before its process group is killed."""

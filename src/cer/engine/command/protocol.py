@@ -1,6 +1,6 @@
 """The messages of the command protocol (docs/protocol.md): requests built here,
 every line from the command parsed and checked strictly, and a ``result`` turned into
-an :class:`~cer.verdict.Outcome`, never into a status."""
+an :class:`~cer.judge.verdict.Outcome`, never into a status."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from cer.engine.command.values import (
     encode_value,
     snippet,
 )
-from cer.verdict import Outcome
+from cer.judge.verdict import Outcome
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned

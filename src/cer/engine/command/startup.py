@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from cer.engine.command.protocol import stderr_hint
 from cer.engine.kinds import kind_named
-from cer.readset import Refusal
 from cer.sandbox import Policy
+from cer.sandbox.readset import Refusal
 
 __all__ = ["denied_path", "headline", "note"]
 

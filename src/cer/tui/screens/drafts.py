@@ -28,17 +28,17 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
-from cer.approve import ApprovalError, approve_draft, approver_name, discard_draft
-from cer.derive import Draft
-from cer.drafts import DraftsError, drafts_path, load_drafts, set_observed
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
-from cer.history import History
+from cer.history.database import History
+from cer.history.records import HistoryError
 from cer.model import RunResult, Status, Suite
-from cer.observe import DraftRun, run_drafts
-from cer.records import HistoryError
+from cer.review.approve import ApprovalError, approve_draft, approver_name, discard_draft
+from cer.review.derive import Draft
+from cer.review.drafts import DraftsError, drafts_path, load_drafts, set_observed
+from cer.review.observe import DraftRun, run_drafts
 from cer.safetext import for_json
-from cer.suite import SuiteError, load_suite
+from cer.suite.loader import SuiteError, load_suite
 from cer.tui.plain import notify, plain
 from cer.tui.state.commands import Launcher, editor_command
 

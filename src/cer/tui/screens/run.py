@@ -28,9 +28,9 @@ from textual.theme import Theme
 from textual.widgets import Footer, Input
 
 from cer.engine.options import RunOptions
+from cer.frontend import repro_command_many
 from cer.model import Suite
-from cer.selection import Selection, name_matches
-from cer.session import repro_command_many
+from cer.suite.selection import Selection, name_matches
 from cer.tracebacks import SourceReader, implementation_site
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction

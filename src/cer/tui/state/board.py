@@ -16,7 +16,7 @@ from typing import Literal
 
 from cer.matrix import Agreement
 from cer.model import Case, CaseResult, RunResult, Status, Suite
-from cer.selection import Selection
+from cer.suite.selection import Selection
 from cer.tui.state.kept import KeptResult
 from cer.tui.state.known import KnownFailures, Listing
 

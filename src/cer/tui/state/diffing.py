@@ -20,8 +20,8 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
-from cer.compare import shown_mismatch_observed
-from cer.equality import format_value
+from cer.judge.compare import shown_mismatch_observed
+from cer.judge.equality import format_value
 from cer.model import MISSING, CaseResult, Mismatch, Status
 
 CONTEXT_LINES = 3

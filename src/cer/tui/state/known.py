@@ -3,7 +3,7 @@ implementation, and what each row's latest status makes of its entry.
 
 ``cer-tui`` takes the same baseline as ``cer run`` (``--baseline FILE`` or ``baseline``
 in ``[tool.cer]``, see docs/ci.md) and judges every row the way
-:func:`cer.baseline.check_run` judges a run: a listed case failing as listed is
+:func:`cer.results.baseline.check_run` judges a run: a listed case failing as listed is
 *known* (the list dims it and says ``known``), a listed case that passes is *stale*
 (its entry must go), a listed case failing otherwise, or an unlisted failure, is a
 *regression* and shown as any failure is. Pure Python, no Textual.
@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cer.baseline import Baseline, BaselineEntry, unmatched_entries
 from cer.engine.options import RunOptions
 from cer.labels import short_label
 from cer.model import Status, Suite
+from cer.results.baseline import Baseline, BaselineEntry, unmatched_entries
 
 Listing = Literal["known", "stale", "otherwise"]
 """What a listed case's latest status makes of its entry: ``known`` (it failed as
@@ -35,7 +35,7 @@ _LISTED_STATUS = {"fail": Status.FAIL, "errored": Status.ERRORED}
 
 def lane_aliases(label: str, options: RunOptions) -> tuple[str, ...]:
     """The names an entry's ``implementation`` may use for a lane, as
-    :func:`cer.baseline.implementation_names` gives them for a run: its label, the
+    :func:`cer.results.baseline.implementation_names` gives them for a run: its label, the
     implementation as given and its automatic short label."""
     names = [label, options.impl, short_label(options.kind, options.impl)]
     return tuple(dict.fromkeys(name for name in names if name))

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from cer.baseline import Baseline
 from cer.coverage import CoverageFigures
 from cer.engine.kinds import kind_named
 from cer.engine.options import RunOptions
 from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, SourceAccess, Status, Suite
-from cer.selection import Selection
+from cer.results.baseline import Baseline
+from cer.suite.selection import Selection
 from cer.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
 from cer.tui.state.board import Board

@@ -25,7 +25,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from cer.equality import format_value, values_equal
+from cer.judge.equality import format_value, values_equal
 from cer.matrix import IGNORED_KEYS, comparable, differing_keys
 from cer.model import MISSING, Case, CaseResult, Mismatch, SourceAccess, Status
 from cer.tui.state.board import Row

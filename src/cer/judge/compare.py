@@ -1,0 +1,795 @@
+"""Strict comparison of an implementation's observation against a case's ``expect`` table.
+
+A false pass is the worst bug a runner can have, so every rule here leans towards
+reporting a mismatch: types must match exactly (``True`` is not ``1``, ``1`` is not
+``1.0``), floats are never compared approximately, and a value of a type the runner does
+not know is never equal to anything. Everything is a pure function over plain data; no
+method of an unknown object is ever called, and :func:`compare` never raises.
+
+``values_equal`` decides truth; the mismatch list only explains it. Where the two could
+ever disagree, :func:`compare` reports a mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cer.judge.equality import (
+    CONTAINER_KINDS,
+    datetime_problem,
+    describe,
+    equal,
+    format_value,
+    kind_of,
+    scalar_equal,
+    time_problem,
+    type_name,
+    values_equal,
+)
+from cer.model import MISSING, Mismatch
+
+RUNNER_OBSERVED_KEYS: frozenset[str] = frozenset(
+    {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms", "resident_memory_mb"}
+)
+"""Keys the runner fills into an observation when the implementation did not report them."""
+
+REJECTION_KEYS: frozenset[str] = frozenset({"rejects", "error_includes", "error_type"})
+"""An expect table holding any of these asks whether the implementation rejected the input."""
+
+MAX_MISMATCHES_PER_CONTAINER = 20
+"""How many differences one list or table reports before summarising the rest."""
+
+MAX_EXPLAINED_DEPTH = 100
+"""Below this nesting depth differences are still detected, but not itemised."""
+
+_OPERATOR_SUFFIXES: tuple[str, ...] = ("_max", "_min", "_contains")
+_OPERATOR_NAMES: frozenset[str] = frozenset({"error_includes", "has_fields"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+# --------------------------------------------------------------------------- key helpers
+
+
+def is_operator_key(key: str) -> bool:
+    """Whether ``key`` of an expect table is an operator rather than a literal value.
+
+    ``BASE_max``, ``BASE_min`` and ``BASE_contains`` (with a non-empty ``BASE``) and
+    exactly ``error_includes`` and ``has_fields`` are operators.
+    """
+    if type(key) is not str:
+        return False
+    if key in _OPERATOR_NAMES:
+        return True
+    return any(key.endswith(s) and len(key) > len(s) for s in _OPERATOR_SUFFIXES)
+
+
+def binding_key(expect: Mapping[str, Any]) -> str:
+    """The observation key a non-mapping return value of an implementation is bound to.
+
+    It is the only key of ``expect`` that is neither an operator nor runner-observed, when
+    there is exactly one; otherwise ``"output"``.
+    """
+    candidates = [
+        key
+        for key in expect
+        if type(key) is str and not is_operator_key(key) and key not in RUNNER_OBSERVED_KEYS
+    ]
+    return candidates[0] if len(candidates) == 1 else "output"
+
+
+def _operator_base(key: str) -> tuple[str, str]:
+    """Split ``BASE_suffix`` into ``(BASE, suffix)``."""
+    for suffix in _OPERATOR_SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)], suffix
+    return key, ""
+
+
+def _key_path(parent: str, key: Any) -> str:
+    """``parent.key``, or ``parent["odd key"]`` when the key is not an identifier."""
+    if type(key) is str and _IDENTIFIER.match(key):
+        return f"{parent}.{key}" if parent else key
+    return f"{parent}[{_quote_key(key)}]"
+
+
+def _quote_key(key: Any) -> str:
+    if type(key) is not str:
+        return format_value(key, 60)
+    quoted = json.dumps(key, ensure_ascii=False)
+    return quoted if quoted.isprintable() else json.dumps(key)
+
+
+# ------------------------------------------------------------------------------- kinds
+
+
+# ------------------------------------------------------------------------------ equality
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+# ----------------------------------------------------------------------- explaining diffs
+
+
+class _Collector:
+    """Gathers the differences of one container, bounded, with a summary of the rest."""
+
+    def __init__(self, path: str, noun: str) -> None:
+        self.path = path
+        self.noun = noun
+        self.items: list[Mismatch] = []
+        self.hidden = 0
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= MAX_MISMATCHES_PER_CONTAINER
+
+    def add(self, found: Sequence[Mismatch]) -> None:
+        if not found:
+            return
+        room = MAX_MISMATCHES_PER_CONTAINER - len(self.items)
+        if room <= 0 or len(found) > room:
+            self.hidden += 1
+        self.items.extend(found[: max(room, 0)])
+
+    def count(self, differs: bool) -> None:
+        """Past the bound, a difference is only counted."""
+        if differs:
+            self.hidden += 1
+
+    def result(self) -> list[Mismatch]:
+        if self.hidden:
+            plural = "s" if self.hidden != 1 else ""
+            where = self.path or "value"
+            self.items.append(
+                Mismatch(
+                    self.path,
+                    f"{where}: ... and {self.hidden} more differing {self.noun}{plural} "
+                    f"not shown in full (the first {MAX_MISMATCHES_PER_CONTAINER} "
+                    "differences are listed)",
+                )
+            )
+        return self.items
+
+
+def _diff(expected: Any, observed: Any, path: str, depth: int) -> list[Mismatch]:
+    """Explain every difference between two values (bounded); empty when equal."""
+    kind_e, kind_o = kind_of(expected), kind_of(observed)
+    if kind_e is None:
+        return [
+            Mismatch(
+                path,
+                f"{path}: the expected value has unsupported type {type_name(expected)} "
+                "and cannot be verified",
+                expected,
+                observed,
+            )
+        ]
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report a value (expected {describe(expected)})",
+                expected,
+                observed,
+            )
+        ]
+    if kind_o != kind_e:
+        return [
+            Mismatch(
+                path,
+                f"{path}: expected {describe(expected)}, observed {describe(observed)}",
+                expected,
+                observed,
+            )
+        ]
+    if depth >= MAX_EXPLAINED_DEPTH and kind_e in CONTAINER_KINDS:
+        if equal(expected, observed):
+            return []
+        message = (
+            f"{path}: values differ somewhere below nesting depth {MAX_EXPLAINED_DEPTH} "
+            f"(expected {describe(expected)}, observed {describe(observed)})"
+        )
+        return [Mismatch(path, message, expected, observed)]
+    if kind_e == "list":
+        return _diff_list(expected, observed, path, depth)
+    if kind_e == "dict":
+        return _diff_table(expected, observed, path, depth)
+    if kind_e == "str":
+        return _diff_str(expected, observed, path)
+    if scalar_equal(kind_e, expected, observed):
+        return []
+    detail = ""
+    if kind_e == "datetime":
+        detail = f"; {datetime_problem(expected, observed)}"
+    elif kind_e == "time":
+        detail = f"; {time_problem(expected, observed)}"
+    message = f"{path}: expected {describe(expected)}, observed {describe(observed)}{detail}"
+    return [Mismatch(path, message, expected, observed)]
+
+
+def _diff_list(
+    expected: Sequence[Any], observed: Sequence[Any], path: str, depth: int
+) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    n_e, n_o = len(expected), len(observed)
+    if n_e != n_o:
+        common = min(n_e, n_o)
+        if n_o > n_e:
+            detail = (
+                f"{n_o - n_e} extra, the first being {path}[{common}] = "
+                f"{format_value(observed[common], 80)}"
+            )
+        else:
+            detail = (
+                f"{n_e - n_o} missing, the first being {path}[{common}] = "
+                f"{format_value(expected[common], 80)}"
+            )
+        out.append(
+            Mismatch(
+                path,
+                f"{path}: expected a list of {n_e} element{'s' if n_e != 1 else ''}, "
+                f"observed {n_o} ({detail})",
+                expected,
+                observed,
+            )
+        )
+    collector = _Collector(path, "element")
+    for index in range(min(n_e, n_o)):
+        e, o = expected[index], observed[index]
+        if collector.full:
+            collector.count(not equal(e, o))
+        else:
+            collector.add(_diff(e, o, f"{path}[{index}]", depth + 1))
+    return out + collector.result()
+
+
+def _diff_table(
+    expected: Mapping[Any, Any], observed: Mapping[Any, Any], path: str, depth: int
+) -> list[Mismatch]:
+    for side, table in (("expected", expected), ("observed", observed)):
+        bad = [key for key in table if type(key) is not str]
+        if bad:
+            return [
+                Mismatch(
+                    path,
+                    f"{path}: the {side} table has a key of type {type_name(bad[0])} "
+                    f"({format_value(bad[0], 60)}); only string keys can be verified",
+                    expected,
+                    observed,
+                )
+            ]
+    collector = _Collector(path, "key")
+    for key, e in expected.items():
+        child = _key_path(path, key)
+        if collector.full:
+            collector.count(key not in observed or not equal(e, observed[key]))
+        elif key not in observed:
+            message = f"{child}: key missing from the observed table (expected {describe(e)})"
+            collector.add([Mismatch(child, message, e, MISSING)])
+        else:
+            collector.add(_diff(e, observed[key], child, depth + 1))
+    for key, o in observed.items():
+        if key in expected:
+            continue
+        if collector.full:
+            collector.count(True)
+            continue
+        child = _key_path(path, key)
+        message = f"{child}: unexpected key in the observed table (observed {describe(o)})"
+        collector.add([Mismatch(child, message, MISSING, o)])
+    return collector.result()
+
+
+def _first_difference(a: str, b: str) -> int:
+    """Index of the first differing character, or the shorter length for a prefix."""
+    n = min(len(a), len(b))
+    i, step = 0, 4096
+    while i < n and a[i : i + step] == b[i : i + step]:
+        i += step
+    i = min(i, n)
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _line_at(text: str, start: int) -> str:
+    """The line of ``text`` beginning at ``start``, including its newline if any."""
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start : end + 1]
+
+
+def _excerpt(line: str, column: int, width: int = 100) -> str:
+    """repr of ``line``, or of a window around 1-based ``column`` when the line is long."""
+    if len(line) <= width:
+        return repr(line)
+    start = max(0, column - 1 - width // 3)
+    end = start + width
+    head = f"(from column {start + 1}) …" if start > 0 else ""
+    tail = f"… ({len(line)} chars in the line)" if end < len(line) else ""
+    return f"{head}{line[start:end]!r}{tail}"
+
+
+def _diff_str(expected: str, observed: str, path: str) -> list[Mismatch]:
+    if expected == observed:
+        return []
+    index = _first_difference(expected, observed)
+    line = expected.count("\n", 0, index) + 1
+    line_start = expected.rfind("\n", 0, index) + 1
+    column = index - line_start + 1
+    where = f"line {line}, column {column}"
+    lengths = f"expected {len(expected)} chars, observed {len(observed)} chars"
+    if index < len(expected) and index < len(observed):
+        message = (
+            f"{path}: strings differ at {where}: expected line {line} is "
+            f"{_excerpt(_line_at(expected, line_start), column)}, observed line {line} is "
+            f"{_excerpt(_line_at(observed, line_start), column)}"
+        )
+        if len(expected) != len(observed):
+            message += f" ({lengths})"
+    elif len(observed) < len(expected):
+        rest = expected[index:]
+        if rest == "\n":
+            message = (
+                f"{path}: observed is missing the trailing newline and is otherwise "
+                f"identical ({lengths})"
+            )
+        else:
+            message = (
+                f"{path}: observed ends early at {where} and is otherwise identical "
+                f"({lengths}); expected continues with {format_value(rest, 120)}"
+            )
+    else:
+        rest = observed[index:]
+        if rest == "\n":
+            message = (
+                f"{path}: observed has an extra trailing newline and is otherwise "
+                f"identical ({lengths})"
+            )
+        else:
+            message = (
+                f"{path}: observed continues past the end of expected at {where} and is "
+                f"otherwise identical ({lengths}); it continues with {format_value(rest, 120)}"
+            )
+    return [Mismatch(path, message, expected, observed)]
+
+
+# ------------------------------------------------------------------------------- compare
+
+
+def compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[Mismatch, ...]:
+    """Every way in which ``observation`` fails ``expect``; an empty tuple is a match.
+
+    Each key of ``expect`` is checked in order: a key present in the observation is
+    compared strictly; otherwise an operator key (``*_max``, ``*_min``, ``*_contains``,
+    ``error_includes``, ``has_fields``) is applied; otherwise the key was not reported.
+    Keys of the observation that ``expect`` does not mention are ignored. Never raises.
+    """
+    try:
+        return tuple(_compare(expect, observation))
+    except Exception as exc:
+        return (
+            Mismatch(
+                "",
+                f"the comparison could not be completed ({type_name(exc)}); "
+                "the case cannot be verified",
+            ),
+        )
+
+
+def _get(observation: Mapping[str, Any], key: str) -> Any:
+    """``observation[key]``, or MISSING when it is absent or holds MISSING."""
+    if key not in observation:
+        return MISSING
+    return observation[key]
+
+
+def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[Mismatch]:
+    if kind_of(expect) != "dict" and not isinstance(expect, Mapping):
+        return [Mismatch("", "the expect value is not a table and cannot be verified", expect)]
+    if kind_of(observation) != "dict" and not isinstance(observation, Mapping):
+        return [
+            Mismatch(
+                "",
+                f"the observation is not a table ({describe(observation)}); "
+                "the case cannot be verified",
+                MISSING,
+                observation,
+            )
+        ]
+    out: list[Mismatch] = []
+    for key, expected in expect.items():
+        if type(key) is not str:
+            out.append(
+                Mismatch(
+                    _key_path("", key),
+                    f"expect has a key of type {type_name(key)}; it cannot be verified",
+                    expected,
+                )
+            )
+            continue
+        path = _key_path("", key)
+        observed = _get(observation, key)
+        if observed is not MISSING:
+            found = _diff(expected, observed, path, 0)
+            if not found and not values_equal(expected, observed):
+                found = [
+                    Mismatch(
+                        path,
+                        f"{path}: expected {describe(expected)}, observed {describe(observed)}",
+                        expected,
+                        observed,
+                    )
+                ]
+            out.extend(found)
+        elif is_operator_key(key):
+            out.extend(_apply_operator(key, path, expected, observation))
+        else:
+            out.append(
+                Mismatch(
+                    path,
+                    f"{path}: implementation did not report {key} (expected {describe(expected)})",
+                    expected,
+                    MISSING,
+                )
+            )
+    return out
+
+
+def _apply_operator(
+    key: str, path: str, value: Any, observation: Mapping[str, Any]
+) -> list[Mismatch]:
+    if key == "error_includes":
+        return _error_includes(path, value, observation)
+    if key == "has_fields":
+        return _has_fields(path, value, observation)
+    base, suffix = _operator_base(key)
+    observed = _get(observation, base)
+    if suffix == "_contains":
+        return _contains(path, base, value, observed)
+    return _bound(path, base, suffix, value, observed)
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+_UNITS: tuple[tuple[str, str], ...] = (
+    ("_ms", "ms"),
+    ("_us", "µs"),
+    ("_ns", "ns"),
+    ("_seconds", "s"),
+    ("_s", "s"),
+    ("_mb", "MB"),
+    ("_kb", "kB"),
+    ("_gb", "GB"),
+    ("_mib", "MiB"),
+    ("_kib", "KiB"),
+    ("_gib", "GiB"),
+)
+"""Name endings of a measurement and the unit it is shown in."""
+
+
+def unit_of(base: str) -> str | None:
+    """The unit a key's name ends in (``elapsed_ms``: ``ms``), or None."""
+    return next((unit for ending, unit in _UNITS if base.endswith(ending)), None)
+
+
+def for_people(base: str, value: Any, *others: Any) -> str:
+    """A measurement as people read it (``1129 ms``, not ``1129.4466920007835``), with
+    as many decimals as it takes to tell it from each of ``others`` (the bounds it is
+    held to); a value that is no measurement of a known unit is written as it is."""
+    unit = unit_of(base)
+    if unit is None or not _is_number(value) or not math.isfinite(value):
+        return format_value(value)
+    if type(value) is int:
+        return f"{value} {unit}"
+    digits = 0 if abs(value) >= 10 else 1
+    for other in others:
+        if not _is_number(other) or not math.isfinite(other):
+            continue
+        while digits < 6 and value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
+            digits += 1
+        if value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
+            return f"{format_value(value)} {unit}"  # only every digit tells them apart
+    return f"{value:.{digits}f} {unit}"
+
+
+def shown_measurement(key: str, value: Any, expect: Mapping[str, Any]) -> str | None:
+    """How a report shows an observed ``key`` (``elapsed_ms = 1129 ms``) when it is a
+    measurement with a unit, held only to bounds, a float: told apart from each bound.
+    None when it must be shown exactly (a value ``expect`` compares it to for equality,
+    no unit, not a float): what is compared for equality stays exact."""
+    if type(value) is not float or key in expect or unit_of(key) is None:
+        return None
+    bounds = [expect[name] for name in (f"{key}_max", f"{key}_min") if name in expect]
+    return for_people(key, value, *bounds)
+
+
+def shown_mismatch_observed(mismatch: Mismatch) -> str | None:
+    """A bound's observed value as people read it (:func:`for_people`, told apart from
+    the bound), or None when the mismatch is not a missed bound on a measurement."""
+    for suffix in ("_max", "_min"):
+        base = mismatch.path[: -len(suffix)]
+        if mismatch.path.endswith(suffix) and base and type(mismatch.observed) is float:
+            if unit_of(base) is None:
+                return None
+            return for_people(base, mismatch.observed, mismatch.expected)
+    return None
+
+
+def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
+    if not _is_number(bound) or (type(bound) is float and math.isnan(bound)):
+        return [
+            Mismatch(
+                path,
+                f"{path}: the bound must be a number, but expect gives {describe(bound)}; "
+                "it cannot be verified",
+                bound,
+                observed,
+            )
+        ]
+    symbol = "<=" if suffix == "_max" else ">="
+    vacuous = vacuous_bound(base, suffix, bound)
+    if vacuous:
+        return [Mismatch(path, f"{path}: {vacuous}; it verifies nothing", bound, observed)]
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report {base} "
+                f"(expected {base} {symbol} {format_value(bound)})",
+                bound,
+                MISSING,
+            )
+        ]
+    if not _is_number(observed):
+        return [
+            Mismatch(
+                path,
+                f"{path}: expected {base} to be a number {symbol} {format_value(bound)}, "
+                f"observed {describe(observed)}",
+                bound,
+                observed,
+            )
+        ]
+    if type(observed) is float and math.isnan(observed):
+        return [
+            Mismatch(
+                path,
+                f"{path}: observed {base} is nan, which satisfies no bound "
+                f"(expected {symbol} {format_value(bound)})",
+                bound,
+                observed,
+            )
+        ]
+    holds = observed <= bound if suffix == "_max" else observed >= bound
+    if holds:
+        return []
+    return [
+        Mismatch(
+            path,
+            f"{path}: expected {base} {symbol} {format_value(bound)}, "
+            f"observed {for_people(base, observed, bound)}",
+            bound,
+            observed,
+        )
+    ]
+
+
+NEVER_NEGATIVE = frozenset({"elapsed_ms", "resident_memory_mb"})
+"""Measurements the runner makes, which are never below zero."""
+
+
+def vacuous_bound(base: str, suffix: str, bound: float) -> str:
+    """Why a bound holds for every value it could be checked against, or ``""``."""
+    if suffix == "_max" and bound == math.inf:
+        return f"{base} <= inf holds for every number"
+    if suffix == "_min" and bound == -math.inf:
+        return f"{base} >= -inf holds for every number"
+    if suffix == "_min" and base in NEVER_NEGATIVE and bound <= 0:
+        return f"{base} >= {format_value(bound)} holds for every measurement"
+    return ""
+
+
+def _contains(path: str, base: str, needle: Any, observed: Any) -> list[Mismatch]:
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report {base} "
+                f"(expected it to contain {describe(needle)})",
+                needle,
+                MISSING,
+            )
+        ]
+    kind = kind_of(observed)
+    if kind == "str":
+        if type(needle) is not str:
+            return [
+                Mismatch(
+                    path,
+                    f"{path}: {base} is a string, which can only contain a string, but expect "
+                    f"looks for {describe(needle)}",
+                    needle,
+                    observed,
+                )
+            ]
+        if not needle:
+            return [
+                Mismatch(
+                    path,
+                    f"{path}: every string contains the empty string; it verifies nothing",
+                    needle,
+                    observed,
+                )
+            ]
+        if needle in observed:
+            return []
+        return [
+            Mismatch(
+                path,
+                f"{path}: {base} does not contain {format_value(needle)}; observed "
+                f"{format_value(observed)}",
+                needle,
+                observed,
+            )
+        ]
+    if kind == "list":
+        if any(equal(needle, item) for item in observed):
+            return []
+        return [
+            Mismatch(
+                path,
+                f"{path}: no element of {base} equals {describe(needle)}; observed "
+                f"{format_value(observed)}",
+                needle,
+                observed,
+            )
+        ]
+    return [
+        Mismatch(
+            path,
+            f"{path}: {base} must be a string or a list to look for {describe(needle)} in "
+            f"it, observed {describe(observed)}",
+            needle,
+            observed,
+        )
+    ]
+
+
+def _error_includes(path: str, needle: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    if type(needle) is not str:
+        return [
+            Mismatch(
+                path,
+                f"{path}: error_includes must be a string, but expect gives "
+                f"{describe(needle)}; it cannot be verified",
+                needle,
+            )
+        ]
+    if not needle:
+        return [
+            Mismatch(
+                path,
+                f"{path}: every error includes the empty string; it verifies nothing "
+                "(rejects = true asks for any rejection)",
+                needle,
+            )
+        ]
+    error = _get(observation, "error")
+    if error is MISSING or error is None:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not raise (expected an error including "
+                f"{format_value(needle)})",
+                needle,
+                error,
+            )
+        ]
+    if type(error) is not str:
+        return [
+            Mismatch(
+                path,
+                f"{path}: the error must be a string including {format_value(needle)}, "
+                f"observed {describe(error)}",
+                needle,
+                error,
+            )
+        ]
+    if needle in error:
+        return []
+    return [
+        Mismatch(
+            path,
+            f"{path}: the error does not include {format_value(needle)}; observed error "
+            f"{format_value(error)}",
+            needle,
+            error,
+        )
+    ]
+
+
+def _has_fields(path: str, fields: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    if kind_of(fields) != "list" or not all(type(field) is str for field in fields):
+        return [
+            Mismatch(
+                path,
+                f"{path}: has_fields must be a list of strings, but expect gives "
+                f"{describe(fields)}; it cannot be verified",
+                fields,
+            )
+        ]
+    wanted = list(dict.fromkeys(fields))
+    if not wanted:
+        return [Mismatch(path, f"{path}: it lists no field; it verifies nothing", fields)]
+    output = _get(observation, "output")
+    kind = kind_of(output)
+    if kind == "dict":
+        return _missing_fields(path, wanted, output, "output", "output")
+    if kind == "list":
+        if not output:
+            return [
+                Mismatch(
+                    "output",
+                    f"output: {path} requires each element of output to have fields "
+                    f"{format_value(wanted)}, but output is an empty array, which shows none",
+                    wanted,
+                    output,
+                )
+            ]
+        collector = _Collector("output", "element")
+        for index, element in enumerate(output):
+            if collector.full:
+                collector.count(_lacks_fields(wanted, element))
+            else:
+                collector.add(_element_fields(path, wanted, element, f"output[{index}]"))
+        return collector.result()
+    # Keys the runner fills in on its own cannot stand for fields the implementation
+    # reported.
+    own = {k: v for k, v in observation.items() if k not in RUNNER_OBSERVED_KEYS}
+    return _missing_fields(path, wanted, own, "", "the observation")
+
+
+def _lacks_fields(wanted: list[str], element: Any) -> bool:
+    return kind_of(element) != "dict" or any(field not in element for field in wanted)
+
+
+def _element_fields(path: str, wanted: list[str], element: Any, where: str) -> list[Mismatch]:
+    if kind_of(element) != "dict":
+        return [
+            Mismatch(
+                where,
+                f"{where}: {path} requires each element of output to be a table with fields "
+                f"{format_value(wanted)}, observed {describe(element)}",
+                wanted,
+                element,
+            )
+        ]
+    return _missing_fields(path, wanted, element, where, where)
+
+
+def _missing_fields(
+    path: str, wanted: list[str], target: Mapping[str, Any], where: str, name: str
+) -> list[Mismatch]:
+    collector = _Collector(where, "field")
+    for field in wanted:
+        if _get(target, field) is not MISSING:
+            continue
+        child = _key_path(where, field)
+        collector.add(
+            [
+                Mismatch(
+                    child,
+                    f"{child}: {path} requires field {field!r}, which {name} lacks",
+                    field,
+                    MISSING,
+                )
+            ]
+        )
+    return collector.result()

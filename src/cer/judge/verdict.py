@@ -1,0 +1,711 @@
+"""From what happened in a case to its status: the only place verdicts are made.
+
+The worker reports observations (what the implementation returned or raised, how its
+process ended); the supervisor turns each into an :class:`Outcome` and :func:`judge`
+decides pass, fail or errored against the case's expectation. Nothing the
+implementation printed or sent can name a status.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from cer import plaindata
+from cer.framing import KIND_RAW, FrameError, split_frames
+from cer.judge.compare import REJECTION_KEYS, binding_key, compare, vacuous_bound
+from cer.judge.equality import describe, format_value
+from cer.model import MISSING, Case, CaseResult, Mismatch, Status
+from cer.tracebacks import STACK_HEADING
+
+HEALTH_KEYS = frozenset({"crashed", "hung"})
+"""Expect keys about the implementation's health: they make a crash, a hang or an
+exception something to compare rather than an error."""
+
+
+OutcomeKind = Literal[
+    "returned", "raised", "crashed", "timed_out", "not_plain", "lost", "import_failed"
+]
+"""What running one case produced, before any judgement (see :class:`Outcome`)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What running one case produced, before any judgement.
+
+    ``kind`` is one of: ``returned`` (``value`` holds the plain data), ``raised`` (an
+    Exception), ``crashed`` (a signal, an exit, a BaseException, a failing thread, a
+    memory limit), ``timed_out``, ``not_plain`` (the return value was not plain data),
+    ``lost`` (the runner could not get a result: malformed channel, worker died),
+    ``import_failed``.
+    """
+
+    kind: OutcomeKind
+    value: Any = MISSING
+    error_type: str | None = None
+    error_message: str | None = None
+    detail: str = ""
+    traceback: str | None = None
+    elapsed_ms: float | None = None
+    stdout: str = ""
+    stderr: str = ""
+    seen: bool = False
+    """For ``crashed``: the supervisor saw a process it started itself end (a worker
+    running the case inline, a harness, a per-case command). A crash only reported by
+    the implementation's side (a worker about its own child, an exception) is data: it
+    can fail a case, but it cannot satisfy ``crashed = true``."""
+    memory_mb: float | None = None
+    """``resident_memory_mb``: the kernel's peak resident memory of the process that ran
+    the case, read by the supervisor (see docs/execution-model.md); None when the runner
+    did not measure it."""
+    memory_note: str = ""
+    """Why ``memory_mb`` could not be measured, when a case asked for it."""
+    call_note: str = ""
+    """How the implementation was called when it was not with the input's keys as its
+    arguments (the whole input as its one argument), as the worker reported it: shown
+    in the case's reason, and a bare rejection is not believed of such a call."""
+    loaded_files: object = None
+    """The files of modules the case's process loaded for the first time while it ran,
+    as it reported them (a list of paths, or anything else it sent): data for the
+    supervisor to check and hash into the implementation id, never a fact."""
+
+
+def outcome_from_worker(
+    meta: Mapping[str, Any],
+    raw: bytes,
+    timeout: float,
+    capture_limit: int,
+    elapsed_ms: float | None = None,
+) -> Outcome:
+    """Interpret a worker's ``result`` message and the case's raw result bytes.
+
+    ``elapsed_ms`` is the supervisor's own measurement; no time the worker or the case
+    reports is ever used.
+    """
+    stdout = str(meta.get("stdout", ""))
+    stderr = str(meta.get("stderr", ""))
+    dropped = meta.get("dropped", 0)
+    if isinstance(dropped, int) and dropped > 0:
+        note = f"\n[output truncated: {dropped} more bytes past the {capture_limit}-byte limit]"
+        if stderr:
+            stderr += note
+        else:
+            stdout += note
+    anomaly = meta.get("anomaly")
+    if anomaly:
+        stderr += f"\n[the case {anomaly}; the worker was recycled]"
+    strays = meta.get("strays")
+    if type(strays) is int and strays > 0:
+        plural = "es" if strays != 1 else ""
+        stderr += f"\n[the case left {strays} process{plural} running; they were killed]"
+
+    def out(kind: OutcomeKind, **fields: Any) -> Outcome:
+        fields.setdefault("elapsed_ms", elapsed_ms)
+        return Outcome(kind, stdout=stdout, stderr=stderr, **fields)
+
+    how = meta.get("exit", {})
+    kind = how.get("how") if isinstance(how, Mapping) else None
+    if kind == "timeout":
+        return out(
+            "timed_out",
+            detail=f"timed out after {_seconds(timeout)}",
+            elapsed_ms=timeout * 1000.0,
+            traceback=_stack(meta.get("stack")),
+        )
+    if kind == "too_large":
+        return out("not_plain", detail="the observation exceeded 64 MiB")
+    if kind == "signal":
+        return out("crashed", detail=f"the case's process was killed by {how.get('name')}")
+    if kind == "exited" and how.get("code") != 0:
+        return out("crashed", detail=f"the case's process exited with status {how.get('code')}")
+    payload_bytes: bytes | None = raw
+    if kind == "exited":
+        try:
+            frames = split_frames(bytearray(raw))
+        except FrameError as exc:
+            return out("lost", detail=f"the result channel was corrupted: {exc}")
+        total = sum(len(data) + 5 for _, data in frames)
+        if not frames:
+            if raw:
+                return out("lost", detail="the result channel held a partial frame")
+            payload_bytes = None
+        elif len(frames) != 1 or frames[0][0] != KIND_RAW or total != len(raw):
+            return out(
+                "lost",
+                detail="the result channel held unexpected bytes (something other than the "
+                "runner wrote to it)",
+            )
+        else:
+            payload_bytes = frames[0][1]
+    elif kind != "inline":
+        return out("lost", detail=f"the worker reported an unknown ending {how!r}")
+    if not payload_bytes:
+        return out(
+            "crashed", detail="the case's process exited (status 0) without reporting a result"
+        )
+    try:
+        payload = plaindata.loads(payload_bytes)
+        tag = payload["k"]
+    except (ValueError, TypeError, KeyError) as exc:
+        return out("lost", detail=f"the case sent a malformed result: {exc}")
+    if tag == "ret" and "files" not in payload and "via" not in payload:  # the common case
+        return Outcome(
+            "returned", value=payload.get("v"), elapsed_ms=elapsed_ms, stdout=stdout, stderr=stderr
+        )
+    outcome = _interpret(payload, tag, out)
+    via = payload.get("via")
+    if type(via) is str and via:
+        outcome = replace(outcome, call_note=_short(via))
+    if "files" in payload:
+        return replace(outcome, loaded_files=payload["files"])
+    return outcome
+
+
+def _interpret(payload: Mapping[str, Any], tag: Any, out: Callable[..., Outcome]) -> Outcome:
+    """The outcome a case's decoded result payload describes."""
+    if tag == "ret":
+        return out("returned", value=payload.get("v"))
+    if tag == "exc":
+        return out(
+            "raised",
+            error_type=str(payload.get("type")),
+            error_message=str(payload.get("msg")),
+            traceback=str(payload.get("tb")),
+        )
+    if tag == "bad":
+        return out(
+            "not_plain",
+            detail=f"the implementation returned something that is not plain data: "
+            f"{payload.get('path') or '<return value>'}: {payload.get('why')}",
+        )
+    if tag == "base":
+        return out(
+            "crashed",
+            detail=f"the implementation raised {payload.get('type')} "
+            f"(a BaseException, not an Exception): {payload.get('msg')}",
+            traceback=str(payload.get("tb")),
+        )
+    if tag == "misfit":
+        return out("lost", detail=_short(str(payload.get("msg")), 1000))
+    if tag == "setup":
+        return out(
+            "lost",
+            detail=f"the implementation could not be set up for the case: {payload.get('msg')}",
+            traceback=str(payload.get("tb")),
+        )
+    if tag == "after":
+        return out(
+            "lost",
+            detail=f"the implementation returned, then {payload.get('type')} was raised "
+            f"outside it (a hook, or another thread): {_short(str(payload.get('msg')))}",
+            traceback=str(payload.get("tb")),
+        )
+    if tag == "encode":
+        return out(
+            "lost",
+            detail="the runner could not encode what the implementation returned: "
+            f"{_short(str(payload.get('msg')))}",
+        )
+    if tag == "mem":
+        return out(
+            "crashed",
+            detail="the implementation ran out of memory (MemoryError)",
+            traceback=str(payload.get("tb")),
+        )
+    if tag == "thread":
+        return out(
+            "crashed",
+            detail="an exception escaped a thread the case started",
+            traceback=str(payload.get("tb")),
+        )
+    return out("lost", detail=f"the case sent an unknown result kind {tag!r}")
+
+
+STACK_LIMIT = 16 * 1024
+"""Characters of a timed-out case's stack kept (the worker bounds it too)."""
+
+
+def _stack(stack: Any) -> str | None:
+    """The stack a timed-out case's process dumped when it was stopped (faulthandler,
+    signalled by the worker just before the kill), labelled as what it is: text from
+    the implementation's side, bounded, never trusted beyond being shown."""
+    if type(stack) is not str or not stack.strip():
+        return None
+    if len(stack) > STACK_LIMIT:
+        stack = stack[:STACK_LIMIT] + "\n[stack cut]"
+    return f"{STACK_HEADING}\n{stack.rstrip()}\n"
+
+
+def _short(text: str | None, limit: int = 500) -> str:
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def judge(case: Case, outcome: Outcome) -> CaseResult:
+    """The status of ``case`` given ``outcome``; see docs/execution-model.md."""
+    expect = case.expect
+    elapsed = None if outcome.elapsed_ms is None else round(outcome.elapsed_ms)
+
+    def result(
+        status: Status,
+        reason: str | None,
+        observation: Any = None,
+        mismatches: tuple[Any, ...] = (),
+    ) -> CaseResult:
+        note = outcome.call_note
+        if note and (status is not Status.PASS or outcome.kind == "raised"):
+            reason = f"{reason}\n{note}" if reason else note
+        return CaseResult(
+            case_name=case.name,
+            case_class=case.case_class,
+            category=case.category,
+            status=status,
+            reason=reason,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+            traceback=outcome.traceback,
+            elapsed_ms=elapsed,
+            observation=observation,
+            mismatches=mismatches,
+            position=case.position,
+        )
+
+    def compared(observation: dict[str, Any]) -> CaseResult:
+        reported = reported_facts(expect)
+        label = reported_note(reported) if reported else None
+        if _surely_matches(expect, observation):
+            return result(Status.PASS, label, observation)
+        mismatches = _one_rejection_line(expect, outcome, compare(expect, observation))
+        if mismatches:
+            reason = "\n".join(m.message for m in mismatches)
+            return result(
+                Status.FAIL,
+                f"{reason}\n{label}" if label else reason,
+                observation,
+                mismatches,
+            )
+        return result(Status.PASS, label, observation)
+
+    if not expect:
+        return result(Status.ERRORED, "could not verify: the case's expect table is empty")
+    unmeasured, memory = key_facts(expect)
+    if unmeasured:
+        return result(Status.ERRORED, unmeasured_reason(list(unmeasured)))
+    vacuous = vacuous_reason(expect)
+    if vacuous:
+        return result(Status.ERRORED, vacuous)
+    if outcome.memory_mb is None and memory:
+        why = outcome.memory_note or "the runner did not measure this case"
+        return result(Status.ERRORED, f"could not verify {MEMORY_KEY}: {why}")
+    health: dict[str, Any] = {"elapsed_ms": outcome.elapsed_ms}
+    if outcome.memory_mb is not None:
+        health[MEMORY_KEY] = outcome.memory_mb
+    if outcome.kind == "returned":
+        value = outcome.value
+        if type(value) is dict and not _OWNED_NAMES.isdisjoint(value):
+            return result(Status.ERRORED, owned_reason([k for k in value if k in _OWNED_NAMES]))
+        observation = dict(value) if type(value) is dict else {binding_key(expect): value}
+        observation.setdefault("error", None)
+        observation.setdefault("error_type", None)
+        # What the runner saw for itself wins over what the implementation claims: it
+        # returned, so it did not raise, crash or hang.
+        observation["rejects"] = False
+        observation["crashed"] = False
+        observation["hung"] = False
+        # The time is the runner's own measurement: an implementation reporting its own
+        # elapsed_ms must not be able to pass a time bound it did not meet.
+        observation["elapsed_ms"] = outcome.elapsed_ms
+        if outcome.memory_mb is not None:
+            observation[MEMORY_KEY] = outcome.memory_mb
+        return compared(observation)
+    if outcome.kind == "raised":
+        if outcome.call_note and expect.get("rejects") is True and not _names_the_error(expect):
+            return result(
+                Status.ERRORED,
+                f"could not verify rejects = true: the implementation raised {_raised(outcome)}, "
+                "but a call that does not fit raises as a refusal does; name the error "
+                "(error_type or error_includes) to tell them apart",
+            )
+        if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
+            return compared(
+                {
+                    "rejects": True,
+                    "error": outcome.error_message,
+                    "error_type": outcome.error_type,
+                    "crashed": False,
+                    "hung": False,
+                    **health,
+                }
+            )
+        return result(
+            Status.ERRORED,
+            f"the implementation raised {outcome.error_type}: {_short(outcome.error_message)}",
+        )
+    if outcome.kind == "timed_out" and "hung" in expect:
+        return _with_detail(compared({"hung": True, "crashed": False, **health}), outcome.detail)
+    if outcome.kind == "crashed" and "crashed" in expect:
+        if not outcome.seen and expect["crashed"] is True:
+            return result(
+                Status.ERRORED,
+                f"could not verify crashed = true: {outcome.detail}; that was reported by "
+                "the implementation's side, and the runner saw no process of its own end",
+            )
+        return _with_detail(compared({"crashed": True, "hung": False, **health}), outcome.detail)
+    return result(Status.ERRORED, outcome.detail)
+
+
+_ERROR_PATHS = frozenset({*REJECTION_KEYS, "error"})
+"""Mismatch paths about whether and how the implementation refused the input."""
+
+
+def _one_rejection_line(
+    expect: Mapping[str, Any], outcome: Outcome, mismatches: tuple[Mismatch, ...]
+) -> tuple[Mismatch, ...]:
+    """Say what really happened when a rejection was expected and did not happen as
+    asked (or one happened where a return was expected), in one mismatch instead of
+    one per key (``rejects``, ``error_includes``, ``error_type`` overlap).
+
+    The one line says what the case expects and what the implementation did instead:
+    the value it returned, or the type and message of the exception it raised. The
+    other mismatches stay as they are.
+    """
+    about = [m for m in mismatches if m.path in _ERROR_PATHS]
+    if not about:
+        return mismatches
+    others = [m for m in mismatches if m.path not in _ERROR_PATHS]
+    wanted = []
+    if "error_type" in expect and expect["error_type"] is not None:
+        wanted.append(f"of type {_plain(expect['error_type'])}")
+    if "error_includes" in expect:
+        wanted.append(f"including {format_value(expect['error_includes'])}")
+    if "error" in expect and expect["error"] is not None:
+        wanted.append(f"equal to {format_value(expect['error'])}")
+    expects_rejection = expect.get("rejects") is True or bool(wanted)
+    if outcome.kind == "returned" and expects_rejection:
+        what = "a rejection" + (f" (an error {', '.join(wanted)})" if wanted else "")
+        did = f"returned {describe(outcome.value)}"
+    elif outcome.kind == "raised" and expects_rejection:
+        what = f"an error {', '.join(wanted)}" if wanted else "a rejection"
+        did = f"raised {_raised(outcome)}"
+    elif outcome.kind == "raised" and expect.get("rejects") is False:
+        what = "a return (rejects = false)"
+        did = f"raised {_raised(outcome)}"
+        # What it did not report is a consequence of raising, not a mismatch of its own.
+        others = [m for m in others if m.observed is not MISSING]
+    else:
+        return mismatches
+    first = about[0]
+    line = Mismatch(
+        first.path,
+        f"{first.path}: expected {what}, but the implementation {did}",
+        first.expected,
+        first.observed,
+    )
+    return (line, *others)
+
+
+def _names_the_error(expect: Mapping[str, Any]) -> bool:
+    """Whether ``expect`` says which error it expects, beyond that there is one."""
+    return (
+        "error_includes" in expect
+        or expect.get("error_type") is not None
+        or expect.get("error") is not None
+    )
+
+
+def _raised(outcome: Outcome) -> str:
+    return f"{outcome.error_type}: {_short(outcome.error_message, 300)}"
+
+
+def _plain(value: Any) -> str:
+    return value if type(value) is str else format_value(value)
+
+
+MEMORY_KEY = "resident_memory_mb"
+RUNNER_MEASURED = frozenset({"elapsed_ms", MEMORY_KEY})
+"""The measurements the runner makes itself."""
+
+RUNNER_OWNED = ("elapsed_ms", MEMORY_KEY, "crashed", "hung", "rejects")
+"""What only the runner observes: its measurements, and how the case ended (whether the
+implementation returned, raised, crashed or hung). An observation carrying one of these
+names, or an operator on one (``elapsed_ms_max``), is the implementation speaking for
+the runner: the case is errored, and nothing of it is compared."""
+
+_OWNED_NAMES = frozenset(
+    name
+    for base in RUNNER_OWNED
+    for name in (base, f"{base}_max", f"{base}_min", f"{base}_contains")
+)
+
+
+def owned_reason(keys: list[str]) -> str:
+    """The reason of a case whose observation carries keys only the runner supplies."""
+    named = ", ".join(f"`{key}`" for key in keys[:10])
+    more = f" (and {len(keys) - 10} more)" if len(keys) > 10 else ""
+    return (
+        f"the implementation reported {named}{more}, which only the runner observes: "
+        f"{', '.join(RUNNER_OWNED)} and the operators on them are the runner's own "
+        "observations, so the case was not compared"
+    )
+
+
+def asks_memory(expect: Mapping[str, Any]) -> bool:
+    """Whether ``expect`` asks about ``resident_memory_mb`` (as a value or a bound)."""
+    return any(key in (MEMORY_KEY, f"{MEMORY_KEY}_max", f"{MEMORY_KEY}_min") for key in expect)
+
+
+_MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
+"""Name endings of a measurement of time or memory."""
+
+_MEASURED_WORDS = frozenset(
+    {
+        # what is measured
+        "time", "times", "elapsed", "duration", "durations", "latency", "latencies",
+        "runtime", "memory", "mem", "rss",
+        # its units
+        "ms", "us", "ns", "s", "sec", "secs", "second", "seconds", "millis", "micros",
+        "nanos", "bytes", "kb", "mb", "gb", "kib", "mib", "gib",
+    }
+)  # fmt: skip
+"""Words of a key's name that make it read like a measurement of time or memory."""
+
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W_]+")
+"""One word of a key's name: names split at ``_`` (or any other non-word character)
+and at camelCase boundaries (``parseTimeMs``, ``HTTPLatency``)."""
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a key's name, lower-cased: ``parse_time_ms`` and ``parseTimeMs``
+    are ``parse``, ``time``, ``ms``; ``timeout_count`` is ``timeout``, ``count``."""
+    return [word.lower() for word in _NAME_WORD.findall(name)]
+
+
+def looks_measured(base: str) -> bool:
+    """Whether a key's name reads like a measurement of time or memory: one of its
+    words (:func:`name_words`) is a measurement or a unit (``latency``,
+    ``parse_duration_s``, ``peak_bytes``, ``parseTimeMs``). Compared as the
+    implementation reported it, its outcome is the implementation's word about itself,
+    and says so wherever shown. Whole words only: ``timeout_count`` and ``timestamp``
+    measure nothing."""
+    return any(word in _MEASURED_WORDS for word in name_words(base))
+
+
+REPORTED_NOTE = "is reported by the implementation, not measured by cer"
+"""What is said of a compared key that only looks like a measurement of the runner's."""
+
+
+def reported_measurements(expect: Mapping[str, Any]) -> list[str]:
+    """The keys ``expect`` compares (as a value or through ``_max``/``_min``) whose names
+    look like measurements (:func:`looks_measured`) the runner does not make, beside
+    those :func:`unmeasured_keys` errors: their values are the implementation's own."""
+    unmeasured = unmeasured_keys(expect)
+    found: list[str] = []
+    for key in expect:
+        if type(key) is not str or key in _OPERATOR_ONLY:
+            continue
+        base = key
+        if key.endswith("_contains") and len(key) > len("_contains"):
+            continue
+        for suffix in ("_max", "_min"):
+            if key.endswith(suffix) and len(key) > len(suffix):
+                base = key[: -len(suffix)]
+        if base in _OWNED_BASES or base in unmeasured or not looks_measured(base):
+            continue
+        if base not in found:
+            found.append(base)
+    return found
+
+
+def reported_note(keys: tuple[str, ...] | list[str]) -> str:
+    """The line a result carries for the measurement-like keys it compared."""
+    return "; ".join(f"{key} {REPORTED_NOTE}" for key in keys)
+
+
+_OPERATOR_ONLY = frozenset({"error_includes", "has_fields"})
+_OWNED_BASES = frozenset({*RUNNER_OWNED, "error", "error_type"})
+
+
+def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
+    """The measurements of time or memory ``expect`` asks about (as a value or through a
+    bound) that the runner does not make itself, such as ``resident_memory_mb`` or
+    ``first_render_ms``. A value the implementation reports about itself is no evidence
+    of them, so such a case cannot be verified."""
+    found: list[str] = []
+    for key in expect:
+        if type(key) is not str:
+            continue
+        base = key
+        for suffix in ("_max", "_min"):
+            if key.endswith(suffix) and len(key) > len(suffix):
+                base = key[: -len(suffix)]
+        if base in RUNNER_MEASURED or not base.endswith(_MEASUREMENT_UNITS):
+            continue
+        if base not in found:
+            found.append(base)
+    return found
+
+
+_KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
+""":func:`unmeasured_keys` and :func:`asks_memory` by the keys of an expect table (they
+depend on nothing else): most cases of a suite share a handful of key sets."""
+_KEY_FACTS_MAX = 4096
+
+
+def key_facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """:func:`unmeasured_keys` of ``expect`` and :func:`asks_memory`, remembered by its
+    keys."""
+    facts = _facts(expect)
+    return facts[0], facts[1]
+
+
+def reported_facts(expect: Mapping[str, Any]) -> tuple[str, ...]:
+    """:func:`reported_measurements` of ``expect``, remembered by its keys."""
+    return _facts(expect)[2]
+
+
+def _facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+    keys = tuple(expect)
+    facts = _KEY_FACTS.get(keys)
+    if facts is None:
+        if len(_KEY_FACTS) >= _KEY_FACTS_MAX:
+            _KEY_FACTS.clear()
+        facts = (
+            tuple(unmeasured_keys(expect)),
+            asks_memory(expect),
+            tuple(reported_measurements(expect)),
+        )
+        _KEY_FACTS[keys] = facts
+    return facts
+
+
+def vacuous_expectations(expect: Mapping[str, Any]) -> list[str]:
+    """What of ``expect`` holds whatever is observed, so that it cannot verify anything:
+    ``has_fields = []``, ``error_includes = ""``, a bound every number meets
+    (``K_max = inf``, ``K_min = -inf``) or every measurement of the runner meets
+    (``elapsed_ms_min = 0``). Each as ``key: why``; see docs/execution-model.md."""
+    found: list[str] = []
+    for key, value in expect.items():
+        if key == "has_fields":
+            if type(value) is list and not value:
+                found.append("has_fields lists no field")
+        elif key == "error_includes":
+            if value == "" and type(value) is str:
+                found.append('error_includes = "" is included in every error')
+        elif (
+            type(key) is str
+            and key.endswith(("_max", "_min"))
+            and len(key) > 4
+            and (type(value) is int or type(value) is float)
+            and value == value
+        ):
+            why = vacuous_bound(key[:-4], key[-4:], value)
+            if why:
+                found.append(f"{key}: {why}")
+    return found
+
+
+def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
+    """The reason of a case whose expect table holds something that verifies nothing
+    (:func:`vacuous_expectations`), or None."""
+    found = vacuous_expectations(expect)
+    if not found:
+        return None
+    return f"could not verify: {'; '.join(found)}, so it verifies nothing"
+
+
+def unmeasured_reason(keys: list[str]) -> str:
+    """The reason of a case that asks about measurements the runner does not make."""
+    return (
+        f"could not verify {', '.join(keys)}: the runner does not measure "
+        f"{'it' if len(keys) == 1 else 'them'}, and a value the implementation reports "
+        "about itself is not evidence"
+    )
+
+
+_str, _int, _bool, _float, _list, _dict, _NoneType = str, int, bool, float, list, dict, type(None)
+_EXACT_SCALARS = frozenset({_str, _int, _bool, _NoneType})
+
+
+def _surely_matches(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
+    """Whether every expected key was observed with a strictly equal value.
+
+    A shortcut for the common passing case: True only where :func:`compare` would find
+    no mismatch (each key present and equal under its rules: exact types at every
+    level, floats equal or both NaN, tables with the same string keys). Anything else,
+    including every operator key and every value of another type, answers False and
+    is left to :func:`compare`, which also explains the differences.
+    """
+    try:
+        for key, expected in expect.items():
+            if type(key) is not _str or key not in observation:
+                return False
+            if not _same(expected, observation[key]):
+                return False
+    except RecursionError:
+        return False
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    kind = type(a)
+    if type(b) is not kind:
+        return False
+    if kind in _EXACT_SCALARS:
+        return bool(a == b)
+    if kind is _float:
+        return bool(a == b or (a != a and b != b))
+    if kind is _list:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if kind is _dict:
+        if len(a) != len(b):
+            return False
+        for key, value in a.items():
+            if type(key) is not _str or key not in b or not _same(value, b[key]):
+                return False
+        return True
+    return False
+
+
+def _with_detail(result: CaseResult, detail: str) -> CaseResult:
+    if result.status is Status.PASS:
+        return result
+    from dataclasses import replace
+
+    return replace(result, reason=f"{detail}\n{result.reason}")
+
+
+def skipped(case: Case, reason: str) -> CaseResult:
+    """The result of a case the runner did not run (deselected, in another shard, a
+    category it cannot run): a decision about the run, not about the implementation."""
+    return CaseResult(
+        case_name=case.name,
+        case_class=case.case_class,
+        category=case.category,
+        status=Status.SKIPPED,
+        reason=reason,
+        position=case.position,
+    )
+
+
+def errored(
+    case: Case, reason: str, *, traceback: str | None = None, stdout: str = "", stderr: str = ""
+) -> CaseResult:
+    """The result of a case the runner could not verify, with the reason: its own
+    machinery failed, or what the case asks cannot be observed. Never a pass."""
+    return CaseResult(
+        case_name=case.name,
+        case_class=case.case_class,
+        category=case.category,
+        status=Status.ERRORED,
+        reason=reason,
+        traceback=traceback,
+        stdout=stdout,
+        stderr=stderr,
+        position=case.position,
+    )

@@ -1,0 +1,815 @@
+"""The pytest plugin: every case of an eval suite as a pytest item, run by cer's engine.
+
+Registered through the ``pytest11`` entry point, so it is loaded in every pytest run of
+an environment where cer is installed; it does nothing unless a suite is named on the
+command line, listed in ``[tool.cer] pytest_suites``, or given with a cer option (see
+docs/pytest.md). Collection makes one item per case; execution never judges anything
+itself: the first item of a suite that runs in a process runs the cases of every item
+of that suite the process still has to run, in one :func:`cer.engine.runner.run_suite` call,
+and each item then reports its case's result. cer's ``pass``, ``fail``, ``errored`` and
+``skipped`` become pytest's passed, failed, error and skipped, one to one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import warnings
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cer import process_tree
+from cer.cli import console
+from cer.config import (
+    ProjectConfig,
+    UsageError,
+    find_project_config,
+    history_max_bytes,
+    resolve_run,
+)
+from cer.engine.kinds import KINDS
+from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
+from cer.engine.workerproc import WarmWorkers
+from cer.history.database import History, default_history_path
+from cer.history.queries import NOT_SELECTED
+from cer.history.records import HistoryError
+from cer.labels import short_label
+from cer.model import Case, RunResult, Status, Suite
+from cer.pytest_plugin.suite import (
+    CaseErrored,
+    CaseFailed,
+    SuiteState,
+    failure_text,
+    merge_process_runs,
+)
+from cer.results import serialize
+from cer.results.baseline import (
+    Baseline,
+    BaselineError,
+    check_run,
+    load_baseline,
+    unmatched_entries,
+)
+from cer.results.conformance import conformance_of
+from cer.safetext import for_terminal
+from cer.suite.loader import SuiteError, load_suite
+
+MARKER_PREFIX = "cer_"
+"""Put before a case's marker name when pytest or another plugin already uses the
+name (``skip``, ``xfail``, ``timeout``…), so that a tag never changes how pytest runs
+a case."""
+_NOT_RUN = "not run: the run stopped before this case (-x, --maxfail or --sw)"
+_WORKEROUTPUT_KEY = "cer_runs"
+_ENTRY_IMPL_KEYS = tuple(kind.config_key for kind in KINDS.values())
+_INCOMPLETE = 3
+"""The exit code of a session whose cases cer skipped: ``cer run``'s own for an
+incomplete run."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cer", "cer: Commons Format eval suites (docs/pytest.md)")
+    for kind in KINDS.values():
+        group.addoption(
+            f"--cer-{kind.option.removeprefix('--')}",
+            metavar=kind.metavar,
+            help="run the evals.toml files named on the command line (and [tool.cer] "
+            f"pytest_suites) against {kind.summary}",
+        )
+    group.addoption(
+        "--cer-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add DIR to the implementation's import path (repeatable)",
+    )
+    group.addoption(
+        "--cer-timeout", type=float, metavar="SECONDS", help="per-case time limit (default 10)"
+    )
+    group.addoption(
+        "--cer-isolation", choices=("fork", "none"), help="fork (default) or none, as cer run"
+    )
+    group.addoption(
+        "--cer-sandbox",
+        choices=SANDBOX_MODES,
+        help="confine the implementation with Landlock: auto (default), require or off, "
+        "as cer run --sandbox",
+    )
+    group.addoption(
+        "--cer-network",
+        choices=NETWORK_MODES,
+        help="deny: the sandboxed implementation may not open TCP connections (default allow)",
+    )
+    group.addoption(
+        "--cer-history",
+        action="store_true",
+        help="record each suite's run in cer's history (.cer/history.sqlite beside the "
+        "suite), as cer run does",
+    )
+    group.addoption(
+        "--cer-history-path",
+        metavar="PATH",
+        help="record each suite's run in the history database at PATH",
+    )
+    group.addoption(
+        "--cer-accept-skips",
+        action="store_true",
+        help="let a session whose cases cer skipped (a category it cannot run) exit 0; "
+        "by default it exits 3, as cer run does",
+    )
+    group.addoption(
+        "--cer-baseline",
+        metavar="FILE",
+        help="a known-failures file, as cer run --baseline: its cases are "
+        "xfail(strict=True), so a listed case that passes fails the session "
+        "(default: cer_baseline, else [tool.cer] baseline)",
+    )
+    parser.addini("cer_impl", "the implementation (MODULE:ATTR) for cer suites", default=None)
+    parser.addini(
+        "cer_baseline", "a known-failures file for cer suites (as --cer-baseline)", default=None
+    )
+
+
+# --- configuration ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """A suite pytest collects, and the implementation it names itself (if any)."""
+
+    path: Path
+    implementation: tuple[str, str] | None = None
+    """``(kind key, value)`` from a ``pytest_suites`` table, e.g. ``("impl", "m:f")``."""
+
+
+def configured_suites(project: ProjectConfig) -> tuple[SuiteEntry, ...]:
+    """``[tool.cer] pytest_suites``: paths, or tables with ``suite`` and at most one of
+    ``impl``, ``impl_cmd`` and ``impl_cmd_per_case``; UsageError when malformed."""
+    value = project.values.get("pytest_suites")
+    if value is None:
+        return ()
+    where = f"{project.path}: [tool.cer] pytest_suites"
+    if not isinstance(value, list):
+        raise UsageError(f'{where} must be a list, e.g. pytest_suites = ["spec/evals.toml"]')
+    entries = []
+    for index, item in enumerate(value):
+        if isinstance(item, str):
+            entries.append(SuiteEntry((project.root / item).resolve()))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("suite"), str):
+            raise UsageError(
+                f"{where}[{index}] must be a path or a table with a suite path, "
+                f'e.g. {{ suite = "spec/evals.toml", impl = "pkg.mod:func" }}'
+            )
+        unknown = sorted(set(item) - {"suite", *_ENTRY_IMPL_KEYS})
+        if unknown:
+            raise UsageError(
+                f"{where}[{index}]: unknown keys {', '.join(unknown)} "
+                f"(known: suite, {', '.join(_ENTRY_IMPL_KEYS)})"
+            )
+        named = [key for key in _ENTRY_IMPL_KEYS if key in item]
+        if len(named) > 1 or any(not isinstance(item[key], str) for key in named):
+            raise UsageError(
+                f"{where}[{index}] may name one implementation as a string: "
+                f"one of {', '.join(_ENTRY_IMPL_KEYS)}"
+            )
+        implementation = (named[0], str(item[named[0]])) if named else None
+        entries.append(SuiteEntry((project.root / item["suite"]).resolve(), implementation))
+    return tuple(entries)
+
+
+def _command_line_implementation(config: pytest.Config) -> tuple[str, str] | None:
+    for kind in KINDS.values():
+        value = config.getoption(f"cer_{kind.option.removeprefix('--').replace('-', '_')}")
+        if value:
+            return kind.config_key, str(value)
+    return None
+
+
+def _ini_implementation(config: pytest.Config) -> tuple[str, str] | None:
+    value = config.getini("cer_impl")
+    return ("impl", str(value)) if value else None
+
+
+def _has_format_marker(path: Path) -> bool:
+    """Whether the file declares ``commonsformat_evals`` at its top level (a cheap look
+    at the text: the suite loader checks the real thing)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(r"(?m)^\s*commonsformat_evals\s*=", text) is not None
+
+
+def _paths_given(config: pytest.Config) -> bool:
+    """Whether the command line named what to collect (then configured suites are not
+    added to it); True when this pytest cannot tell."""
+    sources = getattr(pytest.Config, "ArgsSource", None)
+    source = getattr(config, "args_source", None)
+    return sources is None or source is None or source == sources.ARGS
+
+
+def _argument_path(argument: str, invocation_dir: Path) -> Path:
+    """The file a command-line argument names, without its ``::node`` part."""
+    return (invocation_dir / argument.split("::", 1)[0]).resolve()
+
+
+# --- markers -----------------------------------------------------------------------------
+
+
+def marker_word(text: str) -> str:
+    """A marker name for a category, class or tag: every character that cannot appear
+    in a ``-m`` expression word becomes ``_`` (``area:literals`` → ``area_literals``)."""
+    word = re.sub(r"[^0-9A-Za-z_]", "_", text)
+    if not word or word[0].isdigit() or word.startswith("_"):
+        word = MARKER_PREFIX + word.lstrip("_")
+    return word
+
+
+def _marker_names(lines: Sequence[str] | str | None) -> set[str]:
+    if lines is None:
+        return set()
+    items = lines.splitlines() if isinstance(lines, str) else [str(line) for line in lines]
+    return {line.split(":", 1)[0].split("(", 1)[0].strip() for line in items if line.strip()}
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+# --- failure text ------------------------------------------------------------------------
+
+
+# --- collection --------------------------------------------------------------------------
+
+
+class CerPlugin:
+    """The plugin's state for one pytest session (one per process with xdist)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.given = _command_line_implementation(config)
+        try:
+            self.project = find_project_config(config.rootpath)
+        except UsageError as exc:
+            if self.given or _ini_implementation(config):
+                raise
+            # Without a cer option this run may have nothing to do with cer: a
+            # [tool.cer] it cannot read must not stop the project's own tests.
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"cer: {exc}; [tool.cer] is ignored"), stacklevel=2
+            )
+            self.project = ProjectConfig()
+        self.entries = {entry.path: entry for entry in configured_suites(self.project)}
+        self.active = bool(self.given or _ini_implementation(config) or self.entries)
+        self.states: dict[Path, SuiteState] = {}
+        self.worker_runs: list[dict[str, Any]] = []
+        self._foreign_markers: set[str] | None = None
+        self._our_markers: set[str] = set()
+        self._positions: dict[int, int] = {}
+        self.adopted: frozenset[int] | None = None
+        """The children this process had when it began adopting orphans for cer's runs
+        (None: it does not adopt them; see :meth:`adopt`)."""
+        self.warm = WarmWorkers(1) if hasattr(config, "workerinput") else None
+        """Under xdist a process runs its cases in several batches (it is handed items
+        a few at a time); a worker started ahead saves each batch an interpreter start."""
+        if self.entries and not _paths_given(config):
+            present = {_argument_path(arg, config.invocation_params.dir) for arg in config.args}
+            for path in self.entries:
+                if path not in present:
+                    config.args.append(str(path))
+        self.explicit = {
+            _argument_path(arg, config.invocation_params.dir)
+            for arg in config.args
+            if arg.split("::", 1)[0].endswith(".toml")
+        }
+        self.baseline = self.read_baseline()
+
+    # the baseline
+
+    def baseline_path(self) -> Path | None:
+        """``--cer-baseline`` (from the directory pytest was started in), else the
+        ``cer_baseline`` ini option (from the ini file's directory), else ``baseline``
+        in ``[tool.cer]`` (from ``pyproject.toml``'s)."""
+        given = self.config.getoption("cer_baseline", None)
+        if given:
+            return self.config.invocation_params.dir / str(given)
+        ini = self.config.getini("cer_baseline")
+        if ini:
+            base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
+            return base / str(ini)
+        return self.project.path_value("baseline")
+
+    def read_baseline(self) -> Baseline | None:
+        """The known-failures file, read and held against the suites this session
+        collects, as ``cer run --baseline`` holds it against its suite: a malformed
+        file, or an entry naming no case of any of them, is a usage error before
+        anything runs (checked once, by the process that starts the session)."""
+        path = self.baseline_path()
+        if path is None:
+            return None
+        try:
+            baseline = load_baseline(path)
+        except BaselineError as exc:
+            raise UsageError(f"baseline: {exc}") from None
+        if not hasattr(self.config, "workerinput"):
+            suites = self.baseline_suites()
+            problems = unmatched_in_all(baseline, suites)
+            if problems:
+                raise UsageError(
+                    "\n".join(
+                        f"baseline: {problem}; remove the entry or correct its case"
+                        for problem in problems
+                    )
+                )
+        return baseline
+
+    def baseline_suites(self) -> list[Suite]:
+        """The suites this session collects (those named on the command line and
+        in ``pytest_suites``) that load; one that does not is reported when it is
+        collected."""
+        suites = []
+        for path in sorted(self.explicit | set(self.entries)):
+            if not path.is_file():
+                continue
+            if not (self.active or path in self.entries or _has_format_marker(path)):
+                continue
+            try:
+                suites.append(load_suite(path))
+            except SuiteError:
+                continue
+        return suites
+
+    def known_failure(self, case: Case, state: SuiteState) -> pytest.MarkDecorator | None:
+        """``xfail(strict=True)`` for a case the baseline lists. pytest then agrees
+        with ``cer run --baseline``: a listed case failing as listed is xfailed; one
+        that passes is an XPASS(strict) failure (a stale entry); one failing with the
+        other status fails, since the xfail expects only its status's exception
+        (:class:`CaseFailed` in the call, :class:`CaseErrored` in the setup)."""
+        if self.baseline is None:
+            return None
+        names = frozenset(each.name for each in state.suite.cases)
+        options = state.options
+        aliases = (options.impl, short_label(options.kind, options.impl))
+        entry = self.baseline.entry_for(case.name, names, aliases)
+        if entry is None:
+            return None
+        raises = CaseFailed if entry.status == "fail" else CaseErrored
+        where = self.shown(str(self.baseline.path)) + (f":{entry.line}" if entry.line else "")
+        link = f" ({entry.link})" if entry.link else ""
+        return pytest.mark.xfail(
+            strict=True,
+            raises=raises,
+            reason=for_terminal(
+                f"known {entry.status} ({where}): {entry.reason}{link}", multiline=False
+            ),
+        )
+
+    # collection
+
+    @pytest.hookimpl
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+        if file_path.suffix != ".toml":
+            return None
+        resolved = file_path.resolve()
+        if resolved not in self.explicit and resolved not in self.entries:
+            return None
+        if not (self.active or resolved in self.entries or _has_format_marker(resolved)):
+            return None
+        return SuiteFile.from_parent(parent, path=file_path)
+
+    def options_for(self, path: Path) -> RunOptions:
+        """The run options of a suite: the command line first, then its
+        ``pytest_suites`` entry, then the ``cer_impl`` ini option, then ``[tool.cer]``."""
+        entry = self.entries.get(path.resolve())
+        implementation = (
+            self.given
+            or (entry.implementation if entry is not None else None)
+            or _ini_implementation(self.config)
+        )
+        values: dict[str, Any] = {key: None for key in _ENTRY_IMPL_KEYS}
+        if implementation is not None:
+            values[implementation[0]] = implementation[1]
+        namespace = argparse.Namespace(
+            suite=path,
+            paths=list(self.config.getoption("cer_path") or []),
+            timeout=self.config.getoption("cer_timeout"),
+            isolation=self.config.getoption("cer_isolation"),
+            sandbox=self.config.getoption("cer_sandbox"),
+            network=self.config.getoption("cer_network"),
+            max_memory=None,
+            capture_limit=None,
+            case_globs=[],
+            categories=[],
+            classes=[],
+            tags=[],
+            substrings=[],
+            jobs=1 if hasattr(self.config, "workerinput") else None,
+            **values,
+        )
+        try:
+            resolved = resolve_run(namespace, self.project)
+        except UsageError as exc:
+            message = str(exc).replace("pass --impl MODULE:ATTR (or --impl-cmd COMMAND)", "")
+            if "no implementation given" in message:
+                message = (
+                    "no implementation given: pass --cer-impl MODULE:ATTR, or set cer_impl "
+                    "in pytest's configuration or impl in [tool.cer]"
+                )
+            raise UsageError(message) from None
+        if resolved.several:
+            raise UsageError(
+                "[tool.cer] impls names several implementations; pytest runs one: "
+                "pass --cer-impl, or name one in pytest_suites"
+            )
+        return replace(resolved.options, protected=self.protected_outputs())
+
+    def protected_outputs(self) -> tuple[str, ...]:
+        """What this session writes that the implementation must not reach: the
+        history database given by path and the JUnit XML file (the sandbox keeps it
+        away from them, as from ``cer run``'s outputs)."""
+        paths = []
+        for option in ("cer_history_path", "xmlpath"):
+            value = self.config.getoption(option, None)
+            if value:
+                paths.append(str((self.config.invocation_params.dir / str(value)).resolve()))
+        return tuple(paths)
+
+    def marker_for(self, text: str) -> str:
+        """The registered marker name of a category, class or tag."""
+        if self._foreign_markers is None:
+            registered = _marker_names(self.config.getini("markers"))
+            try:
+                # The markers the project declares itself, as opposed to those of
+                # pytest and its plugins. pytest 9 deprecates inicfg and 10 drops it;
+                # without it every registered name counts as foreign (the safe side).
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    declared = _marker_names(self.config.inicfg.get("markers"))
+            except Exception:
+                declared = set()
+            self._foreign_markers = registered - declared
+        word = marker_word(text)
+        if word in self._foreign_markers:
+            word = MARKER_PREFIX + word
+        if word not in self._our_markers:
+            self._our_markers.add(word)
+            self.config.addinivalue_line("markers", f"{word}: cer case marker ({text})")
+        return word
+
+    # running
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Under ``-n`` with the default load scheduling: hand each xdist worker one
+        share of each suite, whole, so that it makes one cer run over it instead of a
+        run per few items (see :func:`share_scheduler`)."""
+        if not self.active or config.getvalue("dist") != "load":
+            return None
+        return share_scheduler(config, log)
+
+    def _xdist_queue(self) -> list[pytest.Item] | None:
+        """The items this xdist worker was handed and has not run yet, in order."""
+        if not hasattr(self.config, "workerinput"):
+            return None
+        for plugin in self.config.pluginmanager.get_plugins():
+            queue = getattr(plugin, "torun", None)
+            session = getattr(plugin, "session", None)
+            if queue is None or session is None or not hasattr(queue, "lock"):
+                continue
+            try:
+                with queue.lock() as pending:
+                    indices = [i for i in pending if isinstance(i, int)]
+                items: list[pytest.Item] = session.items
+                upcoming = getattr(plugin, "nextitem_index", None)
+                head = [upcoming] if isinstance(upcoming, int) else []
+                return [items[i] for i in head + indices]
+            except Exception:
+                return None
+        return None
+
+    def batch_for(self, item: CaseItem) -> list[str]:
+        """The cases to run now: this item's, and those of the items of the same suite
+        this process runs after it and has not run yet."""
+        state = item.state
+        upcoming = self._xdist_queue()
+        if upcoming is None:
+            items = item.session.items
+            if not self._positions:
+                self._positions = {id(each): index for index, each in enumerate(items)}
+            start = self._positions.get(id(item), 0)
+            upcoming = items[start + 1 :]
+        names = [item.name]
+        for other in upcoming:
+            if (
+                isinstance(other, CaseItem)
+                and other.parent is item.parent
+                and other.name not in state.attempted
+                and other.name not in names
+            ):
+                names.append(other.name)
+        return names
+
+    def stop_after(self, session: pytest.Session) -> int:
+        """How many more failures pytest takes before it stops (0: it never stops)."""
+        maxfail = int(self.config.getoption("maxfail") or 0)
+        if self.config.getoption("stepwise", False):
+            maxfail = 1 if maxfail == 0 else min(maxfail, 1)
+        if maxfail <= 0:
+            return 0
+        return max(1, maxfail - session.testsfailed)
+
+    # reporting
+
+    def process_runs(self) -> list[RunResult]:
+        runs = []
+        for state in self.states.values():
+            run = state.combined()
+            if run is not None:
+                runs.append(run)
+        return runs
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
+
+    def adopt(self) -> None:
+        """Adopt orphans before the first cer run, as ``cer run`` does (pytest is no
+        subreaper): a daemon that a harness or the implementation's import starts in
+        a session of its own is then this process's, so each run ends what it left
+        and the session's end ends the rest."""
+        if self.adopted is None and not process_tree.adopting() and process_tree.adopt_orphans():
+            self.adopted = process_tree.children()
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.warm is not None:
+            self.warm.close()
+        if self.adopted is not None:
+            process_tree.end_strays(self.adopted)
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[_WORKEROUTPUT_KEY] = json.dumps(
+                [serialize.run_to_dict(run) for run in self.process_runs()]
+            )
+            return
+        # A session whose cases cer could not run proves nothing complete: like cer
+        # run it exits 3 (unless told to accept skips), never 0.
+        if session.exitstatus == 0 and self.skipped_count() and not self.accept_skips():
+            session.exitstatus = _INCOMPLETE
+
+    def accept_skips(self) -> bool:
+        return bool(self.config.getoption("cer_accept_skips", False))
+
+    def skipped_count(self) -> int:
+        """The cases of this session that cer skipped itself (a category it cannot
+        run), as opposed to those pytest did not select."""
+        return sum(
+            1
+            for run in self.session_runs()
+            for result in run.results
+            if result.status is Status.SKIPPED and result.reason not in NOT_SELECTED
+        )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        text = output.get(_WORKEROUTPUT_KEY)
+        if text:
+            self.worker_runs.extend(json.loads(text))
+
+    def session_runs(self) -> list[RunResult]:
+        """One run per suite for the whole session: this process's, or the workers'."""
+        runs = self.process_runs() + [serialize.run_from_dict(d) for d in self.worker_runs]
+        by_suite: dict[str, list[RunResult]] = {}
+        for run in runs:
+            by_suite.setdefault(run.suite_path, []).append(run)
+        return [merge_process_runs(group) for group in by_suite.values()]
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        runs = self.session_runs()
+        if not runs:
+            return
+        terminalreporter.section("cer")
+        history_path = self.config.getoption("cer_history_path")
+        history_wanted = bool(history_path or self.config.getoption("cer_history"))
+        for run in runs:
+            # The implementation's words (its id, a load failure's message in a note)
+            # are shown as data: control and bidi characters as escapes.
+            heading = f"{self.shown(run.suite_path)} · {run.implementation_id}"
+            terminalreporter.write_line(for_terminal(heading, multiline=False))
+            conformance = None
+            if self.baseline is not None:
+                suite = self.suite_of(run)
+                if suite is not None:
+                    check = check_run(self.baseline, suite, run)
+                    conformance = conformance_of(run.summary, baseline=check)
+            line = console.summary_line(run, conformance=conformance)
+            terminalreporter.write_line(f"  {for_terminal(line)}")
+            for note in run.notes:
+                terminalreporter.write_line(for_terminal(f"  note: {note}"))
+            if history_wanted:
+                terminalreporter.write_line(for_terminal(f"  {self.record(run, history_path)}"))
+        skipped = self.skipped_count()
+        if skipped:
+            cases = f"{skipped} case{'s' if skipped != 1 else ''}"
+            if self.accept_skips():
+                terminalreporter.write_line(
+                    f"cer: incomplete: {cases} skipped by cer, accepted (--cer-accept-skips)"
+                )
+            else:
+                terminalreporter.write_line(
+                    f"cer: incomplete: {cases} skipped by cer, so the session exits "
+                    f"{_INCOMPLETE} as cer run does (--cer-accept-skips accepts skips)"
+                )
+
+    def suite_of(self, run: RunResult) -> Suite | None:
+        """The suite ``run`` ran: this process's, else read again (under xdist the
+        workers ran it)."""
+        for state in self.states.values():
+            if str(state.suite.path) == run.suite_path:
+                return state.suite
+        try:
+            return load_suite(run.suite_path)
+        except SuiteError:
+            return None
+
+    def history_max_bytes(self) -> int | None:
+        """``[tool.cer] history_max_mb`` of this session's project, in bytes."""
+        try:
+            return history_max_bytes(self.project)
+        except UsageError:
+            return None
+
+    def shown(self, path: str) -> str:
+        """``path`` relative to the root directory when it is below it."""
+        try:
+            return str(Path(path).relative_to(self.config.rootpath))
+        except ValueError:
+            return path
+
+    def record(self, run: RunResult, database: str | None) -> str:
+        """Record ``run`` in cer's history, as ``cer run`` does; a line saying where."""
+        path = Path(database) if database else default_history_path(run.suite_path)
+        try:
+            suite = load_suite(run.suite_path)
+        except SuiteError:
+            suite = None
+        try:
+            with History.open(path, max_bytes=self.history_max_bytes()) as history:
+                history.record(run, suite)
+        except HistoryError as exc:
+            return f"cer: warning: history: {exc}; this run is not recorded"
+        return f"recorded in {path}"
+
+
+def unmatched_in_all(baseline: Baseline, suites: Sequence[Suite]) -> tuple[str, ...]:
+    """The baseline's entries that name no case of any of ``suites``, one message
+    each (:func:`cer.results.baseline.unmatched_entries`'s, for one suite)."""
+    if not suites:
+        return ()
+    if len(suites) == 1:
+        return unmatched_entries(baseline, suites[0])
+    name_sets = [frozenset(case.name for case in suite.cases) for suite in suites]
+    where = ", ".join(str(suite.path) for suite in suites)
+    return tuple(
+        f"{baseline.where(entry)}: case {entry.case!r} names no case of {where}"
+        for entry in baseline.entries
+        if not any(entry.matches(name, names) for names in name_sets for name in names)
+    )
+
+
+def _plugin(config: pytest.Config) -> CerPlugin:
+    plugin = config.pluginmanager.get_plugin("cer-session")
+    assert isinstance(plugin, CerPlugin)
+    return plugin
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        plugin = CerPlugin(config)
+    except UsageError as exc:
+        raise pytest.UsageError(f"cer: {exc}") from None
+    config.pluginmanager.register(plugin, "cer-session")
+
+
+class SuiteFile(pytest.File):
+    """An eval suite: one item per case, in declared order."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        plugin = _plugin(self.config)
+        try:
+            suite = load_suite(self.path)
+            options = plugin.options_for(self.path)
+        except SuiteError as exc:
+            raise self.CollectError(str(exc)) from None
+        except UsageError as exc:
+            raise self.CollectError(f"{self.path}: {exc}") from None
+        for warning in suite.warnings:
+            self.warn(pytest.PytestWarning(f"{self.path.name}: {warning}"))
+        state = SuiteState(suite, options)
+        plugin.states[self.path.resolve()] = state
+        for case in suite.cases:
+            item = CaseItem.from_parent(self, name=case.name, case=case, state=state)
+            for text in dict.fromkeys((case.category, case.case_class, *case.tags)):
+                item.add_marker(plugin.marker_for(text))
+            known = plugin.known_failure(case, state)
+            if known is not None:
+                item.add_marker(known)
+            yield item
+
+
+def share_of(nodeid: str, shares: int) -> str:
+    """The scheduling scope of an item: a case of a suite (``path.toml::name``) falls
+    in one of ``shares`` shares of its suite, by a stable hash of its name; any other
+    test is a scope of its own, handed out as load scheduling would."""
+    path, sep, rest = nodeid.partition("::")
+    if not sep or not path.endswith(".toml") or "::" in rest or shares < 1:
+        return nodeid
+    return f"{path}::cer-share-{zlib.crc32(rest.encode('utf-8', 'surrogatepass')) % shares}"
+
+
+def share_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scope scheduling with :func:`share_of` as the scope: each scope
+    goes to one worker at once, so that the worker's queue holds its whole share when
+    its first case runs (and the plugin runs them all in one cer run)."""
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    shares = config.getoption("numprocesses") or 1
+    shares = shares if isinstance(shares, int) else 1
+
+    class ShareScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return share_of(nodeid, shares)
+
+    return ShareScheduling(config, log)
+
+
+def _skip_here(reason: str) -> None:
+    """Skip the running item, reported at the case's own location when this pytest
+    can do that (it otherwise names the line of this module)."""
+    try:
+        error = pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:
+        error = pytest.skip.Exception(reason)
+    raise error
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite. Its result comes from the suite's cer run."""
+
+    def __init__(self, *, case: Case, state: SuiteState, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.state = state
+
+    def setup(self) -> None:
+        state = self.state
+        if self.name not in state.attempted:
+            plugin = _plugin(self.config)
+            plugin.adopt()
+            state.run(plugin.batch_for(self), plugin.stop_after(self.session), plugin.warm)
+        failure = state.failures.get(self.name)
+        if failure is not None:
+            pytest.fail(for_terminal(f"cer: {failure}"), pytrace=False)
+        result = state.results.get(self.name)
+        if result is None:
+            pytest.fail(f"cer: {_NOT_RUN}", pytrace=False)
+        if result.stdout:
+            self.add_report_section("call", "stdout", for_terminal(result.stdout))
+        if result.stderr:
+            self.add_report_section("call", "stderr", for_terminal(result.stderr))
+        if result.status is Status.ERRORED:
+            raise CaseErrored(failure_text(state.suite, self.case, result))
+        if result.status is Status.SKIPPED:
+            _skip_here(for_terminal(result.reason or "skipped"))
+
+    def runtest(self) -> None:
+        result = self.state.results.get(self.name)
+        if result is None or result.status is not Status.PASS:
+            raise CaseFailed(
+                failure_text(self.state.suite, self.case, result)
+                if result is not None
+                else f"cer: {_NOT_RUN}"
+            )
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.case.line - 1 if self.case.line else None
+        return self.path, line, f"{self.case.label} ({self.case.category})"

@@ -1,0 +1,311 @@
+"""The sandbox around everything on the implementation's side: its policy.
+
+Shared by both sides, like a wire format, and importing nothing of the supervisor: the
+supervisor builds a :class:`Policy` (which paths the implementation may read, where it
+may write, whether it may use TCP; see :mod:`cer.engine.confinement`) and hands it on; the
+worker applies it to itself before it imports the implementation (so every case
+process inherits it), each case process adds a layer of its own (so that it cannot
+signal or trace the worker), and command implementations are started through the
+launcher of :mod:`cer.sandbox.landlock`, which applies the policy and then executes the
+command. The kernel interface itself is :mod:`cer.sandbox.landlock`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from cer.sandbox import landlock, privileges, seccomp
+
+__all__ = [
+    "DISABLE_ENV",
+    "Policy",
+    "SandboxError",
+    "SandboxStatus",
+    "apply",
+    "case_ruleset",
+    "confine_case",
+    "confine_case_within",
+    "enter_case",
+    "expand",
+    "filters",
+    "launcher_command",
+    "status",
+]
+
+DISABLE_ENV = landlock.DISABLE_ENV
+"""When set (to any non-empty text), :func:`status` reports Landlock as unavailable:
+how tests and users simulate a kernel without it."""
+
+Network = Literal["allow", "deny"]
+
+
+class SandboxError(Exception):
+    """The sandbox could not be applied; the message says why."""
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """Whether this machine can sandbox: the Landlock ABI (0 when none) and why not."""
+
+    abi: int
+    why_not: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.abi > 0
+
+    def describe(self) -> str:
+        """``landlock ABI 7``, or ``none: <why>``, as run records say it."""
+        return f"landlock ABI {self.abi}" if self.abi > 0 else f"none: {self.why_not}"
+
+
+def status() -> SandboxStatus:
+    """What Landlock this process can use (asked of the kernel every time)."""
+    version, why_not = landlock.abi()
+    return SandboxStatus(version, why_not)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the implementation's side may reach, as absolute paths already expanded
+    (see :func:`expand`): ``read`` may be read and executed, ``write`` may also be
+    written, created and removed; everything else is refused. ``network = "deny"``
+    refuses TCP bind and connect."""
+
+    read: tuple[str, ...]
+    write: tuple[str, ...]
+    network: Network = "allow"
+    scratch: str = ""
+    """The per-run folder the implementation writes to (TMPDIR points at it)."""
+    listable: tuple[str, ...] = ()
+    """Folders allowed entry by entry: their names may be listed (Python's import
+    system lists every folder on ``sys.path``), their denied entries not read."""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "read": list(self.read),
+                "write": list(self.write),
+                "network": self.network,
+                "scratch": self.scratch,
+                "listable": list(self.listable),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Policy:
+        data = json.loads(text)
+        network = data.get("network", "allow")
+        if network not in ("allow", "deny"):
+            raise ValueError(f"network must be allow or deny, not {network!r}")
+        return cls(
+            tuple(str(p) for p in data["read"]),
+            tuple(str(p) for p in data["write"]),
+            network,
+            str(data.get("scratch", "")),
+            tuple(str(p) for p in data.get("listable", ())),
+        )
+
+    def with_scratch(self, folder: str) -> Policy:
+        """This policy with ``folder`` (inside the run's scratch) as the only scratch
+        folder written to: what one process of the implementation's side gets."""
+        run = os.path.realpath(self.scratch) if self.scratch else ""
+        write = tuple(path for path in self.write if path != run)
+        return replace(self, write=(folder, *write), scratch=folder)
+
+    def environment(self) -> dict[str, str]:
+        """The variables that point temporary files at the scratch folder."""
+        if not self.scratch:
+            return {}
+        return {"TMPDIR": self.scratch, "TEMP": self.scratch, "TMP": self.scratch}
+
+    def explain(self, path: str) -> str:
+        """Why the sandbox refused ``path``, in words for a case's reason."""
+        target = os.path.abspath(path)
+        if any(_within(target, root) for root in self.write):
+            return f"the sandbox denied access to {target}"
+        if any(_within(target, root) for root in self.read):
+            where = f" ({self.scratch})" if self.scratch else ""
+            return (
+                f"the sandbox denied access to {target} (the implementation may only "
+                f"read there; it may write only to its scratch folder{where})"
+            )
+        return f"the sandbox denied access to {target} (not in the implementation's allowed paths)"
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def expand(
+    read_roots: Iterable[str],
+    write_roots: Iterable[str],
+    denied: Iterable[str],
+    *,
+    network: Network = "allow",
+    scratch: str = "",
+) -> Policy:
+    """The policy that allows ``read_roots`` and ``write_roots`` except ``denied``.
+
+    Landlock can only allow, never carve a hole into something allowed. So a root that
+    holds a denied path is not allowed whole: its entries are allowed one by one,
+    leaving out the denied one (and descending into the entry that leads to it). Paths
+    are compared after resolving symbolic links, and an entry that is another name
+    (a hard link) of a denied file is left out too. Roots that do not exist are
+    dropped.
+    """
+    refused: set[str] = set()
+    refused_ids: set[tuple[int, int]] = set()
+    for path in denied:
+        real = os.path.realpath(path)
+        refused.add(real)
+        try:
+            info = os.stat(real)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            refused_ids.add((info.st_dev, info.st_ino))
+    write: list[str] = []
+    listable: list[str] = []
+    for root in write_roots:
+        _allow(root, refused, refused_ids, write, listable)
+    read: list[str] = []
+    for root in read_roots:
+        _allow(root, refused, refused_ids, read, listable)
+    return Policy(
+        tuple(dict.fromkeys(read)),
+        tuple(dict.fromkeys(write)),
+        network,
+        scratch,
+        tuple(dict.fromkeys(listable)),
+    )
+
+
+def _allow(
+    path: str,
+    refused: set[str],
+    refused_ids: set[tuple[int, int]],
+    out: list[str],
+    listable: list[str],
+) -> None:
+    real = os.path.realpath(path)
+    if any(_within(real, bad) for bad in refused):
+        return
+    try:
+        info = os.stat(real)
+    except OSError:
+        return
+    if (info.st_dev, info.st_ino) in refused_ids:
+        return
+    holes = any(_within(bad, real) for bad in refused)
+    if not holes or not stat.S_ISDIR(info.st_mode):
+        out.append(real)
+        return
+    if real in listable:  # reached again through a symbolic link
+        return
+    listable.append(real)
+    try:
+        entries = sorted(os.listdir(real))
+    except OSError:
+        return
+    for name in entries:
+        _allow(os.path.join(real, name), refused, refused_ids, out, listable)
+
+
+# --------------------------------------------------------------------------- applying
+
+
+def apply(policy: Policy, abi: int | None = None) -> int:
+    """Confine this process (and everything it starts from now on) to ``policy``;
+    returns the ABI used. SandboxError when Landlock is unavailable or refuses.
+
+    Around the Landlock rules: a private ``/dev/shm`` first, while mounting is still
+    possible (:func:`cer.sandbox.privileges.private_shm`), then every capability dropped
+    (:func:`cer.sandbox.privileges.drop`) and the seccomp filter (:mod:`cer.sandbox.seccomp`)."""
+    if abi is None:
+        found = status()
+        if not found.available:
+            raise SandboxError(found.why_not)
+        abi = found.abi
+    privileges.private_shm()
+    try:
+        landlock.restrict(
+            abi,
+            list(policy.read),
+            list(policy.write),
+            list(policy.listable),
+            deny_network=policy.network == "deny",
+        )
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+    harden()
+    return abi
+
+
+def harden() -> None:
+    """Drop every capability and install the seccomp filter (where one is written for
+    this machine); SandboxError when either fails."""
+    why = privileges.drop()
+    code = seccomp.program()
+    if why is None and code is not None:
+        why = seccomp.install(code)
+    if why is not None:
+        raise SandboxError(why)
+
+
+def filters() -> bool:
+    """Whether every process the sandbox confines gets the seccomp filter on this
+    machine: :func:`harden` (and the launcher) installs it or fails wherever one is
+    written for the machine, and does without it elsewhere."""
+    return seccomp.program() is not None
+
+
+def confine_case(abi: int) -> None:
+    """Put this case's process in a domain nested inside the worker's, so that it can
+    neither signal (ABI 6) nor trace (any ABI) the worker or another case."""
+    try:
+        landlock.nest(abi)
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def confine_case_within(abi: int, write: Sequence[str]) -> None:
+    """:func:`confine_case`, with writes allowed only beneath ``write`` (the case's
+    own scratch folder instead of the run's, ``/dev/null``, ``/dev/shm``)."""
+    try:
+        landlock.nest_within(abi, list(write))
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def case_ruleset(abi: int) -> int:
+    """The ruleset of :func:`confine_case` as a descriptor, made once by the worker so
+    that each case's process only enters it (:func:`enter_case`)."""
+    try:
+        return landlock.nest_ruleset(abi)
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def enter_case(ruleset: int) -> None:
+    """:func:`confine_case` with the ruleset made by :func:`case_ruleset`: the domain
+    is this process's own all the same."""
+    try:
+        landlock.enter(ruleset)
+    except landlock.LandlockError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def launcher_command(policy: Policy, words: Sequence[str], abi: int) -> list[str]:
+    """The command line that runs ``words`` confined to ``policy`` (the launcher is
+    :mod:`cer.sandbox.landlock` run as a script: it applies the rules, then executes)."""
+    rules = landlock.encode(
+        abi, list(policy.read), list(policy.write), list(policy.listable), policy.network == "deny"
+    )
+    return [sys.executable, "-I", "-S", "-B", landlock.__file__, rules, "--", *words]
