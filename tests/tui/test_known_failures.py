@@ -167,6 +167,14 @@ def test_cer_tui_refuses_a_bad_baseline_as_cer_run_does(
             tui_main(["evals.toml", "--impl", "impl:run", "--baseline", name, "--no-history"])
         assert stopped.value.code == 2
         assert message in capsys.readouterr().err
+    # the file named by [tool.cer] baseline is read as --baseline's is
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cer]\nbaseline = "typo.toml"\n', encoding="utf-8"
+    )
+    with pytest.raises(SystemExit) as stopped:
+        tui_main(["evals.toml", "--impl", "impl:run", "--no-history"])
+    assert stopped.value.code == 2
+    assert "typo.toml:1: case 'addz' names no case of evals.toml" in capsys.readouterr().err
 
 
 async def test_an_entry_left_naming_no_case_after_an_edit_is_said(tmp_path: Path) -> None:
