@@ -205,3 +205,44 @@ def test_derive_and_approve_survive_every_observed_value(
     code, out, err = cer(capsys, "history", "--approvals")
     assert code == 0
     assert_inert(out + err, "history --approvals")
+
+
+def test_a_matrix_shows_every_class_as_data(
+    module: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two implementations saying every class differently, one of them from a
+    distribution whose metadata is hostile too: the matrix's text, JSON, HTML page and
+    Markdown summary keep all of it inert."""
+    (tmp_path / "hostile_two.py").write_text(
+        implementation({name: f"{text}2" for name, text in CORPUS.items()}), encoding="ascii"
+    )
+    said = CORPUS["esc-clear"] + CORPUS["bidi-override"] + CORPUS["html"] + "|*[x](y)"
+    info = tmp_path / "hostile-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {said}\nVersion: {CORPUS['osc-title']}\n",
+        encoding="utf-8",
+    )
+    (info / "RECORD").write_text("hostile_two.py,,\n", encoding="utf-8")
+    page, summary = tmp_path / "matrix.html", tmp_path / "matrix.md"
+    args = ["run", str(module), "--impl", "one=hostile_impl:f", "--impl", "two=hostile_two:f"]
+    code, out, err = cer(
+        capsys, *args, "-v", "-q", "--report", f"html={page}", "--report", f"markdown={summary}"
+    )
+    assert code == 1
+    assert_inert(out, "matrix stdout")
+    assert_inert(err, "matrix stderr")
+    assert "(\\x1b[2J\\x1b[Hall passed" in out  # the distribution's name, escaped
+    assert "≠ value-esc-clear" in out
+    text = page.read_text(encoding="utf-8")
+    assert_inert(text, "matrix html")
+    assert "<script" not in text
+    assert "&lt;script&gt;alert(1)" in text
+    assert "default-src 'none'" in text
+    markdown = summary.read_text(encoding="utf-8")
+    assert_inert(markdown, "matrix markdown")
+    assert "<script" not in markdown and "[x](y)" not in markdown and "|*" not in markdown
+    code, out, err = cer(capsys, *args, "--format", "json")
+    assert_inert(out + err, "matrix json")
+    document = json.loads(out)
+    assert document["implementations"][1]["origin"]["name"] == said

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cer import process_tree
 from cer.categories import CategoryConfigError
@@ -89,6 +89,9 @@ implementation's text (:mod:`cer.cli.workflow_commands`); set by :func:`main`.""
 """A worker started before this module was imported (:mod:`cer.cli.entry`), which the
 first run takes if it is still fresh."""
 
+if TYPE_CHECKING:
+    from cer.matrix import Matrix
+
 
 def _stop_on_signals() -> None:
     """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread, once: a
@@ -113,6 +116,20 @@ def labelled_path(path: str | Path, label: str) -> str:
     return str(target.with_name(f"{target.name}.{label}"))
 
 
+MATRIX_REPORTS = ("html", "markdown")
+"""Report formats that, for several implementations, write one matrix page at the path
+given instead of one file per implementation (docs/matrix.md)."""
+
+
+def report_targets(request: ReportRequest, labels: Sequence[str]) -> list[str]:
+    """Where ``request`` writes: one file per label for several implementations (the
+    label before the suffix), but one matrix page at the path given for
+    :data:`MATRIX_REPORTS`."""
+    if not labels or request.format in MATRIX_REPORTS:
+        return [request.path]
+    return [labelled_path(request.path, label) for label in labels]
+
+
 def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str | None:
     """Why the requested reports cannot all be written, or None when they can.
 
@@ -133,7 +150,7 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
     for request in requests:
         if request.to_stdout:
             continue
-        for path in [labelled_path(request.path, label) for label in labels] or [request.path]:
+        for path in report_targets(request, labels):
             key = str(Path(path).resolve())
             if key in seen:
                 earlier = seen[key] if seen[key] == "--output" else f"--report {seen[key]}"
@@ -160,8 +177,7 @@ def _report_paths(args: argparse.Namespace, labels: Sequence[str]) -> list[Path]
     paths = [Path(args.output)] if args.output is not None else []
     for request in args.reports:
         if not request.to_stdout:
-            names = [labelled_path(request.path, label) for label in labels] or [request.path]
-            paths.extend(Path(name) for name in names)
+            paths.extend(Path(name) for name in report_targets(request, labels))
     return paths
 
 
@@ -764,7 +780,17 @@ def _run_matrix(
     )
     if not _write_main_report(args, text, summary_line, stdout_taken=False):
         return ExitCode.USAGE
+    statements = [conformance.statement for conformance in concluded]
     for request in args.reports:
+        if request.format in MATRIX_REPORTS:
+            try:
+                write_report(
+                    _matrix_report(request.format, matrix, suite, statements), request.path
+                )
+            except OSError as exc:
+                print_error(f"cannot write the {request.format} report {request.path}: {exc}")
+                code = ExitCode.USAGE
+            continue
         for label, context in zip(labels, contexts, strict=True):
             path = labelled_path(request.path, label)
             try:
@@ -774,6 +800,17 @@ def _run_matrix(
                 code = ExitCode.USAGE
     sys.stdout.flush()
     return code
+
+
+def _matrix_report(format_name: str, matrix: Matrix, suite: Suite, statements: list[str]) -> str:
+    """The one page of a matrix in ``format_name`` (:data:`MATRIX_REPORTS`)."""
+    if format_name == "html":
+        from cer.reports import matrix_html
+
+        return matrix_html.render(matrix, suite, statements)
+    from cer.reports import matrix_markdown
+
+    return matrix_markdown.render(matrix, suite, statements)
 
 
 def _record(
