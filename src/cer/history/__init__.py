@@ -1,7 +1,8 @@
 """Run history: every run recorded in an embedded SQLite database, and read back.
 
-:mod:`cer.history.database` is the open database (:class:`History`), :mod:`.queries`
-its read side, :mod:`.schema` the schema it expects, :mod:`.records` the frozen values
+:mod:`cer.history.database` is the open database (:class:`History`), which records
+runs and asks :mod:`.queries` its questions, both through one connection
+(:mod:`.access`); :mod:`.schema` the schema it expects, :mod:`.records` the frozen values
 it gives back, :mod:`.budget` what it stores of a run's evidence, :mod:`.gaps` the runs
 it could not record. The names the documentation tells users to import are here,
 loaded when first used, so that importing one module of the package costs no more than

@@ -1,4 +1,5 @@
-"""Run history: every run recorded in an embedded SQLite database, and queries over it.
+"""Run history: every run recorded in an embedded SQLite database, and questions asked
+of it.
 
 The database holds the three tables of the project's ``schema.sql`` (created by executing
 that file, so it stays the single source of truth) plus cer's extension tables:
@@ -9,7 +10,10 @@ recording leaves no trace of that run; WAL mode and a busy timeout let two proce
 record at once. Every failure surfaces as :class:`HistoryError`, so that callers can warn
 and go on: history must never cost a run its results.
 
-Used by ``cer run`` / ``cer history`` / ``cer diff`` and by the TUI.
+:class:`History` is the open database and records into it; the questions are
+:class:`~cer.history.queries.HistoryQueries`, a collaborator reading through the same
+connection (:class:`~cer.history.access.Access`), which :class:`History` asks for its
+callers. Used by ``cer run`` / ``cer history`` / ``cer diff`` and by the TUI.
 """
 
 from __future__ import annotations
@@ -24,14 +28,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cer.coverage import CoverageFigures
+from cer.history.access import Access
 from cer.history.budget import DEFAULT_HISTORY_MAX_MB, MAX_AGE_DAYS, stored_cases
 from cer.history.gaps import clear_gap, mark_gap, ran_whole_suite
-from cer.history.queries import (
-    HistoryQueries,
-)
+from cer.history.queries import HistoryQueries
 from cer.history.records import (
     ApprovalEvent,
+    CaseEntry,
+    FailedCases,
+    FlakyCase,
     HistoryError,
+    RunDiff,
+    RunRecord,
+    StatusRow,
     suite_key,
 )
 from cer.history.schema import (
@@ -85,7 +94,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class History(HistoryQueries):
+class History:
     """An open history database. Thread-safe; close it (or use ``with``) when done.
 
     Open with :meth:`open`. Every method raises :class:`HistoryError` on a database
@@ -104,9 +113,12 @@ class History(HistoryQueries):
         self.max_bytes = max_bytes
         """The size the runs may take (``[tool.cer] history_max_mb``): recording a run
         forgets the oldest runs until they fit."""
+        self._access = Access(path, connection)
         self._db = connection
-        self._lock = threading.RLock()
+        self._lock = self._access.lock
         self._warming: threading.Thread | None = None
+        self.queries = HistoryQueries(self._access)
+        """What is asked of the history; its methods are also this class's own."""
 
     # --- opening ----------------------------------------------------------------------
 
@@ -152,11 +164,11 @@ class History(HistoryQueries):
 
     def _prepare(self) -> None:
         """Check the file is a history cer can use, creating its tables on first use."""
-        with self._errors("open"):
+        with self._access.errors("open"):
             # Nothing a database file declares (a view, a trigger, an index expression)
             # may call a function with side effects on cer's behalf.
             self._db.execute("PRAGMA trusted_schema = OFF")
-            self._verify_schema()
+            self._access.verify_schema()
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL
             version = self._version()
@@ -251,7 +263,7 @@ class History(HistoryQueries):
                 self._warming.start()
 
     def _warm(self) -> None:
-        with contextlib.suppress(Exception), self._errors("prepare"):
+        with contextlib.suppress(Exception), self._access.errors("prepare"):
             # Only ever a head start: while another process writes, it gives up at once
             # rather than wait out the busy timeout (which an interrupted run would
             # then wait for too, in close).
@@ -259,7 +271,7 @@ class History(HistoryQueries):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    self._verify_schema()
+                    self._access.verify_schema()
                     version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
                     self._db.execute(f"PRAGMA user_version = {version}")
                 except BaseException:
@@ -350,10 +362,10 @@ class History(HistoryQueries):
                 )
             )
         self._warmed()
-        with self._errors("record the run in"):
+        with self._access.errors("record the run in"):
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._verify_schema()
+                self._access.verify_schema()
                 self._write(run, suite_path, suite_hash, summary, results, details)
                 if coverage is not None:
                     self._db.execute(
@@ -500,7 +512,7 @@ class History(HistoryQueries):
 
     def used_bytes(self) -> int:
         """The bytes the database's pages in use take (its free pages not counted)."""
-        with self._errors("measure"):
+        with self._access.errors("measure"):
             return self._used_bytes()
 
     def _used_bytes(self) -> int:
@@ -547,10 +559,10 @@ class History(HistoryQueries):
 
     def record_approval(self, event: ApprovalEvent) -> None:
         """Write one approval event (in a transaction that checks the schema first)."""
-        with self._errors("record the approval in"):
+        with self._access.errors("record the approval in"):
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._verify_schema()
+                self._access.verify_schema()
                 self._insert_approval(event)
             except BaseException:
                 if self._db.in_transaction:
@@ -576,11 +588,67 @@ class History(HistoryQueries):
             ),
         )
 
-    # --- runs -------------------------------------------------------------------------
+    # --- questions (asked of the queries) ----------------------------------------------
 
-    # --- questions --------------------------------------------------------------------
+    def approvals(
+        self, *, suite_path: str | Path | None = None, limit: int | None = None
+    ) -> tuple[ApprovalEvent, ...]:
+        """The question :meth:`HistoryQueries.approvals` answers."""
+        return self.queries.approvals(suite_path=suite_path, limit=limit)
 
-    # --- helpers ----------------------------------------------------------------------
+    def runs(
+        self, limit: int | None = 20, *, suite_path: str | Path | None = None
+    ) -> tuple[RunRecord, ...]:
+        """The question :meth:`HistoryQueries.runs` answers."""
+        return self.queries.runs(limit, suite_path=suite_path)
+
+    def run(self, ref: str, *, suite_path: str | Path | None = None) -> RunRecord:
+        """The question :meth:`HistoryQueries.run` answers."""
+        return self.queries.run(ref, suite_path=suite_path)
+
+    def latest_run(self, *, suite_path: str | Path | None = None) -> RunRecord | None:
+        """The question :meth:`HistoryQueries.latest_run` answers."""
+        return self.queries.latest_run(suite_path=suite_path)
+
+    def load_run(self, run_id: str) -> RunResult:
+        """The question :meth:`HistoryQueries.load_run` answers."""
+        return self.queries.load_run(run_id)
+
+    def statuses(self, run_id: str) -> tuple[StatusRow, ...]:
+        """The question :meth:`HistoryQueries.statuses` answers."""
+        return self.queries.statuses(run_id)
+
+    def case_history(
+        self, name: str, *, suite_path: str | Path | None = None, limit: int | None = 50
+    ) -> tuple[CaseEntry, ...]:
+        """The question :meth:`HistoryQueries.case_history` answers."""
+        return self.queries.case_history(name, suite_path=suite_path, limit=limit)
+
+    def newest_run_of(
+        self, implementation: str, stem: str, *, suite_path: str | Path | None = None
+    ) -> RunRecord | None:
+        """The question :meth:`HistoryQueries.newest_run_of` answers."""
+        return self.queries.newest_run_of(implementation, stem, suite_path=suite_path)
+
+    def latest_failed(
+        self, *, suite_path: str | Path | None = None, suite_hash: str | None = None
+    ) -> FailedCases | None:
+        """The question :meth:`HistoryQueries.latest_failed` answers."""
+        return self.queries.latest_failed(suite_path=suite_path, suite_hash=suite_hash)
+
+    def diff(self, before: str, after: str) -> RunDiff:
+        """The question :meth:`HistoryQueries.diff` answers."""
+        return self.queries.diff(before, after)
+
+    def flaky(
+        self, *, implementation_id: str | None = None, suite_hash: str | None = None
+    ) -> tuple[FlakyCase, ...]:
+        """The question :meth:`HistoryQueries.flaky` answers."""
+        return self.queries.flaky(implementation_id=implementation_id, suite_hash=suite_hash)
+
+    def flaky_names(self, implementation_id: str, suite_hash: str) -> frozenset[str]:
+        """The question :meth:`HistoryQueries.flaky_names` answers."""
+        return self.queries.flaky_names(implementation_id, suite_hash)
 
 
 def _ignore_folder(folder: Path) -> None:

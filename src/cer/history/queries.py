@@ -1,20 +1,19 @@
 """Reading the history back: the queries behind ``cer history``, ``cer diff``, flaky
 cases, "failed last time", approvals and the TUI's history pane.
-:class:`cer.history.database.History` is the open database; this is its read side."""
+:class:`cer.history.database.History` is the open database and records into it; this
+is the collaborator it asks its questions of, reading through the same connection."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cer.coverage import CoverageFigures
 from cer.engine.options import OTHER_SHARD
+from cer.history.access import Access
 from cer.history.records import (
     BAD_STATUSES,
     ApprovalEvent,
@@ -22,17 +21,11 @@ from cer.history.records import (
     FailedCases,
     FlakyCase,
     HistoryError,
-    HistoryUntrusted,
     RunDiff,
     RunRecord,
     StatusRow,
     diff_statuses,
     suite_key,
-)
-from cer.history.schema import (
-    APPLICATION_ID,
-    expected_schema,
-    normal_sql,
 )
 from cer.model import RunResult, Summary
 from cer.results import serialize
@@ -43,59 +36,12 @@ nothing about it."""
 
 
 class HistoryQueries:
-    """The read side of an open history (see :class:`cer.history.database.History`)."""
+    """The questions asked of an open history (see :class:`cer.history.database.History`,
+    which asks them for its callers), through the connection it shares with the
+    recording."""
 
-    path: Path
-    timeout: float
-    _db: sqlite3.Connection
-    _lock: threading.RLock
-
-    def _verify_schema(self) -> None:
-        """Refuse a database whose schema is not (a part of) the one cer creates.
-
-        Every object in ``sqlite_master`` must be one that cer's own creation script
-        makes, declared with the same statement; objects not there yet are fine (a new
-        file, or one that holds only the tables of ``schema.sql``), since cer creates
-        them. Anything else (a trigger, a view, an extra table or index, a table whose
-        columns or constraints were changed) raises :class:`HistoryUntrusted`. Called on
-        opening, inside every recording transaction and before every read, so that a
-        change made while the file is open is caught before it can matter.
-        """
-        expected = expected_schema()
-        problems = []
-        app_id = int(self._db.execute("PRAGMA application_id").fetchone()[0])
-        if app_id not in (0, APPLICATION_ID):
-            problems.append(f"it belongs to another application (application_id {app_id})")
-        rows = self._db.execute(
-            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid"
-        ).fetchall()
-        for kind, name, table, sql in rows:
-            if str(name).startswith("sqlite_stat"):
-                continue  # statistics ANALYZE keeps; they only guide the query planner
-            found = expected.get(str(name))
-            if found is None:
-                where = f" on {table}" if kind in ("trigger", "index") else ""
-                problems.append(f"it holds a {kind} {name!r}{where} that cer never creates")
-            elif found != (kind, table, normal_sql(sql)):
-                problems.append(f"its {kind} {name!r} is not declared the way cer declares it")
-        if problems:
-            raise HistoryUntrusted(self.path, problems)
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        """A read of the history, after checking its schema is still cer's own."""
-        with self._errors("read"):
-            self._verify_schema()
-            yield
-
-    @contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
-        """Turn database exceptions into HistoryError naming the file and the action."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as exc:
-                raise HistoryError(f"cannot {doing} {self.path}: {exc}") from exc
+    def __init__(self, access: Access) -> None:
+        self._access = access
 
     def approvals(
         self, *, suite_path: str | Path | None = None, limit: int | None = None
@@ -113,8 +59,8 @@ class HistoryQueries:
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
-        with self._reading():
-            rows = self._db.execute(sql, params).fetchall()
+        with self._access.reading():
+            rows = self._access.db.execute(sql, params).fetchall()
         events = []
         for path, case, constraints, approver, at, text_hash, observed, source in rows:
             try:
@@ -144,8 +90,8 @@ class HistoryQueries:
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
-        with self._reading():
-            rows = self._db.execute(sql, params).fetchall()
+        with self._access.reading():
+            rows = self._access.db.execute(sql, params).fetchall()
             records = [self._record_from_row(row) for row in rows]
             groups = self._flaky_groups({(r.implementation_id, r.suite_hash) for r in records})
             partial = self._partial_runs([r.run_id for r in records])
@@ -164,7 +110,7 @@ class HistoryQueries:
         for start in range(0, len(run_ids), 500):
             chunk = run_ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            rows = self._db.execute(
+            rows = self._access.db.execute(
                 "SELECT DISTINCT run_id FROM eval_case_results WHERE status = 'skipped'"
                 f" AND COALESCE(reason, '') IN (?, ?) AND run_id IN ({marks})",
                 (*NOT_SELECTED, *chunk),
@@ -192,8 +138,8 @@ class HistoryQueries:
             )
         pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         sql = f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} WHERE r.run_id LIKE ? ESCAPE '\\' LIMIT 2"
-        with self._reading():
-            rows = self._db.execute(sql, (pattern,)).fetchall()
+        with self._access.reading():
+            rows = self._access.db.execute(sql, (pattern,)).fetchall()
             if not rows:
                 raise HistoryError(f"no recorded run has an id starting with {ref!r}")
             if len(rows) > 1:
@@ -208,14 +154,14 @@ class HistoryQueries:
 
     def load_run(self, run_id: str) -> RunResult:
         """The full recorded run (results with their evidence), as a RunResult."""
-        with self._reading():
-            row = self._db.execute(
+        with self._access.reading():
+            row = self._access.db.execute(
                 f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} WHERE r.run_id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise HistoryError(f"no recorded run {run_id!r}")
             record = self._record_from_row(row)
-            cases = self._db.execute(
+            cases = self._access.db.execute(
                 "SELECT e.case_name, e.case_class, e.category, e.status, e.reason,"
                 " e.elapsed_ms, d.position, d.stdout, d.stderr, d.traceback, d.observation,"
                 " d.mismatches, e.captured_output"
@@ -224,7 +170,7 @@ class HistoryQueries:
                 " WHERE e.run_id = ? ORDER BY COALESCE(d.position, 0), e.rowid",
                 (run_id,),
             ).fetchall()
-            conditions = self._db.execute(
+            conditions = self._access.db.execute(
                 "SELECT isolation, sandbox, network, timeout_s, jobs, category_remaps,"
                 " cer_version, python_version FROM cer_run_conditions WHERE run_id = ?",
                 (run_id,),
@@ -304,12 +250,14 @@ class HistoryQueries:
         try:
             return serialize.run_from_dict(document)
         except (KeyError, ValueError, TypeError) as exc:
-            raise HistoryError(f"{self.path}: run {run_id} cannot be read back: {exc}") from exc
+            raise HistoryError(
+                f"{self._access.path}: run {run_id} cannot be read back: {exc}"
+            ) from exc
 
     def statuses(self, run_id: str) -> tuple[StatusRow, ...]:
         """(case name, status, reason) of every result of one run, in declared order."""
-        with self._reading():
-            rows = self._db.execute(
+        with self._access.reading():
+            rows = self._access.db.execute(
                 "SELECT e.case_name, e.status, e.reason FROM eval_case_results e"
                 " LEFT JOIN cer_case_details d"
                 " ON d.run_id = e.run_id AND d.case_name = e.case_name"
@@ -334,8 +282,8 @@ class HistoryQueries:
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
-        with self._reading():
-            rows = self._db.execute(sql, params).fetchall()
+        with self._access.reading():
+            rows = self._access.db.execute(sql, params).fetchall()
             groups = self._flaky_groups({(row[2], row[3]) for row in rows})
         return tuple(
             CaseEntry(
@@ -378,8 +326,8 @@ class HistoryQueries:
             clauses.append("c.suite_hash = ?")
             params.append(suite_hash)
         where = f"WHERE {' OR '.join(clauses)}" if clauses else ""
-        with self._reading():
-            row = self._db.execute(
+        with self._access.reading():
+            row = self._access.db.execute(
                 f"SELECT r.run_id FROM {_RUN_FROM} {where} {_NEWEST_FIRST} LIMIT 1", params
             ).fetchone()
         if row is None:
@@ -416,8 +364,8 @@ class HistoryQueries:
             " GROUP BY r.implementation_id, c.suite_hash, e.case_name, e.status"
             " ORDER BY r.implementation_id, c.suite_hash, e.case_name, e.status"
         )
-        with self._reading():
-            rows = self._db.execute(sql, params).fetchall()
+        with self._access.reading():
+            rows = self._access.db.execute(sql, params).fetchall()
         grouped: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
         for impl, hash_, name, status, count in rows:
             grouped.setdefault((impl, hash_, name), []).append((status, int(count)))
@@ -507,7 +455,7 @@ class HistoryQueries:
 
     def _summary_from_cases(self, run_id: str) -> Summary:
         counts = dict(
-            self._db.execute(
+            self._access.db.execute(
                 "SELECT status, COUNT(*) FROM eval_case_results WHERE run_id = ? GROUP BY status",
                 (run_id,),
             ).fetchall()
