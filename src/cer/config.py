@@ -22,7 +22,10 @@ from typing import Any, TypeVar
 from cer.engine.confinement import SandboxUnavailable, decide
 from cer.engine.kinds import KINDS, ImplementationKind, kind_named
 from cer.engine.options import (
+    DEFAULT_CAPTURE_LIMIT,
+    DEFAULT_TIMEOUT,
     ISOLATION_MODES,
+    MAX_TIMEOUT,
     NETWORK_MODES,
     SANDBOX_MODES,
     RunOptions,
@@ -34,12 +37,9 @@ from cer.suite.selection import Selection
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT = 10.0
 DEFAULT_WATCH_TIMEOUT = 2.0
 """``cer-tui``'s per-case timeout: short, for the TDD loop, where a hang should cost a
 couple of seconds, not ten (``--watch-timeout``, ``watch_timeout``)."""
-MAX_TIMEOUT = 86_400.0
-DEFAULT_CAPTURE_LIMIT = 65536
 _CONFIG_KEYS = frozenset(
     {
         "suite",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cer.config import SUITE_HELP, UsageError, find_project_config, resolve_suite
 from cer.coverage import CoverageError, suite_coverage
-from cer.engine.options import RunOptions
+from cer.engine.options import DEFAULT_TIMEOUT, RunOptions
 from cer.history.database import History, default_history_path
 from cer.history.records import HistoryError
 from cer.safetext import for_json, for_terminal
@@ -57,7 +57,11 @@ def add_review_commands(commands: Any) -> dict[str, Command]:
         "did as an observed proposal",
     )
     derive_parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="per draft (default 10)"
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"per draft (default {DEFAULT_TIMEOUT:g})",
     )
     derive_parser.add_argument("--format", choices=("text", "json"), default="text")
 

@@ -14,9 +14,6 @@ from typing import Any
 
 from cer.engine.execution import Execution
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports
-from cer.engine.options import (
-    search_paths,
-)
 from cer.engine.plan import Planned
 from cer.engine.workerproc import (
     POLL,
@@ -197,21 +194,7 @@ class AloneCases:
         measure = account is not None
         confined = "the worker did not say whether new processes were forbidden"
         try:
-            worker.send(
-                {
-                    "op": "load",
-                    "impl": options.impl,
-                    "paths": search_paths(execution.suite, options),
-                    "isolation": "none",
-                    "capture_limit": options.capture_limit,
-                    "max_memory": options.max_memory,
-                    "timeout": options.timeout,
-                    "sandbox": execution.policy.to_json() if execution.policy is not None else None,
-                    "sandbox_abi": execution.sandbox.abi,
-                    "alone": True,
-                    "confine": measure,
-                }
-            )
+            worker.send(self.imports.load_request("none", confine=measure))
         except WorkerLost as lost:
             self.alone_load_failed(item, None, lost.description)
             return

@@ -17,6 +17,7 @@ from cer.engine.plan import Planned
 from cer.engine.workerproc import Message
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.judge.verdict import errored
+from cer.wire import LoadRequest
 
 LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""
@@ -41,6 +42,29 @@ class Imports:
     def __init__(self, execution: Execution) -> None:
         self.execution = execution
         self._scope: Scope | None = None
+
+    def load_request(self, isolation: str, *, confine: bool | None = None) -> LoadRequest:
+        """What a worker is asked to import: the implementation, under the run's
+        sandbox, with its cases kept apart by ``isolation``. ``confine`` (a worker of
+        its own for one case, :mod:`cer.engine.alone`) says whether new processes are
+        forbidden before the import."""
+        execution = self.execution
+        options, policy = execution.options, execution.policy
+        request = LoadRequest(
+            op="load",
+            impl=options.impl,
+            paths=search_paths(execution.suite, options),
+            isolation=isolation,
+            capture_limit=options.capture_limit,
+            max_memory=options.max_memory,
+            timeout=options.timeout,
+            sandbox=policy.to_json() if policy is not None else None,
+            sandbox_abi=execution.sandbox.abi,
+        )
+        if confine is not None:
+            request["alone"] = True
+            request["confine"] = confine
+        return request
 
     def announce(self, body: dict[str, Any]) -> None:
         """The implementation was loaded by a worker: say so once."""

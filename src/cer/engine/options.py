@@ -27,6 +27,14 @@ SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "require", "off")
 NETWORK_MODES: tuple[NetworkMode, ...] = ("allow", "deny")
 
 
+DEFAULT_TIMEOUT = 10.0
+"""A case's time limit when neither the command line nor ``[tool.cer]`` sets one."""
+MAX_TIMEOUT = 86_400.0
+"""The longest time limit a case may be given (a day)."""
+DEFAULT_CAPTURE_LIMIT = 65536
+"""Bytes of a case's stdout and stderr kept when nothing sets ``capture_limit``."""
+
+
 OTHER_SHARD = "in another shard"
 """The reason of every case a sharded run leaves to the other shards."""
 
@@ -46,10 +54,10 @@ class RunOptions:
     per case: input as JSON on stdin, observation as JSON on stdout): one of
     :data:`cer.engine.kinds.KINDS`."""
     paths: tuple[str, ...] = ()
-    timeout: float = 10.0
+    timeout: float = DEFAULT_TIMEOUT
     isolation: Isolation = "fork"
     max_memory: int | None = None
-    capture_limit: int = 65536
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT
     selection: Selection = field(default_factory=Selection)
     first: frozenset[str] = frozenset()
     """Names of cases to hand to the workers before the others (the watch loop passes
@@ -174,8 +182,8 @@ def check_options(options: RunOptions) -> None:
     kind_named(options.kind)  # ValueError for a kind cer does not have
     if options.isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
-    if not 0 < options.timeout <= 86_400:
-        raise ValueError("timeout must be a number of seconds above 0 and at most 86400")
+    if not 0 < options.timeout <= MAX_TIMEOUT:
+        raise ValueError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     if type(options.jobs) is not int or options.jobs < 0:
         raise ValueError("jobs must be a whole number of workers, or 0 for one per CPU")
     if options.shard is not None:

@@ -22,7 +22,6 @@ from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
     resolve_jobs,
-    search_paths,
 )
 from cer.engine.plan import Planned
 from cer.engine.workerproc import (
@@ -131,19 +130,7 @@ class WorkerPool(Execution):
         lane.reported_late = False
         lane.expecting_exit = False
         lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
-        worker.send(
-            {
-                "op": "load",
-                "impl": self.options.impl,
-                "paths": search_paths(self.suite, self.options),
-                "isolation": self.options.isolation,
-                "capture_limit": self.options.capture_limit,
-                "max_memory": self.options.max_memory,
-                "timeout": self.options.timeout,
-                "sandbox": self.policy.to_json() if self.policy is not None else None,
-                "sandbox_abi": self.sandbox.abi,
-            }
-        )
+        worker.send(self.imports.load_request(self.options.isolation))
 
     def kill_lane(self, lane: _Lane) -> None:
         if lane.worker is not None:

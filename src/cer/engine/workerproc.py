@@ -11,11 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import struct
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -32,11 +32,11 @@ from cer.framing import (
     split_frames,
 )
 from cer.process_tree import end_process, signal_name
+from cer.wire import SEQ, CaseMessage
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned
 
-_SEQ = struct.Struct(">Q")
 _READ_SIZE = 1 << 16
 """Bytes asked for by one read of the worker's channel: what a pipe holds by default,
 so no read could get more. Asking for much more (a megabyte) made every read allocate,
@@ -64,16 +64,15 @@ def encode_case(item: Planned) -> bytes:
     """The case message that hands ``item`` to a worker (sent by
     :meth:`WorkerProcess.send_case` under a :func:`case_id`)."""
     case = item.case
-    return plaindata.dumps(
-        {
-            "name": case.name,
-            "case_class": case.case_class,
-            "category": case.category,
-            "tags": list(case.tags),
-            "model": item.model,
-            "input": plaindata.to_wire(item.input),
-        }
+    message = CaseMessage(
+        name=case.name,
+        case_class=case.case_class,
+        category=case.category,
+        tags=list(case.tags),
+        model=item.model,
+        input=plaindata.to_wire(item.input),
     )
+    return plaindata.dumps(message)
 
 
 def _scratch_file() -> BinaryIO:
@@ -220,12 +219,12 @@ class WorkerProcess:
         except OSError as exc:
             raise WorkerLost(self._death_description(f"the channel broke ({exc})")) from exc
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any]) -> None:
         self._write(pack(KIND_JSON, plaindata.dumps(message)))
 
     def send_case(self, seq: int, body: bytes) -> None:
         """Send one case: ``body`` is the encoded case message (see cer.framing)."""
-        self._write(pack(KIND_CASE, _SEQ.pack(seq) + body))
+        self._write(pack(KIND_CASE, SEQ.pack(seq) + body))
 
     def receive(self, timeout: float) -> Message | None:
         """The next message, or None when ``timeout`` seconds pass without one."""

@@ -19,6 +19,19 @@ from cer.judge.compare import REJECTION_KEYS, binding_key, compare, vacuous_boun
 from cer.judge.equality import describe, format_value
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 from cer.tracebacks import STACK_HEADING
+from cer.wire import (
+    AFTER_RETURN,
+    BASE_EXCEPTION,
+    ENCODE_FAILED,
+    MISFIT,
+    NOT_PLAIN,
+    OUT_OF_MEMORY,
+    RAISED,
+    RETURNED,
+    SETUP_FAILED,
+    THREAD_FAILED,
+    Payload,
+)
 
 HEALTH_KEYS = frozenset({"crashed", "hung"})
 """Expect keys about the implementation's health: they make a crash, a hang or an
@@ -146,11 +159,13 @@ def outcome_from_worker(
             "crashed", detail="the case's process exited (status 0) without reporting a result"
         )
     try:
-        payload = plaindata.loads(payload_bytes)
+        # Data from the case's process: Payload says what an honest one writes, and
+        # every value is checked where it is used.
+        payload: Payload = plaindata.loads(payload_bytes)
         tag = payload["k"]
     except (ValueError, TypeError, KeyError) as exc:
         return out("lost", detail=f"the case sent a malformed result: {exc}")
-    if tag == "ret" and "files" not in payload and "via" not in payload:  # the common case
+    if tag == RETURNED and "files" not in payload and "via" not in payload:  # the common case
         return Outcome(
             "returned", value=payload.get("v"), elapsed_ms=elapsed_ms, stdout=stdout, stderr=stderr
         )
@@ -163,58 +178,58 @@ def outcome_from_worker(
     return outcome
 
 
-def _interpret(payload: Mapping[str, Any], tag: Any, out: Callable[..., Outcome]) -> Outcome:
+def _interpret(payload: Payload, tag: Any, out: Callable[..., Outcome]) -> Outcome:
     """The outcome a case's decoded result payload describes."""
-    if tag == "ret":
+    if tag == RETURNED:
         return out("returned", value=payload.get("v"))
-    if tag == "exc":
+    if tag == RAISED:
         return out(
             "raised",
             error_type=str(payload.get("type")),
             error_message=str(payload.get("msg")),
             traceback=str(payload.get("tb")),
         )
-    if tag == "bad":
+    if tag == NOT_PLAIN:
         return out(
             "not_plain",
             detail=f"the implementation returned something that is not plain data: "
             f"{payload.get('path') or '<return value>'}: {payload.get('why')}",
         )
-    if tag == "base":
+    if tag == BASE_EXCEPTION:
         return out(
             "crashed",
             detail=f"the implementation raised {payload.get('type')} "
             f"(a BaseException, not an Exception): {payload.get('msg')}",
             traceback=str(payload.get("tb")),
         )
-    if tag == "misfit":
+    if tag == MISFIT:
         return out("lost", detail=_short(str(payload.get("msg")), 1000))
-    if tag == "setup":
+    if tag == SETUP_FAILED:
         return out(
             "lost",
             detail=f"the implementation could not be set up for the case: {payload.get('msg')}",
             traceback=str(payload.get("tb")),
         )
-    if tag == "after":
+    if tag == AFTER_RETURN:
         return out(
             "lost",
             detail=f"the implementation returned, then {payload.get('type')} was raised "
             f"outside it (a hook, or another thread): {_short(str(payload.get('msg')))}",
             traceback=str(payload.get("tb")),
         )
-    if tag == "encode":
+    if tag == ENCODE_FAILED:
         return out(
             "lost",
             detail="the runner could not encode what the implementation returned: "
             f"{_short(str(payload.get('msg')))}",
         )
-    if tag == "mem":
+    if tag == OUT_OF_MEMORY:
         return out(
             "crashed",
             detail="the implementation ran out of memory (MemoryError)",
             traceback=str(payload.get("tb")),
         )
-    if tag == "thread":
+    if tag == THREAD_FAILED:
         return out(
             "crashed",
             detail="an exception escaped a thread the case started",

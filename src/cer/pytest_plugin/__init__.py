@@ -34,7 +34,7 @@ from cer.config import (
     resolve_run,
 )
 from cer.engine.kinds import KINDS
-from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
+from cer.engine.options import DEFAULT_TIMEOUT, NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.engine.workerproc import WarmWorkers
 from cer.history.database import History, default_history_path
 from cer.history.queries import NOT_SELECTED
@@ -89,7 +89,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="add DIR to the implementation's import path (repeatable)",
     )
     group.addoption(
-        "--cer-timeout", type=float, metavar="SECONDS", help="per-case time limit (default 10)"
+        "--cer-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"per-case time limit (default {DEFAULT_TIMEOUT:g})",
     )
     group.addoption(
         "--cer-isolation", choices=("fork", "none"), help="fork (default) or none, as cer run"

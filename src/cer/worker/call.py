@@ -16,6 +16,21 @@ from typing import Any
 
 from cer import plaindata
 from cer.caseview import CaseView
+from cer.wire import (
+    AFTER_RETURN,
+    BASE_EXCEPTION,
+    ENCODE_FAILED,
+    MISFIT,
+    NOT_PLAIN,
+    OUT_OF_MEMORY,
+    RAISED,
+    RETURNED,
+    SETUP_FAILED,
+    THREAD_FAILED,
+    CaseMessage,
+    Payload,
+    PayloadKind,
+)
 from cer.worker.target import (
     CallMisfit,
     SetupFailed,
@@ -33,7 +48,7 @@ def payload_text(exc: BaseException) -> str:
         return f"<str() of the exception raised {type(inner).__name__}>"
 
 
-def _exception_payload(kind: str, exc: BaseException) -> dict[str, Any]:
+def _exception_payload(kind: PayloadKind, exc: BaseException) -> Payload:
     exc_type = type(exc)
     try:
         message = str(exc)
@@ -43,16 +58,16 @@ def _exception_payload(kind: str, exc: BaseException) -> dict[str, Any]:
         formatted = "".join(traceback.format_exception(exc))
     except BaseException:
         formatted = f"{exc_type.__qualname__}: {message}\n"
-    return {
-        "k": kind,
-        "type": exc_type.__name__,
-        "qualname": f"{exc_type.__module__}.{exc_type.__qualname__}",
-        "msg": message,
-        "tb": formatted,
-    }
+    return Payload(
+        k=kind,
+        type=exc_type.__name__,
+        qualname=f"{exc_type.__module__}.{exc_type.__qualname__}",
+        msg=message,
+        tb=formatted,
+    )
 
 
-def execute_case(target: Target, message: dict[str, Any]) -> bytes:
+def execute_case(target: Target, message: CaseMessage) -> bytes:
     """Run one case in this process and return the payload describing what happened."""
     thread_failures: list[str] = []
 
@@ -83,7 +98,7 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
     saved_builtins = _BUILTINS.current()
     builtins_moved = _BUILTINS.moved
     box: list[Any] = [_UNSET]
-    payload: dict[str, Any] | None = None
+    payload: Payload | None = None
     target.call_note = ""
     try:
         model = message.get("model", "call")
@@ -109,18 +124,18 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
             if builtins_moved():
                 restore(namespace, saved_builtins)
     except CallMisfit as exc:
-        payload = {"k": "misfit", "msg": payload_text(exc)}
+        payload = Payload(k=MISFIT, msg=payload_text(exc))
     except SetupFailed as exc:
-        payload = _exception_payload("setup", exc)
+        payload = _exception_payload(SETUP_FAILED, exc)
         cause = exc.__cause__
         if cause is not None:
             payload["msg"] = f"{exc} {type(cause).__name__}: {payload_text(cause)}"
     except MemoryError as exc:
-        payload = _exception_payload("mem" if box[0] is _UNSET else "after", exc)
+        payload = _exception_payload(OUT_OF_MEMORY if box[0] is _UNSET else AFTER_RETURN, exc)
     except Exception as exc:
-        payload = _exception_payload("exc" if box[0] is _UNSET else "after", exc)
+        payload = _exception_payload(RAISED if box[0] is _UNSET else AFTER_RETURN, exc)
     except BaseException as exc:
-        payload = _exception_payload("base" if box[0] is _UNSET else "after", exc)
+        payload = _exception_payload(BASE_EXCEPTION if box[0] is _UNSET else AFTER_RETURN, exc)
     finally:
         threading.excepthook = previous_hook
     if payload is None:
@@ -128,9 +143,9 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
         # the try above: whatever fails here (a value another thread keeps changing, a
         # hook raising) is never the implementation's refusal of the input.
         payload = _encode_returned(box[0], to_wire, not_plain)
-    if thread_failures and payload["k"] in ("ret", "bad"):
-        payload = {"k": "thread", "tb": "\n".join(thread_failures)}
-    if target.call_note and payload["k"] in ("ret", "exc", "bad"):
+    if thread_failures and payload["k"] in (RETURNED, NOT_PLAIN):
+        payload = Payload(k=THREAD_FAILED, tb="\n".join(thread_failures))
+    if target.call_note and payload["k"] in (RETURNED, RAISED, NOT_PLAIN):
         payload["via"] = target.call_note
     lazy = _lazy_files(modules_before) if modules_moved() else []
     if lazy:
@@ -138,7 +153,9 @@ def execute_case(target: Target, message: dict[str, Any]) -> bytes:
     try:
         return dumps(payload)
     except BaseException as exc:
-        return dumps({"k": "encode", "msg": f"cannot encode the result: {type(exc).__name__}"})
+        return dumps(
+            Payload(k=ENCODE_FAILED, msg=f"cannot encode the result: {type(exc).__name__}")
+        )
 
 
 STDLIB: list[StdlibTrees] = []
@@ -158,15 +175,11 @@ def _lazy_files(before: Collection[str]) -> list[str] | str:
         return "unknown"
 
 
-CRASH_KINDS = frozenset({"base", "mem", "thread"})
-"""Payload kinds the supervisor treats as a crash."""
-
-
 _UNSET: Any = object()
 """What a case's box holds until the implementation returned."""
 
 
-def _encode_returned(value: Any, to_wire: Any, not_plain: Any) -> dict[str, Any]:
+def _encode_returned(value: Any, to_wire: Any, not_plain: Any) -> Payload:
     """The payload for a returned value; failures of the encoding are the runner's."""
     try:
         if inspect.iscoroutine(value) or inspect.isgenerator(value):
@@ -174,13 +187,10 @@ def _encode_returned(value: Any, to_wire: Any, not_plain: Any) -> dict[str, Any]
                 value.close()
         wire = to_wire(value)
     except not_plain as bad:
-        return {"k": "bad", "path": bad.path, "why": bad.problem}
+        return Payload(k=NOT_PLAIN, path=bad.path, why=bad.problem)
     except BaseException as exc:
-        return {
-            "k": "encode",
-            "msg": f"{type(exc).__name__}: {payload_text(exc)[:500]}",
-        }
-    return {"k": "ret", "v": wire}
+        return Payload(k=ENCODE_FAILED, msg=f"{type(exc).__name__}: {payload_text(exc)[:500]}")
+    return {"k": RETURNED, "v": wire}
 
 
 BUILTINS: dict[str, Any] = builtins.__dict__

@@ -20,7 +20,6 @@ import importlib
 import os
 import select
 import signal
-import struct
 import sys
 import time
 import traceback
@@ -47,8 +46,8 @@ from cer.process_tree import (
     signal_name,
 )
 from cer.sandbox import scratch
+from cer.wire import CRASH_KINDS, SEQ, CaseMessage
 from cer.worker.call import (
-    CRASH_KINDS,
     STDLIB,
     StdlibTrees,
     execute_case,
@@ -74,7 +73,7 @@ from cer.worker.target import Target
 _RESULT_LIMIT = 64 * 1024 * 1024
 _STARTED = b"S"
 """What a case's process writes first on its result pipe, once it has read its case."""
-_SEQ = struct.Struct(">Q")
+_SEQ = SEQ
 """The sequence number in front of a case message from the supervisor."""
 _HEADER = HEADER
 # Bound once: a case running inside the worker (no isolation) may rebind time's names.
@@ -291,7 +290,7 @@ class Worker:
         message = plaindata.loads(body)
         self._run_inline(seq, message)
 
-    def _run_inline(self, seq: int, message: dict[str, Any]) -> None:
+    def _run_inline(self, seq: int, message: CaseMessage) -> None:
         assert self.target is not None
         # A case that changed nothing left the state equal to the snapshot, so the
         # snapshot stays valid for the next case; any change ends the worker below.

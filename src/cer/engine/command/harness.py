@@ -302,19 +302,8 @@ class Harness:
                 )
             held = self.held
             if held is not None and seq_of(message) == held.seq:
-                self.held = None
                 captured = stderr()
-                self.execution.record(
-                    judge(
-                        held.item.case,
-                        replace(
-                            held.outcome,
-                            kind="lost",
-                            detail=f"the harness answered this case twice: first "
-                            f"{line_evidence(held.line)}, then {line_evidence(line)}",
-                        ),
-                    )
-                )
+                self.answered_twice(held, line)
                 pending.appendleft(item)
                 self.execution.retried.setdefault(
                     item.case.position,
@@ -401,6 +390,22 @@ class Harness:
         if held is not None:
             self.execution.record(judge(held.item.case, held.outcome))
 
+    def answered_twice(self, held: _Held, line: bytes) -> None:
+        """The harness answered the held case again (``line``): whatever its first
+        answer said, the case is lost, with both answers as the evidence."""
+        self.held = None
+        self.execution.record(
+            judge(
+                held.item.case,
+                replace(
+                    held.outcome,
+                    kind="lost",
+                    detail=f"the harness answered this case twice: first "
+                    f"{line_evidence(held.line)}, then {line_evidence(line)}",
+                ),
+            )
+        )
+
     def stop(self) -> None:
         """Ask the harness to exit; a last duplicate answer still voids the held case."""
         process = self.process
@@ -416,18 +421,7 @@ class Harness:
             held = self.held
             with contextlib.suppress(ProtocolError):
                 if held is not None and seq_of(parse_message(line)) == held.seq:
-                    self.held = None
-                    self.execution.record(
-                        judge(
-                            held.item.case,
-                            replace(
-                                held.outcome,
-                                kind="lost",
-                                detail=f"the harness answered this case twice: first "
-                                f"{line_evidence(held.line)}, then {line_evidence(line)}",
-                            ),
-                        )
-                    )
+                    self.answered_twice(held, line)
         self.flush()
         self.kill()
 
