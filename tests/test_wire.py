@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from cer.verdict import outcome_from_worker
-
 from cer import plaindata, wire
+from cer.judge.verdict import outcome_from_worker
 from cer.wire import CRASH_KINDS, PayloadKind
 
 

@@ -6,7 +6,7 @@ writes of one call of the implementation (:class:`Payload`, tagged by one of the
 payload kinds below).
 
 The worker (:mod:`cer.worker`) writes the answers and the payload; the engine and the
-judge (:func:`cer.verdict.outcome_from_worker`) read them. They come from the
+judge (:func:`cer.judge.verdict.outcome_from_worker`) read them. They come from the
 implementation's side of the pipe: the types here say what an honest worker writes,
 and the reading side still checks every value it uses, whatever these types say.
 """

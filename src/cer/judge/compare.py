@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cer.judge.equality import (
@@ -46,8 +47,6 @@ MAX_MISMATCHES_PER_CONTAINER = 20
 MAX_EXPLAINED_DEPTH = 100
 """Below this nesting depth differences are still detected, but not itemised."""
 
-_OPERATOR_SUFFIXES: tuple[str, ...] = ("_max", "_min", "_contains")
-_OPERATOR_NAMES: frozenset[str] = frozenset({"error_includes", "has_fields"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -55,16 +54,25 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def is_operator_key(key: str) -> bool:
-    """Whether ``key`` of an expect table is an operator rather than a literal value.
-
-    ``BASE_max``, ``BASE_min`` and ``BASE_contains`` (with a non-empty ``BASE``) and
-    exactly ``error_includes`` and ``has_fields`` are operators.
+    """Whether ``key`` of an expect table is an operator rather than a literal value:
+    one of :data:`OPERATORS` (``BASE_max``, ``BASE_min`` and ``BASE_contains`` with a
+    non-empty ``BASE``, exactly ``error_includes`` and ``has_fields``).
     """
-    if type(key) is not str:
-        return False
-    if key in _OPERATOR_NAMES:
-        return True
-    return any(key.endswith(s) and len(key) > len(s) for s in _OPERATOR_SUFFIXES)
+    return type(key) is str and operator_of(key) is not None
+
+
+def operator_of(key: str) -> tuple[Operator, str] | None:
+    """The operator ``key`` names and the observation key it applies to (``BASE``;
+    empty for an operator named whole), or None for a literal key. A whole name goes
+    first, then the suffixes in the table's order."""
+    whole = OPERATORS.get(key)
+    if whole is not None and not whole.suffix:
+        return whole, ""
+    for operator in OPERATORS.values():
+        name = operator.name
+        if operator.suffix and key.endswith(name) and len(key) > len(name):
+            return operator, key[: -len(name)]
+    return None
 
 
 def binding_key(expect: Mapping[str, Any]) -> str:
@@ -79,14 +87,6 @@ def binding_key(expect: Mapping[str, Any]) -> str:
         if type(key) is str and not is_operator_key(key) and key not in RUNNER_OBSERVED_KEYS
     ]
     return candidates[0] if len(candidates) == 1 else "output"
-
-
-def _operator_base(key: str) -> tuple[str, str]:
-    """Split ``BASE_suffix`` into ``(BASE, suffix)``."""
-    for suffix in _OPERATOR_SUFFIXES:
-        if key.endswith(suffix) and len(key) > len(suffix):
-            return key[: -len(suffix)], suffix
-    return key, ""
 
 
 def _key_path(parent: str, key: Any) -> str:
@@ -426,8 +426,9 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                     )
                 ]
             out.extend(found)
-        elif is_operator_key(key):
-            out.extend(_apply_operator(key, path, expected, observation))
+        elif (found_operator := operator_of(key)) is not None:
+            operator, base = found_operator
+            out.extend(operator.apply(path, base, expected, observation))
         else:
             out.append(
                 Mismatch(
@@ -438,20 +439,6 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                 )
             )
     return out
-
-
-def _apply_operator(
-    key: str, path: str, value: Any, observation: Mapping[str, Any]
-) -> list[Mismatch]:
-    if key == "error_includes":
-        return _error_includes(path, value, observation)
-    if key == "has_fields":
-        return _has_fields(path, value, observation)
-    base, suffix = _operator_base(key)
-    observed = _get(observation, base)
-    if suffix == "_contains":
-        return _contains(path, base, value, observed)
-    return _bound(path, base, suffix, value, observed)
 
 
 def _is_number(value: Any) -> bool:
@@ -793,3 +780,62 @@ def _missing_fields(
             ]
         )
     return collector.result()
+
+
+# ----------------------------------------------------------------------------- operators
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A key of an expect table that is not compared with an observed value of its own
+    name but applied to the observation: ``BASE_max`` holds ``BASE`` to a bound,
+    ``error_includes`` looks into the error."""
+
+    name: str
+    """The whole key (``error_includes``) or, for a suffix operator, the suffix after
+    the key it applies to (``_max``)."""
+    suffix: bool
+    apply: Callable[[str, str, Any, Mapping[str, Any]], list[Mismatch]]
+    """``(path, base, value, observation)`` → every way the observation fails the
+    operator's ``value`` (``base``: the key a suffix operator applies to, else empty);
+    no mismatch is a match, so an operator that cannot tell must say so in one."""
+
+
+def _max(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    return _bound(path, base, "_max", value, _get(observation, base))
+
+
+def _min(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    return _bound(path, base, "_min", value, _get(observation, base))
+
+
+def _contains_in(
+    path: str, base: str, value: Any, observation: Mapping[str, Any]
+) -> list[Mismatch]:
+    return _contains(path, base, value, _get(observation, base))
+
+
+def _error_including(
+    path: str, base: str, value: Any, observation: Mapping[str, Any]
+) -> list[Mismatch]:
+    return _error_includes(path, value, observation)
+
+
+def _having_fields(
+    path: str, base: str, value: Any, observation: Mapping[str, Any]
+) -> list[Mismatch]:
+    return _has_fields(path, value, observation)
+
+
+OPERATORS: dict[str, Operator] = {
+    operator.name: operator
+    for operator in (
+        Operator("_max", True, _max),
+        Operator("_min", True, _min),
+        Operator("_contains", True, _contains_in),
+        Operator("error_includes", False, _error_including),
+        Operator("has_fields", False, _having_fields),
+    )
+}
+"""Every operator of an expect table, by name: what :func:`is_operator_key` knows and
+:func:`compare` applies (docs/architecture.md, "where a new comparison operator goes")."""
