@@ -156,18 +156,20 @@ class HistoryRecorded(RunMessage):
 
 
 @dataclass
-class CoveragesComputed(RunMessage):
-    """Each lane's constraint coverage, in column order; ``generation`` here counts
-    coverage requests, so that a late answer to an older one is dropped."""
+class CoveragesComputed(Message):
+    """Each lane's constraint coverage, in column order, answering the coverage
+    request ``token`` names, so that a late answer to an older one is dropped."""
 
+    token: int
     views: tuple[CoverageView, ...]
 
 
 @dataclass
-class MatrixComputed(RunMessage):
-    """The matrix of what the list shows (two lanes or more); ``generation``
-    counts matrix requests, so that a late answer to an older one is dropped."""
+class MatrixComputed(Message):
+    """The matrix of what the list shows (two lanes or more), answering the matrix
+    request ``token`` names, so that a late answer to an older one is dropped."""
 
+    token: int
     matrix: Matrix
 
 

@@ -281,7 +281,7 @@ class RunScreen(Screen[None]):
 
     def on_matrix_computed(self, message: messages.MatrixComputed) -> None:
         app = self.cer
-        if message.generation != app.control.matrix_token:
+        if message.token != app.control.matrix_token:
             return
         app.session.set_matrix(message.matrix)
         self.case_list.refresh()
@@ -291,7 +291,7 @@ class RunScreen(Screen[None]):
             self.app.screen.update(message.matrix)
 
     def on_coverages_computed(self, message: messages.CoveragesComputed) -> None:
-        if message.generation != self.cer.control.coverage_token:
+        if message.token != self.cer.control.coverage_token:
             return
         for lane, view in zip(self.cer.session.lanes, message.views, strict=True):
             lane.coverage = view
