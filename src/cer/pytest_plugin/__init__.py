@@ -70,6 +70,8 @@ _ENTRY_IMPL_KEYS = tuple(kind.config_key for kind in KINDS.values())
 _INCOMPLETE = 3
 """The exit code of a session whose cases cer skipped: ``cer run``'s own for an
 incomplete run."""
+_BATCHED = ("worksteal", "loadgroup")
+"""The xdist modes that hand a process the cases of a suite in several batches."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -277,9 +279,13 @@ class CerPlugin:
         self.adopted: frozenset[int] | None = None
         """The children this process had when it began adopting orphans for cer's runs
         (None: it does not adopt them; see :meth:`adopt`)."""
-        self.warm = WarmWorkers(1) if hasattr(config, "workerinput") else None
-        """Under xdist a process runs its cases in several batches (it is handed items
-        a few at a time); a worker started ahead saves each batch an interpreter start."""
+        batches = hasattr(config, "workerinput") and config.getvalue("dist") in _BATCHED
+        self.warm = WarmWorkers(1) if batches else None
+        """Under xdist's ``worksteal`` and ``loadgroup`` a process runs its cases in
+        several batches (it is handed items a few at a time, or steals them); a worker
+        started ahead saves each later batch an interpreter start. Under the other
+        modes a process makes one cer run per suite (its share, its file, its scope),
+        and a worker started after it would only be killed unused."""
         if self.entries and not _paths_given(config):
             present = {_argument_path(arg, config.invocation_params.dir) for arg in config.args}
             for path in self.entries:
