@@ -12,6 +12,19 @@ from cer.engine.workerproc import WarmWorkers
 from support import Module
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the modules that hold a test marked slow first, each in its own order: under
+    ``-n 2`` a long test that starts near the end runs alone while the other worker has
+    nothing left to do; started first, the quick tests fill in around it."""
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    slow = {module(item) for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: module(item) not in slow)
+
+
 @pytest.fixture
 def module(tmp_path: Path) -> Module:
     return Module(tmp_path)

@@ -27,6 +27,10 @@ from cer.pytest_plugin import configured_suites, marker_word
 from cer.suite.loader import load_suite
 from support import NO_TEST_PLUGINS
 
+pytestmark = pytest.mark.slow(
+    reason="a pytest session per test, over the 70 calc cases, as a user starts one"
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 CALC = ROOT / "examples" / "calc" / "evals.toml"
 

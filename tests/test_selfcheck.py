@@ -60,6 +60,7 @@ def run_cer(args: list[str], tmp_path: Path) -> tuple[int, dict[str, Any]]:
     return done.returncode, json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow(reason="cer run over the runner's own suite, every case a real process")
 def test_the_runner_passes_its_own_suite(tmp_path: Path) -> None:
     code, report = run_cer(["evals.toml", "--impl", "cer.selfcheck:run_case"], tmp_path)
     failing = {
