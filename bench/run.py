@@ -19,6 +19,9 @@ runnable alone with ``--only``:
   through a shared-parser adapter) with cer's defaults (one worker per CPU), ``-j 1``
   and ``--isolation none``, against parametrized pytest and ``pytest -n auto``
   (pytest-xdist), wall and CPU time;
+- ``plugin``: cer's pytest plugin without ``-n`` and with two xdist workers, beside
+  ``cer run`` and beside what ``-n 2`` costs by itself (one empty test), on the
+  trivial suite with 30 cases and with 600;
 - ``startup``: a one-case ``cer run`` against the bare interpreter, with the largest
   imports (``python -X importtime``);
 - ``load``: a 100,000-case suite: tomli's own parse, a full load, the first load
@@ -877,7 +880,8 @@ def section_peers(root: Path, quick: bool) -> dict[str, Any]:
         "pytest": pytest_command(),
         "pytest_xdist_auto": pytest_command("-n", "auto"),
         # cer's pytest plugin on the same suite, without -n and with two xdist workers
-        # (each makes one cer run over its share of the suite).
+        # (each makes one cer run over its share of the suite); the plugin section
+        # sets them beside xdist's own start.
         "cer_plugin": [*plugin, "evals.toml"],
         "cer_plugin_n2": [*plugin, "evals.toml", "-n", "2"],
     }
@@ -894,6 +898,51 @@ def section_peers(root: Path, quick: bool) -> dict[str, Any]:
         "cases": 652,
         "seconds": {name: row["wall_s"] for name, row in rows.items()},
         "cpu_seconds": {name: row["cpu_s"] for name, row in rows.items()},
+    }
+
+
+EMPTY_TEST = "def test_nothing():\n    pass\n"
+
+
+def section_plugin(root: Path, quick: bool) -> dict[str, Any]:
+    """cer's pytest plugin without ``-n`` and with ``-n 2``, beside ``cer run`` of the
+    same suite and beside pytest itself running one empty test without and with
+    ``-n 2`` (what starting xdist's workers costs, whatever they run); the trivial
+    suite with 30 cases (a first module's size) and with 600; whole processes, the
+    commands alternating within each round."""
+    empty = root / "empty_pytest"
+    empty.mkdir(exist_ok=True)
+    (empty / "test_empty.py").write_text(EMPTY_TEST, encoding="utf-8")
+    bare = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_empty.py"]
+    suites = {
+        "trivial_30": (make_module(root, 30), "bench_impl:render"),
+        "trivial_600": (make_module(root, 600), "bench_impl:render"),
+    }
+    commands: dict[str, tuple[list[str], Path]] = {
+        "pytest_empty": (bare, empty),
+        "pytest_empty_n2": ([*bare, "-n", "2"], empty),
+    }
+    for label, (folder, impl) in suites.items():
+        plugin = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        plugin += ["--cer-impl", impl, "evals.toml"]
+        commands[f"{label}_cer_run"] = (
+            [cer_command(), "run", "evals.toml", "--impl", impl, "-q"],
+            folder,
+        )
+        commands[f"{label}_cer_plugin"] = (plugin, folder)
+        commands[f"{label}_cer_plugin_n2"] = ([*plugin, "-n", "2"], folder)
+    for command, folder in commands.values():  # warm-up: bytecode caches, the suite cache
+        run_process(command, folder)
+    runs: dict[str, list[Measured]] = {name: [] for name in commands}
+    for _ in range(2 if quick else 3):
+        for name, (command, folder) in commands.items():
+            runs[name].append(run_process(command, folder))
+    rows = {name: medians(measured) for name, measured in runs.items()}
+    return {
+        "cases": {"trivial_30": 30, "trivial_600": 600},
+        "seconds": {name: row["wall_s"] for name, row in rows.items()},
+        "cpu_seconds": {name: row["cpu_s"] for name, row in rows.items()},
+        "load_1min": os.getloadavg()[0],
     }
 
 
@@ -1139,6 +1188,7 @@ SECTIONS: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
     "none": section_none,
     "real": section_real,
     "peers": section_peers,
+    "plugin": section_plugin,
     "startup": section_startup,
     "load": section_load,
     "watch": section_watch,
@@ -1306,6 +1356,29 @@ def print_table(results: dict[str, Any]) -> None:
             "  targets: cer_defaults ≤ 1.00x pytest; cer_none ≤ 0.33x pytest "
             f"(now {rows['cer_defaults'] / pytest_s:.2f}x and {rows['cer_none'] / pytest_s:.2f}x)"
         )
+    if "plugin" in results:
+        rows = results["plugin"]["seconds"]
+        cpus = results["plugin"]["cpu_seconds"]
+        print(
+            "\ncer's pytest plugin, whole process (median wall; CPU of the process tree); "
+            f"load {results['plugin']['load_1min']:.1f} at the end"
+        )
+        print(
+            f"  pytest, one empty test: {rows['pytest_empty']:.2f} s, with -n 2 "
+            f"{rows['pytest_empty_n2']:.2f} s (xdist's own start: "
+            f"{rows['pytest_empty_n2'] - rows['pytest_empty']:+.2f} s); CPU "
+            f"{cpus['pytest_empty']:.2f} / {cpus['pytest_empty_n2']:.2f} s"
+        )
+        for label, cases in results["plugin"]["cases"].items():
+            run_s = rows[f"{label}_cer_run"]
+            one, two = rows[f"{label}_cer_plugin"], rows[f"{label}_cer_plugin_n2"]
+            print(
+                f"  {label:<11} {cases:>4} cases  cer run {run_s:6.2f} s  plugin {one:6.2f} s "
+                f"({one / run_s:.2f}x)  plugin -n 2 {two:6.2f} s ({two / one:.2f}x the plugin; "
+                f"{two - one - rows['pytest_empty_n2'] + rows['pytest_empty']:+.2f} s beyond "
+                f"xdist's start)   CPU {cpus[f'{label}_cer_plugin']:.2f} / "
+                f"{cpus[f'{label}_cer_plugin_n2']:.2f} s"
+            )
     if "startup" in results:
         row = results["startup"]
         print(
