@@ -82,9 +82,24 @@ def test_reference_passes_every_case_as_an_item(tmp_path: Path) -> None:
     assert set(cases) == {case.name for case in load_suite(CALC).cases}
 
 
-def test_sloppy_fails_what_cer_run_fails_with_the_same_reasons(tmp_path: Path) -> None:
-    report = tmp_path / "junit.xml"
-    done = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, f"--junitxml={report}")
+@pytest.fixture(scope="module")
+def sloppy_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """One pytest session over calc with calc_sloppy, which several tests read: its
+    output, its JUnit XML file and its cache folder (for --lf)."""
+    where = tmp_path_factory.mktemp("sloppy")
+    report, cache = where / "junit.xml", where / "cache"
+    done = pytest_run(
+        "--cer-impl", "calc_sloppy:evaluate", CALC, f"--junitxml={report}", cache=cache
+    )
+    return done, report, cache
+
+
+def test_sloppy_fails_what_cer_run_fails_with_the_same_reasons(
+    sloppy_session: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    done, report, _ = sloppy_session
     assert done.returncode == 1
     expected = {
         name: reason
@@ -167,9 +182,10 @@ def test_selection_options_pick_items(tmp_path: Path) -> None:
     assert f"1 failed, {len(resource) - 1} passed, {70 - len(resource)} deselected" in (done.stdout)
 
 
-def test_last_failed_and_exitfirst(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    first = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, cache=cache)
+def test_last_failed_and_exitfirst(
+    sloppy_session: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    first, _, cache = sloppy_session
     assert "8 failed, 62 passed" in first.stdout
     again = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--lf", cache=cache)
     assert "8 failed, 62 deselected" in again.stdout, again.stdout
