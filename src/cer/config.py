@@ -23,6 +23,9 @@ from cer.engine.confinement import SandboxUnavailable, decide
 from cer.engine.kinds import KINDS, ImplementationKind, kind_named
 from cer.engine.options import (
     DEFAULT_CAPTURE_LIMIT,
+    DEFAULT_ISOLATION,
+    DEFAULT_NETWORK,
+    DEFAULT_SANDBOX,
     DEFAULT_TIMEOUT,
     ISOLATION_MODES,
     MAX_TIMEOUT,
@@ -556,7 +559,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             timeout = args.watch_timeout
         elif args.timeout is None:
             timeout = values.get("watch_timeout", DEFAULT_WATCH_TIMEOUT)
-    isolation = args.isolation or values.get("isolation", "fork")
+    isolation = args.isolation or values.get("isolation", DEFAULT_ISOLATION)
     if isolation not in ISOLATION_MODES:
         raise UsageError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
     if (
@@ -588,10 +591,10 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             raise UsageError(f"[tool.cer] jobs: {exc}") from None
         if jobs < 0:
             raise UsageError('[tool.cer] jobs must be a number of workers or "auto"')
-    sandbox_mode = getattr(args, "sandbox", None) or values.get("sandbox", "auto")
+    sandbox_mode = getattr(args, "sandbox", None) or values.get("sandbox", DEFAULT_SANDBOX)
     if sandbox_mode not in SANDBOX_MODES:
         raise UsageError(f"[tool.cer] sandbox must be one of {', '.join(SANDBOX_MODES)}")
-    network = getattr(args, "network", None) or values.get("network", "allow")
+    network = getattr(args, "network", None) or values.get("network", DEFAULT_NETWORK)
     if network not in NETWORK_MODES:
         raise UsageError(f"[tool.cer] network must be one of {', '.join(NETWORK_MODES)}")
     try:

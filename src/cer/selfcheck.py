@@ -96,7 +96,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from cer.engine.options import Isolation, RunOptions, SandboxMode
+from cer.engine.options import (
+    DEFAULT_ISOLATION,
+    DEFAULT_SANDBOX,
+    Isolation,
+    RunOptions,
+    SandboxMode,
+)
 from cer.engine.runner import run_suite
 from cer.events import CaseFinished, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status, Suite
@@ -338,8 +344,9 @@ def _options(data: Mapping[str, Any]) -> RunOptions:
     return RunOptions(
         impl=impl,
         timeout=float(timeout) if isinstance(timeout, int | float) else timeout,
-        isolation=cast(Isolation, str(given.get("isolation", "fork"))),  # checked by the run
-        sandbox=cast(SandboxMode, str(given.get("sandbox", "auto"))),  # checked by the run
+        # The isolation and the sandbox are checked by the run.
+        isolation=cast(Isolation, str(given.get("isolation", DEFAULT_ISOLATION))),
+        sandbox=cast(SandboxMode, str(given.get("sandbox", DEFAULT_SANDBOX))),
         selection=selection,
         category_models={str(k): str(v) for k, v in _table(given, "categories").items()},
         **extra,

@@ -33,6 +33,12 @@ MAX_TIMEOUT = 86_400.0
 """The longest time limit a case may be given (a day)."""
 DEFAULT_CAPTURE_LIMIT = 65536
 """Bytes of a case's stdout and stderr kept when nothing sets ``capture_limit``."""
+DEFAULT_ISOLATION: Isolation = "fork"
+"""How cases are kept apart when nothing says (``--isolation``, ``isolation``)."""
+DEFAULT_SANDBOX: SandboxMode = "auto"
+"""Whether the sandbox is used when nothing says (``--sandbox``, ``sandbox``)."""
+DEFAULT_NETWORK: NetworkMode = "allow"
+"""Whether TCP is allowed when nothing says (``--network``, ``network``)."""
 
 
 OTHER_SHARD = "in another shard"
@@ -55,7 +61,7 @@ class RunOptions:
     :data:`cer.engine.kinds.KINDS`."""
     paths: tuple[str, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
-    isolation: Isolation = "fork"
+    isolation: Isolation = DEFAULT_ISOLATION
     max_memory: int | None = None
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     selection: Selection = field(default_factory=Selection)
@@ -72,10 +78,10 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     """``(I, N)``: run only the I-th of N slices of the suite (see :func:`in_shard`);
     the other cases are reported skipped with the reason :data:`OTHER_SHARD`."""
-    sandbox: SandboxMode = "auto"
+    sandbox: SandboxMode = DEFAULT_SANDBOX
     """``auto`` (Landlock where the kernel has it), ``require`` (refuse to run
     without it) or ``off``; see :mod:`cer.engine.confinement`."""
-    network: NetworkMode = "allow"
+    network: NetworkMode = DEFAULT_NETWORK
     """``deny`` refuses the implementation TCP bind and connect (needs the sandbox)."""
     protected: tuple[str, ...] = ()
     """Paths the implementation may not reach at all besides the suite's own (the

@@ -34,7 +34,14 @@ from cer.config import (
     resolve_run,
 )
 from cer.engine.kinds import KINDS
-from cer.engine.options import DEFAULT_TIMEOUT, NETWORK_MODES, SANDBOX_MODES, RunOptions
+from cer.engine.options import (
+    DEFAULT_ISOLATION,
+    DEFAULT_TIMEOUT,
+    ISOLATION_MODES,
+    NETWORK_MODES,
+    SANDBOX_MODES,
+    RunOptions,
+)
 from cer.engine.workerproc import WarmWorkers
 from cer.history.database import History, default_history_path
 from cer.history.queries import NOT_SELECTED
@@ -97,7 +104,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"per-case time limit (default {DEFAULT_TIMEOUT:g})",
     )
     group.addoption(
-        "--cer-isolation", choices=("fork", "none"), help="fork (default) or none, as cer run"
+        "--cer-isolation",
+        choices=ISOLATION_MODES,
+        help=f"{' or '.join(ISOLATION_MODES)}, as cer run (default {DEFAULT_ISOLATION})",
     )
     group.addoption(
         "--cer-sandbox",
