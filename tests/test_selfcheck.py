@@ -78,7 +78,7 @@ def test_the_runner_passes_its_own_suite(tmp_path: Path) -> None:
 MUTANTS = {
     # Every comparison succeeds: a runner with loose (no) comparison.
     "compare-always-matches": (
-        "import cer.judge.verdict\ncer.verdict.compare = lambda expect, observation: ()\n",
+        "import cer.judge.verdict\ncer.judge.verdict.compare = lambda expect, observation: ()\n",
         ["strict-types-never-coerce", "floats-have-no-tolerance", "strings-keep-every-character"],
     ),
     # Exceptions the expectation does not ask about count as passes.
