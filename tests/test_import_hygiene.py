@@ -55,6 +55,7 @@ def test_worker_imports_only_what_it_needs() -> None:
                 "cer.plaindata",
                 "cer.framing",
                 "cer.caseview",
+                "cer.wire",
                 "cer.sandbox",
                 "cer.sandbox.landlock",
                 "cer.sandbox.privileges",
