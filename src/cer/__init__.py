@@ -1,3 +1,69 @@
-"""cer: verify implementations against Commons Format eval suites."""
+"""cer: verify implementations against Commons Format eval suites.
+
+The names below are cer's public Python interface, the only ones its documentation tells
+users to import (``from cer import load_suite, run_suite, RunOptions``); every other
+module and name is internal and may change. They are loaded when first used, so that
+importing ``cer`` (which every worker, every ``cer`` command and the pytest plugin do)
+costs nothing.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cer.caseview import CaseView
+    from cer.engine.options import RunOptions
+    from cer.engine.runner import run_suite
+    from cer.engine.side_by_side import run_side_by_side
+    from cer.history.database import History, default_history_path
+    from cer.history.records import HistoryError, HistoryUntrusted
+    from cer.matrix import build_matrix, matrix_to_dict
+    from cer.model import Status
+    from cer.suite.loader import SuiteError, load_suite
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "CaseView",
+    "History",
+    "HistoryError",
+    "HistoryUntrusted",
+    "RunOptions",
+    "Status",
+    "SuiteError",
+    "__version__",
+    "build_matrix",
+    "default_history_path",
+    "load_suite",
+    "matrix_to_dict",
+    "run_side_by_side",
+    "run_suite",
+]
+
+_WHERE = {
+    "CaseView": "cer.caseview",
+    "History": "cer.history.database",
+    "HistoryError": "cer.history.records",
+    "HistoryUntrusted": "cer.history.records",
+    "RunOptions": "cer.engine.options",
+    "Status": "cer.model",
+    "SuiteError": "cer.suite.loader",
+    "build_matrix": "cer.matrix",
+    "default_history_path": "cer.history.database",
+    "load_suite": "cer.suite.loader",
+    "matrix_to_dict": "cer.matrix",
+    "run_side_by_side": "cer.engine.side_by_side",
+    "run_suite": "cer.engine.runner",
+}
+"""Where each public name is defined."""
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module the first time it is asked for."""
+    if name in _WHERE:
+        value = getattr(import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
