@@ -799,6 +799,10 @@ class Operator:
     """``(path, base, value, observation)`` → every way the observation fails the
     operator's ``value`` (``base``: the key a suffix operator applies to, else empty);
     no mismatch is a match, so an operator that cannot tell must say so in one."""
+    bound: bool = False
+    """It holds the key it applies to to a bound (``_max``, ``_min``): that key is
+    compared as a measurement, which the verdict checks the runner makes
+    (:func:`cer.judge.verdict.unmeasured_keys`)."""
 
 
 def _max(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
@@ -830,8 +834,8 @@ def _having_fields(
 OPERATORS: dict[str, Operator] = {
     operator.name: operator
     for operator in (
-        Operator("_max", True, _max),
-        Operator("_min", True, _min),
+        Operator("_max", True, _max, bound=True),
+        Operator("_min", True, _min, bound=True),
         Operator("_contains", True, _contains_in),
         Operator("error_includes", False, _error_including),
         Operator("has_fields", False, _having_fields),

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from cer import plaindata
 from cer.framing import KIND_RAW, FrameError, split_frames
-from cer.judge.compare import REJECTION_KEYS, binding_key, compare, vacuous_bound
+from cer.judge.compare import REJECTION_KEYS, binding_key, compare, operator_of, vacuous_bound
 from cer.judge.equality import describe, format_value
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 from cer.tracebacks import STACK_HEADING
@@ -522,14 +522,12 @@ def reported_measurements(expect: Mapping[str, Any]) -> list[str]:
     unmeasured = unmeasured_keys(expect)
     found: list[str] = []
     for key in expect:
-        if type(key) is not str or key in _OPERATOR_ONLY:
+        if type(key) is not str:
             continue
-        base = key
-        if key.endswith("_contains") and len(key) > len("_contains"):
-            continue
-        for suffix in ("_max", "_min"):
-            if key.endswith(suffix) and len(key) > len(suffix):
-                base = key[: -len(suffix)]
+        operator = operator_of(key)
+        if operator is not None and not operator[0].bound:
+            continue  # applied to the observation, never compared as a measurement
+        base = key if operator is None else operator[1]
         if base in _OWNED_BASES or base in unmeasured or not looks_measured(base):
             continue
         if base not in found:
@@ -542,7 +540,6 @@ def reported_note(keys: tuple[str, ...] | list[str]) -> str:
     return "; ".join(f"{key} {REPORTED_NOTE}" for key in keys)
 
 
-_OPERATOR_ONLY = frozenset({"error_includes", "has_fields"})
 _OWNED_BASES = frozenset({*RUNNER_OWNED, "error", "error_type"})
 
 
@@ -555,10 +552,8 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
     for key in expect:
         if type(key) is not str:
             continue
-        base = key
-        for suffix in ("_max", "_min"):
-            if key.endswith(suffix) and len(key) > len(suffix):
-                base = key[: -len(suffix)]
+        operator = operator_of(key)
+        base = operator[1] if operator is not None and operator[0].bound else key
         if base in RUNNER_MEASURED or not base.endswith(_MEASUREMENT_UNITS):
             continue
         if base not in found:
