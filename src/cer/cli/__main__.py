@@ -1,7 +1,7 @@
-"""``python -m cer.cli``: the ``cer`` program."""
+"""``python -m cer.cli``: the ``cer`` program, through its one entry point."""
 
 import sys
 
-from cer.cli.commands import main
+from cer.cli.entry import main
 
 sys.exit(main())

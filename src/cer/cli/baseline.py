@@ -35,6 +35,7 @@ def add_baseline_command(commands: Any) -> None:
     )
     actions = baseline.add_subparsers(dest="baseline_action", metavar="ACTION", required=True)
     update = actions.add_parser("update", help="rewrite the baseline from the last run")
+    update.set_defaults(handler=cmd_baseline)
     update.add_argument(
         "suite", nargs="?", type=Path, help="the evals.toml (default: [tool.cer] suite)"
     )

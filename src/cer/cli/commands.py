@@ -31,7 +31,6 @@ from cer.cli.exits import (
 )
 from cer.cli.parser import (
     build_parser,
-    review_commands,
 )
 from cer.cli.workflow_commands import CommandPause
 from cer.config import (
@@ -865,28 +864,6 @@ def _chart_runs(
         return ()
 
 
-def cmd_history(args: argparse.Namespace) -> int:
-    """``cer history`` (:mod:`cer.cli.history`, imported only for this command and
-    ``cer diff``: a run has no use for the history's listings and HTML pages)."""
-    from cer.cli import history
-
-    return history.cmd_history(args)
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    """``cer diff`` (see :func:`cmd_history`)."""
-    from cer.cli import history
-
-    return history.cmd_diff(args)
-
-
-def cmd_baseline(args: argparse.Namespace) -> int:
-    """``cer baseline update`` (:mod:`cer.cli.baseline`)."""
-    from cer.cli import baseline
-
-    return baseline.cmd_baseline(args)
-
-
 def cmd_check(args: argparse.Namespace) -> ExitCode:
     try:
         config = find_project_config()
@@ -1000,19 +977,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
+    if args.handler is None:
         parser.print_help()
         return ExitCode.USAGE
-    commands = {
-        **review_commands,
-        "run": cmd_run,
-        "history": cmd_history,
-        "diff": cmd_diff,
-        "check": cmd_check,
-        "merge": cmd_merge,
-        "baseline": cmd_baseline,
-    }
-    if args.command in commands:
-        return int(commands[args.command](args))
-    parser.error(f"unknown command {args.command}")
-    return ExitCode.USAGE  # pragma: no cover
+    return int(args.handler(args))

@@ -1,11 +1,19 @@
 """The ``cer`` command line's grammar: every subcommand, option and default, and the
-help text around them (the docs are checked against this parser)."""
+help text around them (the docs are checked against this parser).
+
+Each subcommand names its handler (``set_defaults(handler=...)``), the one way the
+program finds what to run: ``cer.cli.commands.main`` calls ``args.handler(args)``. A
+handler whose module only that command needs is named by module and function
+(:func:`command`) and imported when it runs, since every ``cer`` start builds this
+parser.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
-from typing import Any
 
 from cer import __version__
 from cer.cli.baseline import add_baseline_command
@@ -61,6 +69,20 @@ reports are written once per implementation, the label before the file's suffix.
 """
 
 
+Handler = Callable[[argparse.Namespace], int]
+"""What runs a subcommand: its parsed arguments in, its exit code out."""
+
+
+def command(module: str, name: str) -> Handler:
+    """The handler ``name`` of ``module``, imported only when its command runs."""
+
+    def handle(args: argparse.Namespace) -> int:
+        handler: Handler = getattr(import_module(module), name)
+        return int(handler(args))
+
+    return handle
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cer",
@@ -68,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"cer {__version__}")
+    parser.set_defaults(handler=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser(
         "run",
@@ -77,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    run.set_defaults(handler=command("cer.cli.commands", "cmd_run"))
     add_run_arguments(run)
     run.add_argument(
         "--shard",
@@ -183,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "in each run. A case is flaky when its status changed between runs of the same "
         "implementation id on the same suite content.",
     )
+    hist.set_defaults(handler=command("cer.cli.history", "cmd_history"))
     _add_history_location(hist)
     hist.add_argument("--case", metavar="NAME", help="show this case's status in each run")
     hist.add_argument(
@@ -214,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         "newest runs; with one, that run and the newest. Exit 1 when there are "
         "regressions, else 0.",
     )
+    diff.set_defaults(handler=command("cer.cli.history", "cmd_diff"))
     diff.add_argument("run_a", nargs="?", metavar="RUN_A", help="the earlier run")
     diff.add_argument("run_b", nargs="?", metavar="RUN_B", help="the later run")
     _add_history_location(diff)
@@ -227,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         "entries naming no constraint of the module's commonsformat.md. Exit 0 when "
         "clean, 1 on problems, 2 when the file cannot be read.",
     )
+    check.set_defaults(handler=command("cer.cli.commands", "cmd_check"))
     check.add_argument(
         "suite", nargs="?", type=Path, help=f"the evals.toml to check ({SUITE_HELP})"
     )
@@ -238,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         "same exit codes). Refuses overlapping or missing cases, different suites and "
         "different implementations (exit 2).",
     )
+    merge.set_defaults(handler=command("cer.cli.commands", "cmd_merge"))
     merge.add_argument("files", nargs="+", type=Path, metavar="RESULTS.json")
     merge.add_argument(
         "--baseline",
@@ -265,12 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the merged report to FILE instead of stdout",
     )
     add_baseline_command(commands)
-    review_commands.update(add_review_commands(commands))
-    review_commands.update(add_init_command(commands))
+    add_review_commands(commands)
+    add_init_command(commands)
     return parser
-
-
-review_commands: dict[str, Any] = {}
 
 
 def _positive_int(text: str) -> int:

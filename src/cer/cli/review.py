@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,14 +26,12 @@ __all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
 if TYPE_CHECKING:
     from cer.review.derive import Derivation, Draft
 
-Command = Callable[[argparse.Namespace], int]
-
 # The commands' own modules (the drafts file, the suite editor with tomlkit, the observing
 # run) are imported by each command when it runs: every `cer` start builds this parser.
 
 
-def add_review_commands(commands: Any) -> dict[str, Command]:
-    """Add the subcommands to ``commands``; returns name → handler."""
+def add_review_commands(commands: Any) -> None:
+    """Add the subcommands, each with its handler, to ``commands``."""
     derive_parser = commands.add_parser(
         "derive",
         help="propose draft cases for the constraints no case verifies",
@@ -94,7 +91,9 @@ def add_review_commands(commands: Any) -> dict[str, Command]:
     )
     discard.add_argument("names", nargs="+", metavar="NAME")
     _suite_option(discard)
-    return {"derive": cmd_derive, "approve": cmd_approve, "discard": cmd_discard}
+    derive_parser.set_defaults(handler=cmd_derive)
+    approve.set_defaults(handler=cmd_approve)
+    discard.set_defaults(handler=cmd_discard)
 
 
 def _suite_option(parser: argparse.ArgumentParser) -> None:

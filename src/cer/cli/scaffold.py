@@ -17,7 +17,6 @@ import argparse
 import keyword
 import re
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,8 +27,6 @@ FUNCTION = "normalize"
 """The function the stub defines and ``[tool.cer] impl`` names."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-Command = Callable[[argparse.Namespace], int]
 
 
 @dataclass(frozen=True)
@@ -171,8 +168,8 @@ def init_module(folder: Path, name: str | None = None) -> tuple[str, list[Writte
     return module, done
 
 
-def add_init_command(commands: Any) -> dict[str, Command]:
-    """Add ``cer init`` to ``commands``; returns name → handler."""
+def add_init_command(commands: Any) -> None:
+    """Add ``cer init``, with its handler, to ``commands``."""
     parser = commands.add_parser(
         "init",
         help="start a Commons Format module here",
@@ -187,7 +184,7 @@ def add_init_command(commands: Any) -> dict[str, Command]:
         metavar="NAME",
         help="the module's name, a Python module name (default: the folder's name)",
     )
-    return {"init": cmd_init}
+    parser.set_defaults(handler=cmd_init)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
