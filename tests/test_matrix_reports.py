@@ -154,7 +154,7 @@ def test_the_markdown_summary_of_a_matrix(matrix_and_suite: tuple[Matrix, Suite]
     text = matrix_markdown.render(matrix, suite)
     lines = text.splitlines()
     table = [line for line in lines if line.startswith("| ") and not line.startswith("| --")]
-    assert table[0].startswith("| # | implementation | version | passed |")
+    assert table[0].startswith("| # | implementation | version | share passed |")
     assert table[1].startswith("| 1 | <code>a</code> |  | 100.0% | 3 | 0 | 0 | 0 | 0 |")
     assert table[2].startswith("| 2 | <code>c</code> |  | 33.3% | 1 | 0 | 1 | 1 | 0 |")
     assert table[3].startswith("| 3 | <code>b</code> | <code>bee 2&#46;0</code> | 33.3% |")

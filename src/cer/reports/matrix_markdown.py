@@ -92,7 +92,7 @@ def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None
             "#",
             "implementation",
             "version",
-            "passed",
+            "share passed",
             "pass",
             "fail",
             "error",
