@@ -20,12 +20,16 @@ from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
     FakeRunner,
+    Implementations,
     fixed_loader,
     make_suite,
+    other_outcome,
+    ref_outcome,
     screen_text,
     settle,
     triage_outcome,
     triage_suite,
+    wait_until,
 )
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +198,35 @@ async def test_an_entry_left_naming_no_case_after_an_edit_is_said(tmp_path: Path
         (note,) = [n for n in app._notifications if n.title == "Baseline"]
         assert "known.toml:1: case 'renders-tabs' names no case of evals.toml" in note.message
         assert "cer run refuses this baseline" in note.message
+
+
+async def test_each_implementation_shows_its_own_known_and_stale_cells(tmp_path: Path) -> None:
+    path = tmp_path / "known.toml"
+    path.write_text(
+        '[[known]]\ncase = "renders-tabs"\nstatus = "fail"\nreason = "tabs"\n', encoding="utf-8"
+    )
+    ref, other = RunOptions("ref:evaluate"), RunOptions("other:evaluate")
+    runner = Implementations(
+        {ref.impl: FakeRunner(ref_outcome), other.impl: FakeRunner(other_outcome)}
+    )
+    app = create_app(
+        tmp_path / "evals.toml",
+        ref,
+        run=runner,
+        load=fixed_loader(triage_suite()),
+        watch=False,
+        implementations=(ref, other),
+        baseline=load_baseline(path),
+    )
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: app.runs_finished >= 1)
+        await settle(app)
+        first, second = (lane.board for lane in app.session.lanes)
+        assert (first.counts.known, first.counts.stale) == (1, 0)  # ref fails it as listed
+        assert (second.counts.known, second.counts.stale) == (0, 1)  # other passes it
+        line = next(line for line in screen_text(app).splitlines() if " renders-tabs " in line)
+        assert line.split()[:2] == ["✘", "✔!"]  # the stale entry's mark in other's cell
+        summary = screen_text(app).splitlines()[1]
+        ref_part, other_part = summary.split("│")[:2]
+        assert "1 known" in ref_part and "stale" not in ref_part
+        assert "1 stale" in other_part and "known" not in other_part
