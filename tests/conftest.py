@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     slow = {module(item) for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: module(item) not in slow)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker, collect the garbage now and freeze what is left, before
+    the worker reports that it has finished. pytest's own end collects five times over
+    the whole heap (to find the unraisable exceptions), and on a busy machine that took
+    the worker over five seconds past the controller's goodbye, after which execnet sends
+    the worker a SIGINT to end it: the stray ``KeyboardInterrupt`` that the run's
+    warnings showed. Frozen objects are left out of those collections; what becomes
+    garbage after this point is still collected and its unraisable exceptions reported."""
+    if hasattr(session.config, "workerinput"):
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture

@@ -314,6 +314,8 @@ def test_a_process_killed_mid_transaction_leaves_a_valid_database_without_its_ru
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()
     assert child.returncode == -signal.SIGKILL
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
