@@ -89,7 +89,37 @@ implementation's text (:mod:`cer.cli.workflow_commands`); set by :func:`main`.""
 first run takes if it is still fresh."""
 
 if TYPE_CHECKING:
-    from cer.matrix import Matrix
+    from cer.matrix import AgreeOn, GroupBy, Matrix
+
+
+@dataclass(frozen=True)
+class Output:
+    """What ``cer run``'s output arguments ask for (``--format``, ``--output``, ``-v``,
+    ``-q``, ``--report``, ``--agree-on``, ``--group-by``, ``--coverage``), read once
+    from the command line and handed to everything that reports."""
+
+    format: Literal["text", "json", "jsonl"]
+    path: Path | None
+    """``--output``: the file the report goes to instead of standard output."""
+    verbose: bool
+    quiet: bool
+    reports: tuple[ReportRequest, ...]
+    agree_on: AgreeOn | None
+    group_by: GroupBy | None
+    coverage_details: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Output:
+        return cls(
+            format=args.format,
+            path=args.output,
+            verbose=args.verbose,
+            quiet=args.quiet,
+            reports=tuple(args.reports),
+            agree_on=args.agree_on,
+            group_by=args.group_by,
+            coverage_details=args.coverage,
+        )
 
 
 def _stop_on_signals() -> None:
@@ -129,12 +159,12 @@ def report_targets(request: ReportRequest, labels: Sequence[str]) -> list[str]:
     return [labelled_path(request.path, label) for label in labels]
 
 
-def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str | None:
+def _check_reports(output: Output, labels: Sequence[str] = ()) -> str | None:
     """Why the requested reports cannot all be written, or None when they can.
 
     ``labels`` (several implementations): each report is written once per label, to
     :func:`labelled_path`, and never to standard output."""
-    requests: list[ReportRequest] = args.reports
+    requests = output.reports
     if labels:
         for request in requests:
             if request.to_stdout:
@@ -144,8 +174,8 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
                     f"standard output: give it a path (--report {request.format}=PATH)"
                 )
     seen: dict[str, str] = {}
-    if args.output is not None:
-        seen[str(Path(args.output).resolve())] = "--output"
+    if output.path is not None:
+        seen[str(Path(output.path).resolve())] = "--output"
     for request in requests:
         if request.to_stdout:
             continue
@@ -158,29 +188,29 @@ def _check_reports(args: argparse.Namespace, labels: Sequence[str] = ()) -> str 
     exclusive = [r.format for r in requests if r.to_stdout and not FORMATS[r.format].line_oriented]
     if len(exclusive) > 1:
         return f"reports {', '.join(exclusive)} cannot all write to standard output"
-    if labels and args.format == "jsonl":
+    if labels and output.format == "jsonl":
         return (
             "--format jsonl streams the results of one implementation; with several, "
             "use --format json, or one cer run per implementation"
         )
-    if exclusive and args.format in ("json", "jsonl") and args.output is None:
+    if exclusive and output.format in ("json", "jsonl") and output.path is None:
         return (
-            f"--format {args.format} and --report {exclusive[0]} both write to standard output; "
+            f"--format {output.format} and --report {exclusive[0]} both write to standard output; "
             "send one of them to a file"
         )
     return None
 
 
-def _report_paths(args: argparse.Namespace, labels: Sequence[str]) -> list[Path]:
+def _report_paths(output: Output, labels: Sequence[str]) -> list[Path]:
     """Every file this run writes a report to (``--output`` and each ``--report``)."""
-    paths = [Path(args.output)] if args.output is not None else []
-    for request in args.reports:
+    paths = [Path(output.path)] if output.path is not None else []
+    for request in output.reports:
         if not request.to_stdout:
             paths.extend(Path(name) for name in report_targets(request, labels))
     return paths
 
 
-def _remove_stale_reports(args: argparse.Namespace, labels: Sequence[str], suite: Path) -> None:
+def _remove_stale_reports(output: Output, labels: Sequence[str], suite: Path) -> None:
     """Remove the reports of an earlier run before this one starts.
 
     Reports are written whole when the run finishes (cer.reports.write_report); a run
@@ -192,7 +222,7 @@ def _remove_stale_reports(args: argparse.Namespace, labels: Sequence[str], suite
         suite_file = suite.resolve()
     except OSError:
         suite_file = suite
-    for path in _report_paths(args, labels):
+    for path in _report_paths(output, labels):
         try:
             if path.resolve() == suite_file or path.is_dir():
                 continue
@@ -244,6 +274,7 @@ def _rerun_selection(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    output = Output.from_args(args)
     try:
         resolved = resolve_run(args)
         max_bytes = history_max_bytes(resolved.config)
@@ -268,11 +299,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     verdicts = _Verdicts.prepare(resolved, suite, module_doc)
     if verdicts is None:
         return ExitCode.USAGE
-    problem = _check_reports(args, resolved.labels if resolved.several else ())
+    problem = _check_reports(output, resolved.labels if resolved.several else ())
     if problem is not None:
         print_error(problem)
         return ExitCode.USAGE
-    _remove_stale_reports(args, resolved.labels if resolved.several else (), suite.path)
+    _remove_stale_reports(output, resolved.labels if resolved.several else (), suite.path)
     if args.failed and args.no_history:
         print_error("--failed needs the run history; it cannot be used with --no-history")
         return ExitCode.USAGE
@@ -288,12 +319,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             mark_gap(history_path, suite.path)  # this run goes unrecorded
         if history is not None:
             history.warm_up()  # its first disk flushes overlap the run
-    resolved = _protect_outputs(args, resolved, history, suite)
+    resolved = _protect_outputs(output, resolved, history, suite)
     try:
         if resolved.several:
-            return _run_matrix(args, resolved, suite, history, module_doc, verdicts)
+            return _run_matrix(
+                output, resolved, suite, history, module_doc, verdicts, rerun_failed=args.failed
+            )
         return _run_and_report(
-            args, resolved.options, suite, history, module_doc, verdicts, resolved.labels[0]
+            output,
+            resolved.options,
+            suite,
+            history,
+            module_doc,
+            verdicts,
+            resolved.labels[0],
+            rerun_failed=args.failed,
         )
     finally:
         if history is not None:
@@ -301,12 +341,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _protect_outputs(
-    args: argparse.Namespace, resolved: ResolvedRun, history: History | None, suite: Suite
+    output: Output, resolved: ResolvedRun, history: History | None, suite: Suite
 ) -> ResolvedRun:
     """``resolved`` with the run's report files, history database and its mark of an
     unrecorded run added to what the sandbox keeps the implementation away from."""
-    outputs = [args.output] if args.output is not None else []
-    outputs.extend(r.path for r in args.reports if not r.to_stdout)
+    outputs: list[str | Path] = [output.path] if output.path is not None else []
+    outputs.extend(r.path for r in output.reports if not r.to_stdout)
     paths = [str(Path(p).resolve()) for p in outputs]
     if resolved.several:
         paths.extend(labelled_path(p, label) for p in list(paths) for label in resolved.labels)
@@ -446,22 +486,24 @@ def _figures(coverage: Coverage | None, suite: Suite) -> CoverageFigures | None:
 
 
 def _run_and_report(
-    args: argparse.Namespace,
+    output: Output,
     options: RunOptions,
     suite: Suite,
     history: History | None,
     module_doc: _ModuleDoc,
     verdicts: _Verdicts | None = None,
     label: str = "",
+    *,
+    rerun_failed: bool = False,
 ) -> int:
     """Run (``--failed``: only what failed last time), record, and write every output."""
-    if args.failed:
+    if rerun_failed:
         rerun, stop = _failed_only(history, suite, [options], several=False)
         if stop is not None:
             return stop
         (options,) = rerun
-    progress = console.Progress(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
-    stream = _LineStream.open(args, suite) if args.format == "jsonl" else None
+    progress = console.Progress(sys.stderr, enabled=not output.quiet and sys.stderr.isatty())
+    stream = _LineStream.open(output, suite) if output.format == "jsonl" else None
     if stream is False:
         return ExitCode.USAGE
     try:
@@ -500,15 +542,15 @@ def _run_and_report(
         suite,
         coverage,
         flaky,
-        _chart_runs(args, history, suite),
-        _approvals(args, history, suite),
+        _chart_runs(output, history, suite),
+        _approvals(output, history, suite),
         conformance=conformance,
     )
     summary_line = console.summary_line(run, conformance=conformance) + "\n"
     if stream:
         stream.finish(results_document(context))
         text = ""
-    elif args.format == "json":
+    elif output.format == "json":
         text = (
             for_json(
                 json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
@@ -516,14 +558,14 @@ def _run_and_report(
             + "\n"
         )
     else:
-        colour = args.output is None and console.use_colour(sys.stdout)
+        colour = output.path is None and console.use_colour(sys.stdout)
         text = console.render_report(
             run,
             suite,
             colour=colour,
-            verbose=args.verbose,
+            verbose=output.verbose,
             coverage=coverage,
-            coverage_details=args.coverage,
+            coverage_details=output.coverage_details,
             flaky=flaky,
             conformance=conformance,
         )
@@ -531,10 +573,10 @@ def _run_and_report(
     shortfall = conformance.shortfall()
     if shortfall is not None and verdicts.require_coverage:
         print_error(f"--require-coverage: {shortfall}")
-    stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in args.reports)
-    if not _write_main_report(args, text, summary_line, stdout_taken):
+    stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in output.reports)
+    if not _write_main_report(output, text, summary_line, stdout_taken):
         return ExitCode.USAGE
-    for request in args.reports:
+    for request in output.reports:
         report = render_report(request.format, context)
         if request.to_stdout:
             sys.stdout.flush()
@@ -563,9 +605,9 @@ class _LineStream:
         self.where = where
 
     @classmethod
-    def open(cls, args: argparse.Namespace, suite: Suite) -> _LineStream | Literal[False]:
+    def open(cls, output: Output, suite: Suite) -> _LineStream | Literal[False]:
         """The stream, or False (after saying why) when ``--output`` cannot be opened."""
-        if args.output is None:
+        if output.path is None:
             out = sys.stdout.buffer
             gone = False
 
@@ -581,11 +623,11 @@ class _LineStream:
 
             return cls(to_stdout, sys.stdout.flush, suite, "standard output")
         try:
-            write, close = jsonlines.file_writer(args.output)
+            write, close = jsonlines.file_writer(output.path)
         except OSError as exc:
-            print_error(f"cannot write {args.output}: {exc.strerror or exc}")
+            print_error(f"cannot write {output.path}: {exc.strerror or exc}")
             return False
-        return cls(write, close, suite, str(args.output))
+        return cls(write, close, suite, str(output.path))
 
     def on(self, progress: Callable[[RunEvent], None]) -> Callable[[RunEvent], None]:
         """An event handler that writes the lines, then shows the progress."""
@@ -612,23 +654,21 @@ class _LineStream:
             close()
 
 
-def _write_main_report(
-    args: argparse.Namespace, text: str, summary_line: str, stdout_taken: bool
-) -> bool:
+def _write_main_report(output: Output, text: str, summary_line: str, stdout_taken: bool) -> bool:
     """Write the report (``--output`` or stdout); False when ``--output`` failed, after
     the report went to stdout instead."""
-    if args.format == "jsonl":  # the lines went out as the run went
-        if args.output is not None and not stdout_taken:
+    if output.format == "jsonl":  # the lines went out as the run went
+        if output.path is not None and not stdout_taken:
             sys.stdout.write(summary_line)
         return True
-    if args.output is not None:
+    if output.path is not None:
         try:
-            write_report(text, args.output)
+            write_report(text, output.path)
         except OSError as exc:
-            print_error(f"cannot write {args.output}: {exc}")
+            print_error(f"cannot write {output.path}: {exc}")
             sys.stdout.write(text)
             return False
-        if args.format == "json" and not stdout_taken:
+        if output.format == "json" and not stdout_taken:
             sys.stdout.write(summary_line)
     elif stdout_taken:
         sys.stderr.write(text)  # standard output carries the report
@@ -668,19 +708,21 @@ def _rerun_selection_many(
 
 
 def _run_matrix(
-    args: argparse.Namespace,
+    output: Output,
     resolved: ResolvedRun,
     suite: Suite,
     history: History | None,
     module_doc: _ModuleDoc,
     verdicts: _Verdicts | None = None,
+    *,
+    rerun_failed: bool = False,
 ) -> int:
     """Run the implementations side by side within the ``-j`` budget
     (:mod:`cer.engine.side_by_side`), record each run on its own as it finishes, and
     report the matrix (text or JSON) and one report file per implementation."""
     implementations = list(resolved.implementations)
     labels = resolved.labels
-    if args.failed:
+    if rerun_failed:
         implementations, stop = _failed_only(history, suite, implementations, several=True)
         if stop is not None:
             return stop
@@ -693,7 +735,7 @@ def _run_matrix(
     conformances: list[Conformance | None] = [None] * len(labels)
     verdicts = verdicts or _Verdicts()
     progress = console.SideBySideProgress(
-        sys.stderr, not args.quiet and sys.stderr.isatty(), labels
+        sys.stderr, not output.quiet and sys.stderr.isatty(), labels
     )
 
     def finished(index: int, run: RunResult) -> None:
@@ -733,7 +775,7 @@ def _run_matrix(
     concluded = [c for c in conformances if c is not None]
     from cer.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
 
-    agree_on = getattr(args, "agree_on", None) or AGREE_ON_EXPECTED
+    agree_on = output.agree_on or AGREE_ON_EXPECTED
     known = [
         None
         if conformance.baseline is None
@@ -741,7 +783,7 @@ def _run_matrix(
         for conformance in concluded
     ]
     matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
-    charted = _chart_runs(args, history, suite)
+    charted = _chart_runs(output, history, suite)
     contexts = [
         ReportContext(
             run,
@@ -749,7 +791,7 @@ def _run_matrix(
             coverage,
             flaky_names,
             charted,
-            _approvals(args, history, suite),
+            _approvals(output, history, suite),
             conformance=conformance,
         )
         for run, coverage, flaky_names, conformance in zip(
@@ -757,30 +799,30 @@ def _run_matrix(
         )
     ]
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
-    if args.format == "json":
+    if output.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
         text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
     else:
-        to_terminal = args.output is None and sys.stdout.isatty()
+        to_terminal = output.path is None and sys.stdout.isatty()
         text = console.render_matrix(
             matrix,
             suite,
-            colour=args.output is None and console.use_colour(sys.stdout),
-            verbose=args.verbose,
+            colour=output.path is None and console.use_colour(sys.stdout),
+            verbose=output.verbose,
             width=shutil.get_terminal_size().columns if to_terminal else console.MATRIX_WIDTH,
             coverages=coverages,
             flaky=flaky,
-            group_by=getattr(args, "group_by", None),
+            group_by=output.group_by,
         )
     code = (
         ExitCode.USAGE
         if untrusted
         else exit_code_for_runs(runs, concluded, require_coverage=verdicts.require_coverage)
     )
-    if not _write_main_report(args, text, summary_line, stdout_taken=False):
+    if not _write_main_report(output, text, summary_line, stdout_taken=False):
         return ExitCode.USAGE
     statements = [conformance.statement for conformance in concluded]
-    for request in args.reports:
+    for request in output.reports:
         if request.format in MATRIX_REPORTS:
             try:
                 write_report(
@@ -837,11 +879,11 @@ def _record(
 
 
 def _approvals(
-    args: argparse.Namespace, history: History | None, suite: Suite
+    output: Output, history: History | None, suite: Suite
 ) -> tuple[ApprovalEvent, ...] | None:
     """The suite's approval records (who approved which case), when a manifest is
     written; None without history, or with a warning when it cannot be read."""
-    if history is None or not any(r.format == "manifest" for r in args.reports):
+    if history is None or not any(r.format == "manifest" for r in output.reports):
         return None
     try:
         return history.approvals(suite_path=suite.path)
@@ -850,12 +892,10 @@ def _approvals(
         return None
 
 
-def _chart_runs(
-    args: argparse.Namespace, history: History | None, suite: Suite
-) -> tuple[RunRecord, ...]:
+def _chart_runs(output: Output, history: History | None, suite: Suite) -> tuple[RunRecord, ...]:
     """The recorded runs of the suite, newest first, when a requested report charts
     them (html); empty otherwise, or with a warning when history cannot be read."""
-    if history is None or not any(FORMATS[r.format].needs_history for r in args.reports):
+    if history is None or not any(FORMATS[r.format].needs_history for r in output.reports):
         return ()
     try:
         return history.runs(KEEP_RUNS, suite_path=suite.path)
