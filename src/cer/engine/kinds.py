@@ -5,8 +5,8 @@ and the backend that runs its cases.
 Every place that reads a kind asks this table (:data:`KINDS`, :func:`kind_named`):
 the command line and the configuration, the pytest plugin, the runner choosing the
 backend, the plan, the sandbox's policy, labels, ids and repro lines. A new kind is a
-new :class:`Kind` here and its backend (docs/architecture.md, "where a new
-implementation kind goes").
+new :class:`Kind` here and its backend (docs/architecture.md, "Where a new X goes":
+"An implementation kind").
 
 The backend is named as a string (``module:Class``, as an entry point names an object)
 and imported only when a run of that kind starts, so that this table imports nothing:

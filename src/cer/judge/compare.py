@@ -842,4 +842,5 @@ OPERATORS: dict[str, Operator] = {
     )
 }
 """Every operator of an expect table, by name: what :func:`is_operator_key` knows and
-:func:`compare` applies (docs/architecture.md, "where a new comparison operator goes")."""
+:func:`compare` applies (docs/architecture.md, "Where a new X goes": "A comparison
+operator")."""
