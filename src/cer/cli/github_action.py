@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cer.engine.kinds import KINDS
+
 __all__ = ["ActionInputs", "InputError", "cer_command", "main"]
 
 SUMMARY_LIMIT = 1_000_000
@@ -96,9 +98,9 @@ def cer_command(inputs: ActionInputs, python: str = sys.executable) -> list[str]
     if inputs.suite:
         command.append(inputs.suite)
     if inputs.impl:
-        command += ["--impl", inputs.impl]
+        command += [KINDS["python"].option, inputs.impl]
     if inputs.impl_cmd:
-        command += ["--impl-cmd", inputs.impl_cmd]
+        command += [KINDS["command"].option, inputs.impl_cmd]
     if inputs.baseline:
         command += ["--baseline", inputs.baseline]
     if inputs.shard:
