@@ -533,19 +533,9 @@ def _run_and_report(
         raise
     progress.clear()
     verdicts = verdicts or _Verdicts()
-    coverage = module_doc.coverage(suite, run)
-    figures = _figures(coverage, suite)
-    conformance = verdicts.conformance(suite, run, coverage, figures, label)
-    flaky, untrusted = _record(history, run, suite, figures, conformance)
-    context = ReportContext(
-        run,
-        suite,
-        coverage,
-        flaky,
-        _chart_runs(output, history, suite),
-        _approvals(output, history, suite),
-        conformance=conformance,
-    )
+    concluded = _conclude(run, suite, module_doc, verdicts, label, history)
+    coverage, conformance, flaky = concluded.coverage, concluded.conformance, concluded.flaky
+    (context,) = _contexts(output, history, suite, [concluded])
     summary_line = console.summary_line(run, conformance=conformance) + "\n"
     if stream:
         stream.finish(results_document(context))
@@ -569,26 +559,15 @@ def _run_and_report(
             flaky=flaky,
             conformance=conformance,
         )
-    code = ExitCode.USAGE if untrusted else verdicts.exit_code(run, conformance)
+    code = ExitCode.USAGE if concluded.untrusted else verdicts.exit_code(run, conformance)
     shortfall = conformance.shortfall()
     if shortfall is not None and verdicts.require_coverage:
         print_error(f"--require-coverage: {shortfall}")
     stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in output.reports)
     if not _write_main_report(output, text, summary_line, stdout_taken):
         return ExitCode.USAGE
-    for request in output.reports:
-        report = render_report(request.format, context)
-        if request.to_stdout:
-            sys.stdout.flush()
-            with COMMANDS.own_commands() if request.format == "github" else nullcontext():
-                sys.stdout.write(report)
-                sys.stdout.flush()
-            continue
-        try:
-            write_report(report, request.path)
-        except OSError as exc:
-            print_error(f"cannot write the {request.format} report {request.path}: {exc}")
-            code = ExitCode.USAGE
+    if not _write_reports(output, [context], ()):
+        code = ExitCode.USAGE
     sys.stdout.flush()
     return code
 
@@ -728,11 +707,8 @@ def _run_matrix(
             return stop
     from cer.engine.side_by_side import run_side_by_side  # only several implementations
 
-    by_index: list[RunResult | None] = [None] * len(labels)
-    flaky: list[frozenset[str] | None] = [None] * len(labels)
-    coverages: list[Coverage | None] = [None] * len(labels)
+    by_index: list[_Concluded | None] = [None] * len(labels)
     untrusted = False
-    conformances: list[Conformance | None] = [None] * len(labels)
     verdicts = verdicts or _Verdicts()
     progress = console.SideBySideProgress(
         sys.stderr, not output.quiet and sys.stderr.isatty(), labels
@@ -741,14 +717,13 @@ def _run_matrix(
     def finished(index: int, run: RunResult) -> None:
         nonlocal untrusted, history
         progress.clear()
-        coverage = module_doc.coverage(suite, run, warn=not any(by_index))
-        figures = _figures(coverage, suite)
-        conformances[index] = verdicts.conformance(suite, run, coverage, figures, labels[index])
         # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
-        flaky_names, refused = _record(history, run, suite, figures, conformances[index])
-        if refused:
+        concluded = _conclude(
+            run, suite, module_doc, verdicts, labels[index], history, warn=not any(by_index)
+        )
+        if concluded.untrusted:
             untrusted, history = True, None  # the history is closed by the caller
-        flaky[index], coverages[index], by_index[index] = flaky_names, coverage, run
+        by_index[index] = concluded
 
     try:
         run_side_by_side(
@@ -771,8 +746,11 @@ def _run_matrix(
         print_error(f"{interruption(exc)}; no results were reported{recorded}")
         return interrupted_code(exc)
     progress.clear()
-    runs = [run for run in by_index if run is not None]
-    concluded = [c for c in conformances if c is not None]
+    finished_runs = [done for done in by_index if done is not None]
+    runs = [done.run for done in finished_runs]
+    concluded = [done.conformance for done in finished_runs]
+    coverages = [done.coverage for done in finished_runs]
+    flaky = [done.flaky for done in finished_runs]
     from cer.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
 
     agree_on = output.agree_on or AGREE_ON_EXPECTED
@@ -783,21 +761,7 @@ def _run_matrix(
         for conformance in concluded
     ]
     matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
-    charted = _chart_runs(output, history, suite)
-    contexts = [
-        ReportContext(
-            run,
-            suite,
-            coverage,
-            flaky_names,
-            charted,
-            _approvals(output, history, suite),
-            conformance=conformance,
-        )
-        for run, coverage, flaky_names, conformance in zip(
-            runs, coverages, flaky, concluded, strict=True
-        )
-    ]
+    contexts = _contexts(output, history, suite, finished_runs)
     summary_line = console.matrix_summary_line(matrix, suite) + "\n"
     if output.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
@@ -822,25 +786,101 @@ def _run_matrix(
     if not _write_main_report(output, text, summary_line, stdout_taken=False):
         return ExitCode.USAGE
     statements = [conformance.statement for conformance in concluded]
-    for request in output.reports:
-        if request.format in MATRIX_REPORTS:
-            try:
-                write_report(
-                    _matrix_report(request.format, matrix, suite, statements), request.path
-                )
-            except OSError as exc:
-                print_error(f"cannot write the {request.format} report {request.path}: {exc}")
-                code = ExitCode.USAGE
-            continue
-        for label, context in zip(labels, contexts, strict=True):
-            path = labelled_path(request.path, label)
-            try:
-                write_report(render_report(request.format, context), path)
-            except OSError as exc:
-                print_error(f"cannot write the {request.format} report {path}: {exc}")
-                code = ExitCode.USAGE
+
+    def matrix_page(format_name: str) -> str:
+        return _matrix_report(format_name, matrix, suite, statements)
+
+    if not _write_reports(output, contexts, labels, matrix_page):
+        code = ExitCode.USAGE
     sys.stdout.flush()
     return code
+
+
+@dataclass(frozen=True)
+class _Concluded:
+    """One implementation's finished run as every output reads it: judged against the
+    module's constraints and the baseline, and recorded."""
+
+    run: RunResult
+    coverage: Coverage | None
+    conformance: Conformance
+    flaky: frozenset[str] | None
+    """The cases the history marks flaky (None without a history)."""
+    untrusted: bool
+    """Whether the history turned out to be a database cer did not make."""
+
+
+def _conclude(
+    run: RunResult,
+    suite: Suite,
+    module_doc: _ModuleDoc,
+    verdicts: _Verdicts,
+    label: str,
+    history: History | None,
+    *,
+    warn: bool = True,
+) -> _Concluded:
+    """Judge a finished run's coverage and verdict and record it, the same for one
+    implementation or each of several (``warn``: say once that the module's document
+    could not be read)."""
+    coverage = module_doc.coverage(suite, run, warn=warn)
+    figures = _figures(coverage, suite)
+    conformance = verdicts.conformance(suite, run, coverage, figures, label)
+    flaky, untrusted = _record(history, run, suite, figures, conformance)
+    return _Concluded(run, coverage, conformance, flaky, untrusted)
+
+
+def _contexts(
+    output: Output, history: History | None, suite: Suite, runs: Sequence[_Concluded]
+) -> list[ReportContext]:
+    """What each implementation's reports are written from, in the order of ``runs``."""
+    charted = _chart_runs(output, history, suite)
+    approvals = _approvals(output, history, suite)
+    return [
+        ReportContext(
+            done.run,
+            suite,
+            done.coverage,
+            done.flaky,
+            charted,
+            approvals,
+            conformance=done.conformance,
+        )
+        for done in runs
+    ]
+
+
+def _write_reports(
+    output: Output,
+    contexts: Sequence[ReportContext],
+    labels: Sequence[str],
+    matrix_page: Callable[[str], str] | None = None,
+) -> bool:
+    """Write every ``--report``: one per implementation (``labels``, several: each to
+    its labelled path), or with several the one matrix page of
+    :data:`MATRIX_REPORTS`; False when one could not be written, after saying so."""
+    written = True
+    for request in output.reports:
+        if matrix_page is not None and request.format in MATRIX_REPORTS:
+            pages = [(request.path, matrix_page(request.format))]
+        else:
+            pages = [
+                (path, render_report(request.format, context))
+                for path, context in zip(report_targets(request, labels), contexts, strict=True)
+            ]
+        for path, report in pages:
+            if request.to_stdout:
+                sys.stdout.flush()
+                with COMMANDS.own_commands() if request.format == "github" else nullcontext():
+                    sys.stdout.write(report)
+                    sys.stdout.flush()
+                continue
+            try:
+                write_report(report, path)
+            except OSError as exc:
+                print_error(f"cannot write the {request.format} report {path}: {exc}")
+                written = False
+    return written
 
 
 def _matrix_report(format_name: str, matrix: Matrix, suite: Suite, statements: list[str]) -> str:
