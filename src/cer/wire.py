@@ -1,9 +1,9 @@
 """The shapes of what goes between the supervisor and a worker, defined once for both
 ends of the pipe: the supervisor's requests (:class:`LoadRequest`, :class:`CaseMessage`,
 the :data:`SEQ` number a case is handed over under), the worker's answers
-(:class:`Loaded`, :class:`ResultMessage`) and the result payload a case's process
-writes of one call of the implementation (:class:`Payload`, tagged by one of the
-payload kinds below).
+(:class:`Loaded`, :class:`Confined`, :class:`ResultMessage`: a :data:`WorkerMessage`)
+and the result payload a case's process writes of one call of the implementation
+(:class:`Payload`, tagged by one of the payload kinds below).
 
 The worker (:mod:`cer.worker`) writes the answers and the payload; the engine and the
 judge (:func:`cer.judge.verdict.outcome_from_worker`) read them. They come from the
@@ -68,6 +68,15 @@ class Loaded(TypedDict, total=False):
     files: list[str]
 
 
+class Confined(TypedDict):
+    """``op = "confined"``: whether new processes were forbidden before the import
+    (``why`` not, when ``ok`` is false)."""
+
+    op: Literal["confined"]
+    ok: bool
+    why: str
+
+
 class Exit(TypedDict, total=False):
     """How a case's run ended: ``how`` is ``inline``, ``exited`` (with ``code``),
     ``signal`` (with ``signal`` and ``name``), ``timeout``, ``too_large`` or
@@ -92,6 +101,10 @@ class ResultMessage(TypedDict, total=False):
     anomaly: str | None
     strays: int
     stack: str
+
+
+WorkerMessage = Loaded | Confined | ResultMessage
+"""Every control message a worker sends."""
 
 
 # --- the result payload of one call ------------------------------------------------------

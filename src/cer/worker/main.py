@@ -46,7 +46,7 @@ from cer.process_tree import (
     signal_name,
 )
 from cer.sandbox import scratch
-from cer.wire import CRASH_KINDS, SEQ, CaseMessage
+from cer.wire import CRASH_KINDS, SEQ, CaseMessage, Exit, WorkerMessage
 from cer.worker.call import (
     STDLIB,
     StdlibTrees,
@@ -136,7 +136,7 @@ class Worker:
 
     # --- channel -------------------------------------------------------------------
 
-    def send(self, message: dict[str, Any], raw: bytes | None = None) -> None:
+    def send(self, message: WorkerMessage, raw: bytes | None = None) -> None:
         dumps, pack_frame, write = self._channel
         data = pack_frame(KIND_JSON, dumps(message))
         if raw is not None:
@@ -546,7 +546,7 @@ class Worker:
             poller.register(pidfd, select.POLLIN)
         open_fds = set(sinks)
         status: int | None = None
-        how: dict[str, Any] | None = None
+        how: Exit | None = None
         stack = b""
         while status is None:
             remaining = deadline - _monotonic()
