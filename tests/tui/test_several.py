@@ -155,6 +155,42 @@ async def test_failures_only_rerun_failed_and_groups_look_at_every_implementatio
         assert "rerun: 5 failed cases" in screen_text(app)
 
 
+def _cases_and_ref_cells(plain: str) -> list[tuple[str, str]]:
+    """(case, its ref cell) of each case line of the Matrix view's text."""
+    return [
+        (line[3:26].strip(), line[26:35].strip())
+        for line in plain.splitlines()[1:]
+        if line[3:4].strip() and not line.startswith(" " * 3 + "case") and "{ source" in line
+    ]
+
+
+async def test_matrix_view_narrows_to_what_one_implementation_fails() -> None:
+    app = app_for(several())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.press("m")
+        table = app.screen.query_one(MatrixTable)
+        everything = table.plain
+
+        def title() -> str:
+            return str(app.screen.query_one("#group-title").render())
+
+        await pilot.press("f")
+        assert "only what ref fails" in title()
+        assert _cases_and_ref_cells(table.plain) == [
+            ("renders-tabs", "✘ fail"),
+            ("keeps-final-newline", "✘ fail"),
+            ("divides-by-zero", "✘ fail"),
+        ]
+        assert "(1 shown)" in table.plain
+        await pilot.press("f")
+        assert "only what ref errors on" in title()
+        assert _cases_and_ref_cells(table.plain) == [("survives-deep-nesting", "‼ error")]
+        await pilot.press("a")
+        assert table.plain == everything
+        assert "only what" not in title()
+
+
 async def test_matrix_view_lists_disagreements_first_and_enter_shows_the_case() -> None:
     app = app_for(several())
     async with app.run_test(size=SIZE) as pilot:
@@ -164,14 +200,15 @@ async def test_matrix_view_lists_disagreements_first_and_enter_shows_the_case() 
         table = app.screen.query_one(MatrixTable)
         lines = table.plain.splitlines()
         assert lines[:9] == [
-            "   case                   ref      other    differs in",
+            "   case                   ref      other    input                         differs in",
             " ≠ 3 disagreements: the implementations observed different things",
-            " ≠ adds-integers          ✔ pass   ✔ pass   output",
-            " ≠ renders-tabs           ✘ fail   ✔ pass   html",
-            " ≠ reports-version        ✔ pass   ‼ error  other observed nothing",
+            ' ≠ adds-integers          ✔ pass   ✔ pass   { source = "adds-integers in… output',
+            ' ≠ renders-tabs           ✘ fail   ✔ pass   { source = "renders-tabs inp… html',
+            ' ≠ reports-version        ✔ pass   ‼ error  { source = "reports-version … '
+            "other observed nothing",
             "",
             " ‼ 1 case every implementation errored: nothing to compare",
-            " ‼ survives-deep-nesting  ‼ error  ‼ error",
+            ' ‼ survives-deep-nesting  ‼ error  ‼ error  { source = "survives-deep-ne…',
             "",
         ]
         assert lines[9] == " ✘ 3 cases not passed everywhere, in agreement"
@@ -181,6 +218,10 @@ async def test_matrix_view_lists_disagreements_first_and_enter_shows_the_case() 
         assert len(lines) == 20
         totals = str(app.screen.query_one("#matrix-totals").render())
         assert "passed" in totals and "ref:evaluate@fake" in totals
+        assert "ranking, fewest unsuccessful cases first" in totals
+        assert (
+            "   1. ref    ████████████▓▓▓▓▓▓▓░  58.3%  7 pass · 3 fail · 1 error · 1 skip" in totals
+        )
         screen = screen_text(app)
         assert "2 implementations × 12 cases · 3 disagreements" in screen
         # The cursor starts on the first disagreement; enter picks the second one.

@@ -73,12 +73,13 @@ def test_sections_put_disagreements_first() -> None:
     lines = [layout.line(entry).plain.rstrip() for entry in layout.entries()]
     assert lines[:3] == [
         " ≠ 2 disagreements: the implementations observed different things",
-        " ≠ typed        ✔ pass   ✔ pass   value",
-        " ≠ silent       ✔ pass   ‼ error  b observed nothing",
+        ' ≠ typed        ✔ pass   ✔ pass   { source = "typed input" }    value',
+        ' ≠ silent       ✔ pass   ‼ error  { source = "silent input" }   b observed nothing',
     ]
-    assert layout.header().plain.split() == ["case", "a", "b", "differs", "in"]
+    assert layout.header().plain.split() == ["case", "a", "b", "input", "differs", "in"]
     totals = [line.plain.rstrip() for line in layout.totals()]
     assert totals[0].split() == ["passed", "3", "2"]
+    assert "   ranking, fewest unsuccessful cases first" in totals
     assert totals[-2:] == [
         "   a  a:f@x — nonconformant",
         "   b  b:f@x — nonconformant",

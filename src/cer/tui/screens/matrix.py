@@ -4,7 +4,9 @@ A modal screen over the main one, like the group-by view: a title, the labels' h
 a Line API table that draws only the lines on screen (a matrix has as many rows as the
 suite has cases), and per-implementation totals with a legend. ``enter`` closes it on
 the highlighted case, which the main list then selects so that the detail panes show
-each implementation's observation side by side.
+each implementation's observation side by side. ``f`` narrows the view to what one
+implementation fails (then errors on, knows to fail, skips; then the next one's), ``a``
+shows every case again.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from cer.matrix import Matrix
+from cer.matrix import CellState, Matrix
 from cer.model import Status
+from cer.tui.state.matrix_layout import filters
 from cer.tui.widgets.matrix_table import MatrixTable
 
 
@@ -31,6 +34,8 @@ class MatrixScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,m,q", "leave", "Close", key_display="esc"),
         Binding("enter", "choose", "Show the case"),
+        Binding("f", "filter", "Only what one fails"),
+        Binding("a", "all", "Every case"),
     ]
 
     def __init__(
@@ -46,6 +51,8 @@ class MatrixScreen(ModalScreen[str | None]):
         self.current = current
         """The case to highlight first (the one selected in the list)."""
         self.statuses = statuses
+        self.only: tuple[int, CellState] | None = None
+        """The implementation and state the view is narrowed to (``f``), or None."""
 
     def compose(self) -> ComposeResult:
         # The box and its title take the group-by view's ids, so that every theme
@@ -70,10 +77,28 @@ class MatrixScreen(ModalScreen[str | None]):
 
     def _fill(self, matrix: Matrix, keep: str | None) -> None:
         self.matrix = matrix
-        layout = self.table.show(matrix, keep=keep)
+        if self.only is not None and self.only not in filters(matrix):
+            self.only = None
+        layout = self.table.show(matrix, keep=keep, only=self.only)
         self.query_one("#group-title", Static).update(Text(layout.title(self.suite_name)))
         totals = Text("\n").join(layout.totals())
         self.query_one("#matrix-totals", Static).update(totals)
+
+    def action_filter(self) -> None:
+        """Narrow the view to the next implementation's state some case has: what the
+        first implementation fails, errors on, knows to fail or skips, then the next
+        one's; after the last, every case again."""
+        choices = filters(self.matrix)
+        if not choices:
+            self.notify("every implementation passed every case", markup=False)
+            return
+        position = choices.index(self.only) + 1 if self.only in choices else 0
+        self.only = choices[position] if position < len(choices) else None
+        self._fill(self.matrix, self.table.cursor_name)
+
+    def action_all(self) -> None:
+        self.only = None
+        self._fill(self.matrix, self.table.cursor_name)
 
     def action_leave(self) -> None:
         self.dismiss(None)

@@ -5,7 +5,11 @@ view lists the matrix in sections: first the cases the implementations observed
 differently (whatever the suite expects, since divergence between implementations of
 one module is what its author needs to see), then the cases they all errored, then
 the cases not passed everywhere, then those passed everywhere, then those deselected
-everywhere; declared order within each. Per-implementation totals and a legend close it.
+everywhere; declared order within each. Each case shows its input beside the cells.
+Narrowed to one implementation's state (``only``: what it fails, errors on, knows to
+fail or skips), the view lists just those cases. Per-implementation totals, the
+ranking (fewest unsuccessful cases first, with a bar and the share passed) and a legend
+close it.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from dataclasses import dataclass, field
 from rich.style import Style
 from rich.text import Text
 
-from cer.matrix import Agreement, Matrix, Row
+from cer.matrix import Agreement, CellState, Matrix, Row
 from cer.model import Status
+from cer.tomltext import inline
 from cer.tui.state.formatting import SYMBOLS
 
 WORDS: dict[Status | None, str] = {
@@ -28,6 +33,23 @@ WORDS: dict[Status | None, str] = {
     Status.SKIPPED: "skip",
     None: "–",
 }
+STATE_CELLS: dict[str | None, str] = {
+    **{status.value: f"{SYMBOLS[status]} {WORDS[status]}" for status in Status},
+    "known": "◇ known",
+    None: f"{SYMBOLS[None]} {WORDS[None]}",
+}
+"""A cell's text by its state (``known``: a failure the baseline lists, never a pass)."""
+ONLY_WORDS: dict[str, str] = {
+    "fail": "fails",
+    "errored": "errors on",
+    "known": "knows to fail",
+    "skipped": "skips",
+}
+FILTER_STATES: tuple[CellState, ...] = ("fail", "errored", "known", "skipped")
+INPUT_WIDTH = 28
+"""Cells of a case's input beside its verdicts (cut with an ellipsis)."""
+BAR = 20
+_BAR_CHARS = {"pass": "█", "known": "▒", "fail": "▓", "errored": "▓", "skipped": "░"}
 MARKS: dict[Agreement, str] = {Agreement.DISAGREE: "≠", Agreement.ALL_ERRORED: "‼"}
 NAME_MAX = 40
 CELL_MIN = 7
@@ -118,6 +140,9 @@ class MatrixLayout:
     heading: Style = field(default_factory=lambda: Style(bold=True))
     muted: Style = field(default_factory=lambda: Style(dim=True))
     mark: Style = field(default_factory=lambda: Style(bold=True))
+    known: Style = field(default_factory=lambda: Style(color="magenta", bold=True))
+    only: tuple[int, CellState] | None = None
+    """Show only the cases column ``only[0]`` has in state ``only[1]``."""
 
     def __post_init__(self) -> None:
         names = [len(row.case_name) for row in self.matrix.rows]
@@ -127,11 +152,20 @@ class MatrixLayout:
     def entries(self) -> list[Entry]:
         """Every line below the header: section titles, their rows, a blank between."""
         lines: list[Entry] = []
-        for number, section in enumerate(sections(self.matrix)):
+        number = 0
+        for section in sections(self.matrix):
+            rows = section.rows
+            if self.only is not None:
+                index, state = self.only
+                rows = tuple(row for row in rows if row.states and row.states[index] == state)
+                if not rows:
+                    continue
             if number:
                 lines.append("")
-            lines.append(section.title)
-            lines.extend(section.rows)
+            shown = f" ({len(rows)} shown)" if len(rows) != len(section.rows) else ""
+            lines.append(section.title + shown)
+            lines.extend(rows)
+            number += 1
         return lines
 
     def _style(self, status: Status | None) -> Style:
@@ -142,6 +176,7 @@ class MatrixLayout:
         text.append(_fit("case", self.name_width), self.heading)
         for label, width in zip(self.matrix.labels, self.cell_widths, strict=True):
             text.append(_fit(label, width), self.heading)
+        text.append(_fit("input", INPUT_WIDTH + 2), self.heading)
         text.append("differs in", self.heading)
         return text
 
@@ -154,8 +189,11 @@ class MatrixLayout:
         text = Text(" ")
         text.append(f"{mark} ", self.mark if mark.strip() else Style())
         text.append(_fit(row.case_name, self.name_width))
-        for status, width in zip(row.statuses, self.cell_widths, strict=True):
-            text.append(_fit(f"{SYMBOLS[status]} {WORDS[status]}", width), self._style(status))
+        states = row.states or tuple(None if s is None else s.value for s in row.statuses)
+        for state, width in zip(states, self.cell_widths, strict=True):
+            style = self.known if state == "known" else self._style(_status(state))
+            text.append(_fit(STATE_CELLS[state], width), style)
+        text.append(_fit(" ".join(inline(dict(row.input)).split()), INPUT_WIDTH + 2), self.muted)
         if row.agreement is Agreement.DISAGREE:
             text.append(differs_in(row), self.muted)
         return text
@@ -177,7 +215,19 @@ class MatrixLayout:
                 count: int = getattr(summary, attribute)
                 text.append(_fit(str(count), width), self._style(status) if count else Style())
             lines.append(text)
+        known = [
+            sum(1 for row in self.matrix.rows if row.states and row.states[index] == "known")
+            for index in range(len(self.matrix.columns))
+        ]
+        if any(known):
+            text = Text("   ")
+            text.append(_fit("known", self.name_width), self.heading)
+            for count, width in zip(known, self.cell_widths, strict=True):
+                text.append(_fit(str(count), width), self.known if count else Style())
+            lines.append(text)
         width = max(len(label) for label in self.matrix.labels)
+        lines.append(Text(""))
+        lines.extend(self.ranking())
         lines.append(Text(""))
         for column, summary in zip(self.matrix.columns, summaries, strict=True):
             legend = Text("   ")
@@ -188,14 +238,72 @@ class MatrixLayout:
             lines.append(legend)
         return lines
 
+    def ranking(self) -> list[Text]:
+        """``1. ref  ████████████████████ 100.0%  12 pass · 0 fail · 0 error · 0 skip``."""
+        standings = self.matrix.ranking
+        width = max(len(s.label) for s in standings)
+        lines = [Text("   ranking, fewest unsuccessful cases first", self.heading)]
+        order: tuple[CellState, ...] = ("pass", "known", "fail", "errored", "skipped")
+        for standing in standings:
+            text = Text(f"   {standing.rank}. ")
+            text.append(standing.label.ljust(width + 2), self.heading)
+            widths = _bar_widths([standing.count(state) for state in order], BAR)
+            for state, part in zip(order, widths, strict=True):
+                style = self.known if state == "known" else self._style(_status(state))
+                text.append(_BAR_CHARS[state] * part, style)
+            text.append(" " * (BAR - sum(widths)))
+            counts = (
+                f"{standing.passed} pass · {standing.failed} fail · "
+                f"{standing.errored} error · {standing.skipped} skip"
+            )
+            if standing.known:
+                counts += f" · {standing.known} known"
+            text.append(f" {standing.percent:5.1f}%  {counts}")
+            lines.append(text)
+        return lines
+
     def title(self, suite_name: str) -> str:
         matrix = self.matrix
         count = len(matrix.disagreements)
+        only = ""
+        if self.only is not None:
+            index, state = self.only
+            only = f" · only what {matrix.labels[index]} {ONLY_WORDS[state]}"
         return (
             f"Matrix of {suite_name}: {len(matrix.columns)} implementations × "
             f"{len(matrix.rows)} cases · {count} disagreement{'s' if count != 1 else ''}"
-            " — enter shows the case, esc closes"
+            f"{only} — enter shows the case, f filters, esc closes"
         )
+
+
+def filters(matrix: Matrix) -> list[tuple[int, CellState]]:
+    """The states worth narrowing the view to, per implementation: those some case has."""
+    found = []
+    for index in range(len(matrix.columns)):
+        for state in FILTER_STATES:
+            if any(row.states and row.states[index] == state for row in matrix.rows):
+                found.append((index, state))
+    return found
+
+
+def _status(state: str | None) -> Status | None:
+    return None if state is None or state == "known" else Status(state)
+
+
+def _bar_widths(counts: list[int], width: int) -> list[int]:
+    """Parts of a bar proportional to ``counts``, each count shown by one cell at least."""
+    total = sum(counts)
+    if not total:
+        return [0] * len(counts)
+    parts = [max(1, count * width // total) if count else 0 for count in counts]
+    while sum(parts) > width:
+        parts[parts.index(max(parts))] -= 1
+    for index in sorted(range(len(counts)), key=lambda i: -(counts[i] * width % total)):
+        if sum(parts) >= width:
+            break
+        if counts[index]:
+            parts[index] += 1
+    return parts
 
 
 def differs_in(row: Row) -> str:

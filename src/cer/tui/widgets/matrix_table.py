@@ -17,7 +17,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cer.matrix import Matrix
+from cer.matrix import CellState, Matrix
 from cer.model import Status
 from cer.tui.state.matrix_layout import Entry, MatrixLayout
 
@@ -89,6 +89,7 @@ class MatrixTable(ScrollView, can_focus=True):
         self.case_lines: list[int] = []
         """Which entries are cases: the cursor moves over these."""
         self.cursor = 0
+        self.only: tuple[int, CellState] | None = None
         self._lines: dict[int, Strip] = {}
 
     # -- content ------------------------------------------------------------------------
@@ -97,12 +98,14 @@ class MatrixTable(ScrollView, can_focus=True):
         super().notify_style_update()
         self._lines.clear()
         if self.layout_ is not None:
-            self.layout_ = self.make_layout(self.matrix)
+            self.layout_ = self.make_layout(self.matrix, self.only)
 
     def _style(self, component: str) -> Style:
         return self.get_component_rich_style(component, partial=True)
 
-    def make_layout(self, matrix: Matrix) -> MatrixLayout:
+    def make_layout(
+        self, matrix: Matrix, only: tuple[int, CellState] | None = None
+    ) -> MatrixLayout:
         """The layout with the theme's styles."""
         statuses = self.statuses
         if statuses is None:
@@ -113,13 +116,21 @@ class MatrixTable(ScrollView, can_focus=True):
             heading=self._style("matrix-table--heading"),
             muted=self._style("matrix-table--muted"),
             mark=self._style("matrix-table--mark"),
+            only=only,
         )
 
-    def show(self, matrix: Matrix, keep: str | None = None) -> MatrixLayout:
-        """Show ``matrix``; the cursor stays on the case called ``keep`` when it can.
-        Returns the layout, whose totals and title the screen shows."""
+    def show(
+        self,
+        matrix: Matrix,
+        keep: str | None = None,
+        only: tuple[int, CellState] | None = None,
+    ) -> MatrixLayout:
+        """Show ``matrix`` (narrowed to ``only``: one implementation's state); the
+        cursor stays on the case called ``keep`` when it can. Returns the layout, whose
+        totals and title the screen shows."""
         self.matrix = matrix
-        self.layout_ = self.make_layout(matrix)
+        self.only = only
+        self.layout_ = self.make_layout(matrix, only)
         self.entries = self.layout_.entries()
         self.case_lines = [i for i, entry in enumerate(self.entries) if not isinstance(entry, str)]
         self._lines.clear()
