@@ -632,3 +632,26 @@ async def test_cases_deselected_from_the_start_are_deselected_in_the_matrix() ->
             "survives-deep-nesting",
             "bounded-memory",
         ]
+
+
+async def test_matrix_view_shows_known_failures_apart(tmp_path: Path) -> None:
+    from cer.results.baseline import load_baseline
+
+    path = tmp_path / "known.toml"
+    path.write_text(
+        '[[known]]\ncase = "renders-tabs"\nstatus = "fail"\nreason = "tabs"\n'
+        'implementation = "ref"\n',
+        encoding="utf-8",
+    )
+    app = app_for(several(), baseline=load_baseline(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.press("m")
+        table = app.screen.query_one(MatrixTable)
+        assert ("renders-tabs", "◇ known") in _cases_and_ref_cells(table.plain)
+        totals = str(app.screen.query_one("#matrix-totals").render())
+        assert "2 fail · 1 error · 1 skip · 1 known" in totals  # ref: never a pass
+        for _ in range(3):  # fails, errors on, then knows to fail
+            await pilot.press("f")
+        assert "only what ref knows to fail" in str(app.screen.query_one("#group-title").render())
+        assert _cases_and_ref_cells(table.plain) == [("renders-tabs", "◇ known")]

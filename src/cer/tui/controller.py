@@ -29,7 +29,7 @@ from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
 from cer.engine.options import RunCancelled, RunOptions
 from cer.history.database import History
 from cer.history.records import HistoryError
-from cer.matrix import build_matrix
+from cer.matrix import Known, build_matrix
 from cer.model import CaseResult, RunResult, Suite
 from cer.results.baseline import Baseline, check_run
 from cer.results.conformance import Conformance, conformance_of
@@ -362,10 +362,21 @@ class RunController:
         self.matrix_token += 1
         token, inputs, labels = self.matrix_token, self.session.matrix_inputs(), self.labels
         post = self.host.post_to_view
+        baseline = self.session.baseline
 
         def build() -> None:
             runs = tuple(each.run() for each in inputs)
-            post(messages.MatrixComputed(token, build_matrix(suite, runs, labels)))
+            known = None
+            if baseline is not None:  # what each lane fails as the baseline lists it
+                checks = [
+                    check_run(baseline, suite, r, label)
+                    for r, label in zip(runs, labels, strict=True)
+                ]
+                known = [
+                    {k.case_name: Known(k.entry.reason, k.entry.link) for k in c.known}
+                    for c in checks
+                ]
+            post(messages.MatrixComputed(token, build_matrix(suite, runs, labels, known=known)))
 
         self._worker(build, "matrix", "build the matrix")
 
