@@ -1,0 +1,172 @@
+"""The extension points of docs/architecture.md ("Where a new X goes") followed together,
+as the page says, and seen through ``cer run`` itself: a kind is one entry in
+:data:`cer.engine.kinds.KINDS` and its backend, an operator one entry in
+:data:`cer.judge.compare.OPERATORS` and its function, a report format one entry in
+:data:`cer.reports.FORMATS` and its renderer, and nothing else in cer is told of them.
+Each one's own worked example is named on that page (tests/tui/test_panes.py is the
+TUI pane's); here the toy kind's backend runs in this process, so no worker starts."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cer.cli.commands import main
+from cer.cli.exits import ExitCode
+from cer.engine import kinds
+from cer.engine.execution import Execution
+from cer.engine.kinds import Kind, kind_named
+from cer.engine.plan import Planned
+from cer.events import ImplementationLoaded
+from cer.judge import compare
+from cer.judge.compare import Operator
+from cer.judge.verdict import Outcome, judge
+from cer.model import MISSING, Mismatch
+from cer.reports import FORMATS, ReportContext, ReportFormat
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+SUITE = """
+commonsformat_evals = "0.2"
+target = "demo"
+
+[[cases]]
+name = "doubles"
+category = "functional"
+input = { x = 2 }
+expect = { output = 4 }
+
+[[cases]]
+name = "triples"
+category = "functional"
+input = { x = 3 }
+expect = { output = 9 }
+
+[[cases]]
+name = "shouts"
+category = "functional"
+input = { text = "hi" }
+expect = { output_endswith = "!" }
+"""
+
+
+class Recorded(Execution):
+    """The toy kind's backend: each case's observation read from a JSON file, judged
+    by the one verdict (:func:`cer.judge.verdict.judge`) as any other kind's."""
+
+    def run(self, planned: list[Planned]) -> None:
+        observed = json.loads(Path(self.options.impl).read_text(encoding="utf-8"))
+        self.implementation_id = kind_named(self.options.kind).id_stem(self.options.impl) + "@0"
+        self.emit(ImplementationLoaded(self.implementation_id, (self.options.impl,)))
+        for item in planned:
+            outcome = Outcome("returned", value=observed[item.case.name])
+            self.record(judge(item.case, outcome))
+
+    def stop(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+
+RECORDED = Kind(
+    name="recorded",  # type: ignore[arg-type]  # a real new kind joins the Literal too
+    option="--impl-recorded",
+    metavar="OBSERVED.json",
+    help="the observations recorded in OBSERVED.json, one per case name",
+    summary="recorded observations",
+    config_key="impl_recorded",
+    entry_key="recorded",
+    id_prefix="recorded",
+    python=False,
+    noun="the recording",
+    backend=f"{__name__}:Recorded",
+)
+
+
+def _ends_with(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    observed = observation.get(base, MISSING)
+    if type(observed) is str and type(value) is str and observed.endswith(value):
+        return []
+    return [Mismatch(path, f"{path}: expected {base} to end with {value!r}", value, observed)]
+
+
+def _render_toy(context: ReportContext) -> str:
+    """One line a case: what the run reported, never judged again."""
+    return "".join(f"{r.case_name} {r.status.value}\n" for r in context.run.results)
+
+
+TOY = ReportFormat("toy", "one line a case", "cer-toy.txt", _render_toy)
+
+
+@pytest.fixture
+def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    return tmp_path / "evals.toml"
+
+
+def _recording(folder: Path, shouts: str) -> Path:
+    recording = folder / "observed.json"
+    recording.write_text(
+        json.dumps({"doubles": {"output": 4}, "triples": {"output": 6}, "shouts": shouts}),
+        encoding="utf-8",
+    )
+    return recording
+
+
+def test_a_kind_an_operator_and_a_report_format_each_added_to_their_table_reach_cer_run(
+    suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(kinds.KINDS, "recorded", RECORDED)  # type: ignore[index]
+    monkeypatch.setitem(compare.OPERATORS, "_endswith", Operator("_endswith", True, _ends_with))
+    monkeypatch.setitem(FORMATS, "toy", TOY)
+    recording = _recording(suite.parent, "hi!")
+    report = suite.parent / "out" / "toy.txt"
+    code = main(
+        [
+            "run",
+            str(suite),
+            "--impl-recorded",
+            str(recording),
+            "--no-history",
+            "--report",
+            f"toy={report}",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == ExitCode.FAILED, out
+    # The operator judged "shouts"; the kind's backend ran every case; the format wrote
+    # what the run reported, and a false observation ("triples") still fails.
+    assert report.read_text(encoding="utf-8") == "doubles pass\ntriples fail\nshouts pass\n"
+
+
+def test_the_toy_operator_fails_what_it_does_not_match_and_without_it_the_key_is_literal(
+    suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(kinds.KINDS, "recorded", RECORDED)  # type: ignore[index]
+    monkeypatch.setitem(FORMATS, "toy", TOY)
+    recording = _recording(suite.parent, "hi!")
+    args = ["run", str(suite), "--impl-recorded", str(recording), "--no-history", "-k", "shouts"]
+    # Without the entry, output_endswith is a literal value: "hi!" is bound to it and
+    # compared strictly, which is never a pass.
+    assert main([*args, "--report", "toy=literal.txt"]) == ExitCode.FAILED
+    deselected = "doubles skipped\ntriples skipped\n"
+    assert Path("literal.txt").read_text(encoding="utf-8") == deselected + "shouts fail\n"
+    monkeypatch.setitem(compare.OPERATORS, "_endswith", Operator("_endswith", True, _ends_with))
+    _recording(suite.parent, "hi")
+    assert main([*args, "--report", "toy=missed.txt"]) == ExitCode.FAILED
+    assert Path("missed.txt").read_text(encoding="utf-8") == deselected + "shouts fail\n"
+    assert "expected output to end with '!'" in capsys.readouterr().out
+
+
+def test_the_reports_page_lists_exactly_the_formats_of_the_table() -> None:
+    page = (DOCS / "reports.md").read_text(encoding="utf-8")
+    table = page.split("| format ", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `(\w+)` +\|", table, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(FORMATS)
