@@ -467,8 +467,11 @@ class _Verdicts:
         coverage: Coverage | None,
         figures: CoverageFigures | None,
         label: str,
+        others: Sequence[str] = (),
     ) -> Conformance:
-        check = None if self.baseline is None else check_run(self.baseline, suite, run, label)
+        check = (
+            None if self.baseline is None else check_run(self.baseline, suite, run, label, others)
+        )
         needs_repair = 0 if figures is None else figures.needs_repair
         return conformance_of(run.summary, coverage, check, needs_repair)
 
@@ -719,7 +722,14 @@ def _run_matrix(
         progress.clear()
         # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
         concluded = _conclude(
-            run, suite, module_doc, verdicts, labels[index], history, warn=not any(by_index)
+            run,
+            suite,
+            module_doc,
+            verdicts,
+            labels[index],
+            history,
+            warn=not any(by_index),
+            others=labels,
         )
         if concluded.untrusted:
             untrusted, history = True, None  # the history is closed by the caller
@@ -819,13 +829,14 @@ def _conclude(
     history: History | None,
     *,
     warn: bool = True,
+    others: Sequence[str] = (),
 ) -> _Concluded:
     """Judge a finished run's coverage and verdict and record it, the same for one
     implementation or each of several (``warn``: say once that the module's document
-    could not be read)."""
+    could not be read; ``others``: the labels of the implementations run beside it)."""
     coverage = module_doc.coverage(suite, run, warn=warn)
     figures = _figures(coverage, suite)
-    conformance = verdicts.conformance(suite, run, coverage, figures, label)
+    conformance = verdicts.conformance(suite, run, coverage, figures, label, others)
     flaky, untrusted = _record(history, run, suite, figures, conformance)
     return _Concluded(run, coverage, conformance, flaky, untrusted)
 

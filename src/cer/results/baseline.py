@@ -237,14 +237,20 @@ def unmatched_entries(baseline: Baseline, suite: Suite) -> tuple[str, ...]:
     return tuple(problems)
 
 
-def implementation_names(run: RunResult, label: str | None = None) -> tuple[str, ...]:
+def implementation_names(
+    run: RunResult, label: str | None = None, others: Iterable[str] = ()
+) -> tuple[str, ...]:
     """The names an entry's ``implementation`` may use for the run's implementation:
-    its label, the implementation as given, and its automatic short label."""
+    its label, the implementation as given, and its automatic short label. ``others``
+    are the labels of the other implementations run beside it (a matrix): a name that
+    is one of them names that implementation only, never this one too (``calc`` is the
+    column ``calc``, not also ``calc-2``, the module ``calc``)."""
     names = [label] if label else []
     given = run.implementation or run.implementation_id.split("@")[0]
     if given:
         names.extend([given, short_label(guess_kind(given).name, given)])
-    return tuple(dict.fromkeys(names))
+    taken = frozenset(others) - {label}
+    return tuple(name for name in dict.fromkeys(names) if name not in taken)
 
 
 @dataclass(frozen=True)
@@ -345,13 +351,18 @@ def _count(number: int, word: str, plural: str | None = None) -> str:
 
 
 def check_run(
-    baseline: Baseline, suite: Suite, run: RunResult, label: str | None = None
+    baseline: Baseline,
+    suite: Suite,
+    run: RunResult,
+    label: str | None = None,
+    others: Iterable[str] = (),
 ) -> BaselineCheck:
     """Hold ``run`` against ``baseline``. Entries for another implementation (named by
-    ``label`` or :func:`implementation_names`) are left out; cases left to another
-    shard count nowhere, and other skipped cases are ``not_run``."""
+    ``label`` or :func:`implementation_names`, ``others`` being the labels of the
+    implementations run beside it) are left out; cases left to another shard count
+    nowhere, and other skipped cases are ``not_run``."""
     names = frozenset(case.name for case in suite.cases)
-    aliases = implementation_names(run, label)
+    aliases = implementation_names(run, label, others)
     known: list[KnownFailure] = []
     regressions: list[Regression] = []
     stale: list[StaleEntry] = []

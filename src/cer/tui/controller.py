@@ -315,7 +315,19 @@ class RunController:
         post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
         if self.history_path is not None:
             baseline, label = self.session.baseline, self.labels[index]
-            post(record_run(self.history_path, generation, suite, run, index, doc, baseline, label))
+            post(
+                record_run(
+                    self.history_path,
+                    generation,
+                    suite,
+                    run,
+                    index,
+                    doc,
+                    baseline,
+                    label,
+                    self.labels,
+                )
+            )
         return 1
 
     def _load_suite(self) -> Suite:
@@ -658,6 +670,7 @@ def record_run(
     doc: ModuleDoc | None = None,
     baseline: Baseline | None = None,
     label: str = "",
+    others: Sequence[str] = (),
 ) -> messages.HistoryRecorded:
     """Write a finished run to the history, with its coverage figures when the module
     declares constraints, and read back its flaky cases and the coverage figures of the
@@ -667,7 +680,7 @@ def record_run(
     Any failure becomes a message: the history never costs a run its results.
     """
     figures = run_figures(suite, run, doc)
-    verdict = run_verdict(suite, run, doc, figures, baseline, label)
+    verdict = run_verdict(suite, run, doc, figures, baseline, label, others)
     try:
         with History.open(path, max_bytes=configured_history_max_bytes(suite.directory)) as history:
             flaky = frontend.record_run(history, run, suite, figures, verdict)
@@ -705,10 +718,12 @@ def run_verdict(
     figures: CoverageFigures | None,
     baseline: Baseline | None = None,
     label: str = "",
+    others: Sequence[str] = (),
 ) -> Conformance:
     """The verdict sentence the run states, as ``cer run`` would state it: the word
     from its cases, what the known-failures baseline makes of them (for the lane's
-    implementation, ``label``), and K of N constraints covered when the module
+    implementation, ``label``, beside the lanes labelled ``others``), and K of N
+    constraints covered when the module
     declares them."""
     coverage = None
     if doc is not None and doc.declared is not None:
@@ -717,7 +732,7 @@ def run_verdict(
         except Exception:  # coverage is extra: the verdict then states the word alone
             coverage = None
     needs_repair = 0 if figures is None else figures.needs_repair
-    check = None if baseline is None else check_run(baseline, suite, run, label or None)
+    check = None if baseline is None else check_run(baseline, suite, run, label or None, others)
     return conformance_of(run.summary, coverage, check, needs_repair)
 
 

@@ -33,12 +33,14 @@ STALE_MARK = "stale"
 _LISTED_STATUS = {"fail": Status.FAIL, "errored": Status.ERRORED}
 
 
-def lane_aliases(label: str, options: RunOptions) -> tuple[str, ...]:
+def lane_aliases(label: str, options: RunOptions, others: Iterable[str] = ()) -> tuple[str, ...]:
     """The names an entry's ``implementation`` may use for a lane, as
     :func:`cer.results.baseline.implementation_names` gives them for a run: its label, the
-    implementation as given and its automatic short label."""
+    implementation as given and its automatic short label, but for the labels of the
+    other lanes (``others``), which name those lanes only."""
+    taken = frozenset(others) - {label}
     names = [label, options.impl, short_label(options.kind, options.impl)]
-    return tuple(dict.fromkeys(name for name in names if name))
+    return tuple(dict.fromkeys(name for name in names if name and name not in taken))
 
 
 @dataclass(frozen=True)

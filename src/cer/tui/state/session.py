@@ -212,7 +212,8 @@ class Session:
             if changed or not lane.board.rows:
                 lane.board.set_suite(suite)
                 if self.baseline is not None:
-                    aliases = lane_aliases(lane.label, lane.options)
+                    others = [other.label for other in self.lanes]
+                    aliases = lane_aliases(lane.label, lane.options, others)
                     lane.board.set_known(KnownFailures.of(self.baseline, suite, aliases))
             lane.board.begin_run(selection)
         return changed

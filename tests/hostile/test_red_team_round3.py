@@ -1,0 +1,72 @@
+"""Attacks on what a known-failures baseline, a matrix and the worker keep believing.
+
+Each test here once found a hole: a regression hidden behind another implementation's
+baseline entry, and so on. Each asserts the truthful outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cer.cli.commands import main
+from cer.cli.exits import ExitCode
+
+SUITE = """\
+commonsformat_evals = "0.2"
+target = "calc"
+
+[[cases]]
+name = "one"
+category = "functional"
+input = { value = 1 }
+expect = { value = 1 }
+
+[[cases]]
+name = "two"
+category = "functional"
+input = { value = 2 }
+expect = { value = 2 }
+"""
+
+WRONG_ON_TWO = 'def evaluate(value):\n    return {"value": 0 if value == 2 else value}\n'
+
+
+def test_an_entry_for_one_column_does_not_list_another_columns_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry names the column ``calc`` of the matrix (the label the report shows).
+    The other column, ``calc-2``, is the module ``calc``, whose short name is ``calc``
+    too: its failure of the same case once counted as known through that entry, and a
+    matrix with a regression exited 0."""
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "released.py").write_text(WRONG_ON_TWO, encoding="utf-8")
+    (tmp_path / "calc.py").write_text(WRONG_ON_TWO, encoding="utf-8")
+    (tmp_path / "known.toml").write_text(
+        '[[known]]\ncase = "two"\nstatus = "fail"\nreason = "the released one"\n'
+        'implementation = "calc"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        [
+            "run",
+            "evals.toml",
+            "--impl",
+            "calc=released:evaluate",
+            "--impl",
+            "calc:evaluate",
+            "--baseline",
+            "known.toml",
+            "--format",
+            "json",
+            "--no-history",
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    two = next(c for c in document["cases"] if c["case_name"] == "two")
+    assert [i["label"] for i in document["implementations"]] == ["calc", "calc-2"]
+    assert two["states"] == {"calc": "known", "calc-2": "fail"}
+    assert code == ExitCode.FAILED  # calc-2's failure is a regression
