@@ -787,6 +787,7 @@ def _run_matrix(
             coverages=coverages,
             flaky=flaky,
             group_by=output.group_by,
+            baselines=[None if c.baseline is None else c.baseline.phrase() for c in concluded],
         )
     code = (
         ExitCode.USAGE

@@ -657,6 +657,11 @@ def _where(suite: Suite, cases: Mapping[str, Case], name: str) -> str:
     return f"  {suite.path.name}{line} [[{CASE_CLASS_TO_ARRAY[case.case_class]}]]"
 
 
+def _said(baselines: Sequence[str | None], index: int) -> str:
+    phrase = baselines[index] if index < len(baselines) else None
+    return f": {phrase}" if phrase else ""
+
+
 def _origin_text(origin: ImplementationOrigin | None) -> str:
     """`` (tomli 2.0.1)``, `` (calc-python 0.1.0, as the harness declared itself)``."""
     if origin is None:
@@ -690,6 +695,7 @@ def render_matrix(
     coverages: Sequence[Coverage | None] = (),
     flaky: Sequence[frozenset[str] | None] = (),
     group_by: GroupBy | None = None,
+    baselines: Sequence[str | None] = (),
 ) -> str:
     """The text report of several implementations: the matrix (its rows under each
     tag or array with ``group_by``), the totals, the ranking, the legend, the
@@ -699,7 +705,8 @@ def render_matrix(
     observed differently (every case with ``verbose``; cases deselected everywhere
     never). A cell is a status symbol and word (the word is dropped when the matrix
     would not fit in ``width``). ``coverages`` and ``flaky`` are per column, in column
-    order, when known.
+    order, when known, and so are ``baselines``: what each run's baseline check says
+    (``2 known failures, 6 regressions``), after its verdict.
     """
     from cer.matrix import Agreement
 
@@ -799,7 +806,8 @@ def render_matrix(
     for index, column in enumerate(matrix.columns):
         text = for_terminal(
             f"  {column.label.ljust(label_w)}  {column.implementation_id}"
-            f"{_origin_text(column.run.origin)} — {column.summary.verdict}",
+            f"{_origin_text(column.run.origin)} — {column.summary.verdict}"
+            f"{_said(baselines, index)}",
             multiline=False,
         )
         coverage = coverages[index] if index < len(coverages) else None
