@@ -51,6 +51,11 @@ def attack(kind, mark=""):
         except PermissionError:
             return "refused"
         return "written"
+    if kind == "list":  # the run's folder, where every case's own folder is made
+        try:
+            return {"listed": sorted(os.listdir(os.path.dirname(here)))}
+        except PermissionError:
+            return {"listed": "refused"}
     if kind == "shm":
         found = sorted(os.listdir("/dev/shm"))
         with open(f"/dev/shm/{mark}", "wb") as handle:
@@ -145,6 +150,25 @@ def test_a_case_cannot_write_beside_its_own_scratch_folder(module: Path, kind: s
     """Not in the run's folder, where the next case's folder is made."""
     _module(module, [("beside", 'kind = "beside"')])
     assert _outputs(_run(module, kind)) == ["refused"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "isolation"),
+    [
+        pytest.param("python", "fork", id="python-fork"),
+        pytest.param("python", "none", id="python-none"),
+        pytest.param("command-per-case", "fork", id="per-case"),
+    ],
+)
+def test_a_case_cannot_list_the_folders_of_other_cases(
+    module: Path, kind: str, isolation: str
+) -> None:
+    """The run's folder holds every case's own, under names no case can guess: were it
+    listable, a case could read what the case before it (or one beside it, with -j)
+    left in a folder not removed yet."""
+    _module(module, [(f"list-{n}", 'kind = "list"') for n in range(3)])
+    outputs = _outputs(_run(module, kind, isolation=isolation, jobs=2))
+    assert [output["listed"] for output in outputs] == ["refused"] * 3, outputs
 
 
 @pytest.mark.skipif(

@@ -17,6 +17,7 @@ at a time, exactly as with a single worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -58,6 +59,11 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+_SCRATCH_UNLISTABLE = 0o300
+"""The run's scratch folder's mode while cases run: its owner may make, enter and
+remove entries, but not list them."""
+
+
 def run_suite(
     suite: Suite,
     options: RunOptions,
@@ -81,11 +87,19 @@ def run_suite(
     free_large_buffers_promptly()
     decision = confinement.decide(options.sandbox, options.network)
     scratch = tempfile.mkdtemp(prefix="cer-scratch-") if decision.abi else None
+    if scratch is not None:
+        # Write and search, no listing: each case's own folder in it has a name no case
+        # can guess, and one not removed yet must not be found by the next case (or one
+        # beside it) through a listing. The implementation's side holds no capability
+        # that would read past the mode.
+        os.chmod(scratch, _SCRATCH_UNLISTABLE)
     try:
         with spawned.owned_by(spawned.new_token()):  # its processes, for end_strays
             return _run_suite(suite, options, decision, scratch, on_event, cancel, warm)
     finally:
         if scratch is not None:
+            with contextlib.suppress(OSError):
+                os.chmod(scratch, 0o700)  # listable again, to be removed whole
             remove_scratch(scratch)
 
 
