@@ -26,7 +26,7 @@ from cer.model import SourceAccess
 from cer.suite.loader import load_suite
 from cer.tracebacks import CodeFrame, NoCode, Site, SourceReader
 from cer.tui.app import CerApp, create_app
-from cer.tui.state.commands import editor_command
+from cer.tui.state.editor import editor_command
 from tui.helpers import settle
 
 SECRET = "API_KEY = 'do-not-print-me'\n"

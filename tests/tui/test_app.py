@@ -21,7 +21,7 @@ from cer.tui.app import CerApp, create_app
 from cer.tui.keys import APP_KEYS, LIST_KEYS
 from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.help import HelpScreen
-from cer.tui.state.commands import editor_command
+from cer.tui.state.editor import editor_command
 from cer.tui.widgets.banner import Banner
 from cer.tui.widgets.case_list import CaseList
 from cer.tui.widgets.diff_pane import DiffPane

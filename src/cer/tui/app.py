@@ -47,8 +47,8 @@ from cer.tui.plain import notify
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.run import RunScreen
 from cer.tui.state.board import Board
-from cer.tui.state.commands import Launcher, run_subprocess
 from cer.tui.state.coverage_view import CoverageView
+from cer.tui.state.editor import Launcher, run_subprocess
 from cer.tui.state.session import Session
 from cer.tui.state.themes import DEFAULT_THEME, ThemeFile, find_themes
 from cer.tui.state.watching import WatchPlan

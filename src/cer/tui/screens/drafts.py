@@ -40,7 +40,7 @@ from cer.review.observe import DraftRun, run_drafts
 from cer.safetext import for_json
 from cer.suite.loader import SuiteError, load_suite
 from cer.tui.plain import notify, plain
-from cer.tui.state.commands import Launcher, editor_command
+from cer.tui.state.editor import Launcher, editor_command
 
 __all__ = ["ConfirmScreen", "DraftApproved", "DraftsRan", "DraftsScreen", "draft_line"]
 

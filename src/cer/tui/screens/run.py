@@ -41,7 +41,7 @@ from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.matrix import MatrixScreen
 from cer.tui.state.bars import HeaderState, SummaryState
 from cer.tui.state.board import Board, GroupKey
-from cer.tui.state.commands import Launcher, editor_command
+from cer.tui.state.editor import Launcher, editor_command
 from cer.tui.state.session import Failure, Session
 from cer.tui.state.styles import DetailStyles
 from cer.tui.theming import detail_styles
