@@ -13,6 +13,10 @@ import pytest
 
 from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
+from cer.model import Status
+from cer.suite.loader import load_suite
 
 SUITE = """\
 commonsformat_evals = "0.2"
@@ -70,3 +74,35 @@ def test_an_entry_for_one_column_does_not_list_another_columns_failure(
     assert [i["label"] for i in document["implementations"]] == ["calc", "calc-2"]
     assert two["states"] == {"calc": "known", "calc-2": "fail"}
     assert code == ExitCode.FAILED  # calc-2's failure is a regression
+
+
+LOWERS_ITS_LIMIT = """\
+import resource
+
+
+def evaluate(value):
+    if value == 1:
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (20, hard))
+        return {"value": 1}
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return {"value": 2 if soft != 20 else -soft}
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_limit_a_case_lowers_in_the_worker_is_not_the_next_cases(
+    tmp_path: Path, sandbox: str
+) -> None:
+    """Without isolation the case runs in the worker: a limit it lowered on itself
+    (``setrlimit``, which the seccomp filter allows) once stayed for the next case,
+    which saw 20 files where it had started with the worker's limit."""
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "lowers.py").write_text(LOWERS_ITS_LIMIT, encoding="utf-8")
+    suite = load_suite(tmp_path / "evals.toml")
+    options = RunOptions("lowers:evaluate", isolation="none", sandbox=sandbox, timeout=10.0)
+    run = run_suite(suite, options)
+    assert [r.status for r in run.results] == [Status.PASS, Status.PASS], [
+        r.reason for r in run.results
+    ]
+    assert "[the case changed a resource limit; the worker was recycled]" in run.results[0].stderr

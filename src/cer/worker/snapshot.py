@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import operator
 import os
+import resource
 import signal
 import sys
 import threading
@@ -64,6 +65,18 @@ _getprofile = sys.getprofile
 
 
 _getrecursionlimit = sys.getrecursionlimit
+
+
+_getrlimit = resource.getrlimit
+_RLIMITS = tuple(
+    getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")
+)
+"""Every resource limit of this process: a case that lowers one (``setrlimit``, files
+open, CPU time, address space) would leave the next case in the worker to run under it."""
+
+
+def _limits() -> tuple[tuple[int, int], ...]:
+    return tuple(_getrlimit(number) for number in _RLIMITS)
 
 
 _environ = os.environ
@@ -173,6 +186,7 @@ class Snapshot:
         "environ",
         "environ_store",
         "fds",
+        "limits",
         "modules",
         "path",
         "recursion",
@@ -190,6 +204,7 @@ class Snapshot:
     environ: dict[Any, Any]
     environ_store: Any
     fds: tuple[tuple[int, int] | None, ...]
+    limits: tuple[tuple[int, int], ...]
     modules: list[tuple[str, Any, dict[str, Any]]]
     path: list[Any]
     recursion: int
@@ -222,6 +237,7 @@ class Snapshot:
         snap.timers = tuple(_getitimer(which) for which in _TIMERS)
         snap.tracing = (_gettrace(), _getprofile())
         snap.recursion = _getrecursionlimit()
+        snap.limits = _limits()
         snap.versions = None
         snap.sys_modules = None
         if reader is not None:
@@ -276,6 +292,8 @@ class Snapshot:
         tracing = (_gettrace(), _getprofile())
         if not _same_items(self.tracing, tracing) or _getrecursionlimit() != self.recursion:
             changes.append("installed a trace or profile function or changed the recursion limit")
+        if _limits() != self.limits:
+            changes.append("changed a resource limit")
         if not changes and versions is not None and not quiet:
             versions.refresh()  # changed back to the same objects: still the snapshot
         known = self.sys_modules
