@@ -113,7 +113,7 @@ def test_every_row_of_the_baseline_table(tmp_path: Path) -> None:
     assert "nonconformant: 2 known failures, 3 regressions, 1 stale baseline entry" in (done.stdout)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a pytest session with two xdist workers, each starting pytest")
 def test_tool_cer_baseline_under_xdist(tmp_path: Path) -> None:
     """``baseline`` in ``[tool.cer]`` is the session's baseline, and the xdist workers
     mark the cases as the single process does."""
@@ -139,23 +139,26 @@ def test_a_listed_failure_passes_the_session(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("baseline", "message"),
+    ("baseline", "given", "message"),
     [
         (
             KNOWN + '\n[[known]]\ncase = "tab-expand"\nstatus = "fail"\nreason = "typo"\n',
+            ("--cer-baseline", "known.toml"),
             "known.toml:28: case 'tab-expand' names no case of ",
         ),
-        ('[[known]]\ncase = 1\nstatus = "fail"\nreason = "x"\n', "case must be a string"),
+        (
+            '[[known]]\ncase = 1\nstatus = "fail"\nreason = "x"\n',
+            ("-o", "cer_baseline=known.toml"),  # the ini option names it as well
+            "case must be a string",
+        ),
     ],
-    ids=["entry-naming-no-case", "malformed"],
+    ids=["entry-naming-no-case", "malformed-by-ini"],
 )
 def test_a_baseline_that_cannot_be_used_is_a_usage_error(
-    tmp_path: Path, baseline: str, message: str
+    tmp_path: Path, baseline: str, given: tuple[str, str], message: str
 ) -> None:
     folder = module_with(tmp_path, baseline)
-    done = pytest_run(
-        "evals.toml", "--cer-impl", "impl:run", "--cer-baseline", "known.toml", cwd=folder
-    )
+    done = pytest_run("evals.toml", "--cer-impl", "impl:run", *given, cwd=folder)
     assert done.returncode == 4, done.stdout + done.stderr
     assert "ERROR: cer: baseline: " in done.stderr and message in done.stderr
     assert "Traceback" not in done.stderr
