@@ -23,7 +23,15 @@ from typing import Any
 
 from cer.safetext import INVISIBLE_CHARS
 
-__all__ = ["INPUT_SHOWN_CHARS", "ShownInput", "inline", "input_line", "shown_input", "table_lines"]
+__all__ = [
+    "INPUT_SHOWN_CHARS",
+    "ShownInput",
+    "basic_string",
+    "inline",
+    "input_line",
+    "shown_input",
+    "table_lines",
+]
 
 INPUT_SHOWN_CHARS = 300
 """Characters of a case's input that a failure shows before cutting it."""
@@ -32,6 +40,10 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"'}
 _ESCAPES["\\"] = "\\\\"
 _NEEDS_ESCAPE = re.compile(f'["\\\\\x00-\x1f\x7f-\x9f{INVISIBLE_CHARS}\ud800-\udfff]')
+_NEEDS_ESCAPE_MULTILINE = re.compile(
+    f'["\\\\\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE_CHARS}\ud800-\udfff]'
+)
+"""As :data:`_NEEDS_ESCAPE`, less the tab and the line break a multi-line string keeps."""
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -39,12 +51,20 @@ def _escape(match: re.Match[str]) -> str:
     return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
 
 
-def _string(text: str) -> str:
-    return f'"{_NEEDS_ESCAPE.sub(_escape, text)}"'
+def basic_string(text: str, *, multiline: bool = False) -> str:
+    """``text`` as a TOML basic string: the quote, the backslash, every control
+    character, bidi control and invisible joiner (and a lone surrogate) escaped, so
+    that it never acts on a terminal. Multi-line (in triple quotes) keeps its line breaks
+    and tabs; a line break right after the opening quotes, which a reader drops, is doubled
+    so that a first one is kept."""
+    if not multiline:
+        return f'"{_NEEDS_ESCAPE.sub(_escape, text)}"'
+    lead = "\n" if text.startswith("\n") else ""
+    return f'"""{lead}{_NEEDS_ESCAPE_MULTILINE.sub(_escape, text)}"""'
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else _string(key)
+    return key if _BARE_KEY.fullmatch(key) else basic_string(key)
 
 
 def _float(value: float) -> str:
@@ -72,7 +92,7 @@ def inline(value: Any) -> str:
     if kind is float:
         return _float(value)
     if kind is str:
-        return _string(value)
+        return basic_string(value)
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, Mapping):
@@ -82,7 +102,7 @@ def inline(value: Any) -> str:
         return f"{{ {body} }}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(inline(item) for item in value) + "]"
-    return _string(repr(value))
+    return basic_string(repr(value))
 
 
 def table_lines(table: Mapping[str, Any]) -> list[str]:

@@ -41,6 +41,7 @@ from tomlkit.items import AoT, Item, Table
 from cer.model import ARRAY_TO_CASE_CLASS
 from cer.review.derive import ENFORCEABILITY, Draft
 from cer.safetext import INVISIBLE_CHARS, scrub
+from cer.tomltext import basic_string
 
 __all__ = [
     "DraftFile",
@@ -203,7 +204,6 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # bidi controls and invisible joiners), plus the carriage return a reader may fold.
 _ESCAPED = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE_CHARS}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 NOTE_CHARS = 200
 """Characters of a value's ASCII form quoted in a note saying TOML cannot hold it."""
 
@@ -287,33 +287,10 @@ def _string_item(value: str, *, one_line: bool) -> Item:
         raise NotRepresentable("a lone surrogate (TOML text is UTF-8)")
     multiline = "\n" in value and not one_line
     if _ESCAPED.search(value) is not None:
-        return cast(Item, tomlkit.parse(f"v = {_basic_string(value, multiline)}\n")["v"])
+        return cast(Item, tomlkit.parse(f"v = {basic_string(value, multiline=multiline)}\n")["v"])
     if multiline:
         return tomlkit.string(value, multiline=True, literal="'''" not in value)
     return cast(Item, tomlkit.item(value))
-
-
-def _basic_string(value: str, multiline: bool) -> str:
-    """``value`` as a TOML basic string, every character of :data:`_ESCAPED` (and, on
-    one line, the line break) as an escape; multi-line keeps its line breaks."""
-    out = []
-    for char in value:
-        if char == "\\":
-            out.append("\\\\")
-        elif char == '"':
-            out.append('\\"')
-        elif char == "\n" and multiline:
-            out.append("\n")
-        elif char in _SHORT_ESCAPES and (char != "\t" or not multiline):
-            out.append(_SHORT_ESCAPES[char])
-        elif _ESCAPED.match(char) is not None:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    quote = '"""' if multiline else '"'
-    # A reader drops a line break right after the opening quotes: keep a first one.
-    lead = "\n" if multiline and value.startswith("\n") else ""
-    return f"{quote}{lead}{''.join(out)}{quote}"
 
 
 def _check_reads_back(value: Any, item: Item) -> None:
@@ -355,7 +332,7 @@ def _key(name: str) -> str:
     if _needs_escapes(name):
         if _SURROGATE.search(name) is not None:
             raise NotRepresentable("a table key holding a lone surrogate (TOML text is UTF-8)")
-        return _basic_string(name, multiline=False)
+        return basic_string(name)
     return tomlkit.key(name).as_string()
 
 
