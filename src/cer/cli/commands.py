@@ -544,12 +544,7 @@ def _run_and_report(
         stream.finish(results_document(context))
         text = ""
     elif output.format == "json":
-        text = (
-            for_json(
-                json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
-            )
-            + "\n"
-        )
+        text = render_report("json", context)
     else:
         colour = output.path is None and console.use_colour(sys.stdout)
         text = console.render_report(
@@ -1009,12 +1004,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     conformance = verdicts.conformance(suite, run, coverage, _figures(coverage, suite), "")
     context = ReportContext(run, suite, coverage, conformance=conformance)
     if args.format == "json":
-        text = (
-            for_json(
-                json.dumps(results_document(context), indent=2, ensure_ascii=False, allow_nan=False)
-            )
-            + "\n"
-        )
+        text = render_report("json", context)
     else:
         colour = args.output is None and console.use_colour(sys.stdout)
         text = console.render_report(
