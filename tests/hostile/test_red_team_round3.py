@@ -106,3 +106,53 @@ def test_a_limit_a_case_lowers_in_the_worker_is_not_the_next_cases(
         r.reason for r in run.results
     ]
     assert "[the case changed a resource limit; the worker was recycled]" in run.results[0].stderr
+
+
+ERRORED_ENTRIES = """\
+[[known]]
+case = "one"
+status = "errored"
+reason = "raises on this input"
+
+[[known]]
+case = "two"
+status = "errored"
+reason = "raises on this input too"
+"""
+
+
+def test_a_case_not_run_is_never_the_errored_failure_its_entry_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every case is listed as errored (say: reran with ``--failed``, which runs only
+    the listed ones). An implementation that could not even be imported marks each case
+    ``not run: …``, errored: it once counted as each known failure, and the run exited 0
+    having run nothing."""
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "broken.py").write_text('raise ImportError("gone")\n', encoding="utf-8")
+    (tmp_path / "known.toml").write_text(ERRORED_ENTRIES, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "evals.toml", "--impl", "broken:evaluate", "--baseline", "known.toml"]
+    code = main([*args, "--format", "json", "--no-history"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.FAILED
+    check = document["baseline"]
+    assert check["known_failures"] == []
+    assert [r["case_name"] for r in check["regressions"]] == ["one", "two"]
+
+
+def test_the_pytest_plugin_never_xfails_a_case_not_run(tmp_path: Path) -> None:
+    """The plugin's ``errored`` entry is an xfail expecting the case's error: a case
+    not run (its implementation could not be imported) once raised that same error and
+    was xfailed, and the session passed."""
+    from test_pytest_plugin import pytest_run
+
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "broken.py").write_text('raise ImportError("gone")\n', encoding="utf-8")
+    (tmp_path / "known.toml").write_text(ERRORED_ENTRIES, encoding="utf-8")
+    done = pytest_run(
+        "evals.toml", "--cer-impl", "broken:evaluate", "--cer-baseline", "known.toml", cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "xfailed" not in done.stdout
+    assert "2 errors" in done.stdout

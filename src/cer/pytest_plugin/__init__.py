@@ -61,6 +61,7 @@ from cer.results.baseline import (
     BaselineError,
     check_run,
     load_baseline,
+    never_ran,
     unmatched_entries,
 )
 from cer.results.conformance import conformance_of
@@ -805,6 +806,8 @@ class CaseItem(pytest.Item):
             self.add_report_section("call", "stdout", for_terminal(result.stdout))
         if result.stderr:
             self.add_report_section("call", "stderr", for_terminal(result.stderr))
+        if never_ran(result):  # not the error an errored entry lists: never xfailed
+            pytest.fail(failure_text(state.suite, self.case, result), pytrace=False)
         if result.status is Status.ERRORED:
             raise CaseErrored(failure_text(state.suite, self.case, result))
         if result.status is Status.SKIPPED:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from cer.engine.kinds import guess_kind
 from cer.labels import short_label
-from cer.model import RunResult, Status, Suite
+from cer.model import CaseResult, RunResult, Status, Suite
 from cer.results.merge import owned_results
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "check_run",
     "implementation_names",
     "load_baseline",
+    "never_ran",
     "unmatched_entries",
     "update_baseline",
 ]
@@ -237,6 +238,20 @@ def unmatched_entries(baseline: Baseline, suite: Suite) -> tuple[str, ...]:
     return tuple(problems)
 
 
+NOT_RUN = "not run: "
+"""How the runner's own reason for a case it never ran begins (an implementation that
+could not be loaded, a command that could not start, a run stopped early)."""
+
+
+def never_ran(result: CaseResult) -> bool:
+    """Whether ``result`` is the runner's ``not run: <cause>``: the case errored without
+    the implementation ever being asked it, so that no entry can list it as a known
+    failure (an entry says how the implementation fails the case, not that it could not
+    be loaded). A reason of the implementation's always starts otherwise (``the
+    implementation raised …``)."""
+    return result.status is Status.ERRORED and (result.reason or "").startswith(NOT_RUN)
+
+
 def implementation_names(
     run: RunResult, label: str | None = None, others: Iterable[str] = ()
 ) -> tuple[str, ...]:
@@ -270,12 +285,17 @@ class Regression:
     case_name: str
     status: BaselineStatus
     listed: BaselineEntry | None = None
+    ran: bool = True
+    """False for a case the runner never ran (:func:`never_ran`), listed or not."""
 
     @property
     def why(self) -> str:
-        """``not in the baseline`` or ``listed as fail, now errored``."""
+        """``not in the baseline``, ``listed as fail, now errored`` or ``listed as
+        errored, but it was not run``."""
         if self.listed is None:
             return "not in the baseline"
+        if not self.ran:
+            return f"listed as {self.listed.status}, but it was not run"
         return f"listed as {self.listed.status}, now {self.status}"
 
 
@@ -378,7 +398,9 @@ def check_run(
                 stale.append(StaleEntry(result.case_name, entry))
             continue
         status: BaselineStatus = "fail" if result.status is Status.FAIL else "errored"
-        if entry is not None and entry.status == status:
+        if never_ran(result):
+            regressions.append(Regression(result.case_name, status, entry, ran=False))
+        elif entry is not None and entry.status == status:
             known.append(KnownFailure(result.case_name, status, entry))
         else:
             regressions.append(Regression(result.case_name, status, entry))
