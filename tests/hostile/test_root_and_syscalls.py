@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -409,11 +410,25 @@ def attack(pid, lower=True):
 """
 
 
-def test_the_supervisor_sets_its_own_limits_back(tmp_path: Path) -> None:
+def test_the_supervisor_sets_its_own_limits_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without the filter (``--sandbox off``), a case lowers cer's file-size limit, so
     that the report and the history could not be written: cer sets it back after the
-    case, before the next one (which finds it as it was), and the run says so."""
+    case, before the next one (which finds it as it was), and the run says so. The
+    supervisor is made slow to judge, so that a next case handed over before the limits
+    are checked would find the lowered one."""
     import resource
+
+    from cer.engine import pool
+
+    decode = pool.outcome_from_worker
+
+    def slow_decode(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "outcome_from_worker", slow_decode)
 
     before = resource.getrlimit(resource.RLIMIT_FSIZE)
     (tmp_path / "lower.py").write_text(LOWER_LIMIT, encoding="utf-8")

@@ -553,7 +553,9 @@ class WorkerPool(Execution):
             return
         if not late and elapsed_ms <= timeout * 1000.0 and not body.get("anomaly"):
             # The worker answered in time and stays: it gets its next case before this
-            # answer is decoded and judged.
+            # answer is decoded and judged, and after cer's own limits are checked, so
+            # that the next case never starts while a limit this one lowered holds.
+            self.limits.after_case()
             self.hand_next(lane)
         lane.losses = 0
         outcome = outcome_from_worker(
