@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from cer.engine.side_by_side import run_side_by_side
     from cer.history.database import History, default_history_path
     from cer.history.records import HistoryError, HistoryUntrusted
-    from cer.matrix import build_matrix, matrix_to_dict
+    from cer.matrix import Known, build_matrix, matrix_to_dict
     from cer.model import Status
     from cer.suite.loader import SuiteError, load_suite
 
@@ -30,6 +30,7 @@ __all__ = [
     "History",
     "HistoryError",
     "HistoryUntrusted",
+    "Known",
     "RunOptions",
     "Status",
     "SuiteError",
@@ -47,6 +48,7 @@ _WHERE = {
     "History": "cer.history.database",
     "HistoryError": "cer.history.records",
     "HistoryUntrusted": "cer.history.records",
+    "Known": "cer.matrix",
     "RunOptions": "cer.engine.options",
     "Status": "cer.model",
     "SuiteError": "cer.suite.loader",
