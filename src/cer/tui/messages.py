@@ -1,7 +1,8 @@
-"""Messages the background workers post to the app.
+"""Messages the background workers post: a run's to the run screen, the watcher's and
+the history's to the app.
 
 Every run carries a ``generation``: a run that was cancelled may still post a message
-or two after its successor has started, and the app drops those by comparing it. One
+or two after its successor has started, and the run screen drops those by comparing it. One
 generation runs every lane of the session in turn (one per implementation), and the
 messages of one lane's run carry its place (``lane``, 0 for the first).
 """

@@ -1,1 +1,2 @@
-"""The modal screens of cer-tui: help, group-by, matrix."""
+"""The screens of cer-tui: the main view (:mod:`.run`) and the screens over it (help,
+group-by, matrix, drafts)."""
