@@ -4,30 +4,26 @@ as the page says, and seen through ``cer run`` itself: a kind is one entry in
 :data:`cer.judge.compare.OPERATORS` and its function, a report format one entry in
 :data:`cer.reports.FORMATS` and its renderer, and nothing else in cer is told of them.
 Each one's own worked example is named on that page (tests/tui/test_panes.py is the
-TUI pane's); here the toy kind's backend runs in this process, so no worker starts."""
+TUI pane's), and this one takes its toys from them: the kind of tests/test_kinds.py,
+whose backend replays recorded observations in this process (so no worker starts),
+and the ``_endswith`` operator of tests/test_operators.py."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cer.cli.commands import main
 from cer.cli.exits import ExitCode
 from cer.engine import kinds
-from cer.engine.execution import Execution
-from cer.engine.kinds import Kind, kind_named
-from cer.engine.plan import Planned
-from cer.events import ImplementationLoaded
 from cer.judge import compare
 from cer.judge.compare import Operator
-from cer.judge.verdict import Outcome, judge
-from cer.model import MISSING, Mismatch
 from cer.reports import FORMATS, ReportContext, ReportFormat
+from test_kinds import REPLAY
+from test_operators import _ends_with
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -53,47 +49,6 @@ category = "functional"
 input = { text = "hi" }
 expect = { output_endswith = "!" }
 """
-
-
-class Recorded(Execution):
-    """The toy kind's backend: each case's observation read from a JSON file, judged
-    by the one verdict (:func:`cer.judge.verdict.judge`) as any other kind's."""
-
-    def run(self, planned: list[Planned]) -> None:
-        observed = json.loads(Path(self.options.impl).read_text(encoding="utf-8"))
-        self.implementation_id = kind_named(self.options.kind).id_stem(self.options.impl) + "@0"
-        self.emit(ImplementationLoaded(self.implementation_id, (self.options.impl,)))
-        for item in planned:
-            outcome = Outcome("returned", value=observed[item.case.name])
-            self.record(judge(item.case, outcome))
-
-    def stop(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-
-RECORDED = Kind(
-    name="recorded",  # type: ignore[arg-type]  # a real new kind joins the Literal too
-    option="--impl-recorded",
-    metavar="OBSERVED.json",
-    help="the observations recorded in OBSERVED.json, one per case name",
-    summary="recorded observations",
-    config_key="impl_recorded",
-    entry_key="recorded",
-    id_prefix="recorded",
-    python=False,
-    noun="the recording",
-    backend=f"{__name__}:Recorded",
-)
-
-
-def _ends_with(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
-    observed = observation.get(base, MISSING)
-    if type(observed) is str and type(value) is str and observed.endswith(value):
-        return []
-    return [Mismatch(path, f"{path}: expected {base} to end with {value!r}", value, observed)]
 
 
 def _render_toy(context: ReportContext) -> str:
@@ -123,7 +78,7 @@ def _recording(folder: Path, shouts: str) -> Path:
 def test_a_kind_an_operator_and_a_report_format_each_added_to_their_table_reach_cer_run(
     suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(kinds.KINDS, "recorded", RECORDED)  # type: ignore[index]
+    monkeypatch.setitem(kinds.KINDS, "replay", REPLAY)  # type: ignore[index]
     monkeypatch.setitem(compare.OPERATORS, "_endswith", Operator("_endswith", True, _ends_with))
     monkeypatch.setitem(FORMATS, "toy", TOY)
     recording = _recording(suite.parent, "hi!")
@@ -132,7 +87,7 @@ def test_a_kind_an_operator_and_a_report_format_each_added_to_their_table_reach_
         [
             "run",
             str(suite),
-            "--impl-recorded",
+            "--impl-replay",
             str(recording),
             "--no-history",
             "--report",
@@ -149,10 +104,10 @@ def test_a_kind_an_operator_and_a_report_format_each_added_to_their_table_reach_
 def test_the_toy_operator_fails_what_it_does_not_match_and_without_it_the_key_is_literal(
     suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(kinds.KINDS, "recorded", RECORDED)  # type: ignore[index]
+    monkeypatch.setitem(kinds.KINDS, "replay", REPLAY)  # type: ignore[index]
     monkeypatch.setitem(FORMATS, "toy", TOY)
     recording = _recording(suite.parent, "hi!")
-    args = ["run", str(suite), "--impl-recorded", str(recording), "--no-history", "-k", "shouts"]
+    args = ["run", str(suite), "--impl-replay", str(recording), "--no-history", "-k", "shouts"]
     # Without the entry, output_endswith is a literal value: "hi!" is bound to it and
     # compared strictly, which is never a pass.
     assert main([*args, "--report", "toy=literal.txt"]) == ExitCode.FAILED
