@@ -41,7 +41,12 @@ from typing import Any
 
 import cer
 from cer.model import CASE_CLASSES, CASE_FIELDS, Suite, build_cases, case_columns, pack_table
-from cer.suite.loader import Columns, SuiteError, _collector_paused, parse_suite_columns
+from cer.suite.loader import (
+    Columns,
+    _collector_paused,
+    parse_suite_columns,
+    read_suite_file,
+)
 
 __all__ = ["CACHE_DIR", "FORMAT", "cache_file", "load_suite_cached"]
 
@@ -81,11 +86,7 @@ def load_suite_cached(path: str | Path) -> Suite:
     the time; the suite is the same either way.
     """
     suite_path = Path(path)
-    try:
-        raw = suite_path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise SuiteError(suite_path, (f"cannot read {suite_path}: {reason}",)) from None
+    raw = read_suite_file(suite_path)
     identity = _identity(raw)
     entry = cache_file(suite_path)
     cached = _read_entry(entry, identity, suite_path)

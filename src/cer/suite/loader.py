@@ -32,6 +32,7 @@ __all__ = [
     "load_suite",
     "parse_suite",
     "parse_suite_columns",
+    "read_suite_file",
 ]
 
 SUPPORTED_VERSIONS: tuple[str, ...] = ("0.1", "0.2")
@@ -85,12 +86,17 @@ def load_suite(path: str | Path) -> Suite:
     so that callers can report it like any other suite problem.
     """
     suite_path = Path(path)
+    return parse_suite(read_suite_file(suite_path), suite_path)
+
+
+def read_suite_file(path: Path) -> bytes:
+    """The bytes of the suite file at ``path``; :class:`SuiteError` with the operating
+    system's reason when it cannot be read."""
     try:
-        data = suite_path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise SuiteError(suite_path, (f"cannot read {suite_path}: {reason}",)) from None
-    return parse_suite(data, suite_path)
+        raise SuiteError(path, (f"cannot read {path}: {reason}",)) from None
 
 
 def parse_suite(text: str | bytes, path: Path, *, content_hash: str | None = None) -> Suite:
