@@ -513,23 +513,12 @@ def _run_and_report(
         run = run_suite(
             suite, options, on_event=stream.on(progress) if stream else progress, warm=EARLY_WORKERS
         )
-    except CategoryConfigError as exc:
-        if stream:
-            stream.close_unfinished()
-        print_error(f"[tool.cer.categories]: {exc}")
-        return ExitCode.USAGE
-    except LimitsChanged as exc:
-        progress.clear()
-        print_error(f"{exc}; no results were reported")
-        return ExitCode.USAGE
-    except KeyboardInterrupt as exc:
-        progress.clear()
+    except (CategoryConfigError, LimitsChanged, KeyboardInterrupt) as exc:
         kept = ""
         if stream:
             stream.close_unfinished()
             kept = f"; {stream.kept()}"
-        print_error(f"{interruption(exc)}; no results were reported{kept}")
-        return interrupted_code(exc)
+        return _ended_early(exc, progress, kept)
     except BaseException:
         if stream:
             stream.close_unfinished()
@@ -568,6 +557,25 @@ def _run_and_report(
         code = ExitCode.USAGE
     sys.stdout.flush()
     return code
+
+
+def _ended_early(
+    exc: CategoryConfigError | LimitsChanged | KeyboardInterrupt,
+    progress: console.Progress | console.SideBySideProgress,
+    kept: str,
+) -> int:
+    """Say why a run ended before its results could be reported, and its exit code:
+    a bad categories table or a limit cer could not set back is a usage error (2), an
+    interrupt its own code; ``kept`` says what was kept all the same."""
+    progress.clear()
+    if isinstance(exc, CategoryConfigError):
+        print_error(f"[tool.cer.categories]: {exc}")
+        return ExitCode.USAGE
+    if isinstance(exc, LimitsChanged):
+        print_error(f"{exc}; no results were reported{kept}")
+        return ExitCode.USAGE
+    print_error(f"{interruption(exc)}; no results were reported{kept}")
+    return interrupted_code(exc)
 
 
 class _LineStream:
@@ -734,22 +742,12 @@ def _run_matrix(
         run_side_by_side(
             suite, implementations, on_event=progress, on_finished=finished, warm=EARLY_WORKERS
         )
-    except CategoryConfigError as exc:
-        progress.clear()
-        print_error(f"[tool.cer.categories]: {exc}")
-        return ExitCode.USAGE
-    except LimitsChanged as exc:
-        progress.clear()
-        print_error(f"{exc}; no results were reported")
-        return ExitCode.USAGE
-    except KeyboardInterrupt as exc:
-        progress.clear()
+    except (CategoryConfigError, LimitsChanged, KeyboardInterrupt) as exc:
         done = sum(run is not None for run in by_index)
         recorded = ""
         if done and history is not None:
             recorded = f"; {done} finished run{'s were' if done != 1 else ' was'} recorded"
-        print_error(f"{interruption(exc)}; no results were reported{recorded}")
-        return interrupted_code(exc)
+        return _ended_early(exc, progress, recorded)
     progress.clear()
     finished_runs = [done for done in by_index if done is not None]
     runs = [done.run for done in finished_runs]
