@@ -156,3 +156,33 @@ def test_the_pytest_plugin_never_xfails_a_case_not_run(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "xfailed" not in done.stdout
     assert "2 errors" in done.stdout
+
+
+def test_a_distributions_metadata_never_stalls_the_supervisor(tmp_path: Path) -> None:
+    """A matrix names a module's distribution from the metadata beside it, files of
+    the implementation's: a ``RECORD`` that is a FIFO once blocked the supervisor for
+    good (SIGTERM too). Only regular files of bounded size are read now (so a link to
+    ``/dev/zero`` is not read either)."""
+    import os
+    import threading
+
+    from cer.engine.distribution import distribution_of
+
+    (tmp_path / "calc.py").write_text(WRONG_ON_TWO, encoding="utf-8")
+    info = tmp_path / "calc-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: calc\nVersion: 1.0\n")
+    os.mkfifo(info / "RECORD")
+    found: list[object] = []
+    looking = threading.Thread(
+        target=lambda: found.append(distribution_of("calc:evaluate", [str(tmp_path)])),
+        daemon=True,
+    )
+    looking.start()
+    looking.join(20)
+    stalled = looking.is_alive()
+    if stalled:
+        with open(info / "RECORD", "w"):  # let the blocked reader go before failing
+            pass
+    assert not stalled, "the supervisor blocked reading the distribution's RECORD"
+    assert found == [None]

@@ -12,6 +12,7 @@ implementation's side: it is shown escaped and never decides anything.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 
 from cer.engine.identity import scope_for
@@ -44,6 +45,8 @@ def distribution_of(impl: str, search: Sequence[str]) -> ImplementationOrigin | 
             if count >= MAX_DISTRIBUTIONS:
                 return None
             try:
+                if not _plain_metadata(dist):
+                    continue
                 files = dist.files or ()
                 if not any(str(item).replace(os.sep, "/") in wanted for item in files):
                     continue
@@ -57,6 +60,33 @@ def distribution_of(impl: str, search: Sequence[str]) -> ImplementationOrigin | 
     except Exception:  # an unreadable folder: no distribution is known
         return None
     return None
+
+
+_METADATA_FILES = ("METADATA", "PKG-INFO", "RECORD", "installed-files.txt", "SOURCES.txt")
+_MAX_METADATA = 16 * 1024 * 1024
+"""The largest metadata file read: a ``RECORD`` of a huge distribution is a few MiB."""
+
+
+def _plain_metadata(dist: object) -> bool:
+    """Whether every metadata file of ``dist`` that importlib.metadata may read is a
+    regular file of bounded size. The files sit among the implementation's: a ``RECORD``
+    that is a FIFO once stalled the supervisor for good (SIGTERM too, its thread blocked
+    in ``open``), one linked to ``/dev/zero`` would fill its memory."""
+    path = getattr(dist, "_path", None)
+    if not isinstance(path, os.PathLike):
+        return False  # not a distribution found on disk: nothing known to read safely
+    where = os.fspath(path)
+    names = _METADATA_FILES if os.path.isdir(where) else ("",)
+    for name in names:
+        try:
+            info = os.stat(os.path.join(where, name) if name else where)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_METADATA:
+            return False
+    return True
 
 
 def _folder_of(roots: Sequence[str], path: str, module: str) -> str | None:
