@@ -186,3 +186,42 @@ def test_a_distributions_metadata_never_stalls_the_supervisor(tmp_path: Path) ->
             pass
     assert not stalled, "the supervisor blocked reading the distribution's RECORD"
     assert found == [None]
+
+
+RUN_APART = """\
+commonsformat_evals = "0.2"
+target = "calc"
+
+[[cases]]
+name = "timed"
+category = "functional"
+input = { value = 1 }
+expect = { value = 1, elapsed_ms_max = 1000 }
+
+[[adversarial]]
+name = "crashes"
+category = "failure-mode"
+input = { value = 1 }
+expect = { crashed = true }
+"""
+
+
+def test_cases_run_apart_are_not_run_too_when_the_import_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case with a time bound (run serially) and one expecting a crash (run alone)
+    once took the load failure's note as their reason, without ``not run:``: an entry
+    listing them as errored took them for its known failure, and the run exited 0."""
+    (tmp_path / "evals.toml").write_text(RUN_APART, encoding="utf-8")
+    (tmp_path / "broken.py").write_text('raise ImportError("gone")\n', encoding="utf-8")
+    (tmp_path / "known.toml").write_text(
+        '[[known]]\ncase = "*"\nstatus = "errored"\nreason = "slow and crashing"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "evals.toml", "--impl", "broken:evaluate", "--baseline", "known.toml"]
+    code = main([*args, "--format", "json", "--no-history"])
+    document = json.loads(capsys.readouterr().out)
+    assert [r["reason"].startswith("not run: ") for r in document["results"]] == [True, True]
+    assert document["baseline"]["known_failures"] == []
+    assert code == ExitCode.FAILED

@@ -189,7 +189,7 @@ class WorkerPool(Execution):
         if self.finished:
             for item in timed:
                 if item.case.position not in self.results:
-                    self.record(errored(item.case, self.notes[-1] if self.notes else "not run"))
+                    self.record(errored(item.case, self.unloaded_reason()))
         if self.stopped and self.pending:
             self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
             self.pending.clear()
@@ -200,7 +200,7 @@ class WorkerPool(Execution):
                 self.leave_out([item])
                 continue
             if self.finished:  # the implementation could not be loaded
-                self.record(errored(item.case, self.notes[-1] if self.notes else "not run"))
+                self.record(errored(item.case, self.unloaded_reason()))
                 continue
             worker = WorkerProcess()
             try:
@@ -298,6 +298,13 @@ class WorkerPool(Execution):
         ):
             return
         self.hand_over(lane)
+
+    def unloaded_reason(self) -> str:
+        """The reason of a case left unrun because the implementation could not be
+        loaded: ``not run: <cause>``, as the cases run beside it say, so that no
+        baseline entry takes it for the failure it lists."""
+        cause = self.notes[-1] if self.notes else "the implementation could not be loaded"
+        return f"not run: {cause}"
 
     def one_failure_from_stopping(self) -> bool:
         """Whether the answer about to be judged could stop the run (``--max-fail``):
