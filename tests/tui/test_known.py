@@ -145,3 +145,43 @@ def test_without_a_baseline_nothing_is_listed() -> None:
     assert (board.counts.known, board.counts.stale) == (0, 0)
     assert session.unmatched_entries() == ()
     assert KnownFailures("x").listing("renders-tabs", Status.FAIL) is None
+
+
+def test_a_case_never_run_is_no_known_failure(tmp_path: Path) -> None:
+    """An implementation that could not be loaded leaves every case ``not run: …``:
+    an entry listing a case as errored must not take that for its failure, as cer run
+    holds, or the list would show a known failure where nothing ran."""
+    path = tmp_path / "known.toml"
+    path.write_text(
+        '[[known]]\ncase = "renders-*"\nstatus = "errored"\nreason = "crashes"\n',
+        encoding="utf-8",
+    )
+    suite = triage_suite()
+    session = Session(
+        [RunOptions("calc_sloppy:evaluate")], ["calc_sloppy"], baseline=load_baseline(path)
+    )
+    session.load(suite, Selection())
+    not_run = "not run: the Python implementation calc_sloppy:evaluate could not be loaded"
+    results = [
+        replace(triage_outcome(case), status=Status.ERRORED, reason=not_run) for case in suite.cases
+    ]
+    session.lanes[0].finish(run_of(results), suite)
+    board = session.board
+    row = board.row("renders-tabs")
+    assert row is not None and row.not_run
+    assert board.listing(row) == "otherwise"
+    assert board.counts.known == 0
+    lane_row = next(
+        session.lanes[0].row_at(index)
+        for index, r in enumerate(board.rows)
+        if r.name == "renders-tabs"
+    )
+    assert lane_row.known == f"regression: listed as errored, but it was not run ({path}:1)"
+    # An errored case that ran is the failure listed.
+    session.lanes[0].finish(
+        run_of([replace(r, reason="the implementation raised ValueError") for r in results]),
+        suite,
+    )
+    row = board.row("renders-tabs")
+    assert row is not None and not row.not_run
+    assert board.listing(row) == "known"

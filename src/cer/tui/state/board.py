@@ -78,6 +78,11 @@ class Row:
         return None if self.kept is None else self.kept.elapsed_ms
 
     @property
+    def not_run(self) -> bool:
+        """Whether the latest result is the runner's ``not run: <cause>``."""
+        return self.kept is not None and self.kept.not_run
+
+    @property
     def result(self) -> CaseResult | None:
         """The whole result, unpacked for a screen (each call unpacks it again: ask
         once per rendering, never for every row)."""
@@ -371,7 +376,7 @@ class Board:
         elif change is Change.REGRESSED:
             counts.regressed += sign
         if self.known is not None and status is not None:
-            listing = self.known.listing(row.case.name, status)
+            listing = self.known.listing(row.case.name, status, not_run=row.not_run)
             if listing == "known":
                 counts.known += sign
             elif listing == "stale":
@@ -397,7 +402,7 @@ class Board:
         no baseline, no result yet, or skipped)."""
         if self.known is None:
             return None
-        return self.known.listing(row.case.name, row.status)
+        return self.known.listing(row.case.name, row.status, not_run=row.not_run)
 
     def row(self, name: str) -> Row | None:
         index = self._index.get(name)

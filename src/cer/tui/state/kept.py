@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cer.model import CaseResult, Mismatch, Status
+from cer.results.baseline import never_ran
 from cer.safetext import displayed
 
 _Evidence = tuple[
@@ -55,6 +56,10 @@ class KeptResult:
     whole: CaseResult | None = None
     """The result itself, already fit for the screen, when it is kept whole
     (:meth:`whole_of`, or evidence pickle refuses); :meth:`result` returns it as is."""
+    not_run: bool = False
+    """Whether the result is the runner's ``not run: <cause>`` (see
+    :func:`cer.results.baseline.never_ran`), at hand so that a baseline's reading of
+    the row never takes such a case for the known failure an entry lists."""
 
     @classmethod
     def of(cls, result: CaseResult, *, observation: bool = True) -> KeptResult:
@@ -95,6 +100,7 @@ class KeptResult:
             result.position,
             packed,
             whole,
+            never_ran(result),
         )
 
     @classmethod
@@ -112,6 +118,7 @@ class KeptResult:
             result.position,
             None,
             displayed(result),
+            never_ran(result),
         )
 
     def result(self) -> CaseResult:

@@ -70,24 +70,28 @@ class KnownFailures:
     def entry(self, name: str) -> BaselineEntry | None:
         return self.entries.get(name)
 
-    def listing(self, name: str, status: Status | None) -> Listing | None:
+    def listing(self, name: str, status: Status | None, *, not_run: bool = False) -> Listing | None:
         """What ``status`` makes of the case's entry; None when the case is not listed,
-        has no result yet, or was skipped (not run: neither known nor stale)."""
+        has no result yet, or was skipped (not run: neither known nor stale). A case
+        the runner never ran (``not_run``: the implementation could not be loaded) is
+        never the failure an entry lists, as ``cer run`` holds."""
         entry = self.entries.get(name)
         if entry is None or status is None or status is Status.SKIPPED:
             return None
         if status is Status.PASS:
             return "stale"
+        if not_run:
+            return "otherwise"
         return "known" if _LISTED_STATUS[entry.status] is status else "otherwise"
 
     def where(self, entry: BaselineEntry) -> str:
         """``known-failures.toml:12`` for the screen."""
         return f"{self.path}:{entry.line}" if entry.line else self.path
 
-    def note(self, name: str, status: Status | None) -> str | None:
+    def note(self, name: str, status: Status | None, *, not_run: bool = False) -> str | None:
         """The line the Reason pane adds for a listed case: why it is known, that its
         entry is stale, or that it fails otherwise than listed; None when not listed."""
-        listing = self.listing(name, status)
+        listing = self.listing(name, status, not_run=not_run)
         entry = self.entries.get(name)
         if listing is None or entry is None:
             return None
@@ -96,5 +100,7 @@ class KnownFailures:
             return f"known failure: {entry.reason}{link} ({self.where(entry)})"
         if listing == "stale":
             return f"stale: {name} passes: remove it from the baseline ({self.where(entry)})"
+        if not_run:
+            return f"regression: listed as {entry.status}, but it was not run ({self.where(entry)})"
         observed = "errored" if status is Status.ERRORED else "fail"
         return f"regression: listed as {entry.status}, now {observed} ({self.where(entry)})"

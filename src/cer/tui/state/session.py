@@ -139,7 +139,7 @@ class Lane:
             row.name in self.board.flaky,
             self.notes,
             self.source_access,
-            None if known is None else known.note(row.name, row.status),
+            None if known is None else known.note(row.name, row.status, not_run=row.not_run),
         )
 
 
