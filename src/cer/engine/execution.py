@@ -128,8 +128,11 @@ class Execution(ABC):
         finally:
             self._deciding = False
 
-    def record(self, result: CaseResult) -> None:
-        self.limits.after_case()
+    def record(self, result: CaseResult, *, limits_checked: bool = False) -> None:
+        """Take a case's result. cer's own limits are checked first, unless the caller
+        did when the answer came (``limits_checked``: before the next case went out)."""
+        if not limits_checked:
+            self.limits.after_case()
         why = self.retried.get(result.position)
         if why is not None:
             note = (

@@ -558,11 +558,12 @@ class WorkerPool(Execution):
             self.kill_lane(lane)
             self.requeue(lane)
             return
+        # cer's own limits are checked before the next case goes out, so that it never
+        # starts while a limit this one lowered holds.
+        self.limits.after_case()
         if not late and elapsed_ms <= timeout * 1000.0 and not body.get("anomaly"):
             # The worker answered in time and stays: it gets its next case before this
-            # answer is decoded and judged, and after cer's own limits are checked, so
-            # that the next case never starts while a limit this one lowered holds.
-            self.limits.after_case()
+            # answer is decoded and judged.
             self.hand_next(lane)
         lane.losses = 0
         outcome = outcome_from_worker(
@@ -589,7 +590,7 @@ class WorkerPool(Execution):
                 f"the {timeout:g} s deadline: the runner did not see one",
                 elapsed_ms=elapsed_ms,
             )
-        self.record(judge(flight.item.case, outcome))
+        self.record(judge(flight.item.case, outcome), limits_checked=True)
         if body.get("anomaly"):
             lane.expecting_exit = True
             lane.exit_deadline = time.monotonic() + REPORT_GRACE
