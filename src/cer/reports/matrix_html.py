@@ -167,12 +167,7 @@ def page_model(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = 
             number=index,
             label=column.label,
             implementation_id=column.implementation_id,
-            origin=""
-            if column.run.origin is None
-            else f"{column.run.origin.name} {column.run.origin.version}"
-            + (
-                " (as the harness declared itself)" if column.run.origin.source == "harness" else ""
-            ),
+            origin=_origin(column.run.origin),
             verdict=statements[index] if statements else column.summary.verdict,
         )
         for index, column in enumerate(matrix.columns)

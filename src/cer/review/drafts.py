@@ -30,7 +30,7 @@ import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -447,8 +447,3 @@ def remove_draft(path: str | Path, name: str, *, discard: bool) -> Draft:
             discarded.append(name)
     write_text_atomically(path, document.as_string())
     return found
-
-
-def names_on_file(files: Iterable[DraftFile]) -> set[str]:
-    """Every draft name and discarded name across files."""
-    return {d.name for f in files for d in f.drafts} | {n for f in files for n in f.discarded}
