@@ -1,8 +1,7 @@
-"""The one connection a history holds, shared by its two sides: the recording
-(:class:`cer.history.database.History`) and the questions
-(:class:`cer.history.queries.HistoryQueries`). Both go through it for the same three
-things: one lock, a database error turned into a :class:`HistoryError` naming the file,
-and the schema checked to be cer's own before anything is read or written."""
+"""The one connection a history (:class:`cer.history.database.History`) holds, which
+its recording and its questions both go through for the same three things: one lock, a
+database error turned into a :class:`HistoryError` naming the file, and the schema
+checked to be cer's own before anything is read or written."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from cer.history.queries import NOT_SELECTED
-from cer.history.records import suite_key
+from cer.history.records import NOT_SELECTED, suite_key
 from cer.model import RunResult, Status
 
 __all__ = ["clear_gap", "gap_marker", "has_gap", "mark_gap", "ran_whole_suite"]

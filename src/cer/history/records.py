@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer.coverage import CoverageFigures
+from cer.engine.options import OTHER_SHARD
 from cer.model import Status, Summary
+
+NOT_SELECTED = ("deselected", OTHER_SHARD)
+"""The reasons of a skipped case that was only not selected for a run: they prove
+nothing about it."""
 
 
 class HistoryError(Exception):

@@ -44,8 +44,7 @@ from cer.engine.options import (
 )
 from cer.engine.workerproc import WarmWorkers
 from cer.history.database import History, default_history_path
-from cer.history.queries import NOT_SELECTED
-from cer.history.records import HistoryError
+from cer.history.records import NOT_SELECTED, HistoryError
 from cer.labels import short_label
 from cer.model import Case, RunResult, Status, Suite
 from cer.pytest_plugin.suite import (
