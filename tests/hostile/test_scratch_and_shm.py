@@ -1,8 +1,9 @@
-"""Every case gets its own scratch folder, and nothing of a run is left anywhere.
+"""Every case finds its scratch folder empty, and nothing of a run is left anywhere.
 
 All cases of a run once shared one scratch folder, so what one case wrote there decided
-the next; ``/dev/shm`` was writable and never cleaned, so a 64 MiB file and symbolic
-links outlived the run; a scratch file marked immutable was silently left by cleanup.
+the next (a worker's cases now share one that the worker empties after each case);
+``/dev/shm`` was writable and never cleaned, so a 64 MiB file and symbolic links
+outlived the run; a scratch file marked immutable was silently left by cleanup.
 Each test here makes the attempt from inside a case and asserts it changes nothing.
 """
 
@@ -44,6 +45,30 @@ def attack(kind, mark=""):
         with open(os.path.join(here, "planted"), "w") as handle:
             handle.write("from an earlier case")
         return {"found": found, "folder": here, "env": os.environ.get("TMPDIR", "")}
+    if kind == "litter":  # what is hard to remove, and a folder no later case could use
+        found = sorted(os.listdir(here))
+        os.makedirs(os.path.join(here, "locked", "deep"))
+        with open(os.path.join(here, "locked", "deep", "answer"), "w") as handle:
+            handle.write("42")
+        os.chmod(os.path.join(here, "locked", "deep"), 0)
+        os.chmod(os.path.join(here, "locked"), 0)
+        os.symlink("/etc/passwd", os.path.join(here, "link"))
+        os.chmod(here, 0o500)
+        return {"found": found, "folder": here, "env": os.environ.get("TMPDIR", "")}
+    if kind == "mark":  # on the folder itself, not in it
+        found = sorted(os.listxattr(here))
+        os.setxattr(here, "user.answer", b"42")
+        return {"found": found, "folder": here}
+    if kind == "replace":  # its folder swapped for a file (possible only inside the worker)
+        found = sorted(os.listdir(here))
+        try:
+            os.rmdir(here)
+            with open(here, "w") as handle:
+                handle.write("not a folder")
+            done = "replaced"
+        except OSError as exc:
+            done = type(exc).__name__
+        return {"found": found, "folder": here, "env": os.environ.get("TMPDIR", ""), "done": done}
     if kind == "beside":
         try:
             with open(os.path.join(os.path.dirname(here), "beside"), "w") as handle:
@@ -120,18 +145,55 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         pytest.param("command-per-case", "fork", id="per-case"),
     ],
 )
-def test_each_case_finds_an_empty_scratch_folder_of_its_own(
-    module: Path, kind: str, isolation: str
-) -> None:
-    _module(module, [(f"plant-{n}", 'kind = "plant"') for n in range(4)])
+def test_each_case_finds_its_scratch_folder_empty(module: Path, kind: str, isolation: str) -> None:
+    """A worker's cases share one folder, emptied after each case (a per-case command
+    gets a new one each time); what a case leaves there, however hard to remove, is
+    gone before the next case starts."""
+    cases = [(f"plant-{n}", 'kind = "plant"') for n in range(3)]
+    cases += [(f"litter-{n}", 'kind = "litter"') for n in range(3)]
+    _module(module, cases)
     outputs = _outputs(_run(module, kind, isolation=isolation))
-    assert [output["found"] for output in outputs] == [[]] * 4, outputs
+    assert [output["found"] for output in outputs] == [[]] * 6, outputs
     folders = [output["folder"] for output in outputs]
-    assert len(set(folders)) == 4, folders
+    assert len(set(folders)) == (6 if kind == "command-per-case" else 1), folders
     assert all(output["env"] == output["folder"] for output in outputs), outputs
     for folder in folders:
         assert not os.path.exists(folder)
     assert not os.path.exists(os.path.dirname(folders[0]))  # the run's, removed too
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_what_a_case_marks_on_its_folder_is_not_there_for_the_next(
+    module: Path, isolation: str
+) -> None:
+    """The folder is reused only while a case changed nothing on it but its contents
+    and mode: one given an extended attribute is replaced by a new one."""
+    probe = os.path.join(str(module), "probe-xattr")
+    os.mkdir(probe)
+    try:
+        os.setxattr(probe, "user.answer", b"42")
+    except OSError:
+        pytest.skip("this file system keeps no user extended attributes")
+    _module(module, [(f"mark-{n}", 'kind = "mark"') for n in range(3)])
+    outputs = _outputs(_run(module, "python", isolation=isolation))
+    assert ["user.answer" in output["found"] for output in outputs] == [False] * 3, outputs
+    assert len({output["folder"] for output in outputs}) == 3, outputs
+
+
+def test_a_case_that_swaps_its_folder_for_a_file_leaves_the_next_a_new_one(
+    module: Path,
+) -> None:
+    """Without isolation a case runs inside the worker, which may write to the whole run
+    folder: a case can remove its folder and put a file in its place. The next case
+    finds a new, empty folder (with a case process of its own, the case may not)."""
+    _module(module, [(f"replace-{n}", 'kind = "replace"') for n in range(3)])
+    outputs = _outputs(_run(module, "python", isolation="none"))
+    assert [output["found"] for output in outputs] == [[]] * 3, outputs
+    assert [output["done"] for output in outputs] == ["replaced"] * 3, outputs
+    assert len({output["folder"] for output in outputs}) == 3, outputs
+    assert all(output["env"] == output["folder"] for output in outputs), outputs
+    forked = _outputs(_run(module, "python", isolation="fork"))
+    assert [output["done"] for output in forked] == ["PermissionError"] * 3, forked
 
 
 def test_a_harness_has_one_scratch_folder_for_its_lifetime(module: Path) -> None:

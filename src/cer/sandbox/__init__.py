@@ -284,11 +284,12 @@ def confine_case_within(abi: int, write: Sequence[str]) -> None:
         raise SandboxError(str(exc)) from None
 
 
-def case_ruleset(abi: int) -> int:
-    """The ruleset of :func:`confine_case` as a descriptor, made once by the worker so
-    that each case's process only enters it (:func:`enter_case`)."""
+def case_ruleset(abi: int, write: Sequence[str] | None = None) -> int:
+    """The ruleset of :func:`confine_case` (or, given ``write``, of
+    :func:`confine_case_within`) as a descriptor, made once by the worker so that each
+    case's process only enters it (:func:`enter_case`)."""
     try:
-        return landlock.nest_ruleset(abi)
+        return landlock.nest_ruleset(abi, None if write is None else list(write))
     except landlock.LandlockError as exc:
         raise SandboxError(str(exc)) from None
 

@@ -215,21 +215,29 @@ def nest(version: int) -> None:
 
 def nest_within(version: int, write: list[str]) -> None:
     """:func:`nest`, with a layer that also allows writing only beneath ``write`` (a
-    case's own scratch folder, say): reading stays as the outer domain allows."""
-    handled = fs_rights(version) & ~(READ_RIGHTS | FS_IOCTL_DEV)
-    ruleset = _create_ruleset(version, handled, 0, scopes(version))
+    case's scratch folder, say): reading stays as the outer domain allows."""
+    ruleset = nest_ruleset(version, write)
     try:
-        for path in write:
-            _add_path(ruleset, path, handled & ~MAKE_DEVICE)
         _restrict(ruleset)
     finally:
         os.close(ruleset)
 
 
-def nest_ruleset(version: int) -> int:
-    """The ruleset :func:`nest` enters, as a descriptor: made once, it can be entered
-    by any number of processes, and each that enters it gets a domain of its own."""
-    return _create_ruleset(version, MAKE_DEVICE, 0, scopes(version))
+def nest_ruleset(version: int, write: list[str] | None = None) -> int:
+    """The ruleset :func:`nest` (or, given ``write``, :func:`nest_within`) enters, as a
+    descriptor: made once, it can be entered by any number of processes, and each that
+    enters it gets a domain of its own."""
+    if write is None:
+        return _create_ruleset(version, MAKE_DEVICE, 0, scopes(version))
+    handled = fs_rights(version) & ~(READ_RIGHTS | FS_IOCTL_DEV)
+    ruleset = _create_ruleset(version, handled, 0, scopes(version))
+    try:
+        for path in write:
+            _add_path(ruleset, path, handled & ~MAKE_DEVICE)
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
 
 
 def enter(ruleset: int) -> None:

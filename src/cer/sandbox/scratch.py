@@ -1,9 +1,11 @@
 """Scratch folders of the implementation's side: made fresh, removed whole.
 
 The run has one scratch folder (made by the supervisor, removed when the run ends), and
-inside it each case process, each per-case command and each command harness gets one
-of its own (:func:`make`), removed as soon as that process is done with it
-(:func:`remove`), so that nothing one case writes is there for the next. Removal takes
+inside it each worker, each per-case command and each command harness gets one of
+its own (:func:`make`). A per-case command's and a harness's are removed as soon as
+that process is done with it (:func:`remove`); a worker's is emptied after each of its
+cases (:class:`CaseFolder`; usually there is nothing to do), so that
+nothing one case writes is there for the next. Removal takes
 everything, including what was made hard to remove: folders without write permission,
 and files or folders marked immutable or append-only (``chattr +i``, ``+a``), whose
 flags are cleared first where this process may (a privileged supervisor can; the
@@ -19,8 +21,9 @@ import fcntl
 import os
 import stat
 import struct
+from dataclasses import dataclass
 
-__all__ = ["make", "remove"]
+__all__ = ["CaseFolder", "make", "remove"]
 
 _FS_IOC_GETFLAGS = 0x80086601
 _FS_IOC_SETFLAGS = 0x40086602
@@ -38,6 +41,89 @@ def make(parent: str, name: str) -> str:
         remove(path)
         os.mkdir(path, 0o700)
     return path
+
+
+@dataclass(frozen=True)
+class CaseFolder:
+    """A worker's cases' scratch folder: one folder, emptied after each case.
+
+    It stays the same folder (a Landlock rule names it by its inode), so what a case
+    could leave on the folder itself, not in it, is checked too: its mode, owner, group
+    and extended attributes are those it was made with, or the folder is not reused.
+    Its times are not reset: they tell a case when the one before it last wrote there.
+    """
+
+    path: str
+    identity: tuple[int, int, int, int]
+    """Device, inode, owner and group, as made."""
+    attributes: tuple[str, ...]
+    """Its extended attributes as made (a security label, on some systems)."""
+
+    @classmethod
+    def make(cls, parent: str, name: str) -> CaseFolder:
+        """A fresh, empty folder ``name`` in ``parent`` (see :func:`make`)."""
+        path = make(parent, name)
+        return cls(path, _identity(os.lstat(path)), _attributes(path))
+
+    def untouched(self) -> bool:
+        """Whether the folder is as made: a folder, the same one, mode ``0700``, the same
+        owner, group and extended attributes, and empty (a few system calls: the usual
+        case after a case)."""
+        try:
+            info = os.lstat(self.path)
+            if stat.S_IMODE(info.st_mode) != 0o700 or not self._same(info):
+                return False
+            with os.scandir(self.path) as entries:
+                return next(entries, None) is None
+        except OSError:
+            return False
+
+    def empty(self) -> bool:
+        """Leave the folder as made, keeping the folder itself: everything in it removed,
+        its mode ``0700`` again, its immutable and append-only flags cleared. True when
+        done; False when it is no longer the folder made, its owner, group or extended
+        attributes changed, or something in it could not be removed: then it must not
+        be reused."""
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            return False
+        if not self._same(info):
+            return False
+        _unstick(self.path)
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            try:
+                os.chmod(self.path, 0o700)
+            except OSError:
+                return False
+        for _ in range(3):  # what a process still running put there meanwhile, at most
+            try:
+                names = os.listdir(self.path)
+            except OSError:
+                return False
+            if not names:
+                break
+            for name in names:
+                _remove_tree(os.path.join(self.path, name))
+        return self.untouched()
+
+    def _same(self, info: os.stat_result) -> bool:
+        return (
+            stat.S_ISDIR(info.st_mode)
+            and _identity(info) == self.identity
+            and _attributes(self.path) == self.attributes
+        )
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_uid, info.st_gid)
+
+
+def _attributes(path: str) -> tuple[str, ...]:
+    try:
+        return tuple(sorted(os.listxattr(path, follow_symlinks=False)))
+    except OSError:  # no extended attributes on this file system
+        return ()
 
 
 def remove(path: str) -> bool:

@@ -17,7 +17,6 @@ from typing import Any
 
 from cer import plaindata
 from cer.process_tree import prctl_function
-from cer.sandbox import scratch
 from cer.worker.call import (
     execute_case,
 )
@@ -199,9 +198,7 @@ class Child:
         "out_r",
         "pid",
         "pidfd",
-        "removing",
         "result_r",
-        "scratch",
         "token",
     )
 
@@ -214,17 +211,8 @@ class Child:
         out_r: int,
         err_r: int,
         pidfd: int,
-        scratch: str = "",
-        removing: tuple[str, ...] = (),
     ) -> None:
         self.pid = pid
-        self.scratch = scratch
-        """The process's own scratch folder (TMPDIR), which it makes itself before it
-        reads its case, and checks is still empty before it starts it; "" for none."""
-        self.removing = removing
-        """Ended cases' scratch folders this process removes before it makes its own
-        (off the worker's path); what is left of them once it started its case or was
-        discarded, the worker removes (:meth:`remove_leftovers`)."""
         self.token = token
         self.input_w = input_w
         self.result_r = result_r
@@ -256,20 +244,6 @@ class Child:
             _unread_bytes(fd) == 0 for fd in (self.input_w, self.result_r, self.out_r, self.err_r)
         )
 
-    def remove_scratch(self) -> None:
-        """Remove this process's scratch folder with everything in it (once it ended)."""
-        if self.scratch:
-            scratch.remove(self.scratch)
-            self.scratch = ""
-
-    def remove_leftovers(self) -> None:
-        """Remove what is left of the folders this process was to remove (once it
-        started its case or ended): usually nothing, one ``lstat`` each."""
-        for folder in self.removing:
-            if os.path.lexists(folder):
-                scratch.remove(folder)
-        self.removing = ()
-
     def close_fds(self) -> None:
         for fd in (self.input_w, self.result_r, self.out_r, self.err_r, self.pidfd):
             if fd != NO_FD:
@@ -285,17 +259,6 @@ class Child:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         self.close_fds()
-        self.remove_scratch()
-        self.remove_leftovers()
-
-
-def holds_anything(folder: str) -> bool:
-    """Whether ``folder`` has an entry (or is gone): a case's scratch must be empty."""
-    try:
-        with os.scandir(folder) as entries:
-            return next(entries, None) is not None
-    except OSError:
-        return True
 
 
 NO_FD = -1

@@ -60,7 +60,6 @@ from cer.worker.isolation import (
     close_quietly,
     flush_std_streams,
     forbid_new_processes,
-    holds_anything,
     parent_death_signal_setter,
     read_available,
     rehearse,
@@ -108,15 +107,14 @@ class Worker:
         self.case_ruleset = NO_FD
         """The ruleset each case's process enters (fork isolation in the sandbox)."""
         self.run_scratch = ""
-        """The run's scratch folder; each case gets a folder of its own inside it."""
+        """The run's scratch folder; this worker's cases get a folder inside it."""
+        self.case_folder: scratch.CaseFolder | None = None
+        """The scratch folder of this worker's cases (``TMPDIR``), made after the
+        import and emptied after each case: the only folder a case's process may write
+        to. It stays the same folder, so that each case's process enters a Landlock
+        ruleset made once and inherits the variables that point at it."""
         self.case_write: tuple[str, ...] = ()
-        """Where a case may write besides its own scratch folder (/dev/null, /dev/shm)."""
-        self._next_scratch = ""
-        """The next inline case's scratch folder, made after the previous case's result
-        was sent (no isolation)."""
-        self._ended_scratch: list[str] = []
-        """Scratch folders of ended cases, removed while the next case runs (what is
-        left when the worker ends goes with the run's folder)."""
+        """Where a case may write besides its scratch folder (/dev/null, /dev/shm)."""
         self.spare: Child | None = None
         """The next case's process, forked ahead of time (fork isolation)."""
         self.running: Child | None = None
@@ -248,6 +246,8 @@ class Worker:
                 "files": source_files(before, stdlib),
             }
         )
+        if self.run_scratch:  # after the import: nothing of it is there for a case
+            self._new_case_folder()
         keep_state()  # after everything the worker itself imports, before any fork
         self._helpers = _watch(children_of(os.getpid()))
         if self.isolation == "fork":
@@ -256,9 +256,7 @@ class Worker:
             # writes to descriptor 2: the stderr pipe, read apart from the case's own.
             with contextlib.suppress(RuntimeError, ValueError, OSError):
                 faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
-            if self.sandbox_abi:
-                with contextlib.suppress(sandbox.SandboxError):  # else each case makes one
-                    self.case_ruleset = sandbox.case_ruleset(self.sandbox_abi)
+            self._make_case_ruleset()
             self.spare = self._fork_child()  # ready before the first case arrives
 
     def _confine(self, policy_text: Any, abi: Any) -> str | None:
@@ -298,25 +296,13 @@ class Worker:
         if snapshot is None:
             snapshot = self._snapshot = Snapshot.take()
         self._reset_capture()
-        folder = ""
-        if self.run_scratch:  # a scratch folder of the case's own, for its duration
-            folder, self._next_scratch = self._next_scratch or self._new_scratch(), ""
-            _use_scratch(folder)
         payload = execute_case(self.target, message)
         output, dropped = self._take_capture()
         strays = kill_strays(self._kept())
-        if folder and os.environ.get("TMPDIR") == folder:  # else the snapshot tells it
-            _use_scratch(self.run_scratch)
-        anomaly = snapshot.differences()
+        anomaly = snapshot.differences()  # a changed TMPDIR among them
         if strays:
             left = f"left {strays} child process{'es' if strays != 1 else ''} running"
             anomaly = f"{anomaly}; {left}" if anomaly else left
-        # An empty folder goes after the result, while the supervisor judges it; one
-        # the case left something in goes first, and so does the folder of a process
-        # that ends after its result: the next case may start elsewhere at once.
-        early = folder and (anomaly or self.alone or holds_anything(folder))
-        if early:
-            scratch.remove(folder)
         self.send(
             {
                 "op": "result",
@@ -332,14 +318,50 @@ class Worker:
         if self.alone and plaindata.loads(payload).get("k") in CRASH_KINDS:
             os._exit(70)
         if anomaly:
-            os._exit(0)
-        if folder and not early:
-            scratch.remove(folder)  # before this process reads the next case
-            self._next_scratch = self._new_scratch()
+            os._exit(0)  # its folder goes with the run's
+        self._empty_case_folder()  # while the supervisor judges, before the next case
 
-    def _new_scratch(self) -> str:
-        """A new, empty scratch folder for a case run in this process."""
-        return scratch.make(self.run_scratch, f"case-{os.urandom(16).hex()}")
+    def _new_case_folder(self) -> None:
+        """Make this worker's cases' scratch folder and point the temporary-file
+        variables at it (``TMPDIR``, ``TEMP``, ``TMP``, and ``tempfile``'s choice)."""
+        name = f"worker-{os.urandom(16).hex()}"
+        self.case_folder = scratch.CaseFolder.make(self.run_scratch, name)
+        folder = self.case_folder.path
+        environ = os.environ
+        environ["TMPDIR"] = environ["TEMP"] = environ["TMP"] = folder
+        module = sys.modules.get("tempfile")
+        if module is not None:
+            vars(module)["tempdir"] = None
+
+    def _make_case_ruleset(self) -> None:
+        """Make the ruleset each case's process enters (fork isolation in the sandbox):
+        a domain of its own inside the worker's that may write only to the cases'
+        scratch folder, ``/dev/null`` and ``/dev/shm``. Where it cannot be made, each
+        case's process makes its own layer."""
+        if self.case_ruleset != NO_FD:
+            close_quietly(self.case_ruleset)
+            self.case_ruleset = NO_FD
+        if not self.sandbox_abi:
+            return
+        folder = self.case_folder
+        write = (folder.path, *self.case_write) if folder is not None else None
+        with contextlib.suppress(sandbox.SandboxError):
+            self.case_ruleset = sandbox.case_ruleset(self.sandbox_abi, write)
+
+    def _empty_case_folder(self) -> None:
+        """Leave the cases' scratch folder as it was made, once nothing of the ended
+        case is alive: usually it is (a few system calls); else everything in it goes,
+        and a folder that cannot be emptied is replaced by a new one, with a new ruleset
+        and a new spare."""
+        folder = self.case_folder
+        if folder is None or folder.untouched() or folder.empty():
+            return
+        scratch.remove(folder.path)  # what is left of it goes with the run's folder
+        self._new_case_folder()
+        self._snapshot = None  # the variables changed: the next case takes it anew
+        if self.isolation == "fork":
+            self.discard_spare()  # it would enter the old ruleset, with the old TMPDIR
+            self._make_case_ruleset()
 
     def _kept(self) -> frozenset[int]:
         """The helpers to keep after a case: those still the processes the import started.
@@ -376,31 +398,18 @@ class Worker:
         return fds
 
     def _fork_child(self) -> Child:
-        """Fork a process that waits for its case; see :class:`Child`.
-
-        The process itself removes the ended cases' folders not removed yet and makes
-        its own, while it waits: making and removing a folder can take a good part of a
-        millisecond (ext4 without a journal scans past every recently freed inode), and
-        the worker, which would otherwise do both, supervises the running case meanwhile.
-        """
+        """Fork a process that waits for its case; see :class:`Child`."""
         token = os.urandom(16)
-        folder = os.path.join(self.run_scratch, f"case-{token.hex()}") if self.run_scratch else ""
-        removing = tuple(self._ended_scratch)
-        self._ended_scratch.clear()
         input_r, input_w = os.pipe()
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         close = (input_w, result_r, out_r, err_r, *self._own_fds())
         flush_std_streams()
-        try:
-            pid = os.fork()
-        except OSError:
-            self._ended_scratch.extend(removing)
-            raise
+        pid = os.fork()
         if pid == 0:  # the case's own process
             try:
-                self._child_main(token, input_r, result_w, out_w, err_w, close, folder, removing)
+                self._child_main(token, input_r, result_w, out_w, err_w, close)
             finally:
                 os._exit(0)
         try:  # noqa: SIM105 - see close_quietly
@@ -417,7 +426,7 @@ class Worker:
                 pidfd = _pidfd_open(pid)
             except OSError:
                 pidfd = NO_FD
-        return Child(pid, token, input_w, result_r, out_r, err_r, pidfd, folder, removing)
+        return Child(pid, token, input_w, result_r, out_r, err_r, pidfd)
 
     def _child_main(
         self,
@@ -427,28 +436,20 @@ class Worker:
         out_w: int,
         err_w: int,
         close: tuple[int, ...],
-        folder: str,
-        removing: tuple[str, ...],
     ) -> None:
         """The case's process: wait for the case, then run it and report."""
         assert self.target is not None
         os.setpgid(0, 0)
         self.set_death_signal()
-        if folder:
-            # The ended cases' folders go (nothing of those cases is alive), then its
-            # own scratch folder is made, new and empty, the only one it may write to;
-            # in a domain of its own inside the worker's, so that it can signal or trace
-            # neither the worker nor any other case.
-            for ended in removing:
-                scratch.remove(ended)
-            os.mkdir(folder, 0o700)  # a folder there already: this spare ends unused
-            sandbox.confine_case_within(self.sandbox_abi, (folder, *self.case_write))
-            _use_scratch(folder)
-        elif self.sandbox_abi:
+        if self.sandbox_abi:
             # A domain of its own inside the worker's: the case cannot signal or trace
-            # the worker, nor any other case.
+            # the worker, nor any other case, and may write only to the cases' scratch
+            # folder (emptied by the worker after every case), not beside it.
             if self.case_ruleset != NO_FD:
                 sandbox.enter_case(self.case_ruleset)
+            elif self.case_folder is not None:
+                folder = self.case_folder.path
+                sandbox.confine_case_within(self.sandbox_abi, (folder, *self.case_write))
             else:
                 sandbox.confine_case(self.sandbox_abi)
         for fd in close:
@@ -471,8 +472,6 @@ class Worker:
         except (EOFError, OSError):
             return  # the worker discarded this spare, or something broke its pipe
         os.close(input_r)
-        if folder and holds_anything(folder):
-            return  # something wrote there before its case: it is never started
         write_all(result_w, _STARTED)
         message = plaindata.loads(body)
         del body
@@ -506,9 +505,6 @@ class Worker:
         """Fork the next spare while the case runs, then supervise the case and report."""
         child = self.running
         assert child is not None
-        # The previous case's folder goes while this case runs, not between cases
-        # (nothing of that case is alive, and this one may write only to its own): the
-        # spare removes it.
         try:
             self.spare = self._fork_child()
         except OSError:  # no spare now; the next case forks its own process
@@ -518,10 +514,9 @@ class Worker:
         finally:
             self.running = None
             child.close_fds()
-            child.remove_leftovers()  # it started its case, or it ended: its removals are done
-            if child.scratch:
-                self._ended_scratch.append(child.scratch)
-                child.scratch = ""
+        # Nothing of the case is alive now, and its result is on its way: what it left
+        # in the scratch folder goes while the supervisor judges, before the next case.
+        self._empty_case_folder()
 
     def discard_spare(self) -> None:
         if self.spare is not None:
@@ -615,15 +610,6 @@ class Worker:
             },
             bytes(memoryview(result)[len(_STARTED) :]),
         )
-
-
-def _use_scratch(folder: str) -> None:
-    """Point the temporary-file variables (and ``tempfile``, if imported) at ``folder``."""
-    environ = os.environ
-    environ["TMPDIR"] = environ["TEMP"] = environ["TMP"] = folder
-    module = sys.modules.get("tempfile")
-    if module is not None:
-        vars(module)["tempdir"] = None
 
 
 STACK_SIGNAL = signal.SIGUSR2
