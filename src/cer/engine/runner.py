@@ -88,10 +88,11 @@ def run_suite(
     decision = confinement.decide(options.sandbox, options.network)
     scratch = tempfile.mkdtemp(prefix="cer-scratch-") if decision.abi else None
     if scratch is not None:
-        # Write and search, no listing: each case's own folder in it has a name no case
-        # can guess, and one not removed yet must not be found by the next case (or one
-        # beside it) through a listing. The implementation's side holds no capability
-        # that would read past the mode.
+        # Write and search, no listing: each worker's, harness's and per-case command's
+        # folder in it has a name no case can guess, and must not be found by a case of
+        # another worker (or a per-case command's one not removed yet) through a
+        # listing. The implementation's side holds no capability that would read past
+        # the mode.
         os.chmod(scratch, _SCRATCH_UNLISTABLE)
     try:
         with spawned.owned_by(spawned.new_token()):  # its processes, for end_strays
