@@ -11,6 +11,17 @@ and files or folders marked immutable or append-only (``chattr +i``, ``+a``), wh
 flags are cleared first where this process may (a privileged supervisor can; the
 implementation's side, which holds no capability, can set neither flag).
 
+Removal works through open folders, never through paths below the one given: a process
+of the implementation's side may still be running while its folder is removed (a
+daemon of a per-case command is killed after its folder goes), and it could swap a
+folder being emptied for a symbolic link to anywhere, which a remover that joins paths
+would then follow, deleting there as the supervisor (outside every sandbox). Each
+folder is opened without following links, checked to be a folder on the same file
+system, and emptied by names relative to it; going back up, the parent is checked to be
+the folder it came from. A tree deeper than a path can name (``PATH_MAX``) is removed
+too, and the work is bounded in time, so that a process that keeps adding to the tree
+cannot hold the remover for ever.
+
 Shared by both sides: it imports nothing of ``cer``.
 """
 
@@ -21,6 +32,7 @@ import fcntl
 import os
 import stat
 import struct
+import time
 from dataclasses import dataclass
 
 __all__ = ["CaseFolder", "make", "remove"]
@@ -84,34 +96,28 @@ class CaseFolder:
         done; False when it is no longer the folder made, its owner, group or extended
         attributes changed, or something in it could not be removed: then it must not
         be reused."""
+        fd = _open_folder(self.path)
+        if fd is None:
+            return False
         try:
-            info = os.lstat(self.path)
+            info = os.fstat(fd)
+            if not self._same(info, fd):
+                return False
+            _unstick_fd(fd)
+            if stat.S_IMODE(info.st_mode) != 0o700:
+                os.fchmod(fd, 0o700)
+            _empty_whole(fd)
         except OSError:
             return False
-        if not self._same(info):
-            return False
-        _unstick(self.path)
-        if stat.S_IMODE(info.st_mode) != 0o700:
-            try:
-                os.chmod(self.path, 0o700)
-            except OSError:
-                return False
-        for _ in range(3):  # what a process still running put there meanwhile, at most
-            try:
-                names = os.listdir(self.path)
-            except OSError:
-                return False
-            if not names:
-                break
-            for name in names:
-                _remove_tree(os.path.join(self.path, name))
+        finally:
+            os.close(fd)
         return self.untouched()
 
-    def _same(self, info: os.stat_result) -> bool:
+    def _same(self, info: os.stat_result, at: str | int | None = None) -> bool:
         return (
             stat.S_ISDIR(info.st_mode)
             and _identity(info) == self.identity
-            and _attributes(self.path) == self.attributes
+            and _attributes(self.path if at is None else at) == self.attributes
         )
 
 
@@ -119,11 +125,23 @@ def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
     return (info.st_dev, info.st_ino, info.st_uid, info.st_gid)
 
 
-def _attributes(path: str) -> tuple[str, ...]:
+def _attributes(path: str | int) -> tuple[str, ...]:
     try:
+        if isinstance(path, int):
+            return tuple(sorted(os.listxattr(path)))
         return tuple(sorted(os.listxattr(path, follow_symlinks=False)))
     except OSError:  # no extended attributes on this file system
         return ()
+
+
+REMOVAL_SECONDS = 60.0
+"""How long one removal (or one emptying) may work at most: far more than removing what
+a case can write in its time takes, and a bound on a process that keeps adding to the
+tree while it is removed (the rest is left; the folder is then not reused)."""
+
+_monotonic = time.monotonic
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def remove(path: str) -> bool:
@@ -135,66 +153,161 @@ def remove(path: str) -> bool:
         return True
     except OSError:
         pass
-    for _ in range(3):  # what a process still running put there meanwhile, at most
-        _remove_tree(path)
-        if not os.path.lexists(path):
-            return True
+    fd = _open_folder(path)
+    if fd is None:  # not a folder (a file, a symbolic link): only the entry goes
+        _unlink(path)
+        return not os.path.lexists(path)
+    try:
+        _unstick_fd(fd)
+        with contextlib.suppress(OSError):
+            if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
+                os.fchmod(fd, 0o700)
+        _empty_whole(fd)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+    return not os.path.lexists(path)
+
+
+def _empty_whole(fd: int) -> None:
+    """Remove everything in the open folder ``fd``: again, at most three times, while
+    something is there (what a process still running put there meanwhile)."""
+    deadline = _monotonic() + REMOVAL_SECONDS
+    for _ in range(3):
+        if not _clear(fd, deadline) or not _entries(fd):
+            return
+
+
+def _open_folder(name: str, parent: int | None = None) -> int | None:
+    """``name`` (in the open folder ``parent``, else a path) opened as a folder, never
+    through a symbolic link, its mode made to let its owner list and empty it; None
+    when it is not a folder or cannot be opened."""
+    try:
+        fd = os.open(name, _FOLDER, dir_fd=parent)
+    except PermissionError:  # a folder without read permission: given it back first
+        try:
+            os.chmod(name, 0o700, dir_fd=parent, follow_symlinks=False)
+            fd = os.open(name, _FOLDER, dir_fd=parent)
+        except (OSError, ValueError, NotImplementedError):
+            return None
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if stat.S_IMODE(info.st_mode) & 0o700 != 0o700:
+            os.fchmod(fd, 0o700)
+    except OSError:
+        pass
+    return fd
+
+
+def _clear(root: int, deadline: float) -> bool:
+    """Remove everything in the open folder ``root``, without recursion (a tree may be
+    deeper than Python's stack or than a path can name) and without leaving it: every
+    folder is entered by name relative to its parent, without following links, and
+    only on ``root``'s file system. False when it had to stop: time is up, or a folder
+    was moved while it was being emptied."""
+    root_info = os.fstat(root)
+    device = root_info.st_dev
+    fd = os.dup(root)
+    # One level per open folder: its entries still to remove, its identity, its name.
+    levels: list[tuple[list[tuple[str, bool]], tuple[int, int], str]] = [
+        (_entries(fd), (root_info.st_dev, root_info.st_ino), "")
+    ]
+    try:
+        while levels:
+            entries, _, name = levels[-1]
+            if entries:
+                entry, is_folder = entries.pop()
+                if not is_folder and not _unlink(entry, fd):
+                    continue  # removed, or left (a folder now in its place is not)
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry, dir_fd=fd)  # an empty folder: the usual case
+                    continue
+                if _monotonic() > deadline:
+                    return False
+                child = _open_folder(entry, fd)
+                if child is None:
+                    continue
+                info = os.fstat(child)
+                if info.st_dev != device:  # another file system mounted there: left
+                    os.close(child)
+                    continue
+                _unstick_fd(child)
+                levels.append((_entries(child), (info.st_dev, info.st_ino), entry))
+                os.close(fd)
+                fd = child
+                continue
+            levels.pop()
+            if not levels:
+                break
+            parent = os.open("..", _FOLDER, dir_fd=fd)
+            info = os.fstat(parent)
+            if (info.st_dev, info.st_ino) != levels[-1][1]:
+                os.close(parent)  # moved meanwhile: not followed out of the tree
+                return False
+            os.close(fd)
+            fd = parent
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _entries(fd: int) -> list[tuple[str, bool]]:
+    """The entries of the open folder ``fd``, each with whether it is a folder (not
+    following links); as many as could be read."""
+    found: list[tuple[str, bool]] = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    found.append((entry.name, entry.is_dir(follow_symlinks=False)))
+                except OSError:
+                    found.append((entry.name, False))
+    except OSError:
+        pass
+    return found
+
+
+def _unlink(name: str, parent: int | None = None) -> bool:
+    """Remove the file (or link, or anything but a folder) ``name``, clearing its
+    immutable and append-only flags when that is what keeps it. True when ``name`` is
+    a folder (one swapped in meanwhile): then nothing was done."""
+    try:
+        os.unlink(name, dir_fd=parent)
+        return False
+    except FileNotFoundError:
+        return False
+    except IsADirectoryError:
+        return True
+    except OSError:
+        pass
+    try:
+        fd = os.open(name, _FILE, dir_fd=parent)
+    except OSError:
+        return False
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            _unstick_fd(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=parent)
     return False
 
 
-def _unstick(path: str) -> None:
-    """Clear the immutable and append-only flags of the file or folder ``path``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return
+def _unstick_fd(fd: int) -> None:
+    """Clear the immutable and append-only flags of the open file or folder ``fd``."""
     try:
         flags = struct.unpack("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, b"\0" * 4))[0]
         if flags & _STUCK:
             fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("i", flags & ~_STUCK))
     except OSError:
         pass
-    finally:
-        os.close(fd)
-
-
-def _remove_tree(root: str) -> None:
-    """Remove ``root`` without recursion (a tree may be deeper than Python's stack)."""
-    folders: list[str] = []
-    pending = [root]
-    while pending:
-        path = pending.pop()
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            _remove_entry(path, info)
-            continue
-        folders.append(path)
-        if info.st_mode & 0o700 != 0o700:
-            with contextlib.suppress(OSError):
-                os.chmod(path, 0o700)
-        _unstick(path)
-        try:
-            names = os.listdir(path)
-        except OSError:
-            continue
-        pending.extend(os.path.join(path, name) for name in names)
-    for path in reversed(folders):
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-
-
-def _remove_entry(path: str, info: os.stat_result) -> None:
-    try:
-        os.unlink(path)
-        return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass
-    if stat.S_ISREG(info.st_mode):
-        _unstick(path)
-    with contextlib.suppress(OSError):
-        os.unlink(path)

@@ -1,0 +1,160 @@
+"""A worker's cases share one scratch folder, emptied after each: what breaks that.
+
+Each test plays an implementation that turns the emptying (or a removal) against the
+runner, and asserts the truthful outcome. Found by trying: a tree deeper than a path
+can name was never emptied (the folder was replaced after every case, and the run's
+folder was left behind when the run ended); a daemon of a per-case command, still
+running while the supervisor removed its folder, swapped a folder being removed for a
+symbolic link and made the supervisor delete files outside every sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cer import sandbox
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
+from cer.model import RunResult, Status
+from cer.suite.loader import load_suite
+
+pytestmark = pytest.mark.skipif(
+    not sandbox.status().available, reason="this kernel has no Landlock"
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "examples" / "harnesses" / "calc_harness.py"
+
+PROBE = r"""
+import os
+import tempfile
+import time
+
+
+def attack(kind, n=0, victim=""):
+    here = tempfile.gettempdir()
+    found = sorted(os.listdir(here))
+    started = time.monotonic()
+    if kind == "deep":  # deeper than PATH_MAX: no path names its bottom
+        fd = os.open(here, os.O_RDONLY)
+        for _ in range(30):
+            os.mkdir("d" * 200, dir_fd=fd)
+            inner = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.close(fd)
+    elif kind == "litter":
+        fd = os.open(here, os.O_RDONLY)
+        for i in range(n):
+            os.close(os.open(f"f{i}", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.close(fd)
+    elif kind == "swap":  # a daemon that outlives its process swaps a folder for a link
+        ready_r, ready_w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for std in (0, 1, 2):
+                    os.dup2(null, std)
+                folder = os.path.join(here, "a")
+                os.mkdir(folder)
+                for i in range(n):
+                    open(os.path.join(folder, f"f{i:05d}"), "w").close()
+                os.write(ready_w, b"r")
+                end = time.monotonic() + 10
+                while time.monotonic() < end:
+                    try:
+                        if len(os.listdir(folder)) < n:  # its removal began
+                            os.rename(folder, os.path.join(here, "b"))
+                            os.symlink(victim, folder)
+                            break
+                    except OSError:
+                        pass
+            os._exit(0)
+        os.read(ready_r, 1)
+    elif kind == "fill":  # inside the worker: fill the file system, keep the folder
+        run = os.path.dirname(here)
+        os.rename(here, os.path.join(run, "kept"))
+        with_room = 0
+        try:
+            while True:
+                os.mkdir(os.path.join(run, f"fill-{with_room}"))
+                with_room += 1
+        except OSError:
+            pass
+    return {"found": found, "folder": here, "spent_ms": (time.monotonic() - started) * 1000}
+"""
+
+
+def _module(root: Path, cases: list[tuple[str, str]]) -> None:
+    (root / "probe.py").write_text(PROBE, encoding="utf-8")
+    lines = ['commonsformat_evals = "0.2"', 'target = "probe"', ""]
+    for name, fields in cases:
+        lines += [
+            "[[cases]]",
+            f'name = "{name}"',
+            'category = "functional"',
+            f"input = {{ {fields} }}",
+            "expect = { output = 0 }",  # never met: the observation is what is checked
+            "",
+        ]
+    (root / "evals.toml").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _run(root: Path, kind: str = "python", **options: Any) -> RunResult:
+    options.setdefault("timeout", 20.0)
+    impl = {
+        "python": "probe:attack",
+        "command-per-case": f"{sys.executable} {HARNESS} --per-case "
+        "--module probe.py --function attack",
+    }[kind]
+    return run_suite(load_suite(root / "evals.toml"), RunOptions(impl=impl, kind=kind, **options))
+
+
+def _outputs(run: RunResult) -> list[dict[str, Any]]:
+    found = []
+    for result in run.results:
+        assert result.status is Status.FAIL, (result.case_name, result.reason)
+        found.append(dict(result.observation or {}))  # a returned table is whole
+    return found
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # the harness names probe.py relative to here
+    return tmp_path
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_tree_deeper_than_a_path_can_name_is_emptied(module: Path, isolation: str) -> None:
+    """A removal that named every entry by its whole path could not reach below
+    ``PATH_MAX``: the folder was given up after every case, and what was left of them
+    all stayed in ``/tmp`` after the run."""
+    _module(module, [(f"deep-{n}", 'kind = "deep"') for n in range(3)])
+    outputs = _outputs(_run(module, isolation=isolation))
+    assert [output["found"] for output in outputs] == [[]] * 3, outputs
+    (folder,) = {output["folder"] for output in outputs}  # emptied, so kept
+    assert not os.path.exists(os.path.dirname(folder))  # the run's, removed whole
+
+
+def test_removal_never_follows_a_folder_swapped_for_a_link(module: Path, tmp_path: Path) -> None:
+    """A per-case command's daemon still runs while the supervisor removes the
+    command's folder (it is killed afterwards). Once the removal has listed a folder
+    in it, the daemon swaps that folder for a symbolic link to a folder of the user's:
+    the supervisor, outside every sandbox, must not delete a thing there."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    names = [f"f{i:05d}" for i in range(3000)]
+    for name in names:
+        (victim / name).write_bytes(b"")
+    _module(module, [("swap", f'kind = "swap", n = {len(names)}, victim = "{victim}"')])
+    (output,) = _outputs(_run(module, "command-per-case"))
+    assert output["found"] == []
+    assert sorted(os.listdir(victim)) == names
+    assert not os.path.exists(os.path.dirname(output["folder"]))
