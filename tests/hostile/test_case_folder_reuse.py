@@ -5,13 +5,20 @@ runner, and asserts the truthful outcome. Found by trying: a tree deeper than a 
 can name was never emptied (the folder was replaced after every case, and the run's
 folder was left behind when the run ended); a daemon of a per-case command, still
 running while the supervisor removed its folder, swapped a folder being removed for a
-symbolic link and made the supervisor delete files outside every sandbox.
+symbolic link and made the supervisor delete files outside every sandbox; the time
+emptying took was counted to the next case, handed over before it was done; and a
+worker that could not make a new folder (a full file system) crashed, charging the
+next case, which never ran, with its end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +165,55 @@ def test_removal_never_follows_a_folder_swapped_for_a_link(module: Path, tmp_pat
     assert output["found"] == []
     assert sorted(os.listdir(victim)) == names
     assert not os.path.exists(os.path.dirname(output["folder"]))
+
+
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_what_a_case_leaves_costs_its_own_time(module: Path, isolation: str) -> None:
+    """The next case is handed over as soon as a result arrives and timed from there:
+    emptying the folder after the result was sent counted to the next case's time (and
+    timeout) what the case before it had left."""
+    _module(module, [("litter", 'kind = "litter", n = 20000'), ("after", 'kind = "none"')])
+    run = _run(module, isolation=isolation)
+    litter, after = run.results
+    outputs = _outputs(run)
+    assert outputs[1]["found"] == []
+    emptying_ms = litter.elapsed_ms - outputs[0]["spent_ms"]
+    assert after.elapsed_ms * 4 < emptying_ms, (litter.elapsed_ms, outputs, after.elapsed_ms)
+
+
+@contextlib.contextmanager
+def _small_file_system(root: Path) -> Iterator[Path]:
+    """A tmpfs with room for a few dozen entries (needs the right to mount)."""
+    mount = root / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=64", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_worker_that_cannot_make_a_new_folder_charges_no_case(
+    module: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside the worker a case may write anywhere in the run's folder: it fills the
+    file system and takes its folder away, so no new one can be made. The worker
+    crashed, and the next case, already handed over and never run, was reported as
+    having ended the worker. Now no case is charged with it: the cases after are not
+    run, and say why; nothing is left."""
+    with _small_file_system(tmp_path) as small:
+        monkeypatch.setattr(tempfile, "tempdir", str(small))
+        _module(module, [("fill", 'kind = "fill"'), ("after", 'kind = "none"')])
+        fill, after = _run(module, isolation="none").results
+        assert fill.status is Status.FAIL, fill.reason
+        assert after.status is Status.ERRORED, after.reason
+        assert after.reason is not None
+        assert "ended the worker" not in after.reason
+        assert "scratch folder could not be made" in after.reason, after.reason
+        assert os.listdir(small) == []

@@ -115,6 +115,10 @@ class Worker:
         ruleset made once and inherits the variables that point at it."""
         self.case_write: tuple[str, ...] = ()
         """Where a case may write besides its scratch folder (/dev/null, /dev/shm)."""
+        self.unusable: str | None = None
+        """Why this worker can run no more cases (its cases' scratch folder could not
+        be made again), or None: it answers the next case as never started, so that
+        the case goes to a new worker and is not charged with this one's end."""
         self.spare: Child | None = None
         """The next case's process, forked ahead of time (fork isolation)."""
         self.running: Child | None = None
@@ -237,6 +241,20 @@ class Worker:
         # a case walking gc.get_objects() could otherwise trip over) is gone first.
         gc.collect()
         output, _ = self._take_capture()
+        # After the import, so that nothing of it is there for a case; before the answer,
+        # so that a worker that has no folder for its cases says so and runs none.
+        unmade = self._new_case_folder() if self.run_scratch else None
+        if unmade is not None:
+            self.send(
+                {
+                    "op": "loaded",
+                    "ok": False,
+                    "reason": unmade,
+                    "output": output,
+                    "files": source_files(before, stdlib),
+                }
+            )
+            return
         self.send(
             {
                 "op": "loaded",
@@ -246,8 +264,6 @@ class Worker:
                 "files": source_files(before, stdlib),
             }
         )
-        if self.run_scratch:  # after the import: nothing of it is there for a case
-            self._new_case_folder()
         keep_state()  # after everything the worker itself imports, before any fork
         self._helpers = _watch(children_of(os.getpid()))
         if self.isolation == "fork":
@@ -303,6 +319,10 @@ class Worker:
         if strays:
             left = f"left {strays} child process{'es' if strays != 1 else ''} running"
             anomaly = f"{anomaly}; {left}" if anomaly else left
+        if not anomaly:  # else the worker ends, and its folder goes with the run's
+            # Before the result: the next case is handed over as soon as it arrives and
+            # timed from there, so what this case left costs its own time, not the next's.
+            self._empty_case_folder()
         self.send(
             {
                 "op": "result",
@@ -319,19 +339,24 @@ class Worker:
             os._exit(70)
         if anomaly:
             os._exit(0)  # its folder goes with the run's
-        self._empty_case_folder()  # while the supervisor judges, before the next case
 
-    def _new_case_folder(self) -> None:
+    def _new_case_folder(self) -> str | None:
         """Make this worker's cases' scratch folder and point the temporary-file
-        variables at it (``TMPDIR``, ``TEMP``, ``TMP``, and ``tempfile``'s choice)."""
+        variables at it (``TMPDIR``, ``TEMP``, ``TMP``, and ``tempfile``'s choice).
+        Why it could not be made (a full file system, say), or None."""
         name = f"worker-{os.urandom(16).hex()}"
-        self.case_folder = scratch.CaseFolder.make(self.run_scratch, name)
+        self.case_folder = None
+        try:
+            self.case_folder = scratch.CaseFolder.make(self.run_scratch, name)
+        except OSError as exc:
+            return f"the cases' scratch folder could not be made: {exc}"
         folder = self.case_folder.path
         environ = os.environ
         environ["TMPDIR"] = environ["TEMP"] = environ["TMP"] = folder
         module = sys.modules.get("tempfile")
         if module is not None:
             vars(module)["tempdir"] = None
+        return None
 
     def _make_case_ruleset(self) -> None:
         """Make the ruleset each case's process enters (fork isolation in the sandbox):
@@ -357,7 +382,7 @@ class Worker:
         if folder is None or folder.untouched() or folder.empty():
             return
         scratch.remove(folder.path)  # what is left of it goes with the run's folder
-        self._new_case_folder()
+        self.unusable = self._new_case_folder()
         self._snapshot = None  # the variables changed: the next case takes it anew
         if self.isolation == "fork":
             self.discard_spare()  # it would enter the old ruleset, with the old TMPDIR
@@ -510,20 +535,34 @@ class Worker:
         except OSError:  # no spare now; the next case forks its own process
             self.spare = None
         try:
-            self._supervise_child(child)
+            message, raw = self._supervise_child(child)
         finally:
             self.running = None
             child.close_fds()
-        # Nothing of the case is alive now, and its result is on its way: what it left
-        # in the scratch folder goes while the supervisor judges, before the next case.
+        # Nothing of the case is alive now: what it left in the scratch folder goes
+        # before its result is sent. The next case is handed over as soon as the result
+        # arrives and timed from there, so the emptying costs this case's time.
         self._empty_case_folder()
+        self.send(message, raw)
+
+    def refuse(self, seq: int) -> None:
+        """Answer case ``seq`` as never started and end: this worker has no scratch
+        folder for it (:attr:`unusable`). Nothing of the implementation ran for it, so
+        the supervisor hands it to a new worker, which says at its load why it cannot
+        run cases, if it cannot either."""
+        self.discard_spare()
+        self.send({"op": "result", "seq": seq, "exit": {"how": "unstarted"}}, b"")
+        kill_strays()
+        os._exit(0)
 
     def discard_spare(self) -> None:
         if self.spare is not None:
             self.spare.discard()
             self.spare = None
 
-    def _supervise_child(self, child: Child) -> None:
+    def _supervise_child(self, child: Child) -> tuple[WorkerMessage, bytes]:
+        """Wait for the case's process to answer, end or pass its deadline, end what it
+        left running, and return its result message and payload (sent by the caller)."""
         seq, pid, started = self._case_seq, child.pid, self._started
         deadline = started + self.timeout
         result = bytearray()
@@ -588,15 +627,14 @@ class Worker:
         if not result.startswith(_STARTED):
             # The process never started the case (it was disturbed before it read it):
             # the supervisor sends the case again; nothing of the implementation ran.
-            self.send({"op": "result", "seq": seq, "exit": {"how": "unstarted"}}, b"")
-            return
+            return {"op": "result", "seq": seq, "exit": {"how": "unstarted"}}, b""
         if how is None:
             if os.WIFSIGNALED(status):
                 number = os.WTERMSIG(status)
                 how = {"how": "signal", "signal": number, "name": signal_name(number)}
             else:
                 how = {"how": "exited", "code": os.WEXITSTATUS(status)}
-        self.send(
+        return (
             {
                 "op": "result",
                 "seq": seq,
@@ -687,6 +725,8 @@ def main(argv: list[str] | None = None) -> None:
             os._exit(0)
         if kind == KIND_CASE and worker.target is not None and len(data) >= _SEQ.size:
             (seq,) = _SEQ.unpack_from(data)
+            if worker.unusable is not None:
+                worker.refuse(seq)
             if worker.isolation == "fork":
                 worker.hand_over(seq, data[_SEQ.size :])
                 del data  # the next case's process is forked without this case's input
