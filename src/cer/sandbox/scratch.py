@@ -16,11 +16,11 @@ of the implementation's side may still be running while its folder is removed (a
 daemon of a per-case command is killed after its folder goes), and it could swap a
 folder being emptied for a symbolic link to anywhere, which a remover that joins paths
 would then follow, deleting there as the supervisor (outside every sandbox). Each
-folder is opened without following links, checked to be a folder on the same file
-system, and emptied by names relative to it; going back up, the parent is checked to be
-the folder it came from. A tree deeper than a path can name (``PATH_MAX``) is removed
-too, and the work is bounded in time, so that a process that keeps adding to the tree
-cannot hold the remover for ever.
+folder is opened without following links, checked to be a folder, and emptied by
+names relative to it; going back up, the parent is checked to be the folder it came
+from. A tree deeper than a path can name (``PATH_MAX``) is removed too, and the work is
+bounded in time, so that a process that keeps adding to the tree cannot hold the
+remover for ever.
 
 Shared by both sides: it imports nothing of ``cer``.
 """
@@ -175,7 +175,7 @@ def _empty_whole(fd: int) -> None:
     something is there (what a process still running put there meanwhile)."""
     deadline = _monotonic() + REMOVAL_SECONDS
     for _ in range(3):
-        if not _clear(fd, deadline) or not _entries(fd):
+        if not _clear(fd, deadline) or not _holds_anything(fd):
             return
 
 
@@ -205,23 +205,19 @@ def _open_folder(name: str, parent: int | None = None) -> int | None:
 def _clear(root: int, deadline: float) -> bool:
     """Remove everything in the open folder ``root``, without recursion (a tree may be
     deeper than Python's stack or than a path can name) and without leaving it: every
-    folder is entered by name relative to its parent, without following links, and
-    only on ``root``'s file system. False when it had to stop: time is up, or a folder
-    was moved while it was being emptied."""
+    folder is entered by name relative to its parent, without following links. False
+    when it had to stop: time is up, or a folder was moved while it was being emptied."""
     root_info = os.fstat(root)
-    device = root_info.st_dev
     fd = os.dup(root)
-    # One level per open folder: its entries still to remove, its identity, its name.
-    levels: list[tuple[list[tuple[str, bool]], tuple[int, int], str]] = [
-        (_entries(fd), (root_info.st_dev, root_info.st_ino), "")
+    # One level per open folder: its folders still to remove, its identity, its name.
+    levels: list[tuple[list[str], tuple[int, int], str]] = [
+        (_sweep(fd), (root_info.st_dev, root_info.st_ino), "")
     ]
     try:
         while levels:
-            entries, _, name = levels[-1]
-            if entries:
-                entry, is_folder = entries.pop()
-                if not is_folder and not _unlink(entry, fd):
-                    continue  # removed, or left (a folder now in its place is not)
+            folders, _, name = levels[-1]
+            if folders:
+                entry = folders.pop()
                 with contextlib.suppress(OSError):
                     os.rmdir(entry, dir_fd=fd)  # an empty folder: the usual case
                     continue
@@ -231,11 +227,8 @@ def _clear(root: int, deadline: float) -> bool:
                 if child is None:
                     continue
                 info = os.fstat(child)
-                if info.st_dev != device:  # another file system mounted there: left
-                    os.close(child)
-                    continue
                 _unstick_fd(child)
-                levels.append((_entries(child), (info.st_dev, info.st_ino), entry))
+                levels.append((_sweep(child), (info.st_dev, info.st_ino), entry))
                 os.close(fd)
                 fd = child
                 continue
@@ -258,20 +251,32 @@ def _clear(root: int, deadline: float) -> bool:
         os.close(fd)
 
 
-def _entries(fd: int) -> list[tuple[str, bool]]:
-    """The entries of the open folder ``fd``, each with whether it is a folder (not
-    following links); as many as could be read."""
-    found: list[tuple[str, bool]] = []
+def _sweep(fd: int) -> list[str]:
+    """Remove every entry of the open folder ``fd`` that is not a folder, as it is
+    read (a folder of a million files costs no list of them), and return the names of
+    the folders in it (not following links)."""
+    folders: list[str] = []
     try:
         with os.scandir(fd) as entries:
             for entry in entries:
                 try:
-                    found.append((entry.name, entry.is_dir(follow_symlinks=False)))
+                    is_folder = entry.is_dir(follow_symlinks=False)
                 except OSError:
-                    found.append((entry.name, False))
+                    is_folder = False
+                if is_folder or _unlink(entry.name, fd):
+                    folders.append(entry.name)
     except OSError:
         pass
-    return found
+    return folders
+
+
+def _holds_anything(fd: int) -> bool:
+    """Whether the open folder ``fd`` has an entry (or cannot be read)."""
+    try:
+        with os.scandir(fd) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return True
 
 
 def _unlink(name: str, parent: int | None = None) -> bool:
