@@ -39,6 +39,7 @@ HARNESS = ROOT / "examples" / "harnesses" / "calc_harness.py"
 
 PROBE = r"""
 import os
+import socket
 import tempfile
 import time
 
@@ -56,6 +57,20 @@ def attack(kind, n=0, victim=""):
             fd = inner
         os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
         os.close(fd)
+        # and beside it, names and kinds a removal may trip over
+        top = os.fsencode(here)
+        for name in (b"new\nline", b"not utf-8 \xff\xfe", b"-rf", b" "):
+            open(os.path.join(top, name), "w").close()
+        with socket.socket(socket.AF_UNIX) as listener:  # mknod (a FIFO) is refused
+            listener.bind(os.path.join(here, "socket"))
+        os.link(os.path.join(here, "-rf"), os.path.join(here, "hard"))
+        os.symlink(here, os.path.join(here, "loop"))
+        for mode in (0, 0o100, 0o300, 0o500):
+            folder = os.path.join(here, f"mode-{mode:o}")
+            os.makedirs(os.path.join(folder, "inner"))
+            open(os.path.join(folder, "inner", "file"), "w").close()
+            os.chmod(os.path.join(folder, "inner"), mode)
+            os.chmod(folder, mode)
     elif kind == "litter":
         fd = os.open(here, os.O_RDONLY)
         for i in range(n):
@@ -142,7 +157,8 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_tree_deeper_than_a_path_can_name_is_emptied(module: Path, isolation: str) -> None:
     """A removal that named every entry by its whole path could not reach below
     ``PATH_MAX``: the folder was given up after every case, and what was left of them
-    all stayed in ``/tmp`` after the run."""
+    all stayed in ``/tmp`` after the run. Beside the tree, odd names, a socket, a hard
+    link, a link to the folder itself and folders without permissions go too."""
     _module(module, [(f"deep-{n}", 'kind = "deep"') for n in range(3)])
     outputs = _outputs(_run(module, isolation=isolation))
     assert [output["found"] for output in outputs] == [[]] * 3, outputs

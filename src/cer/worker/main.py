@@ -245,6 +245,7 @@ class Worker:
         # so that a worker that has no folder for its cases says so and runs none.
         unmade = self._new_case_folder() if self.run_scratch else None
         if unmade is not None:
+            self.unusable = unmade  # a case sent all the same is never started
             self.send(
                 {
                     "op": "loaded",
