@@ -96,6 +96,8 @@ def attack(kind, n=0, victim=""):
                             os.rename(folder, os.path.join(here, "b"))
                             os.symlink(victim, folder)
                             break
+                    except FileNotFoundError:
+                        break  # removed before it could swap it
                     except OSError:
                         pass
             os._exit(0)
