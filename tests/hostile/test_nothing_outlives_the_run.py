@@ -11,6 +11,7 @@ the run, and leave no report of an earlier run in place.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from cer import sandbox
 from support import assert_none_left
 
 pytestmark = pytest.mark.skipif(
@@ -195,6 +197,65 @@ def test_a_command_implementation_leaves_no_daemon(
     process = _cer(tmp_path, option, f"{sys.executable} command.py", "--timeout", "5")
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, (out, err)
+    assert_none_left(marker, "the run")
+
+
+WATCHES_THE_REMOVAL = """
+import os, sys
+from cer.cli.commands import main
+from cer.engine.command import process
+
+marker = os.environ["DAEMON_MARKER"]
+remove = process.scratch.remove
+
+def alive():
+    found = 0
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() not in handle.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as handle:
+                found += handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            continue
+    return found
+
+def watched(path):
+    # A case's folder is removed: is anything the command left still running, and so
+    # still able to write into the folder while it is emptied?
+    if path:
+        with open("alive-at-removal", "a") as handle:
+            handle.write(f"{alive()}\\n")
+    return remove(path)
+
+process.scratch.remove = watched
+sys.argv = ["cer", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.skipif(not sandbox.status().available, reason="this kernel has no Landlock")
+def test_a_per_case_daemon_is_ended_before_its_folder_is_removed(tmp_path: Path) -> None:
+    """A case's folder is removed once nothing of its command runs any more: a daemon it
+    left could otherwise write into the folder as it is emptied, and outlive the removal."""
+    marker = f"cer-test-{uuid.uuid4().hex}"
+    _module(tmp_path, "", marker)
+    (tmp_path / "command.py").write_text(PER_CASE.replace("MARKER", marker), encoding="utf-8")
+    (tmp_path / "driver.py").write_text(WATCHES_THE_REMOVAL, encoding="utf-8")
+    command = f"{sys.executable} command.py"
+    options = ["--impl-cmd-per-case", command, "--timeout", "5", "--sandbox", "require"]
+    run = subprocess.run(
+        [sys.executable, "driver.py", "run", "evals.toml", "--no-history", *options],
+        cwd=tmp_path,
+        capture_output=True,
+        env={**os.environ, "DAEMON_MARKER": marker},
+        timeout=60,
+    )
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    counts = (tmp_path / "alive-at-removal").read_text(encoding="utf-8").split()
+    assert len(counts) == 3, counts  # one folder a case
+    assert counts == ["0", "0", "0"], f"daemons alive as their folder was removed: {counts}"
     assert_none_left(marker, "the run")
 
 

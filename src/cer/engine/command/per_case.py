@@ -82,10 +82,6 @@ class PerCase:
                     errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
                 )
                 continue
-            finally:
-                # What the command left running (a daemon in a session of its own,
-                # adopted by cer) ends with its case, before the next case starts.
-                self.execution.end_strays()
             cause = self.sandbox_refused_start(outcome)
             if cause:
                 reason = f"not run: {cause}"
@@ -123,6 +119,7 @@ class PerCase:
             self.options.capture_limit,
             self.execution.policy,
             self.execution.sandbox.abi,
+            end_strays=self.execution.end_strays,
         )
         try:
             process.send(request, then_close=True)

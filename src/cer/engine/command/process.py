@@ -58,8 +58,13 @@ class CommandProcess:
         capture_limit: int,
         policy: sandbox.Policy | None = None,
         abi: int = 0,
+        end_strays: Callable[[], None] | None = None,
     ) -> None:
         env = None
+        self._end_strays = end_strays
+        """Ends what the process left running (a daemon in a session of its own, adopted
+        by cer) when it is killed: before its folder is removed, so that nothing of it
+        can write into the folder while it is emptied."""
         self.scratch = ""
         """The process's own scratch folder (TMPDIR), removed when it is done with."""
         if policy is not None:
@@ -264,6 +269,8 @@ class CommandProcess:
             return
         self.closed = True
         end_process(self.popen)
+        if self._end_strays is not None:
+            self._end_strays()
         if self.scratch:
             scratch.remove(self.scratch)
         self.drain_stderr(0.2)  # what it wrote before it died is evidence
