@@ -66,6 +66,22 @@ def single_case_suite(expect: str, input_: str = "{}", category: str = "function
     )
 
 
+def probe_suite(cases: list[tuple[str, str]], expect: str = "output = 0") -> str:
+    """A suite text of target ``probe``: one case a ``(name, input fields)`` pair, each
+    expecting ``expect`` (by default never met: the hostile tests check the observation)."""
+    lines = ['commonsformat_evals = "0.2"', 'target = "probe"', ""]
+    for name, fields in cases:
+        lines += [
+            "[[cases]]",
+            f'name = "{name}"',
+            'category = "functional"',
+            f"input = {{ {fields} }}",
+            f"expect = {{ {expect} }}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
 RunOne = Callable[..., RunResult]
 
 

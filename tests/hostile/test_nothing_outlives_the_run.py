@@ -71,6 +71,20 @@ def daemon(marker, plain=False):
             os.execv(sys.executable, argv)
         os._exit(0)
     os.waitpid(pid, 0)
+
+def alive(marker):
+    """How many processes marked ``marker`` are still alive (not zombies)."""
+    found = 0
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() not in handle.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as handle:
+                found += handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            continue
+    return found
 '''
 
 
@@ -156,28 +170,14 @@ for line in sys.stdin:
 """
 
 PER_CASE = """
-import json, os, sys
+import json, sys
 sys.path.insert(0, ".")
-from daemons import daemon
-
-def others():
-    # A daemon an earlier case's command left, still alive (not a zombie)?
-    found = 0
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if b"MARKER" not in handle.read():
-                    continue
-            with open(f"/proc/{entry}/stat") as handle:
-                found += handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-        except OSError:
-            continue
-    return found
+from daemons import alive, daemon
 
 message = json.loads(sys.stdin.read())
 x = message["case"]["input"]["value"]["x"]["value"]
-if others():
-    x = -1  # the case fails: what its predecessor left is still running
+if alive("MARKER"):
+    x = -1  # the case fails: what an earlier case's command left is still running
 daemon("MARKER")
 sys.stdout.write(json.dumps({"observation": {"type": "integer", "value": x}}))
 """
@@ -204,29 +204,17 @@ WATCHES_THE_REMOVAL = """
 import os, sys
 from cer.cli.commands import main
 from cer.engine.command import process
+from daemons import alive
 
 marker = os.environ["DAEMON_MARKER"]
 remove = process.scratch.remove
-
-def alive():
-    found = 0
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if marker.encode() not in handle.read():
-                    continue
-            with open(f"/proc/{entry}/stat") as handle:
-                found += handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-        except OSError:
-            continue
-    return found
 
 def watched(path):
     # A case's folder is removed: is anything the command left still running, and so
     # still able to write into the folder while it is emptied?
     if path:
         with open("alive-at-removal", "a") as handle:
-            handle.write(f"{alive()}\\n")
+            handle.write(f"{alive(marker)}\\n")
     return remove(path)
 
 process.scratch.remove = watched

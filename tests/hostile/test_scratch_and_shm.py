@@ -24,6 +24,7 @@ from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
 from cer.sandbox import privileges, scratch
 from cer.suite.loader import load_suite
+from support import probe_suite
 
 pytestmark = pytest.mark.skipif(
     not sandbox.status().available, reason="this kernel has no Landlock"
@@ -115,17 +116,7 @@ def _impl(kind: str) -> str:
 
 def _module(root: Path, cases: list[tuple[str, str]]) -> None:
     (root / "probe.py").write_text(PROBE, encoding="utf-8")
-    lines = ['commonsformat_evals = "0.2"', 'target = "probe"', ""]
-    for name, fields in cases:
-        lines += [
-            "[[cases]]",
-            f'name = "{name}"',
-            'category = "functional"',
-            f"input = {{ {fields} }}",
-            "expect = { output = 0 }",  # never met: the observation is what is checked
-            "",
-        ]
-    (root / "evals.toml").write_text("\n".join(lines), encoding="utf-8")
+    (root / "evals.toml").write_text(probe_suite(cases), encoding="utf-8")
 
 
 def _run(root: Path, kind: str, **options: Any) -> RunResult:

@@ -35,6 +35,7 @@ import pytest
 import cer
 from cer import sandbox
 from cer.sandbox import seccomp
+from support import probe_suite
 
 pytestmark = pytest.mark.skipif(
     not sandbox.status().available, reason="this kernel has no Landlock"
@@ -139,20 +140,6 @@ print("RESULT " + json.dumps(found))
 RUNS = ("python-fork", "python-none", "harness", "per-case")
 
 
-def _suite(cases: list[tuple[str, str]], expect: str = "output = 0") -> str:
-    lines = ['commonsformat_evals = "0.2"', 'target = "probe"', ""]
-    for name, fields in cases:
-        lines += [
-            "[[cases]]",
-            f'name = "{name}"',
-            'category = "functional"',
-            f"input = {{ {fields} }}",
-            f"expect = {{ {expect} }}",  # never met: the observation is what is checked
-            "",
-        ]
-    return "\n".join(lines)
-
-
 def _as_nobody(python: str, *args: str, cwd: str = "/") -> subprocess.CompletedProcess[str]:
     assert SETPRIV is not None
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
@@ -237,10 +224,10 @@ def as_nobody() -> Iterator[dict[str, Any]]:
             ("status", 'kind = "status"'),
             ("escape", 'kind = "escape"'),
         ]
-        (root / "evals.toml").write_text(_suite(cases), encoding="utf-8")
+        (root / "evals.toml").write_text(probe_suite(cases), encoding="utf-8")
         memory = [("memory", f'kind = "memory", mark = "{mark}-memory"')]
         (root / "memory.toml").write_text(
-            _suite(memory, "output = 4, resident_memory_mb_max = 10"), encoding="utf-8"
+            probe_suite(memory, "output = 4, resident_memory_mb_max = 10"), encoding="utf-8"
         )
         for path in (root, *root.iterdir()):
             os.chown(path, NOBODY, NOBODY)
