@@ -14,6 +14,7 @@ run's results, not a notes file; each refusal names the path and the option.
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -290,3 +291,48 @@ def test_a_command_harness_may_read_beside_it_but_not_what_cer_keeps(tmp_path: P
         assert by_name[name].status is not PASS, (name, by_name[name].reason)
     for name in ("notes", "module", "package-data", "named-data", "hidden-folder"):
         assert by_name[name].status is PASS, (name, by_name[name].reason)
+
+
+WRITES_ITS_SCRATCH = """
+import os, tempfile
+
+def f(x):
+    path = os.path.join(tempfile.gettempdir(), "mine")
+    with open(path, "w") as handle:
+        handle.write("written")
+    os.remove(path)
+    try:
+        open("notes.txt").close()
+    except PermissionError:
+        return x  # the rest of the folder is still refused
+    return -1
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_module_in_the_temporary_folder_itself_keeps_its_scratch_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    """A suite and an implementation written straight into ``/tmp`` (a quick try): the
+    run's scratch folder, made there too, is an entry no import takes, and was once
+    left out of the import root with everything else, so every case errored with
+    "the cases' scratch folder could not be made"."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    monkeypatch.chdir(temporary)
+    (temporary / "scratch_impl.py").write_text(WRITES_ITS_SCRATCH, encoding="utf-8")
+    (temporary / "evals.toml").write_text(
+        'commonsformat_evals = "0.2"\ntarget = "t"\n\n[[cases]]\nname = "writes"\n'
+        'category = "functional"\ninput = { x = 1 }\nexpect = { output = 1 }\n',
+        encoding="utf-8",
+    )
+    (temporary / "notes.txt").write_text("not importable", encoding="utf-8")
+    result = run_suite(
+        load_suite(temporary / "evals.toml"),
+        RunOptions(impl="scratch_impl:f", timeout=5.0, isolation=isolation),
+    )
+    (only,) = result.results
+    assert only.status is PASS, only.reason
+    assert not [name for name in os.listdir(temporary) if name.startswith("cer-scratch-")]

@@ -170,6 +170,10 @@ def build(
     for link in ("/etc/resolv.conf", "/etc/localtime"):
         named.append(os.path.realpath(link))
     roots = set(map(os.path.realpath, import_roots))
+    # What the implementation may write is named too: the run's scratch folder sits in
+    # the temporary folder, which may itself be the suite's folder or the working
+    # directory, and must not be left out there as a file no import takes.
+    named.extend(path for path in (scratch, *_SYSTEM_WRITE) if path)
     kept = protected_paths(suite, options)
     readset.remember_outputs(options.protected)
     refused = readset.refusals(
