@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import compileall
 import gc
+import py_compile
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import cer
 from cer.engine.workerproc import WarmWorkers
 from support import Module
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where Python is told not to write bytecode (``PYTHONDONTWRITEBYTECODE``, as some
+    CI images set it), compile cer's own modules once before the tests start. The tests
+    start over a thousand Python processes (cer runs, workers, pytest sessions), and
+    without a cache each of them compiled every module of cer it imports anew: half the
+    suite's CPU time. The caches are checked against a hash of their source, never its
+    time, so an edit made while the tests run is never masked by a stale cache; modules
+    the tests write into temporary folders are still never cached."""
+    if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
+        compileall.compile_dir(
+            Path(cer.__file__).parent,
+            quiet=2,
+            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
