@@ -59,6 +59,17 @@ def f(where):
         for _ in range(160):
             os.write(fd, block)
         os.close(fd)
+    elif where in ("udp", "tcp"):
+        import socket
+
+        # Kept in the kernel's buffers of a socket, or handed to another process over
+        # the network: memory no count of this process sees.
+        kind = socket.SOCK_DGRAM if where == "udp" else socket.SOCK_STREAM
+        kept.append(socket.socket(socket.AF_INET, kind))
+    elif where == "unix":
+        import socket
+
+        kept.extend(socket.socketpair())  # its buffers are this process's, and counted
     globals()["kept"] = kept
     return {"output": 4}
 """
@@ -336,3 +347,29 @@ def test_a_module_in_the_temporary_folder_itself_keeps_its_scratch_folder(
     (only,) = result.results
     assert only.status is PASS, only.reason
     assert not [name for name in os.listdir(temporary) if name.startswith("cer-scratch-")]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_a_case_whose_memory_is_measured_may_open_no_network_socket(
+    module: Module, isolation: str
+) -> None:
+    """Data sent over a socket sits in kernel buffers that cgroup v1 does not charge, or
+    in another process (a helper another worker of the run started): 300 MiB through
+    UDP once passed ``resident_memory_mb_max = 100`` at 15 MiB. Such a case is errored;
+    a Unix socket pair, whose buffers are counted, is not refused, and a case that does
+    not ask about memory may open any socket."""
+    module.suite(
+        _suite("udp", "tcp", "unix") + '\n[[cases]]\nname = "plain"\ncategory = "functional"\n'
+        'input = { where = "udp" }\nexpect = { output = 4 }\n'
+    )
+    name = module.impl(textwrap.dedent(HIDDEN))
+    result = module.run(f"{name}:f", timeout=10.0, isolation=isolation)
+    udp, tcp, unix, plain = result.results
+    for refused in (udp, tcp):
+        assert refused.status is ERRORED, (refused.case_name, refused.reason)
+        why = refused.reason or ""
+        assert why.startswith("could not verify resident_memory_mb: the case tried to start"), why
+        assert "or to open a network socket" in why, why
+    assert unix.status is PASS, unix.reason
+    assert plain.status is PASS, plain.reason

@@ -283,8 +283,9 @@ class AloneCases:
                     errored(
                         case,
                         "could not verify resident_memory_mb: the case tried to start a "
-                        "process (killed by SIGSYS), and a case whose memory is measured "
-                        "runs alone in one process",
+                        "process, or to open a network socket or io_uring (killed by "
+                        "SIGSYS), and a case whose memory is measured runs alone in one "
+                        "process that keeps its data to itself",
                     )
                 )
                 return

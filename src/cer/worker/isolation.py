@@ -55,11 +55,15 @@ def rehearse() -> None:
         execute_case(_REHEARSAL_TARGET, plaindata.loads(_REHEARSAL))
 
 
-def forbid_new_processes() -> str | None:
-    """Forbid this process to create processes (threads it still can) or to run another
-    program, with a seccomp filter, so that the kernel's peak resident memory of this
-    one process (VmHWM) is the whole of what its case used: an attempt kills the process
-    with SIGSYS. Returns None when the filter is in place, else why not."""
+def confine_memory_case() -> str | None:
+    """Keep this process's memory where the kernel's account of it sees it, with a
+    seccomp filter: no new process (threads it still may start) and no other program,
+    so that this one process is all its case used; no socket but a Unix one, so that
+    it can neither hand its data to another process over the network (a helper that
+    another worker of the run started) nor keep it in the kernel's network buffers,
+    which cgroup v1 does not charge; and no ``io_uring``, which opens sockets without
+    a system call the filter sees. An attempt kills the process with SIGSYS. Returns
+    None when the filter is in place, else why not."""
     if not sys.platform.startswith("linux"):
         return "only Linux can forbid new processes (seccomp)"
     import ctypes
@@ -68,26 +72,35 @@ def forbid_new_processes() -> str | None:
     machine = platform.machine()
     forks: tuple[int, ...]
     if machine == "x86_64":
-        arch, forks, clone, clone3 = 0xC000003E, (57, 58, 59, 322), 56, 435
+        arch, forks, clone, clone3, socket = 0xC000003E, (57, 58, 59, 322), 56, 435, 41
     elif machine in ("aarch64", "arm64"):
-        arch, forks, clone, clone3 = 0xC00000B7, (221, 281), 220, 435
+        arch, forks, clone, clone3, socket = 0xC00000B7, (221, 281), 220, 435, 198
     else:
         return f"no seccomp filter is written for {machine}"
+    io_uring = (425, 426, 427)  # io_uring_setup, io_uring_enter, io_uring_register
+    af_unix = 1
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     # An attempt is not refused but ends the process (SIGSYS): a refusal the runner
     # caused must never look like the implementation's own failure or refusal.
-    allow, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 38
-    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, eperm), (ld, 0, 0, 0)]
+    allow, kill, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 38
+    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld, 0, 0, 0)]
     if arch == 0xC000003E:
-        program += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # the x32 system calls
-    for number in forks:
-        program += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
+        program += [(jge, 0, 1, 0x40000000), (ret, 0, 0, kill)]  # the x32 system calls
+    for number in (*forks, *io_uring):
+        program += [(jeq, 0, 1, number), (ret, 0, 0, kill)]
     program += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]  # threads fall back to clone
+    program += [
+        (jeq, 0, 4, socket),
+        (ld, 0, 0, 16),  # the socket's family
+        (jeq, 0, 1, af_unix),
+        (ret, 0, 0, allow),
+        (ret, 0, 0, kill),
+    ]
     program += [
         (jeq, 0, 3, clone),
         (ld, 0, 0, 16),  # the low half of clone's flags
         (jset, 1, 0, 0x00010000),  # CLONE_THREAD: a thread, not a process
-        (ret, 0, 0, eperm),
+        (ret, 0, 0, kill),
         (ret, 0, 0, allow),
     ]
 

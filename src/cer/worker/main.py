@@ -58,8 +58,8 @@ from cer.worker.isolation import (
     NO_FD,
     Child,
     close_quietly,
+    confine_memory_case,
     flush_std_streams,
-    forbid_new_processes,
     parent_death_signal_setter,
     read_available,
     rehearse,
@@ -187,7 +187,7 @@ class Worker:
         self.alone = bool(message.get("alone"))
         if message.get("confine"):
             # Before the import: nothing of the implementation's can undo it.
-            why = forbid_new_processes()
+            why = confine_memory_case()
             self.send({"op": "confined", "ok": why is None, "why": why or ""})
         self.isolation = message["isolation"]
         self.capture_limit = int(message["capture_limit"])
