@@ -59,6 +59,20 @@ def f(where):
         for _ in range(160):
             os.write(fd, block)
         os.close(fd)
+    elif where in ("deep", "wide"):
+        # A tree in /dev/shm once walked recursively: 1500 folders deep, the walk's
+        # RecursionError ended cer with a traceback and no report.
+        fd = os.open("/dev/shm", os.O_RDONLY)
+        for index in range(1500 if where == "deep" else 20):
+            name = "a" if where == "deep" else f"f{index}"
+            if where == "deep":
+                os.mkdir(name, dir_fd=fd)
+                inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            else:
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.close(fd)
     elif where in ("udp", "tcp"):
         import socket
 
@@ -373,3 +387,22 @@ def test_a_case_whose_memory_is_measured_may_open_no_network_socket(
         assert "or to open a network socket" in why, why
     assert unix.status is PASS, unix.reason
     assert plain.status is PASS, plain.reason
+
+
+@needs_sandbox
+def test_a_tree_in_dev_shm_of_any_shape_is_walked_or_said_to_be_too_large(
+    module: Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(memory_cgroup.DISABLE_ENV, "1")
+    monkeypatch.setattr(memory_cgroup, "SHM_ENTRIES_MAX", 1600)
+    result = _run(module, "deep", "wide", "none")
+    deep, wide, after = result.results
+    assert deep.status is PASS, deep.reason
+    assert after.status is PASS, after.reason
+    monkeypatch.setattr(memory_cgroup, "SHM_ENTRIES_MAX", 10)
+    deep, wide, after = _run(module, "deep", "wide", "none").results
+    for large in (deep, wide):
+        assert large.status is ERRORED, (large.case_name, large.reason)
+        assert "could not verify resident_memory_mb" in (large.reason or "")
+        assert "too large to walk" in (large.reason or "")
+    assert after.status is PASS, after.reason

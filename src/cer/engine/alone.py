@@ -315,7 +315,8 @@ class AloneCases:
         if peak is None:
             return {
                 "memory_note": "the kernel's account of the process could not be read "
-                "(it ended before it was read)"
+                "(it ended before it was read, or what it left in /dev/shm was too large "
+                "to walk)"
             }
         return {"memory_mb": peak}
 

@@ -180,28 +180,51 @@ class ShmListing:
 
     @classmethod
     def take(cls) -> ShmListing:
-        return cls(frozenset(_shm_files()))
+        # Past the bound, nothing is known to have been there: all found later counts.
+        return cls(frozenset(_shm_files() or ()))
 
-    def left_since(self, pid: int | None = None) -> dict[tuple[int, int], int]:
+    def left_since(self, pid: int | None = None) -> dict[tuple[int, int], int] | None:
         """The files in ``/dev/shm`` that were not there before, with their size in
         bytes as the kernel allocated it; with ``pid``, in the ``/dev/shm`` that process
-        sees (the sandbox gives the implementation's side one of its own)."""
+        sees (the sandbox gives the implementation's side one of its own). None when
+        the tree holds more than :data:`SHM_ENTRIES_MAX` entries."""
         where = f"/proc/{pid}/root" if pid is not None else ""
-        return {key: size for key, size in _shm_files(where).items() if key not in self.before}
+        found = _shm_files(where)
+        if found is None:
+            return None
+        return {key: size for key, size in found.items() if key not in self.before}
 
 
-def _shm_files(root: str = "") -> dict[tuple[int, int], int]:
+SHM_ENTRIES_MAX = 100_000
+"""Entries of a ``/dev/shm`` tree past which it is not walked: a case could make one
+deep or wide enough to hold the supervisor for as long as it likes."""
+
+
+def _shm_files(root: str = "") -> dict[tuple[int, int], int] | None:
+    """The regular files of the ``/dev/shm`` tree under ``root``, by device and inode,
+    with their allocated size; walked without recursion (a case made one 1500 folders
+    deep, past Python's recursion limit) and without following links; None past
+    :data:`SHM_ENTRIES_MAX` entries."""
     found: dict[tuple[int, int], int] = {}
-    try:
-        walk = os.walk(root + _SHM)
-        for folder, _, names in walk:
-            for name in names:
-                with contextlib.suppress(OSError):
-                    info = os.lstat(os.path.join(folder, name))
-                    if stat.S_ISREG(info.st_mode):
-                        found[(info.st_dev, info.st_ino)] = info.st_blocks * 512
-    except OSError:
-        pass
+    folders, seen = [root + _SHM], 0
+    while folders:
+        try:
+            entries = os.scandir(folders.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                seen += 1
+                if seen > SHM_ENTRIES_MAX:
+                    return None
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    folders.append(entry.path)
+                elif stat.S_ISREG(info.st_mode):
+                    found[(info.st_dev, info.st_ino)] = info.st_blocks * 512
     return found
 
 
@@ -222,8 +245,12 @@ def _tmpfs_devices(pid: int | str = "self") -> set[int]:
 def held_in_memory_files(pid: int, shm: ShmListing | None) -> int | None:
     """The bytes the live process ``pid`` holds in memory-backed files: every ``memfd``
     and tmpfs file it has open, and every file left in ``/dev/shm`` since ``shm`` was
-    taken, each counted once; None when its descriptors cannot be read."""
-    counted: dict[tuple[int, int], int] = dict(shm.left_since(pid)) if shm is not None else {}
+    taken, each counted once; None when its descriptors cannot be read or that
+    ``/dev/shm`` is too large to walk."""
+    left = shm.left_since(pid) if shm is not None else {}
+    if left is None:
+        return None
+    counted: dict[tuple[int, int], int] = dict(left)
     memory_devices = _tmpfs_devices() | _tmpfs_devices(pid)
     folder = f"/proc/{pid}/fd"
     try:
