@@ -59,6 +59,10 @@ def f(where):
         for _ in range(160):
             os.write(fd, block)
         os.close(fd)
+    elif where == "anomaly":
+        # A change the worker's check after each case sees: the worker once ended
+        # right after answering, often before the supervisor read its memory.
+        os.environ["CER_HOSTILE_CHANGED"] = "1"
     elif where in ("deep", "wide"):
         # A tree in /dev/shm once walked recursively: 1500 folders deep, the walk's
         # RecursionError ended cer with a traceback and no report.
@@ -406,3 +410,23 @@ def test_a_tree_in_dev_shm_of_any_shape_is_walked_or_said_to_be_too_large(
         assert "could not verify resident_memory_mb" in (large.reason or "")
         assert "too large to walk" in (large.reason or "")
     assert after.status is PASS, after.reason
+
+
+@needs_sandbox
+def test_a_case_that_changes_its_worker_still_has_its_memory_measured(module: Module) -> None:
+    """A case that changes its worker (here an environment variable) once had its
+    worker end right after its answer, so that the supervisor often found no memory to
+    read, and the same case passed or errored from one run to the next."""
+    head, case = _suite("anomaly").split("[[cases]]")
+    module.suite(
+        head
+        + "".join(
+            f"[[cases]]{case}".replace('"anomaly"\ncategory', f'"anomaly-{index}"\ncategory')
+            for index in range(6)
+        )
+    )
+    result = module.run(f"{module.impl(textwrap.dedent(HIDDEN))}:f", timeout=10.0)
+    assert len(result.results) == 6
+    for case in result.results:
+        assert case.status is PASS, case.reason
+        assert 1 < case.observation["resident_memory_mb"] < 100

@@ -338,8 +338,10 @@ class Worker:
         )
         if self.alone and plaindata.loads(payload).get("k") in CRASH_KINDS:
             os._exit(70)
-        if anomaly:
-            os._exit(0)  # its folder goes with the run's
+        if anomaly and not self.alone:
+            # Its folder goes with the run's. A worker of one case waits to be told to
+            # quit: the supervisor reads its memory from the kernel once it answered.
+            os._exit(0)
 
     def _new_case_folder(self) -> str | None:
         """Make this worker's cases' scratch folder and point the temporary-file
