@@ -13,6 +13,7 @@ import fcntl
 import os
 import struct
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,13 @@ def attack(kind, mark=""):
             handle.write(b"x" * 65536)
         os.symlink("/etc/passwd", f"/dev/shm/{mark}-link")
         return found
+    if kind == "listen":  # as multiprocessing's forkserver does: a socket in a new folder
+        import socket
+
+        path = os.path.join(tempfile.mkdtemp(prefix="pymp-"), "listener-0123abcd")
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(path)
+        return {"folder": here, "socket": path}
     raise ValueError(kind)
 """
 
@@ -297,3 +305,42 @@ def test_removal_of_a_deep_tree_needs_no_recursion(tmp_path: Path) -> None:
     assert scratch.remove(str(folder))
     assert not folder.exists()
     assert privileges.state()["NoNewPrivs"] in (0, 1)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [pytest.param("python", id="python"), pytest.param("command-per-case", id="per-case")],
+)
+def test_a_case_may_make_a_unix_socket_in_its_folder_under_a_long_tmpdir(
+    module: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A Unix socket's path holds at most 107 bytes: with the scratch folders' names once
+    61 characters long, ``multiprocessing``'s forkserver failed ("AF_UNIX path too
+    long") under any ``TMPDIR`` of 15 characters or more."""
+    tmpdir = module / ("t" * max(1, 30 - len(str(module)) - 1))
+    if len(str(tmpdir)) > 30:
+        tmpdir = Path(tempfile.mkdtemp(prefix="cer-", dir="/tmp"))
+    tmpdir.mkdir(exist_ok=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    _module(module, [("listen", 'kind = "listen"')])
+    (output,) = _outputs(_run(module, kind))
+    assert output["socket"].startswith(output["folder"] + "/"), output
+    assert output["folder"].startswith(str(tmpdir) + "/"), output
+
+
+@pytest.mark.skipif(not PRIVATE_SHM, reason="this user may neither mount nor make a user namespace")
+def test_a_tmpdir_in_dev_shm_still_gives_every_case_its_folder(
+    module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The implementation's side has a ``/dev/shm`` of its own, which hid a run's folder
+    made in the machine's one (``TMPDIR=/dev/shm``): every case was errored."""
+    shm = tempfile.mkdtemp(prefix="cer-test-", dir="/dev/shm")
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", shm)
+        _module(module, [("plant", 'kind = "plant"')])
+        (output,) = _outputs(_run(module, "python"))
+        assert output["found"] == [], output
+        assert not output["folder"].startswith("/dev/shm/"), output
+    finally:
+        os.rmdir(shm)

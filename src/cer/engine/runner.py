@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from cer.judge.verdict import (
 )
 from cer.model import ImplementationOrigin, RunConditions, RunResult, SourceAccess, Suite
 from cer.safetext import scrub
+from cer.sandbox.scratch import make_run_folder
 from cer.sandbox.scratch import remove as remove_scratch
 
 __all__ = ["run_conditions", "run_suite"]
@@ -86,7 +86,7 @@ def run_suite(
     check_options(options)
     free_large_buffers_promptly()
     decision = confinement.decide(options.sandbox, options.network)
-    scratch = tempfile.mkdtemp(prefix="cer-scratch-") if decision.abi else None
+    scratch = make_run_folder() if decision.abi else None
     if scratch is not None:
         # Write and search, no listing: each worker's, harness's and per-case command's
         # folder in it has a name no case can guess, and must not be found by a case of

@@ -32,15 +32,33 @@ import fcntl
 import os
 import stat
 import struct
+import tempfile
 import time
 from dataclasses import dataclass
 
-__all__ = ["CaseFolder", "make", "remove"]
+__all__ = ["CaseFolder", "make", "make_run_folder", "remove"]
 
 _FS_IOC_GETFLAGS = 0x80086601
 _FS_IOC_SETFLAGS = 0x40086602
 _STUCK = 0x00000010 | 0x00000020
 """FS_IMMUTABLE_FL and FS_APPEND_FL: an entry with either cannot be removed."""
+
+
+_SHM = "/dev/shm"
+
+
+def make_run_folder() -> str:
+    """A new folder for a run's scratch folders, in the temporary folder; elsewhere
+    when that lies in ``/dev/shm`` (``TMPDIR=/dev/shm``): the implementation's side
+    gets a ``/dev/shm`` of its own, which would hide the run's folder from it."""
+    parent = tempfile.gettempdir()
+    real = os.path.realpath(parent)
+    if real == _SHM or real.startswith(_SHM + "/"):
+        for candidate in ("/tmp", "/var/tmp", "/usr/tmp"):
+            if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+                parent = candidate
+                break
+    return tempfile.mkdtemp(prefix="cer-scratch-", dir=parent)
 
 
 def make(parent: str, name: str) -> str:

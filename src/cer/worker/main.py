@@ -347,7 +347,7 @@ class Worker:
         """Make this worker's cases' scratch folder and point the temporary-file
         variables at it (``TMPDIR``, ``TEMP``, ``TMP``, and ``tempfile``'s choice).
         Why it could not be made (a full file system, say), or None."""
-        name = f"worker-{os.urandom(16).hex()}"
+        name = f"worker-{os.urandom(8).hex()}"
         self.case_folder = None
         try:
             self.case_folder = scratch.CaseFolder.make(self.run_scratch, name)

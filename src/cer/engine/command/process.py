@@ -75,7 +75,7 @@ class CommandProcess:
                 raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
             if policy.scratch:
                 # A folder of its own inside the run's, the only one it may write to.
-                self.scratch = scratch.make(policy.scratch, f"process-{os.urandom(16).hex()}")
+                self.scratch = scratch.make(policy.scratch, f"process-{os.urandom(8).hex()}")
                 policy = policy.with_scratch(self.scratch)
             words = sandbox.launcher_command(policy, words, abi)
             env = {**os.environ, **policy.environment()}
