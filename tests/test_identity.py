@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cer import events
-from cer.engine.identity import MAX_FILES, UNKNOWN, identify
+from cer.engine.identity import MAX_FILES, UNKNOWN, identify, scope_for
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.suite.loader import load_suite
@@ -99,3 +99,43 @@ def test_an_installed_package_is_part_of_the_id(module: Module, tmp_path: Path) 
     package.write_text(INSTALLED + "# a new release\n")
     second, _ = _run(module, impl, site)
     assert second != first
+
+
+def test_a_module_that_is_a_link_in_an_import_root_is_identified_by_its_code(
+    tmp_path: Path,
+) -> None:
+    """A module the user linked into the project from elsewhere was once left out as
+    lying outside every import root: its id was the hash of nothing, the same after
+    any edit."""
+    real, project = tmp_path / "realsrc", tmp_path / "project"
+    real.mkdir()
+    project.mkdir()
+    (real / "m.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
+    (project / "m.py").symlink_to(real / "m.py")
+    scope = scope_for("m", [str(project)])
+    first = identify("m:f", [str(project / "m.py")], scope)
+    assert first.known and first.files, first
+    (real / "m.py").write_text("def f(x):\n    return -x\n", encoding="utf-8")
+    second = identify("m:f", [str(project / "m.py")], scope)
+    assert second.implementation_id != first.implementation_id
+    # A name that climbs out of the root through `..` is still placed by its real path.
+    outside = tmp_path / "outside.py"
+    outside.write_text("secret = 1\n", encoding="utf-8")
+    climbing = identify("m:f", [f"{project}/../outside.py"], scope)
+    assert str(outside) not in climbing.files and f"{project}/../outside.py" not in climbing.files
+
+
+def test_an_implementation_of_no_file_it_can_place_gets_a_one_off_id(tmp_path: Path) -> None:
+    """Code an import hook maps from a folder on no import path (an editable install's
+    finder) leaves the supervisor no file to hash: two such runs are never called the
+    same code."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "hooked.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    scope = scope_for("hooked", [str(project)])
+    one = identify("hooked:f", [str(elsewhere / "hooked.py")], scope)
+    two = identify("hooked:f", [str(elsewhere / "hooked.py")], scope)
+    assert not one.known and one.implementation_id != two.implementation_id
+    assert one.problem is not None and "no file its import loaded lies in a folder" in one.problem

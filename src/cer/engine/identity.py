@@ -16,7 +16,8 @@ as another run, and no file is watched on its word.
 What the worker names is only a hint of where to look. The supervisor keeps a named
 file only when it lies under an import root it resolved itself (the ``--path``
 folders, the suite's folder, the working directory and its own interpreter's
-``sys.path``: see :class:`Scope`), is a regular file, and is not the same file (by
+``sys.path``: see :class:`Scope`, by its real path or through a link in a root), is a
+regular file, and is not the same file (by
 device and inode) as one already kept; it adds the implementation's own module, which
 it finds under those roots without importing it, whatever the worker said. So a worker
 cannot name a copy of older code in place of what ran, and the id of new code always
@@ -92,6 +93,18 @@ class Scope:
         """Whether the real path ``path`` lies under one of the roots."""
         return any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots)
 
+    def places(self, name: str) -> bool:
+        """Whether the file named ``name`` lies under one of the roots: its real path
+        does, or the name itself, without ``..``, leads there through a root (a module
+        that is a symbolic link the user put in a folder it is imported from)."""
+        try:
+            real = os.path.realpath(name)
+        except (OSError, ValueError):
+            return False
+        if self.holds(real):
+            return True
+        return ".." not in name.split("/") and self.holds(os.path.normpath(name))
+
 
 def scope_for(module: str, search: Iterable[str]) -> Scope:
     """The scope of a Python implementation whose module is ``module`` (dotted), looked
@@ -124,7 +137,7 @@ def _module_files(module: str, roots: list[str]) -> tuple[str, ...]:
             if os.path.isfile(init):
                 found.append(init)
         if os.path.isfile(base + ".py"):
-            return (*found, os.path.realpath(base + ".py"))
+            return (*found, base + ".py")
         if os.path.isdir(base):
             below: list[str] = []
             for folder, dirs, names in os.walk(base):
@@ -133,7 +146,7 @@ def _module_files(module: str, roots: list[str]) -> tuple[str, ...]:
                 if len(below) > MAX_FILES:
                     break
             if below:
-                return (*found, *(os.path.realpath(p) for p in below[:MAX_FILES]))
+                return (*found, *below[:MAX_FILES])
     return ()
 
 
@@ -196,7 +209,13 @@ def identify(impl: str, reported: object, scope: Scope | None = None) -> Identit
     if files is None:
         return _unknown(impl, None)
     start = Identity("", ())
-    return _grown(start, impl, (*(scope.own if scope is not None else ()), *files), scope)
+    found = _grown(start, impl, (*(scope.own if scope is not None else ()), *files), scope)
+    if scope is not None and not found.files and found.known:
+        # No file it loaded lies where the supervisor can place it (a package an import
+        # hook maps from elsewhere): an id of no code would call any two runs the same.
+        why = "no file its import loaded lies in a folder it is imported from"
+        return _unverified(impl, found, why)
+    return found
 
 
 def extend(identity: Identity, impl: str, reported: object, scope: Scope | None = None) -> Identity:
@@ -232,13 +251,8 @@ def _grown(identity: Identity, impl: str, names: Iterable[str], scope: Scope | N
         if name in seen:
             continue
         seen.add(name)
-        if scope is not None:
-            try:
-                real = os.path.realpath(name)
-            except (OSError, ValueError):
-                continue
-            if not scope.holds(real):
-                continue  # not code the supervisor can place: the worker's word alone
+        if scope is not None and not scope.places(name):
+            continue  # not code the supervisor can place: the worker's word alone
         try:
             info = os.stat(name)
         except (OSError, ValueError):
