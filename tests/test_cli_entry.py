@@ -100,3 +100,29 @@ def test_the_collector_skips_start_up_and_exit_but_runs_during_the_command() -> 
     seen = json.loads(done.stdout)
     assert seen == {"enabled": True, "frozen": seen["frozen"], "code": 0, "enabled_after": True}
     assert seen["frozen"] > 1000  # what the imports made is out of later collections
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        pytest.param("from cer.cli.entry import main; raise SystemExit(main())", id="cer"),
+        pytest.param("from cer.tui.__main__ import main; raise SystemExit(main())", id="cer-tui"),
+    ],
+)
+def test_a_working_directory_that_is_gone_is_said_in_words(tmp_path: Path, program: str) -> None:
+    """Run from a folder removed under it, ``cer`` once ended with a traceback and exit
+    1, the code of a failed case."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        f"import os, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); "
+        f"sys.argv = ['cer', 'run', 'evals.toml', '--impl', 'm:f']; {program}"
+    )
+    if "tui" in program:
+        script = script.replace("'cer', 'run', ", "'cer-tui', ")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "the working directory cannot be read" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

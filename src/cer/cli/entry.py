@@ -13,6 +13,7 @@ process's working directory and environment; otherwise the run starts its own.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -59,6 +60,14 @@ def main() -> int:
     everything first leaves that walk nothing to do. Collection stays on while a run
     runs, so a long run's garbage is collected as usual.
     """
+    try:
+        os.getcwd()
+    except OSError as exc:  # every path of the run is relative to it
+        sys.stderr.write(
+            f"cer: error: the working directory cannot be read ({exc.strerror}): it was "
+            "removed or made unreadable; change to a folder that exists and run again\n"
+        )
+        return 2
     gc.disable()
     try:
         pool = early_workers(sys.argv[1:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -116,6 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, merge ``[tool.cer]``, run the app; 2 on a usage error."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        os.getcwd()
+    except OSError as exc:  # every path of the run is relative to it
+        parser.error(
+            f"the working directory cannot be read ({exc.strerror}): it was removed or made "
+            "unreadable; change to a folder that exists and run again"
+        )
     try:
         resolved = config.resolve_run(args)
     except config.UsageError as error:
