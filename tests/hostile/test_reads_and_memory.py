@@ -430,3 +430,23 @@ def test_a_case_that_changes_its_worker_still_has_its_memory_measured(module: Mo
     for case in result.results:
         assert case.status is PASS, case.reason
         assert 1 < case.observation["resident_memory_mb"] < 100
+
+
+@needs_sandbox
+def test_without_a_cgroup_a_memory_backed_scratch_folder_leaves_memory_unverified(
+    module: Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a cgroup, 300 MiB written to a file in a ``TMPDIR`` on tmpfs passed a
+    100 MiB bound: the worker empties the folder before it answers, so nothing counted
+    it. Such a run cannot verify a memory bound."""
+    assert memory_cgroup.memory_backed("/proc") is False
+    if os.path.isdir("/dev/shm"):
+        assert memory_cgroup.memory_backed("/dev/shm") is True
+    monkeypatch.setenv(memory_cgroup.DISABLE_ENV, "1")
+    monkeypatch.setattr(memory_cgroup, "memory_backed", lambda path: True)
+    (case,) = _run(module, "none").results
+    assert case.status is ERRORED, case.reason
+    assert (case.reason or "").startswith(
+        "could not verify resident_memory_mb: the cases' scratch folder (TMPDIR) is on a "
+        "memory-backed file system"
+    ), case.reason

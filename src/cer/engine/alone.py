@@ -61,6 +61,9 @@ class MemoryAccount:
 
     group: memory_cgroup.CaseGroup | None
     shm: memory_cgroup.ShmListing | None
+    unseen: str = ""
+    """Why the count would miss memory the case may hold (then it is not verified), or
+    empty."""
 
     def peak_mb(self, pid: int) -> float | None:
         """The case's peak memory in MiB, read while its process ``pid`` lives on after
@@ -182,6 +185,14 @@ class AloneCases:
                     group = None
             if group is not None:
                 return MemoryAccount(group, None)
+        scratch = self.execution.policy.scratch if self.execution.policy is not None else ""
+        if scratch and memory_cgroup.memory_backed(scratch):
+            # The case's files there are RAM, emptied before it answers: no count sees them.
+            unseen = (
+                "the cases' scratch folder (TMPDIR) is on a memory-backed file system, "
+                "whose files only a memory cgroup counts, and none could be made here"
+            )
+            return MemoryAccount(None, memory_cgroup.ShmListing.take(), unseen)
         return MemoryAccount(None, memory_cgroup.ShmListing.take())
 
     def run_alone_accounted(
@@ -289,9 +300,10 @@ class AloneCases:
                     )
                 )
                 return
-            outcome = replace(
-                outcome, **self.memory_of(peak, outcome, confined, execution.policy is not None)
-            )
+            memory = self.memory_of(peak, outcome, confined, execution.policy is not None)
+            if account is not None and account.unseen and "memory_mb" in memory:
+                memory = {"memory_note": account.unseen}
+            outcome = replace(outcome, **memory)
         execution.record(judge(case, outcome))
 
     @staticmethod

@@ -36,6 +36,7 @@ __all__ = [
     "ShmListing",
     "held_in_memory_files",
     "locate",
+    "memory_backed",
 ]
 
 DISABLE_ENV = "CER_MEMORY_CGROUP_UNAVAILABLE"
@@ -240,6 +241,16 @@ def _tmpfs_devices(pid: int | str = "self") -> set[int]:
     except (OSError, ValueError, IndexError):
         pass
     return devices
+
+
+def memory_backed(path: str) -> bool:
+    """Whether ``path`` lies on a memory-backed file system (tmpfs, ramfs), whose files
+    are RAM that a resident count does not see."""
+    try:
+        device = os.stat(path).st_dev
+    except OSError:
+        return False
+    return device in _tmpfs_devices()
 
 
 def held_in_memory_files(pid: int, shm: ShmListing | None) -> int | None:
