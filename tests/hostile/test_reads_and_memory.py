@@ -450,3 +450,24 @@ def test_without_a_cgroup_a_memory_backed_scratch_folder_leaves_memory_unverifie
         "could not verify resident_memory_mb: the cases' scratch folder (TMPDIR) is on a "
         "memory-backed file system"
     ), case.reason
+
+
+@needs_sandbox
+def test_a_run_that_cannot_record_its_outputs_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of the files cer wrote keeps a later run's implementation from an
+    earlier run's results (every failed case's expected value). With the state folder
+    unusable (``XDG_STATE_HOME=/proc/…``) it was silently not kept."""
+    from cer.sandbox import readset
+
+    monkeypatch.setenv(readset.OUTPUTS_ENV, "/proc/cer-cannot-write/outputs")
+    root = tmp_path / "proj"
+    root.mkdir()
+    _checkout(root)
+    result = run_suite(
+        load_suite(root / "evals.toml"),
+        RunOptions(impl="impl:f", timeout=5.0, protected=(str(root / "results.json"),)),
+    )
+    (note,) = [n for n in result.notes if "could not add the files this run writes" in n]
+    assert "/proc/cer-cannot-write/outputs" in note and "XDG_STATE_HOME" in note, note

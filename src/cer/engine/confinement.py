@@ -175,7 +175,6 @@ def build(
     # directory, and must not be left out there as a file no import takes.
     named.extend(path for path in (scratch, *_SYSTEM_WRITE) if path)
     kept = protected_paths(suite, options)
-    readset.remember_outputs(options.protected)
     refused = readset.refusals(
         import_roots,
         python=kind_named(options.kind).python,

@@ -49,6 +49,7 @@ from cer.judge.verdict import (
 )
 from cer.model import ImplementationOrigin, RunConditions, RunResult, SourceAccess, Suite
 from cer.safetext import scrub
+from cer.sandbox import readset
 from cer.sandbox.scratch import make_run_folder
 from cer.sandbox.scratch import remove as remove_scratch
 
@@ -126,6 +127,9 @@ def _run_suite(
         execution.policy, execution.refused = confinement.build(
             suite, options, scratch, search_paths(suite, options)
         )
+        unrecorded = readset.remember_outputs(options.protected)
+        if unrecorded:
+            execution.notes.append(unrecorded)
         # Every process of the implementation's side is then under the seccomp filter,
         # which refuses prlimit on any other process: none can change cer's limits.
         execution.limits.each_case = not sandbox.filters()

@@ -29,7 +29,6 @@ run's reports), which no option opens.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.machinery
 import os
 from collections.abc import Iterable
@@ -182,15 +181,16 @@ def remembered_outputs() -> list[str]:
     return [line for line in dict.fromkeys(lines) if line and os.path.lexists(line)]
 
 
-def remember_outputs(paths: Iterable[str]) -> None:
+def remember_outputs(paths: Iterable[str]) -> str | None:
     """Add ``paths`` (files this run writes) to the record, so that later runs keep
     them from the implementation too; rewrites the record with the files still there
-    once it grows long. Failing to keep the record is not a reason to stop a run."""
+    once it grows long. Failing to keep the record is not a reason to stop a run: the
+    reason is returned (None when the record was kept), for the run to say."""
     new = [os.path.abspath(path) for path in paths if "\n" not in path]
     if not new:
-        return
+        return None
     record = outputs_record()
-    with contextlib.suppress(OSError):
+    try:
         os.makedirs(os.path.dirname(record), exist_ok=True)
         with open(record, "a", encoding="utf-8") as handle:
             handle.write("".join(f"{path}\n" for path in new))
@@ -200,3 +200,11 @@ def remember_outputs(paths: Iterable[str]) -> None:
             with open(partial, "w", encoding="utf-8") as handle:
                 handle.write("".join(f"{path}\n" for path in kept))
             os.replace(partial, record)
+    except OSError as exc:
+        return (
+            f"cer could not add the files this run writes to {record} "
+            f"({exc.strerror or exc}): a later run's implementation may read them, and "
+            "results and reports hold expected values; set XDG_STATE_HOME to a folder "
+            "cer may write to"
+        )
+    return None
