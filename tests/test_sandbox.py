@@ -191,17 +191,35 @@ def test_off_runs_unconfined(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- reasons
 
 
-def test_a_denied_path_is_explained_in_python_and_node_wording() -> None:
-    policy = sandbox.Policy(("/opt/impl",), ("/tmp/scratch",), scratch="/tmp/scratch")
-    python = "the implementation raised PermissionError: [Errno 13] Permission denied: '/x/y'"
-    assert confinement.explain_denial(python, policy) == (
-        f"{python}; the sandbox denied access to /x/y (not in the implementation's allowed "
-        "paths; allow it with --sandbox-read /x/y)"
+def test_a_denied_path_is_explained_in_python_and_node_wording(tmp_path: Path) -> None:
+    impl, elsewhere = tmp_path / "impl", tmp_path / "x"
+    impl.mkdir()
+    elsewhere.mkdir()
+    (impl / "out.txt").write_text("", encoding="utf-8")
+    (elsewhere / "y").write_text("", encoding="utf-8")
+    policy = sandbox.Policy((str(impl),), ("/tmp/scratch",), scratch="/tmp/scratch")
+    python = (
+        f"the implementation raised PermissionError: [Errno 13] Permission denied: '{elsewhere}/y'"
     )
-    node = "raised Error: EACCES: permission denied, open '/opt/impl/out.txt'"
+    assert confinement.explain_denial(python, policy) == (
+        f"{python}; the sandbox denied access to {elsewhere}/y (not in the implementation's "
+        f"allowed paths; allow it with --sandbox-read {elsewhere}/y)"
+    )
+    node = f"raised Error: EACCES: permission denied, open '{impl}/out.txt'"
     assert confinement.explain_denial(node, policy).endswith(
-        "the sandbox denied access to /opt/impl/out.txt (the implementation may only read "
+        f"the sandbox denied access to {impl}/out.txt (the implementation may only read "
         "there; it may write only to its scratch folder (/tmp/scratch))"
+    )
+    # A path that is not there was being made: no --sandbox-read would allow that.
+    making = f"[Errno 13] Permission denied: '{elsewhere}/build'"
+    assert confinement.explain_denial(making, policy) == (
+        f"{making}; the sandbox denied making {elsewhere}/build (the implementation may "
+        "make files only in its scratch folder, the one TMPDIR names)"
+    )
+    beside = f"[Errno 13] Permission denied: '{impl}/new.txt'"
+    assert confinement.explain_denial(beside, policy).endswith(
+        "(the implementation may only read there; it may write only to its scratch "
+        "folder (/tmp/scratch))"
     )
     inside = "[Errno 13] Permission denied: '/tmp/scratch/a'"
     assert confinement.explain_denial(inside, policy) == inside

@@ -215,6 +215,13 @@ def explain_denial(
         return reason
     target = os.path.abspath(path)
     real = os.path.realpath(target)
+    if not os.path.lexists(real) and not any(_within(real, root) for root in policy.read):
+        # Refused a path that is not there: making it (a read of a missing file fails
+        # with "no such file"), which --sandbox-read would not allow.
+        return (
+            f"{reason}; the sandbox denied making {target} (the implementation may make "
+            "files only in its scratch folder, the one TMPDIR names)"
+        )
     for refusal in refused:
         if _within(real, refusal.path) or _within(target, refusal.path):
             if refusal.why == "cer":
