@@ -966,3 +966,25 @@ def test_protocol_doc_examples_parse() -> None:
             assert check(message, f"{name}.schema.json"), chunk
             seen += 1
     assert seen >= 7
+
+
+@pytest.mark.parametrize("kind", ["command", "command-per-case"])
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_a_script_that_is_not_executable_is_not_called_missing(
+    tmp_path: Path, kind: str, mode: str
+) -> None:
+    """Under the sandbox a harness script without its execute bit was reported as "No
+    such file or directory", and a per-case one as "no such executable"."""
+    script = tmp_path / "noexec.sh"
+    script.write_text("#!/bin/sh\necho hi\n", encoding="utf-8")
+    script.chmod(0o644)
+    (tmp_path / "evals.toml").write_text(single_case_suite("{ output = 1 }"), encoding="utf-8")
+    result = run_suite(
+        load_suite(tmp_path / "evals.toml"),
+        RunOptions(impl=str(script), kind=kind, timeout=5.0, sandbox=mode),
+    )
+    (case,) = result.results
+    assert case.status is Status.ERRORED
+    said = " ".join([*result.notes, case.reason or ""])
+    assert "No such file" not in said and "no such executable" not in said, said
+    assert "Permission denied" in said or "it is not executable" in said, said

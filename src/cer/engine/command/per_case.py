@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cer.engine.command import startup
 from cer.engine.command.identity import command_identity
-from cer.engine.command.process import CommandProcess, describe_exit, fail_all
+from cer.engine.command.process import CommandProcess, describe_exit, fail_all, not_found
 from cer.engine.command.protocol import (
     MAX_MESSAGE_BYTES,
     fresh_seq,
@@ -54,7 +54,7 @@ class PerCase:
             else (program if os.access(program, os.X_OK) and os.path.isfile(program) else None)
         )
         if found is None:
-            fail_all(self.execution, planned, f"cannot run {program!r}: no such executable", "")
+            fail_all(self.execution, planned, not_found(program), "")
             return
         identity, sources = command_identity(self.options.kind, self.words)
         self.execution.implementation_id = identity

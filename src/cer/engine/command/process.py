@@ -36,6 +36,14 @@ _READ_CHUNK = 1 << 16
 allocate, map and unmap a buffer that large."""
 
 
+def not_found(program: str) -> str:
+    """Why ``program`` (a command's first word) cannot be run, in words: it is not on
+    ``PATH``, not there, or there but not executable."""
+    if os.sep in program and os.path.isfile(program):
+        return f"cannot run {program!r}: it is not executable (chmod +x {program})"
+    return f"cannot run {program!r}: no such executable"
+
+
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "closed its stdout"
@@ -72,7 +80,10 @@ class CommandProcess:
             # becomes the command: nothing of the command ever runs unconfined.
             program = words[0]
             if shutil.which(program) is None:
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+                code = (
+                    errno.EACCES if os.sep in program and os.path.isfile(program) else errno.ENOENT
+                )
+                raise OSError(code, os.strerror(code), program)
             if policy.scratch:
                 # A folder of its own inside the run's, the only one it may write to.
                 self.scratch = scratch.make(policy.scratch, f"process-{os.urandom(8).hex()}")
