@@ -336,3 +336,65 @@ def test_a_command_that_cannot_start_without_the_sandbox_keeps_its_cause(
         "harness exited with status 3 before answering start"
     }
     assert result.notes == (next(iter(reasons)).removeprefix("not run: "),)
+
+
+@LANDLOCK
+def test_a_harness_run_by_another_virtual_environments_python_finds_its_packages(
+    project: Path, tmp_path: Path
+) -> None:
+    """A virtual environment's ``bin/python`` is a link to the base interpreter, which
+    reads the environment's ``pyvenv.cfg`` and packages: they were refused, so the
+    harness could not start ("pyvenv.cfg: permission denied") or, once that was named,
+    failed to import its packages without a word of the sandbox."""
+    venv = tmp_path / "elsewhere" / ".venv"
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    packages = venv / "lib" / version / "site-packages" / "helperlib"
+    packages.mkdir(parents=True)
+    (packages / "__init__.py").write_text("ANSWER = 1\n", encoding="utf-8")
+    base = os.path.realpath(sys.executable)
+    (venv / "pyvenv.cfg").write_text(
+        f"home = {os.path.dirname(base)}\ninclude-system-site-packages = false\n",
+        encoding="utf-8",
+    )
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").symlink_to(base)
+    (project / "harness.py").write_text("import helperlib\n" + HARNESS, encoding="utf-8")
+    assert str(venv) in shims.chain_reads(str(venv / "bin" / "python"))
+    got = _run(project, f"{venv / 'bin' / 'python'} harness.py")
+    assert got == [(Status.PASS, ""), (Status.PASS, "")]
+
+
+@LANDLOCK
+def test_a_tool_on_path_linked_into_an_installation_of_its_own_runs_under_the_sandbox(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Homebrew, pipx and nvm put links on ``PATH`` into an installation elsewhere
+    (``bin/tool`` → ``Cellar/tool/1.0/bin/tool``), whose files the tool reads: run by
+    name from the implementation, it was refused ("Permission denied: 'mytool'")."""
+    brew = tmp_path / "brew"
+    installation = brew / "Cellar" / "mytool" / "1.0"
+    _script(
+        installation / "bin" / "mytool",
+        """
+        cat "$(dirname "$(readlink -f "$0")")/../share/answer"
+        """,
+    )
+    (installation / "share").mkdir()
+    (installation / "share" / "answer").write_text("1\n", encoding="utf-8")
+    (brew / "bin").mkdir()
+    (brew / "bin" / "mytool").symlink_to(
+        Path("..") / "Cellar" / "mytool" / "1.0" / "bin" / "mytool"
+    )
+    monkeypatch.setenv("PATH", f"{brew / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert shims.linked_installations([str(brew / "bin")]) == [str(installation)]
+    (project / "tool_impl.py").write_text(
+        "import subprocess\n\ndef f():\n"
+        "    done = subprocess.run(['mytool'], capture_output=True, text=True, check=True)\n"
+        "    return int(done.stdout)\n",
+        encoding="utf-8",
+    )
+    result = run_suite(
+        load_suite(project / "evals.toml"),
+        RunOptions(impl="tool_impl:f", timeout=10.0, sandbox="require"),
+    )
+    assert [(r.status, r.reason) for r in result.results] == [(Status.PASS, None)] * 2

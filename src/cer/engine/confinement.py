@@ -9,7 +9,8 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
   folders a command names and what its program's shims need (:mod:`cer.sandbox.shims`), the
   paths of ``RunOptions.sandbox_read``, the Python installation
   and everything on this interpreter's ``sys.path``, ``cer`` itself and its data files
-  (``schema.sql``), the folders on ``PATH``, the suite's fixtures, the system's
+  (``schema.sql``), the folders on ``PATH`` and the installations their links lead into
+  (:func:`cer.sandbox.shims.linked_installations`), the suite's fixtures, the system's
   programs, libraries and configuration (``/usr``, ``/lib*``, ``/bin``, ``/sbin``,
   ``/etc``, ``/opt``), ``/proc``, ``/sys``, ``/dev/urandom``, ``/dev/random`` and
   ``/dev/zero``;
@@ -170,6 +171,15 @@ def build(
     for link in ("/etc/resolv.conf", "/etc/localtime"):
         named.append(os.path.realpath(link))
     roots = set(map(os.path.realpath, import_roots))
+    path_folders = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
+    named.extend(
+        # What a program on PATH reached through a link reads beside its target, never
+        # a folder that holds an import root (whose entries are lent one by one).
+        home
+        for home in shims.linked_installations(path_folders, lent=_SYSTEM_READ)
+        if not any(_within(root, home) for root in roots)
+        and not any(_within(home, folder) for folder in named)
+    )
     # What the implementation may write is named too: the run's scratch folder sits in
     # the temporary folder, which may itself be the suite's folder or the working
     # directory, and must not be left out there as a file no import takes.

@@ -35,7 +35,7 @@ import re
 import shutil
 from collections.abc import Iterable
 
-__all__ = ["VERSION_FILES", "chain_reads", "resolve"]
+__all__ = ["VERSION_FILES", "chain_reads", "linked_installations", "resolve"]
 
 VERSION_FILES = (
     ".python-version",
@@ -107,6 +107,9 @@ def _follow(program: str, found: list[str], seen: set[str], home: str, depth: in
     for hop in hops:
         found.append(hop)
         found.append(os.path.dirname(hop))
+        venv = _virtual_environment(hop, home)
+        if venv is not None:  # its pyvenv.cfg and site-packages, read at start-up
+            found.append(venv)
         root = _manager_root(hop, home)
         if root is not None:
             found.append(root)
@@ -148,6 +151,65 @@ def _manager_root(path: str, home: str) -> str | None:
     if "shim" in os.path.basename(path):
         return _narrow(parent, home)
     return None
+
+
+def _virtual_environment(program: str, home: str) -> str | None:
+    """The virtual environment whose ``bin`` holds ``program`` (a link to the base
+    interpreter, which reads the environment's ``pyvenv.cfg`` and packages), or None."""
+    folder = os.path.dirname(program)
+    if os.path.basename(folder) != "bin":
+        return None
+    root = os.path.dirname(folder)
+    if not os.path.isfile(os.path.join(root, "pyvenv.cfg")):
+        return None
+    return _narrow(root, home)
+
+
+def linked_installations(
+    folders: Iterable[str], home: str | None = None, lent: Iterable[str] = ()
+) -> list[str]:
+    """The installations that the symbolic links in the ``PATH`` folders ``folders``
+    lead into (Homebrew's ``bin/tool`` → ``Cellar/tool/1.0/bin/tool``, pipx's and nvm's
+    links): a program run by name from there reads beside its target. Each is the
+    folder above the target's ``bin`` (else the target's folder), never a folder as
+    wide as the root or the home folder; at most :data:`_LINKS_PER_FOLDER` links a
+    folder are followed. A folder inside one of ``lent`` (lent whole already: ``/usr``)
+    and a target inside one are passed over."""
+    home = os.path.realpath(home or os.path.expanduser("~"))
+    wide = tuple(os.path.realpath(path).rstrip("/") + "/" for path in lent)
+    found: list[str] = []
+    for folder in dict.fromkeys(folders):
+        if (os.path.realpath(folder) + "/").startswith(wide):
+            continue
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            followed = 0
+            for entry in entries:
+                try:
+                    if not entry.is_symlink():
+                        continue
+                except OSError:
+                    continue
+                followed += 1
+                if followed > _LINKS_PER_FOLDER:
+                    break
+                target = os.path.realpath(entry.path)
+                if os.path.dirname(target) == os.path.realpath(folder):
+                    continue  # a link beside its target (python3 -> python3.12)
+                if target.startswith(wide):
+                    continue
+                home_of = _installation(target, home)
+                if home_of is None:
+                    home_of = _narrow(os.path.dirname(target), home)
+                if home_of is not None:
+                    found.append(home_of)
+    return list(dict.fromkeys(found))
+
+
+_LINKS_PER_FOLDER = 4000
 
 
 def _installation(program: str, home: str) -> str | None:
