@@ -8,7 +8,8 @@ worker and the command launcher only apply it (see :mod:`cer.sandbox`). The poli
   folders, the suite's folder, the working directory; see :mod:`cer.sandbox.readset`), the
   folders a command names and what its program's shims need (:mod:`cer.sandbox.shims`), the
   paths of ``RunOptions.sandbox_read``, the Python installation
-  and everything on this interpreter's ``sys.path``, ``cer`` itself and its data files
+  and everything on this interpreter's ``sys.path`` (with the packages its editable
+  installs map from elsewhere: :mod:`cer.engine.editable`), ``cer`` itself and its data files
   (``schema.sql``), the folders on ``PATH`` and the installations their links lead into
   (:func:`cer.sandbox.shims.linked_installations`), the suite's fixtures, the system's
   programs, libraries and configuration (``/usr``, ``/lib*``, ``/bin``, ``/sbin``,
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer import sandbox
+from cer.engine import editable
 from cer.engine.kinds import kind_named
 from cer.engine.options import NETWORK_MODES, SANDBOX_MODES, RunOptions
 from cer.model import Suite
@@ -164,6 +166,7 @@ def build(
         named.append(str(schema_sql_path()))
     named.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     named.extend(entry for entry in sys.path if entry)
+    named.extend(editable.mapped_folders(sys.path))  # packages an editable install maps
     named.append(os.path.dirname(os.path.realpath(sys.executable)))
     named.extend(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry)
     named.append(str(suite.fixtures_dir))

@@ -46,6 +46,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from cer.engine import editable
+
 __all__ = [
     "HASH_BUDGET",
     "MAX_FILES",
@@ -109,9 +111,10 @@ class Scope:
 def scope_for(module: str, search: Iterable[str]) -> Scope:
     """The scope of a Python implementation whose module is ``module`` (dotted), looked
     for in ``search`` (the worker's import path: ``--path``, the suite's folder, the
-    working directory) and then this interpreter's own ``sys.path``."""
+    working directory) and then this interpreter's own ``sys.path``, with the folders
+    its editable installs map packages from (:mod:`cer.engine.editable`)."""
     roots: list[str] = []
-    for entry in [*search, *sys.path]:
+    for entry in [*search, *sys.path, *editable.mapped_folders(sys.path)]:
         if not entry:
             continue
         try:
