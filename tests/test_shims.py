@@ -398,3 +398,41 @@ def test_a_tool_on_path_linked_into_an_installation_of_its_own_runs_under_the_sa
         RunOptions(impl="tool_impl:f", timeout=10.0, sandbox="require"),
     )
     assert [(r.status, r.reason) for r in result.results] == [(Status.PASS, None)] * 2
+
+
+NODE_HARNESS = """
+const readline = require("readline");
+const answer = require("answer");
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const request = JSON.parse(line);
+  let reply;
+  if (request.op === "start") {
+    reply = { op: "started", protocol: 1, implementation: { name: "h", version: "1" } };
+  } else if (request.op === "run") {
+    reply = { op: "result", seq: request.seq,
+              observation: { type: "integer", value: String(answer.value) } };
+  } else {
+    process.exit(0);
+  }
+  process.stdout.write(JSON.stringify(reply) + "\\n");
+});
+"""
+
+
+@LANDLOCK
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node here")
+def test_a_node_harness_finds_the_packages_of_its_workspace_root(
+    project: Path, tmp_path: Path
+) -> None:
+    """Node looks for a package in the ``node_modules`` of every folder above the
+    script, as in an npm or yarn workspace; they were refused, each file in turn."""
+    workspace = tmp_path / "mono"
+    (workspace / "node_modules" / "answer").mkdir(parents=True)
+    (workspace / "node_modules" / "answer" / "index.js").write_text(
+        "module.exports = { value: 1 };\n", encoding="utf-8"
+    )
+    harness = workspace / "packages" / "harness" / "harness.js"
+    harness.parent.mkdir(parents=True)
+    harness.write_text(NODE_HARNESS, encoding="utf-8")
+    assert str(workspace / "node_modules") in shims.node_module_folders(str(harness.parent))
+    assert _run(project, f"node {harness}") == [(Status.PASS, ""), (Status.PASS, "")]

@@ -125,8 +125,9 @@ def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
 
 def _command_folders(options: RunOptions) -> list[str]:
     """The folders of the files a command implementation names (its program, its
-    scripts), so that a harness outside the working directory can run, and what its
-    program's chain of shims and version managers needs to start (:mod:`cer.sandbox.shims`)."""
+    scripts), so that a harness outside the working directory can run, the
+    ``node_modules`` folders above a script (a workspace's), and what its program's
+    chain of shims and version managers needs to start (:mod:`cer.sandbox.shims`)."""
     if kind_named(options.kind).python:
         return []
     try:
@@ -139,6 +140,8 @@ def _command_folders(options: RunOptions) -> list[str]:
         if found and os.path.exists(found):
             folders.append(os.path.dirname(os.path.realpath(found)))
             folders.append(os.path.dirname(os.path.abspath(found)))
+            if index > 0 and os.path.isfile(found):  # a script: what Node resolves for it
+                folders.extend(shims.node_module_folders(os.path.dirname(found)))
     if words:
         folders.extend(shims.chain_reads(words[0]))
     return folders

@@ -35,7 +35,13 @@ import re
 import shutil
 from collections.abc import Iterable
 
-__all__ = ["VERSION_FILES", "chain_reads", "linked_installations", "resolve"]
+__all__ = [
+    "VERSION_FILES",
+    "chain_reads",
+    "linked_installations",
+    "node_module_folders",
+    "resolve",
+]
 
 VERSION_FILES = (
     ".python-version",
@@ -210,6 +216,21 @@ def linked_installations(
 
 
 _LINKS_PER_FOLDER = 4000
+
+
+def node_module_folders(folder: str) -> list[str]:
+    """The ``node_modules`` folders Node looks in for a script in ``folder``: in it and
+    in every folder above it (a workspace's packages share the root's), as real paths."""
+    found: list[str] = []
+    current = os.path.abspath(folder)
+    while True:
+        candidate = os.path.join(current, "node_modules")
+        if os.path.isdir(candidate):
+            found.append(os.path.realpath(candidate))
+        parent = os.path.dirname(current)
+        if parent == current:
+            return found
+        current = parent
 
 
 def _installation(program: str, home: str) -> str | None:
