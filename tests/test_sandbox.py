@@ -191,7 +191,9 @@ def test_off_runs_unconfined(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- reasons
 
 
-def test_a_denied_path_is_explained_in_python_and_node_wording(tmp_path: Path) -> None:
+def test_a_denied_path_is_explained_in_python_and_node_wording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     impl, elsewhere = tmp_path / "impl", tmp_path / "x"
     impl.mkdir()
     elsewhere.mkdir()
@@ -223,8 +225,15 @@ def test_a_denied_path_is_explained_in_python_and_node_wording(tmp_path: Path) -
     )
     inside = "[Errno 13] Permission denied: '/tmp/scratch/a'"
     assert confinement.explain_denial(inside, policy) == inside
-    relative = "[Errno 13] Permission denied: 'a/b'"
-    assert confinement.explain_denial(relative, policy) == relative
+    # A relative path is the working directory's, where the implementation runs.
+    relative = "[Errno 13] Permission denied: 'y'"
+    monkeypatch.chdir(elsewhere)
+    assert confinement.explain_denial(relative, policy) == (
+        f"{relative}; the sandbox denied access to {elsewhere}/y (not in the implementation's "
+        f"allowed paths; allow it with --sandbox-read {elsewhere}/y)"
+    )
+    program = "[Errno 13] Permission denied: 'sh'"  # run by name: not a file here
+    assert confinement.explain_denial(program, policy) == program
 
 
 # --------------------------------------------------------------------------- launcher

@@ -226,7 +226,13 @@ def explain_denial(
         return reason
     path = match.group(1)
     if not os.path.isabs(path):
-        return reason
+        if os.sep not in path and shutil.which(path) is not None:
+            return reason  # a program run by name, not a file of the working directory
+        try:
+            # The implementation runs in the runner's working directory.
+            path = os.path.join(os.getcwd(), path)
+        except OSError:
+            return reason
     if any(_within(path, root) for root in policy.write):
         return reason
     target = os.path.abspath(path)
