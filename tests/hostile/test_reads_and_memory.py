@@ -471,3 +471,46 @@ def test_a_run_that_cannot_record_its_outputs_says_so(
     )
     (note,) = [n for n in result.notes if "could not add the files this run writes" in n]
     assert "/proc/cer-cannot-write/outputs" in note and "XDG_STATE_HOME" in note, note
+
+
+@needs_sandbox
+def test_from_the_home_folder_only_regular_packages_are_lent_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from ``/`` (a container's working directory) or the home folder, every
+    folder named like an identifier was lent whole as a namespace package: another
+    project's suite under /work, ~/.ssh under /root. From there a folder is lent only
+    when it is a regular package."""
+    home = tmp_path / "home"
+    for folder in ("pkg", "notes", "ssh_keys"):
+        (home / folder).mkdir(parents=True)
+    (home / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (home / "pkg" / "table.json").write_text("{}", encoding="utf-8")
+    (home / "notes" / "suite.toml").write_text("the answers", encoding="utf-8")
+    (home / "ssh_keys" / "id_rsa").write_text("SECRET", encoding="utf-8")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "impl.py").write_text(
+        READER.replace("os.path.dirname(os.path.abspath(__file__))", repr(str(home))),
+        encoding="utf-8",
+    )
+    reads = {
+        "package": "pkg/table.json",
+        "namespace": "notes/suite.toml",
+        "keys": "ssh_keys/id_rsa",
+    }
+    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
+    for name, path in reads.items():
+        parts.append(
+            f'[[cases]]\nname = "{name}"\ncategory = "functional"\n'
+            f'input = {{ path = "{path}" }}\nexpect = {{ output = "read" }}\n'
+        )
+    (suite / "evals.toml").write_text("\n".join(parts), encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(home)
+    result = run_suite(load_suite(suite / "evals.toml"), RunOptions(impl="impl:f", timeout=5.0))
+    by_name = {r.case_name: r for r in result.results}
+    assert by_name["package"].status is PASS, by_name["package"].reason
+    for name in ("namespace", "keys"):
+        assert by_name[name].status is ERRORED, (name, by_name[name].reason)
+        assert "the sandbox denied access" in (by_name[name].reason or "")

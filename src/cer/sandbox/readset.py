@@ -124,7 +124,12 @@ def refusals(
         real = os.path.realpath(path)
         if real not in allowed:
             found.setdefault(real, Refusal(real, "output"))
+    wide = _wide_folders()
     for root in dict.fromkeys(os.path.realpath(path) for path in import_roots):
+        # From the root folder or the home folder (a working directory of "/" in a
+        # container), a folder without __init__.py is a namespace package only in name:
+        # /root, /home, /work and ~/.ssh's parent are not lent whole on that ground.
+        namespaces = root not in wide
         try:
             entries = os.scandir(root)
         except OSError:
@@ -136,20 +141,31 @@ def refusals(
                     refuse(entry.path, "vcs")
                 elif name == ".cer" or name.endswith(".drafts.toml"):
                     found.setdefault(entry.path, Refusal(entry.path, "cer"))
-                elif python and not _importable(entry):
+                elif python and not _importable(entry, namespaces):
                     refuse(entry.path, "not-importable")
     return list(found.values())
 
 
-def _importable(entry: os.DirEntry[str]) -> bool:
-    """Whether Python's import system can take ``entry`` of a folder on its path."""
+def _wide_folders() -> set[str]:
+    """The folders whose sub-folders are lent as packages only when they are regular
+    packages (hold ``__init__.py``): the root and the home folder."""
+    return {"/", os.path.realpath(os.path.expanduser("~"))}
+
+
+def _importable(entry: os.DirEntry[str], namespaces: bool = True) -> bool:
+    """Whether Python's import system can take ``entry`` of a folder on its path (a
+    folder without ``__init__.py`` only when ``namespaces``)."""
     name = entry.name
     try:
         folder = entry.is_dir()
     except OSError:
         return False
     if folder:
-        return name == "__pycache__" or name.isidentifier()
+        if name == "__pycache__":
+            return True
+        if not name.isidentifier():
+            return False
+        return namespaces or os.path.isfile(os.path.join(entry.path, "__init__.py"))
     return name.endswith(_MODULE_SUFFIXES) and name.partition(".")[0].isidentifier()
 
 
