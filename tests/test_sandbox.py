@@ -234,6 +234,17 @@ def test_a_denied_path_is_explained_in_python_and_node_wording(
     )
     program = "[Errno 13] Permission denied: 'sh'"  # run by name: not a file here
     assert confinement.explain_denial(program, policy) == program
+    # Under --network deny, a refused connection names the option.
+    closed = sandbox.Policy((str(impl),), ("/tmp/scratch",), "deny", "/tmp/scratch")
+    for refused in (
+        "the implementation raised PermissionError: [Errno 13] Permission denied",
+        "raised Error: connect EACCES 127.0.0.1:8080",
+    ):
+        assert confinement.explain_denial(refused, closed).endswith(
+            "the sandbox refused a TCP connection or listening socket (--network deny; "
+            "--network allow lets the implementation use TCP)"
+        )
+        assert confinement.explain_denial(refused, policy) == refused
 
 
 # --------------------------------------------------------------------------- launcher

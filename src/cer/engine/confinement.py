@@ -215,12 +215,23 @@ _DENIED = re.compile(
 )
 
 
+_NETWORK_DENIED = re.compile(
+    r"PermissionError: \[Errno 13\] Permission denied(?!:)|\b(?:connect|listen|bind) EACCES\b"
+)
+"""A refused connect, bind or listen: Python's error names no path, Node's the call."""
+
+
 def explain_denial(
     reason: str, policy: sandbox.Policy, refused: Sequence[readset.Refusal] = ()
 ) -> str:
     """``reason`` with a note naming the path the sandbox refused, and the option that
     would allow it, when it holds a permission error for a path (Python's and Node's
     wording) that the policy does not allow; unchanged otherwise."""
+    if policy.network == "deny" and _NETWORK_DENIED.search(reason):
+        return (
+            f"{reason}; the sandbox refused a TCP connection or listening socket "
+            "(--network deny; --network allow lets the implementation use TCP)"
+        )
     match = _DENIED.search(reason)  # Python's wording, then Node's
     if match is None or "the sandbox denied access" in reason:
         return reason
