@@ -285,3 +285,29 @@ def test_a_selection_that_matches_some_cases_runs_them(capsys: pytest.CaptureFix
     code = main(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history", "-k", "modulo"])
     assert code == ExitCode.INCOMPLETE
     assert "4 passed, 0 failed, 0 errored, 66 skipped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--path", "srcc"], "--path / [tool.cer] paths: srcc: no such folder"),
+        (["--path", "evals.toml"], "--path / [tool.cer] paths: evals.toml: no such folder"),
+        (
+            ["--sandbox-read", "dta.csv"],
+            "--sandbox-read / [tool.cer] sandbox_read: dta.csv: no such file or folder",
+        ),
+    ],
+)
+def test_a_mistyped_path_option_is_a_usage_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    said: str,
+) -> None:
+    """A folder for the import path, or a file to lend, that is not there was passed
+    over without a word."""
+    (tmp_path / "evals.toml").write_text(SUITE)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "evals.toml", "--impl", "m:f", *args]) == ExitCode.USAGE
+    assert said in capsys.readouterr().err

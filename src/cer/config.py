@@ -606,6 +606,17 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         *config.paths_value("sandbox_read"),
         *(Path(p) for p in getattr(args, "sandbox_read", None) or ()),
     )
+    # A mistyped folder would otherwise be passed over without a word.
+    for given_path, option, wanted in (
+        *((path, "--path / [tool.cer] paths", "folder") for path in paths),
+        *(
+            (path, "--sandbox-read / [tool.cer] sandbox_read", "file or folder")
+            for path in sandbox_read
+        ),
+    ):
+        there = given_path.is_dir() if wanted == "folder" else given_path.exists()
+        if not there:
+            raise UsageError(f"{option}: {given_path}: no such {wanted}")
     selection = Selection(
         case_globs=tuple(args.case_globs),
         categories=tuple(args.categories),
