@@ -344,3 +344,43 @@ def test_a_tmpdir_in_dev_shm_still_gives_every_case_its_folder(
         assert not output["folder"].startswith("/dev/shm/"), output
     finally:
         os.rmdir(shm)
+
+
+SYSV = """
+import ctypes
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def f(key):
+    # IPC_CREAT | 0600: a segment no file system holds, and a queue.
+    made = libc.shmget(key, 1 << 20, 0o1600) >= 0 and libc.msgget(key + 1, 0o1600) >= 0
+    return "made" if made else "refused"
+"""
+
+
+@pytest.mark.skipif(not PRIVATE_SHM, reason="this user may neither mount nor make a user namespace")
+@pytest.mark.parametrize("isolation", ["fork", "none"])
+def test_system_v_memory_and_queues_do_not_outlive_the_run(module: Path, isolation: str) -> None:
+    """System V shared memory and message queues are held by no file: a 300 MiB
+    segment outlived the run, and lent a later memory case a table it never paid for.
+    The implementation's side has an IPC namespace of its own, gone with it."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = 0x7E500000 + os.getpid() % 0xFFFF * 2
+    (module / "sysv.py").write_text(SYSV, encoding="utf-8")
+    (module / "evals.toml").write_text(
+        probe_suite([("make", f"key = {key}")], expect='output = "made"'), encoding="utf-8"
+    )
+    run = run_suite(
+        load_suite(module / "evals.toml"),
+        RunOptions(impl="sysv:f", timeout=10.0, isolation=isolation),
+    )
+    assert [r.status for r in run.results] == [Status.PASS], [r.reason for r in run.results]
+    left = [libc.shmget(key, 0, 0), libc.msgget(key + 1, 0)]
+    if left[0] >= 0:  # never left to the next test (IPC_RMID)
+        libc.shmctl(left[0], 0, None)
+    if left[1] >= 0:
+        libc.msgctl(left[1], 0, None)
+    assert left == [-1, -1], "a System V object outlived the run"

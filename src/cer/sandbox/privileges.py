@@ -48,6 +48,7 @@ _SECURE_BITS = 0b11101111
 lock (KEEP_CAPS itself stays off)."""
 _CAPABILITY_VERSION_3 = 0x20080522
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
 _PR_GET_DUMPABLE = 3
 _APPARMOR_RESTRICTS = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
@@ -126,9 +127,9 @@ def drop() -> str | None:
 
 
 def private_shm() -> bool:
-    """Enter a mount namespace of this process's own in which ``/dev/shm`` is a fresh,
-    empty ``tmpfs``; True when done. Root can (before it drops its capabilities); any
-    other user can where the kernel lets it make a user namespace of its own
+    """Enter a mount namespace (and an IPC namespace) of this process's own in which
+    ``/dev/shm`` is a fresh, empty ``tmpfs``; True when done. Root can (before it drops
+    its capabilities); any other user can where the kernel lets it make a user namespace of its own
     (:func:`_own_user_namespace`). Elsewhere (user namespaces refused by a sysctl, a
     security module or a container's seccomp filter) nothing changes and False is
     returned, as it is to a process with more than one thread, which the kernel gives
@@ -136,7 +137,16 @@ def private_shm() -> bool:
     if not sys.platform.startswith("linux") or not os.path.isdir("/dev/shm"):
         return False
     libc = _libc()
-    if libc.unshare(_CLONE_NEWNS) != 0 and not _own_user_namespace(libc):
+    # With the mount namespace, an IPC namespace: System V shared memory, semaphores
+    # and message queues, which no file system holds, are then the side's own too and
+    # end with its last process (a 300 MiB segment once outlived the run, and lent a
+    # later memory case a table it never paid for). Where the kernel has none, the
+    # mount namespace alone.
+    if (
+        libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC) != 0
+        and libc.unshare(_CLONE_NEWNS) != 0
+        and not _own_user_namespace(libc)
+    ):
         return False
     return _mount_shm(libc)
 
@@ -214,7 +224,10 @@ def _enter_user_namespace(libc: ctypes.CDLL, uid: int, gid: int) -> bool:
     """``unshare`` a user and a mount namespace and map ``uid`` and ``gid`` to
     themselves (``setgroups`` denied first, as the kernel requires of a process that
     maps its group without privilege)."""
-    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+    if (
+        libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWIPC) != 0
+        and libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0
+    ):
         return False
     for name, text in (
         ("setgroups", "deny"),
