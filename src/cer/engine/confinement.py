@@ -141,10 +141,47 @@ def _command_folders(options: RunOptions) -> list[str]:
             folders.append(os.path.dirname(os.path.realpath(found)))
             folders.append(os.path.dirname(os.path.abspath(found)))
             if index > 0 and os.path.isfile(found):  # a script: what Node resolves for it
-                folders.extend(shims.node_module_folders(os.path.dirname(found)))
+                folders.extend(
+                    folder
+                    for folder in shims.node_module_folders(os.path.dirname(found))
+                    if _lendable(folder, set())
+                )
     if words:
         folders.extend(shims.chain_reads(words[0]))
     return folders
+
+
+def _script_folders(options: RunOptions) -> list[str]:
+    """The folders of the files a command implementation names after its program (its
+    scripts), as given and as real paths."""
+    if kind_named(options.kind).python:
+        return []
+    try:
+        words = shlex.split(options.impl)
+    except ValueError:
+        return []
+    folders: list[str] = []
+    for word in words[1:]:
+        if os.path.isfile(word):
+            folders += [
+                os.path.dirname(os.path.abspath(word)),
+                os.path.dirname(os.path.realpath(word)),
+            ]
+    return list(dict.fromkeys(folders))
+
+
+def _lendable(folder: str, roots: set[str]) -> bool:
+    """Whether ``folder``, found on a guess (a link's installation, an editable
+    install's package, a ``node_modules``), may be lent whole: not the root, a folder
+    just under it or the home folder, not a checkout (:func:`shims.in_checkout`), and
+    holding none of ``roots``."""
+    real = os.path.realpath(folder)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real in ("/", home) or os.path.dirname(real) == "/" or _within(home, real):
+        return False
+    if shims.in_checkout(real):
+        return False
+    return not any(_within(root, real) for root in roots)
 
 
 def build_policy(
@@ -169,7 +206,7 @@ def build(
         named.append(str(schema_sql_path()))
     named.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     named.extend(entry for entry in sys.path if entry)
-    named.extend(editable.mapped_folders(sys.path))  # packages an editable install maps
+    lent_on_a_guess = editable.mapped_folders(editable.site_folders())
     named.append(os.path.dirname(os.path.realpath(sys.executable)))
     named.extend(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry)
     named.append(str(suite.fixtures_dir))
@@ -178,21 +215,27 @@ def build(
         named.append(os.path.realpath(link))
     roots = set(map(os.path.realpath, import_roots))
     path_folders = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
+    # What a program on PATH reached through a link reads beside its target, and the
+    # packages editable installs map: lent whole, so never a folder that holds an import
+    # root (whose entries are lent one by one) or the suite, or a checkout.
+    lent_on_a_guess += shims.linked_installations(path_folders, lent=_SYSTEM_READ)
     named.extend(
-        # What a program on PATH reached through a link reads beside its target, never
-        # a folder that holds an import root (whose entries are lent one by one).
-        home
-        for home in shims.linked_installations(path_folders, lent=_SYSTEM_READ)
-        if not any(_within(root, home) for root in roots)
-        and not any(_within(home, folder) for folder in named)
+        folder
+        for folder in lent_on_a_guess
+        if _lendable(folder, {*roots, str(suite.directory.resolve())})
     )
     # What the implementation may write is named too: the run's scratch folder sits in
     # the temporary folder, which may itself be the suite's folder or the working
     # directory, and must not be left out there as a file no import takes.
     named.extend(path for path in (scratch, *_SYSTEM_WRITE) if path)
     kept = protected_paths(suite, options)
+    # The folders of a command's scripts are lent like import roots: whole, but for
+    # version-control metadata and what cer keeps (a harness at a checkout's root once
+    # lent its .git, and with it the committed suite).
+    refusal_roots = [*import_roots, *_script_folders(options)]
+    roots |= set(map(os.path.realpath, refusal_roots))
     refused = readset.refusals(
-        import_roots,
+        refusal_roots,
         python=kind_named(options.kind).python,
         kept=kept,
         named=[path for path in named if os.path.realpath(path) not in roots],

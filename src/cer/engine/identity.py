@@ -114,7 +114,7 @@ def scope_for(module: str, search: Iterable[str]) -> Scope:
     working directory) and then this interpreter's own ``sys.path``, with the folders
     its editable installs map packages from (:mod:`cer.engine.editable`)."""
     roots: list[str] = []
-    for entry in [*search, *sys.path, *editable.mapped_folders(sys.path)]:
+    for entry in [*search, *sys.path, *editable.mapped_folders(editable.site_folders())]:
         if not entry:
             continue
         try:

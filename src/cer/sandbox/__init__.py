@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from cer.sandbox import landlock, privileges, seccomp
+from cer.sandbox.readset import VCS_NAMES
 
 __all__ = [
     "DISABLE_ENV",
@@ -187,14 +188,34 @@ def expand(
     )
 
 
+def _link_lendable(real: str, refused: set[str]) -> bool:
+    """Whether ``real``, the target of a link in a folder lent entry by entry (a module
+    linked into the project), may be lent: a file, or a folder that holds nothing
+    refused and is no checkout, never in version-control metadata, never as wide as the
+    root (a node_modules link to / once lent every folder on the machine but the
+    refused ones, and a checkout's .git with them)."""
+    if any(part in VCS_NAMES for part in real.split(os.sep)):
+        return False
+    if not os.path.isdir(real):
+        return True
+    if real == "/" or os.path.dirname(real) == "/":
+        return False
+    if any(_within(bad, real) for bad in refused):
+        return False
+    return not any(os.path.lexists(os.path.join(real, name)) for name in VCS_NAMES)
+
+
 def _allow(
     path: str,
     refused: set[str],
     refused_ids: set[tuple[int, int]],
     out: list[str],
     listable: list[str],
+    inside: str = "",
 ) -> None:
     real = os.path.realpath(path)
+    if inside and not _within(real, inside) and not _link_lendable(real, refused):
+        return
     if any(_within(real, bad) for bad in refused):
         return
     try:
@@ -215,7 +236,7 @@ def _allow(
     except OSError:
         return
     for name in entries:
-        _allow(os.path.join(real, name), refused, refused_ids, out, listable)
+        _allow(os.path.join(real, name), refused, refused_ids, out, listable, inside or real)
 
 
 # --------------------------------------------------------------------------- applying

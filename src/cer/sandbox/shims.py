@@ -35,9 +35,12 @@ import re
 import shutil
 from collections.abc import Iterable
 
+from cer.sandbox.readset import VCS_NAMES
+
 __all__ = [
     "VERSION_FILES",
     "chain_reads",
+    "in_checkout",
     "linked_installations",
     "node_module_folders",
     "resolve",
@@ -166,9 +169,19 @@ def _virtual_environment(program: str, home: str) -> str | None:
     if os.path.basename(folder) != "bin":
         return None
     root = os.path.dirname(folder)
-    if not os.path.isfile(os.path.join(root, "pyvenv.cfg")):
+    if not os.path.isfile(os.path.join(root, "pyvenv.cfg")) or in_checkout(root):
         return None
     return _narrow(root, home)
+
+
+def in_checkout(folder: str) -> bool:
+    """Whether ``folder`` is, holds at its top or lies in version-control metadata (a
+    checkout's root holds the committed suite in ``.git``): such a folder is never lent
+    whole on a guess."""
+    real = os.path.realpath(folder)
+    if any(part in VCS_NAMES for part in real.split(os.sep)):
+        return True
+    return any(os.path.lexists(os.path.join(real, name)) for name in VCS_NAMES)
 
 
 def linked_installations(
@@ -207,10 +220,12 @@ def linked_installations(
                     continue  # a link beside its target (python3 -> python3.12)
                 if target.startswith(wide):
                     continue
+                if not (os.path.isfile(target) and os.access(target, os.X_OK)):
+                    continue  # a program is what a PATH folder is for
                 home_of = _installation(target, home)
                 if home_of is None:
                     home_of = _narrow(os.path.dirname(target), home)
-                if home_of is not None:
+                if home_of is not None and not in_checkout(home_of):
                     found.append(home_of)
     return list(dict.fromkeys(found))
 
@@ -225,8 +240,10 @@ def node_module_folders(folder: str) -> list[str]:
     current = os.path.abspath(folder)
     while True:
         candidate = os.path.join(current, "node_modules")
-        if os.path.isdir(candidate):
-            found.append(os.path.realpath(candidate))
+        # A folder, not a link: a link named node_modules could lend anything (/).
+        real_folder = os.path.isdir(candidate) and not os.path.islink(candidate)
+        if real_folder and not in_checkout(candidate):
+            found.append(candidate)
         parent = os.path.dirname(current)
         if parent == current:
             return found
