@@ -159,3 +159,24 @@ def test_a_module_linked_into_the_project_is_still_lent(checkout: Path, tmp_path
         RunOptions(impl="m:f", timeout=10.0, sandbox="require"),
     )
     assert [(r.status, r.reason) for r in result.results] == [(Status.PASS, None)]
+
+
+def test_a_checkout_one_level_below_the_working_directory_keeps_its_metadata(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the folder above a project, the project is lent as a namespace package (a
+    folder named like one): its .git with it, once."""
+    monkeypatch.chdir(checkout.parent)
+    (checkout.parent / "reader.py").write_text(
+        "import os\n\ndef f():\n    try:\n"
+        "        with open(os.environ['CER_TEST_SECRET']) as handle:\n"
+        "            return handle.read().strip()\n"
+        "    except OSError:\n        return 'refused'\n",
+        encoding="utf-8",
+    )
+    result = run_suite(
+        load_suite(checkout / "spec" / "evals.toml"),
+        RunOptions(impl="reader:f", timeout=10.0, sandbox="require"),
+    )
+    (case,) = result.results
+    assert (case.status, (case.observation or {}).get("output")) == (Status.FAIL, "refused")

@@ -143,6 +143,13 @@ def refusals(
                     found.setdefault(entry.path, Refusal(entry.path, "cer"))
                 elif python and not _importable(entry, namespaces):
                     refuse(entry.path, "not-importable")
+                else:
+                    # A folder lent whole that is a checkout of its own (a project one
+                    # level below the working directory): its metadata is not lent.
+                    for vcs in VCS_NAMES:
+                        inner = os.path.join(entry.path, vcs)
+                        if os.path.lexists(inner):
+                            refuse(inner, "vcs")
     return list(found.values())
 
 
