@@ -139,3 +139,30 @@ def test_an_implementation_of_no_file_it_can_place_gets_a_one_off_id(tmp_path: P
     two = identify("hooked:f", [str(elsewhere / "hooked.py")], scope)
     assert not one.known and one.implementation_id != two.implementation_id
     assert one.problem is not None and "no file its import loaded lies in a folder" in one.problem
+
+
+def test_two_files_that_swap_their_contents_are_other_code(tmp_path: Path) -> None:
+    """The id once hashed the files' contents without their names: with helper_a.py
+    and helper_b.py swapped, the code returned the other value under the same id, and
+    history called its case flaky."""
+    a, b = tmp_path / "helper_a.py", tmp_path / "helper_b.py"
+    scope = scope_for("impl", [str(tmp_path)])
+    a.write_text("VALUE = 1\n", encoding="utf-8")
+    b.write_text("VALUE = 2\n", encoding="utf-8")
+    first = identify("impl:f", [str(a), str(b)], scope)
+    a.write_text("VALUE = 2\n", encoding="utf-8")
+    b.write_text("VALUE = 1\n", encoding="utf-8")
+    assert identify("impl:f", [str(a), str(b)], scope).implementation_id != (
+        first.implementation_id
+    )
+    # The same code elsewhere (another checkout) keeps its id.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "helper_a.py").write_text("VALUE = 2\n", encoding="utf-8")
+    (other / "helper_b.py").write_text("VALUE = 1\n", encoding="utf-8")
+    again = identify(
+        "impl:f",
+        [str(other / "helper_a.py"), str(other / "helper_b.py")],
+        scope_for("impl", [str(other)]),
+    )
+    assert again.implementation_id == identify("impl:f", [str(a), str(b)], scope).implementation_id

@@ -1,8 +1,9 @@
 """The implementation id: which code a run ran, as the supervisor itself hashed it.
 
-An id is ``impl@hash``. The hash covers the content (not the location) of every source
-file outside the standard library that the worker's import loaded, installed packages
-included, so the same code has the same id in any checkout and an edit to any file it
+An id is ``impl@hash``. The hash covers the content of every source file outside the
+standard library that the worker's import loaded, installed packages included, each
+with its path relative to the import root it lies in (not the checkout's location),
+so the same code has the same id in any checkout and an edit to any file it
 loaded, in the project or in a dependency, gives a new id. History uses the id to say
 that two runs ran the same code (flaky cases), and the TUI watches the same files.
 
@@ -37,6 +38,7 @@ up front. A case's list that is malformed makes the run's id a one-off.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -94,6 +96,19 @@ class Scope:
     def holds(self, path: str) -> bool:
         """Whether the real path ``path`` lies under one of the roots."""
         return any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots)
+
+    def relative(self, name: str) -> str:
+        """``name`` relative to the first root that places it (by name, else by real
+        path); its base name when none does. The same code in another checkout has the
+        same relative names."""
+        candidates = [os.path.normpath(name)]
+        with contextlib.suppress(OSError, ValueError):
+            candidates.append(os.path.realpath(name))
+        for candidate in candidates:
+            for root in self.roots:
+                if candidate.startswith(root.rstrip("/") + "/"):
+                    return candidate[len(root.rstrip("/")) + 1 :]
+        return os.path.basename(name)
 
     def places(self, name: str) -> bool:
         """Whether the file named ``name`` lies under one of the roots: its real path
@@ -266,7 +281,10 @@ def _grown(identity: Identity, impl: str, names: Iterable[str], scope: Scope | N
                 continue
             inodes.add(inode)
         paths.append(name)
-        digests.append(file_digest(name, budget))
+        # Where the file sits counts with what it holds: two files that swap their
+        # contents are other code (one import gets the other's), once the same id.
+        where = scope.relative(name) if scope is not None else os.path.basename(name)
+        digests.append(hashlib.sha256(where.encode() + b"\0" + file_digest(name, budget)).digest())
         if budget.over is not None:
             return _unverified(impl, identity, budget.over)
     if identity.implementation_id and len(paths) == len(identity.files):
