@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from cer.sandbox import landlock, privileges, seccomp
-from cer.sandbox.readset import VCS_NAMES
 
 __all__ = [
     "DISABLE_ENV",
+    "VCS_NAMES",
     "Policy",
     "SandboxError",
     "SandboxStatus",
@@ -38,6 +38,10 @@ __all__ = [
     "launcher_command",
     "status",
 ]
+
+VCS_NAMES = (".git", ".hg", ".svn", ".jj")
+"""Folders (or, for a git worktree, files) of version-control metadata: never lent on a
+guess, and left out of the folders lent entry by entry (:mod:`cer.sandbox.readset`)."""
 
 DISABLE_ENV = landlock.DISABLE_ENV
 """When set (to any non-empty text), :func:`status` reports Landlock as unavailable:

@@ -35,6 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from cer.sandbox import VCS_NAMES
+
 __all__ = [
     "OUTPUTS_ENV",
     "VCS_NAMES",
@@ -45,8 +47,6 @@ __all__ = [
     "remembered_outputs",
 ]
 
-VCS_NAMES = (".git", ".hg", ".svn", ".jj")
-"""Folders (or, for a git worktree, files) of version-control metadata."""
 
 OUTPUTS_ENV = "CER_OUTPUTS_RECORD"
 """Where the list of files cer has written is kept, when set (tests point it at a
