@@ -123,17 +123,23 @@ def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
     return paths
 
 
+def _command_words(options: RunOptions) -> list[str]:
+    """The words of a command implementation, as the shell splits them; none for a
+    Python implementation or a command that cannot be split."""
+    if kind_named(options.kind).python:
+        return []
+    try:
+        return shlex.split(options.impl)
+    except ValueError:
+        return []
+
+
 def _command_folders(options: RunOptions) -> list[str]:
     """The folders of the files a command implementation names (its program, its
     scripts), so that a harness outside the working directory can run, the
     ``node_modules`` folders above a script (a workspace's), and what its program's
     chain of shims and version managers needs to start (:mod:`cer.sandbox.shims`)."""
-    if kind_named(options.kind).python:
-        return []
-    try:
-        words = shlex.split(options.impl)
-    except ValueError:
-        return []
+    words = _command_words(options)
     folders = []
     for index, word in enumerate(words):
         found = shutil.which(word) if index == 0 and os.sep not in word else word
@@ -154,14 +160,8 @@ def _command_folders(options: RunOptions) -> list[str]:
 def _script_folders(options: RunOptions) -> list[str]:
     """The folders of the files a command implementation names after its program (its
     scripts), as given and as real paths."""
-    if kind_named(options.kind).python:
-        return []
-    try:
-        words = shlex.split(options.impl)
-    except ValueError:
-        return []
     folders: list[str] = []
-    for word in words[1:]:
+    for word in _command_words(options)[1:]:
         if os.path.isfile(word):
             folders += [
                 os.path.dirname(os.path.abspath(word)),
