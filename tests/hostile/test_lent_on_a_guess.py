@@ -139,7 +139,7 @@ def test_an_editable_mapping_lends_no_wide_folder_and_only_from_a_site_folder(
     )
     assert editable.mapped_folders([str(finders)]) == [str(checkout)]  # not / nor home
     assert str(finders) not in editable.site_folders()  # a finder here installs nothing
-    assert shims.in_checkout(str(checkout))  # so the sandbox does not lend it either
+    assert sandbox.in_checkout(str(checkout))  # so the sandbox does not lend it either
 
 
 def test_a_module_linked_into_the_project_is_still_lent(checkout: Path, tmp_path: Path) -> None:

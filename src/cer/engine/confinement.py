@@ -173,13 +173,13 @@ def _script_folders(options: RunOptions) -> list[str]:
 def _lendable(folder: str, roots: set[str]) -> bool:
     """Whether ``folder``, found on a guess (a link's installation, an editable
     install's package, a ``node_modules``), may be lent whole: not the root, a folder
-    just under it or the home folder, not a checkout (:func:`shims.in_checkout`), and
+    just under it or the home folder, not a checkout (:func:`cer.sandbox.in_checkout`), and
     holding none of ``roots``."""
     real = os.path.realpath(folder)
     home = os.path.realpath(os.path.expanduser("~"))
     if real in ("/", home) or os.path.dirname(real) == "/" or _within(home, real):
         return False
-    if shims.in_checkout(real):
+    if sandbox.in_checkout(real):
         return False
     return not any(_within(root, real) for root in roots)
 
@@ -206,19 +206,21 @@ def build(
         named.append(str(schema_sql_path()))
     named.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     named.extend(entry for entry in sys.path if entry)
-    lent_on_a_guess = editable.mapped_folders(editable.site_folders())
     named.append(os.path.dirname(os.path.realpath(sys.executable)))
-    named.extend(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry)
+    path_folders = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
+    named.extend(path_folders)
     named.append(str(suite.fixtures_dir))
     named.extend(_SYSTEM_READ)
     for link in ("/etc/resolv.conf", "/etc/localtime"):
         named.append(os.path.realpath(link))
     roots = set(map(os.path.realpath, import_roots))
-    path_folders = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
-    # What a program on PATH reached through a link reads beside its target, and the
-    # packages editable installs map: lent whole, so never a folder that holds an import
+    # The packages editable installs map, and what a program on PATH reached through a
+    # link reads beside its target: lent whole, so never a folder that holds an import
     # root (whose entries are lent one by one) or the suite, or a checkout.
-    lent_on_a_guess += shims.linked_installations(path_folders, lent=_SYSTEM_READ)
+    lent_on_a_guess = [
+        *editable.mapped_folders(editable.site_folders()),
+        *shims.linked_installations(path_folders, lent=_SYSTEM_READ),
+    ]
     named.extend(
         folder
         for folder in lent_on_a_guess

@@ -35,6 +35,7 @@ __all__ = [
     "enter_case",
     "expand",
     "filters",
+    "in_checkout",
     "launcher_command",
     "status",
 ]
@@ -42,6 +43,17 @@ __all__ = [
 VCS_NAMES = (".git", ".hg", ".svn", ".jj")
 """Folders (or, for a git worktree, files) of version-control metadata: never lent on a
 guess, and left out of the folders lent entry by entry (:mod:`cer.sandbox.readset`)."""
+
+
+def in_checkout(folder: str) -> bool:
+    """Whether ``folder`` is, holds at its top or lies in version-control metadata (a
+    checkout's root holds the committed suite in ``.git``): such a folder is never lent
+    whole on a guess."""
+    real = os.path.realpath(folder)
+    if any(part in VCS_NAMES for part in real.split(os.sep)):
+        return True
+    return any(os.path.lexists(os.path.join(real, name)) for name in VCS_NAMES)
+
 
 DISABLE_ENV = landlock.DISABLE_ENV
 """When set (to any non-empty text), :func:`status` reports Landlock as unavailable:
@@ -198,15 +210,11 @@ def _link_lendable(real: str, refused: set[str]) -> bool:
     refused and is no checkout, never in version-control metadata, never as wide as the
     root (a node_modules link to / once lent every folder on the machine but the
     refused ones, and a checkout's .git with them)."""
-    if any(part in VCS_NAMES for part in real.split(os.sep)):
-        return False
     if not os.path.isdir(real):
-        return True
-    if real == "/" or os.path.dirname(real) == "/":
+        return not any(part in VCS_NAMES for part in real.split(os.sep))
+    if real == "/" or os.path.dirname(real) == "/" or in_checkout(real):
         return False
-    if any(_within(bad, real) for bad in refused):
-        return False
-    return not any(os.path.lexists(os.path.join(real, name)) for name in VCS_NAMES)
+    return not any(_within(bad, real) for bad in refused)
 
 
 def _allow(

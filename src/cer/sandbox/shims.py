@@ -35,12 +35,11 @@ import re
 import shutil
 from collections.abc import Iterable
 
-from cer.sandbox.readset import VCS_NAMES
+from cer.sandbox import in_checkout
 
 __all__ = [
     "VERSION_FILES",
     "chain_reads",
-    "in_checkout",
     "linked_installations",
     "node_module_folders",
     "resolve",
@@ -172,16 +171,6 @@ def _virtual_environment(program: str, home: str) -> str | None:
     if not os.path.isfile(os.path.join(root, "pyvenv.cfg")) or in_checkout(root):
         return None
     return _narrow(root, home)
-
-
-def in_checkout(folder: str) -> bool:
-    """Whether ``folder`` is, holds at its top or lies in version-control metadata (a
-    checkout's root holds the committed suite in ``.git``): such a folder is never lent
-    whole on a guess."""
-    real = os.path.realpath(folder)
-    if any(part in VCS_NAMES for part in real.split(os.sep)):
-        return True
-    return any(os.path.lexists(os.path.join(real, name)) for name in VCS_NAMES)
 
 
 def linked_installations(
