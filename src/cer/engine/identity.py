@@ -97,30 +97,20 @@ class Scope:
         """Whether the real path ``path`` lies under one of the roots."""
         return any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots)
 
-    def relative(self, name: str) -> str:
-        """``name`` relative to the first root that places it (by name, else by real
-        path); its base name when none does. The same code in another checkout has the
-        same relative names."""
-        candidates = [os.path.normpath(name)]
+    def place(self, name: str) -> str | None:
+        """Where the file named ``name`` lies under the roots, relative to its root (the
+        same code in another checkout has the same relative names); None when it lies
+        under none. The name itself counts when, without ``..``, it leads under a root
+        (a module that is a symbolic link the user put in a folder it is imported
+        from), else its real path."""
+        candidates = [os.path.normpath(name)] if ".." not in name.split("/") else []
         with contextlib.suppress(OSError, ValueError):
             candidates.append(os.path.realpath(name))
         for candidate in candidates:
             for root in self.roots:
                 if candidate.startswith(root.rstrip("/") + "/"):
                     return candidate[len(root.rstrip("/")) + 1 :]
-        return os.path.basename(name)
-
-    def places(self, name: str) -> bool:
-        """Whether the file named ``name`` lies under one of the roots: its real path
-        does, or the name itself, without ``..``, leads there through a root (a module
-        that is a symbolic link the user put in a folder it is imported from)."""
-        try:
-            real = os.path.realpath(name)
-        except (OSError, ValueError):
-            return False
-        if self.holds(real):
-            return True
-        return ".." not in name.split("/") and self.holds(os.path.normpath(name))
+        return None
 
 
 def scope_for(module: str, search: Iterable[str]) -> Scope:
@@ -269,7 +259,8 @@ def _grown(identity: Identity, impl: str, names: Iterable[str], scope: Scope | N
         if name in seen:
             continue
         seen.add(name)
-        if scope is not None and not scope.places(name):
+        where = scope.place(name) if scope is not None else os.path.basename(name)
+        if where is None:
             continue  # not code the supervisor can place: the worker's word alone
         try:
             info = os.stat(name)
@@ -283,7 +274,6 @@ def _grown(identity: Identity, impl: str, names: Iterable[str], scope: Scope | N
         paths.append(name)
         # Where the file sits counts with what it holds: two files that swap their
         # contents are other code (one import gets the other's), once the same id.
-        where = scope.relative(name) if scope is not None else os.path.basename(name)
         digests.append(hashlib.sha256(where.encode() + b"\0" + file_digest(name, budget)).digest())
         if budget.over is not None:
             return _unverified(impl, identity, budget.over)
