@@ -15,6 +15,7 @@ import pytest
 import cer
 from cer import sandbox
 from cer.engine.editable import mapped_folders
+from support import single_case_suite
 
 FINDER = """
 import importlib.util
@@ -37,18 +38,6 @@ class _Finder:  # as setuptools' finder: the package's __init__.py, by its path
 def install():
     sys.meta_path.append(_Finder)
 """
-
-SUITE = """\
-commonsformat_evals = "0.2"
-target = "t"
-
-[[cases]]
-name = "a"
-category = "functional"
-input = { x = 1 }
-expect = { output = "ok" }
-"""
-
 
 OPTIONS = ("--sandbox", "require", "--no-history", "-v")
 
@@ -100,7 +89,9 @@ def test_an_editable_install_runs_under_the_sandbox_and_is_identified_by_its_cod
     python, package = _site(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    (work / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (work / "evals.toml").write_text(
+        single_case_suite('{ output = "ok" }', "{ x = 1 }"), encoding="utf-8"
+    )
 
     def run() -> str:
         done = subprocess.run(
