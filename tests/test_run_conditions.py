@@ -17,7 +17,7 @@ from cer.cli.console import summary_line
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.history.database import History
-from cer.model import RunConditions, RunResult
+from cer.model import RunConditions, RunResult, RunSelection
 from cer.reports import ReportContext
 from cer.reports.manifest import manifest_document
 from cer.results import serialize
@@ -68,6 +68,9 @@ def test_a_run_records_its_conditions(suite_path: Path) -> None:
         category_remaps=(("special", "call"),),
         cer_version=cer.__version__,
         python_version=platform.python_version(),
+        os=platform.system(),
+        kernel=platform.release(),
+        architecture=platform.machine(),
     )
 
 
@@ -115,7 +118,9 @@ def test_merged_shards_keep_their_conditions_consistent(suite_path: Path) -> Non
     one = _run(suite_path, sandbox="off", shard=(1, 2))
     two = _run(suite_path, sandbox="off", shard=(2, 2))
     merged = merge_runs([Shard("a.json", one), Shard("b.json", two)])
-    assert merged.conditions == one.conditions
+    assert one.conditions is not None and one.conditions.selection.shard == "1/2"
+    # The merged run holds every shard: its selection is no shard's.
+    assert merged.conditions == replace(one.conditions, selection=RunSelection())
     with pytest.raises(MergeError, match=r"different sandboxes \(a.json: none: disabled; "):
         merge_runs([Shard("a.json", one), _shard(two, "b.json", sandbox="landlock ABI 7")])
     merged = merge_runs([Shard("a.json", one), _shard(two, "b.json", jobs=4)])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 CASE_CLASSES: tuple[str, ...] = ("functional", "adversarial", "generator_adversary")
 """The case classes, in the order of the schema's CHECK constraint."""
@@ -37,6 +37,65 @@ class Status(enum.StrEnum):
     FAIL = "fail"
     SKIPPED = "skipped"
     ERRORED = "errored"
+
+
+FailClass = Literal[
+    "mismatch",
+    "raised",
+    "timed_out",
+    "crashed",
+    "exited",
+    "not_plain",
+    "signature",
+    "unverifiable",
+    "lost",
+    "not_run",
+]
+"""Why a case failed or errored, in one machine-readable word (a result's
+``fail_class``), decided by the supervisor from what it observed itself, never taken
+from the implementation's words:
+
+``mismatch``
+    the case ran and what was observed differs from the expectation (a fail);
+``raised``
+    the implementation raised an exception that no expectation of the case covers;
+``timed_out``
+    the case did not answer within its timeout;
+``crashed``
+    the case's process was killed by a signal, or the implementation raised a
+    BaseException, ran out of memory or let an exception escape a thread;
+``exited``
+    the case's process (or the harness) exited, with a non-zero status or without a
+    result;
+``not_plain``
+    it returned something that is not plain data, or too much of it;
+``signature``
+    the implementation could not be called with the case's input;
+``unverifiable``
+    what the case asks cannot be verified (an empty or vacuous expect table, a
+    measurement cer does not take, a crash it did not see, keys only the runner
+    observes reported by the implementation);
+``lost``
+    the runner got no usable answer (a corrupted or malformed result, a broken
+    protocol, a worker that vanished, a harness that could not run the case);
+``not_run``
+    the case was never given to the implementation (it could not be loaded or
+    started, the input cannot be sent, a fixture is missing, restarts ran out).
+
+A pass or a skip carries none (its reason says why a case was skipped).
+"""
+
+FAIL_CLASSES: tuple[FailClass, ...] = get_args(FailClass)
+"""Every :data:`FailClass`, in the order the documentation lists them."""
+
+
+def fail_class_of(value: object) -> FailClass | None:
+    """``value`` as a fail class when it is one (read back from a document or the
+    history); None for anything else (a document from before classes were recorded)."""
+    for known in FAIL_CLASSES:
+        if value == known:
+            return known
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +321,9 @@ class CaseResult:
     """Whether ``observation`` is not exactly what was observed: what is kept of a result
     had a lone surrogate escaped or a large value cut (:func:`cer.safetext.retained`).
     The verdict was made on the whole value; a proposal cannot be."""
+    fail_class: FailClass | None = None
+    """Why a failed or errored case did (:data:`FailClass`), as the supervisor decided
+    it; None for a pass, a skip, and a result read from before classes were recorded."""
 
     @property
     def captured_output(self) -> str:
@@ -319,12 +381,97 @@ class ImplementationOrigin:
 
 
 @dataclass(frozen=True)
+class RunSelection:
+    """Which cases a run was asked to run, as its conditions record it: a run of part
+    of a suite says which part, so that its results are never read as the whole's.
+
+    The filters are the options as given (``--case``, ``--category``, ``--class``,
+    ``--tag``, ``-k``); ``named`` counts the cases a front end chose by name (``--failed``,
+    a rerun or the run pattern of cer-tui, pytest's own selection) and ``chosen_by``
+    says how; ``shard`` is ``I/N`` for a run of one shard (``--shard``)."""
+
+    case_globs: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    classes: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    substrings: tuple[str, ...] = ()
+    named: int | None = None
+    """How many case names the run was limited to; None when it was not."""
+    chosen_by: str = ""
+    """How the named cases were chosen (``--failed: ...``, ``run pattern "x"``)."""
+    shard: str = ""
+
+    @property
+    def is_everything(self) -> bool:
+        """Whether the run was asked to run every case of the suite."""
+        return self == RunSelection()
+
+    def describe(self) -> str:
+        """The selection in words, as the options were given (``every case`` when
+        there was none)."""
+        if self.is_everything:
+            return "every case"
+        words: list[str] = []
+        for option, values in (
+            ("--case", self.case_globs),
+            ("--category", self.categories),
+            ("--class", self.classes),
+            ("--tag", self.tags),
+            ("-k", self.substrings),
+        ):
+            words.extend(f"{option} {value!r}" for value in values)
+        if self.named is not None:
+            plural = "" if self.named == 1 else "s"
+            named = f"{self.named} named case{plural}"
+            words.append(f"{named} ({self.chosen_by})" if self.chosen_by else named)
+        if self.shard:
+            words.append(f"--shard {self.shard}")
+        return " ".join(words)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "everything": self.is_everything,
+            "case": list(self.case_globs),
+            "category": list(self.categories),
+            "class": list(self.classes),
+            "tag": list(self.tags),
+            "k": list(self.substrings),
+            "named_cases": self.named,
+            "chosen_by": self.chosen_by,
+            "shard": self.shard or None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSelection:
+        """Rebuild from :meth:`to_dict`; TypeError or ValueError otherwise."""
+
+        def words(key: str) -> tuple[str, ...]:
+            return tuple(str(item) for item in data.get(key) or ())
+
+        named = data.get("named_cases")
+        return cls(
+            case_globs=words("case"),
+            categories=words("category"),
+            classes=words("class"),
+            tags=words("tag"),
+            substrings=words("k"),
+            named=None if named is None else int(named),
+            chosen_by=str(data.get("chosen_by") or ""),
+            shard=str(data.get("shard") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class RunConditions:
     """What a run ran under, recorded with it so that a result can be read in context:
     how cases were isolated, the sandbox (``landlock ABI 7`` or ``none: <why>``), the
     network rule, the per-case timeout, the number of workers, the categories mapped
-    onto other models, the versions of cer and Python, and how the memory of cases was
-    measured (``memory``: empty when no case asked about it)."""
+    onto other models, the versions of cer and Python, how the memory of cases was
+    measured (``memory``: empty when no case asked about it), and every other condition
+    that changes what a result means: the selection, the platform, what was lent to the
+    implementation (``paths``, ``sandbox_read``), the baseline held against and whether
+    coverage was required. Paths are shown as the user gave them: local data of the
+    user's own, not the implementation's."""
 
     isolation: str
     sandbox: str
@@ -338,6 +485,24 @@ class RunConditions:
     category_plugins: tuple[tuple[str, str], ...] = ()
     """Category → the installed plugin (``cer.categories`` entry point) that ran its
     cases, with its version: that package, not the runner, decided them."""
+    selection: RunSelection = field(default_factory=RunSelection)
+    """Which cases the run was asked to run."""
+    os: str = ""
+    """The operating system (``Linux``), as :func:`platform.system` names it."""
+    kernel: str = ""
+    """The kernel's release (``6.8.0-45-generic``): the sandbox depends on it."""
+    architecture: str = ""
+    """The machine's architecture (``x86_64``)."""
+    paths: tuple[str, ...] = ()
+    """The folders lent to the implementation's import (``--path``)."""
+    sandbox_read: tuple[str, ...] = ()
+    """What the sandboxed implementation was lent to read (``--sandbox-read``)."""
+    baseline: str = ""
+    """The known-failures file the verdict was held against (``--baseline``), or empty."""
+    baseline_sha256: str = ""
+    """The SHA-256 of that file's bytes as read, hex."""
+    require_coverage: bool = False
+    """Whether an uncovered constraint fails the run (``--require-coverage``)."""
 
     def to_dict(self) -> dict[str, object]:
         """The conditions as JSON-ready data (the ``conditions`` table of reports)."""
@@ -352,6 +517,15 @@ class RunConditions:
             "python_version": self.python_version,
             "memory": self.memory,
             "category_plugins": dict(self.category_plugins),
+            "selection": self.selection.to_dict(),
+            "os": self.os,
+            "kernel": self.kernel,
+            "architecture": self.architecture,
+            "paths": list(self.paths),
+            "sandbox_read": list(self.sandbox_read),
+            "baseline": self.baseline or None,
+            "baseline_sha256": self.baseline_sha256 or None,
+            "require_coverage": self.require_coverage,
         }
 
     @classmethod
@@ -373,7 +547,21 @@ class RunConditions:
                     (str(k), str(v)) for k, v in dict(data.get("category_plugins") or {}).items()
                 )
             ),
+            selection=RunSelection.from_dict(dict(data.get("selection") or {})),
+            os=str(data.get("os") or ""),
+            kernel=str(data.get("kernel") or ""),
+            architecture=str(data.get("architecture") or ""),
+            paths=tuple(str(p) for p in data.get("paths") or ()),
+            sandbox_read=tuple(str(p) for p in data.get("sandbox_read") or ()),
+            baseline=str(data.get("baseline") or ""),
+            baseline_sha256=str(data.get("baseline_sha256") or ""),
+            require_coverage=data.get("require_coverage") is True,
         )
+
+    @property
+    def platform(self) -> str:
+        """The platform in one line (``Linux 6.8.0 x86_64``); empty when not recorded."""
+        return " ".join(part for part in (self.os, self.kernel, self.architecture) if part)
 
 
 @dataclass(frozen=True)

@@ -299,6 +299,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     verdicts = _Verdicts.prepare(resolved, suite, module_doc)
     if verdicts is None:
         return ExitCode.USAGE
+    resolved = verdicts.onto(resolved)
     problem = _check_reports(output, resolved.labels if resolved.several else ())
     if problem is not None:
         print_error(problem)
@@ -385,8 +386,9 @@ def _failed_only(
     if not names:
         sys.stderr.write(f"cer: {why}\n")
         return implementations, None
+    chosen_by = "--failed: the cases that failed or errored in the latest recorded run"
     return [
-        replace(options, selection=replace(options.selection, names=names))
+        replace(options, selection=replace(options.selection, names=names, chosen_by=chosen_by))
         for options in implementations
     ], None
 
@@ -459,6 +461,26 @@ class _Verdicts:
             print_error(f"--require-coverage: {why}, so there are no constraints to cover")
             return None
         return cls(baseline, require_coverage)
+
+    def held(self) -> dict[str, Any]:
+        """The baseline (its path and hash) and the coverage requirement, as the fields
+        of the same names of RunOptions and RunConditions: a run's conditions say what
+        its verdict was held against."""
+        baseline = self.baseline
+        return {
+            "baseline": "" if baseline is None else str(baseline.path),
+            "baseline_sha256": "" if baseline is None else baseline.sha256,
+            "require_coverage": self.require_coverage,
+        }
+
+    def onto(self, resolved: ResolvedRun) -> ResolvedRun:
+        """``resolved`` with :meth:`held` in each implementation's options."""
+        held = self.held()
+        return replace(
+            resolved,
+            options=replace(resolved.options, **held),
+            implementations=tuple(replace(o, **held) for o in resolved.implementations),
+        )
 
     def conformance(
         self,
@@ -998,6 +1020,8 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     verdicts = _Verdicts.load(args.baseline, args.require_coverage, suite, module_doc)
     if verdicts is None:
         return ExitCode.USAGE
+    if run.conditions is not None:  # what the merged run is held against, not the shards
+        run = replace(run, conditions=replace(run.conditions, **verdicts.held()))
     coverage = module_doc.coverage(suite, run)
     conformance = verdicts.conformance(suite, run, coverage, _figures(coverage, suite), "")
     context = ReportContext(run, suite, coverage, conformance=conformance)

@@ -349,6 +349,8 @@ def summary_line(
         line += f" (stopped early: {not_run} not run)"
     if run.conditions is not None:
         line += f" · sandbox: {run.conditions.sandbox}"
+        if not run.conditions.selection.is_everything:
+            line += f" · selection: {run.conditions.selection.describe()}"
     return line
 
 
@@ -479,6 +481,10 @@ def render_case_history(name: str, entries: Sequence[CaseEntry], where: str) -> 
 def _change_line(symbol: str, change: CaseChange) -> str:
     before = change.before or "-"
     after = change.after or "-"
+    if change.before_class:
+        before += f" ({change.before_class})"
+    if change.after_class:
+        after += f" ({change.after_class})"
     text = f"  {symbol} {change.case_name}  {before} → {after}"
     if change.reason and change.after not in (None, Status.PASS.value):
         text += f"  ({' '.join(change.reason.splitlines())[:120]})"

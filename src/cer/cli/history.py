@@ -251,7 +251,14 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
 def _diff_json(diff: RunDiff, before: RunRecord, after: RunRecord) -> dict[str, Any]:
     def changes(items: Sequence[Any]) -> list[dict[str, Any]]:
         return [
-            {"case_name": c.case_name, "before": c.before, "after": c.after, "reason": c.reason}
+            {
+                "case_name": c.case_name,
+                "before": c.before,
+                "after": c.after,
+                "before_class": c.before_class,
+                "after_class": c.after_class,
+                "reason": c.reason,
+            }
             for c in items
         ]
 

@@ -241,6 +241,7 @@ class AloneCases:
                         case,
                         "the runner lost this case: the worker sent a message that answers "
                         "no case in flight",
+                        fail_class="lost",
                     )
                 )
                 return
@@ -265,6 +266,7 @@ class AloneCases:
                             case,
                             "the runner lost this case: the worker sent another message "
                             "after its answer",
+                            fail_class="lost",
                         )
                     )
                     return
@@ -283,9 +285,10 @@ class AloneCases:
                 detail=f"the case ended the worker process: {str(got).split(': ', 1)[-1]}",
                 elapsed_ms=elapsed_ms,
                 seen=True,
+                fail_class="exited" if (worker.reap(0.5) or 0) > 0 else None,
             )
         else:
-            execution.record(errored(case, f"the runner lost this case: {got}"))
+            execution.record(errored(case, f"the runner lost this case: {got}", fail_class="lost"))
             return
         if measure:
             worker.reap(0.5)
@@ -297,6 +300,7 @@ class AloneCases:
                         "process, or to open a network socket or io_uring (killed by "
                         "SIGSYS), and a case whose memory is measured runs alone in one "
                         "process that keeps its data to itself",
+                        fail_class="unverifiable",
                     )
                 )
                 return
@@ -344,5 +348,6 @@ class AloneCases:
                 item.case,
                 f"not run: the Python implementation {execution.options.impl} could not be "
                 f"loaded in the case's own worker: {reason}",
+                fail_class="not_run",
             )
         )

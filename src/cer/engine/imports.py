@@ -130,4 +130,12 @@ class Imports:
         execution.notes.append(note)
         execution.emit(ImplementationFailed(reason, trace or ""))
         for item in planned:
-            execution.record(errored(item.case, f"not run: {note}", traceback=trace, stdout=output))
+            execution.record(
+                errored(
+                    item.case,
+                    f"not run: {note}",
+                    fail_class="not_run",
+                    traceback=trace,
+                    stdout=output,
+                )
+            )

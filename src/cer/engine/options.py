@@ -97,6 +97,13 @@ class RunOptions:
     """Run the cases with a runner-measured time bound (``elapsed_ms_max``,
     ``elapsed_ms_min``) among the others (``--parallel-bounds``). By default they run
     after them, with no other case in flight, so that other cases do not slow them."""
+    baseline: str = ""
+    """The known-failures file the front end holds the verdict against (``--baseline``),
+    and ``baseline_sha256`` the hash of its bytes as read: recorded in the run's
+    conditions, nothing else of the run depends on them."""
+    baseline_sha256: str = ""
+    require_coverage: bool = False
+    """``--require-coverage``: recorded in the run's conditions, as the baseline is."""
 
 
 STOPPED = "not run: the run was stopped after"

@@ -68,15 +68,23 @@ def plan(
             continue
         expect = case.expect  # decoded afresh on every read: once here
         if not expect:
-            decided.append(errored(case, "could not verify: the case's expect table is empty"))
+            decided.append(
+                errored(
+                    case,
+                    "could not verify: the case's expect table is empty",
+                    fail_class="unverifiable",
+                )
+            )
             continue
         unmeasured, memory = key_facts(expect)
         if unmeasured:
-            decided.append(errored(case, unmeasured_reason(list(unmeasured))))
+            decided.append(
+                errored(case, unmeasured_reason(list(unmeasured)), fail_class="unverifiable")
+            )
             continue
         vacuous = vacuous_reason(expect)
         if vacuous:
-            decided.append(errored(case, vacuous))
+            decided.append(errored(case, vacuous, fail_class="unverifiable"))
             continue
         if memory and not python:
             decided.append(
@@ -85,6 +93,7 @@ def plan(
                     "could not verify resident_memory_mb: the runner measures it only for "
                     "Python implementations (a command's processes are not its own to "
                     "account for)",
+                    fail_class="unverifiable",
                 )
             )
             continue
@@ -92,14 +101,18 @@ def plan(
         resolved = given if type(given) is dict else dict(given)
         names_fixture, oversized = input_facts(resolved)
         if oversized:
-            decided.append(errored(case, input_bounds_reason(resolved)))
+            decided.append(errored(case, input_bounds_reason(resolved), fail_class="not_run"))
             continue
         if names_fixture:
             resolved, missing = resolve_fixtures(resolved, fixtures_dir)
             if missing:
                 names = ", ".join(missing)
                 decided.append(
-                    errored(case, f"missing fixture: {names} (looked in {fixtures_dir})")
+                    errored(
+                        case,
+                        f"missing fixture: {names} (looked in {fixtures_dir})",
+                        fail_class="not_run",
+                    )
                 )
                 continue
         alone = python and (memory or expect.get("crashed") is True)

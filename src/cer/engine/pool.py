@@ -43,7 +43,7 @@ from cer.judge.verdict import (
     judge,
     outcome_from_worker,
 )
-from cer.model import Suite
+from cer.model import FailClass, Suite
 
 RESTART_BUDGET = 3
 """Consecutive losses of one worker, with no case finished between them, before that
@@ -189,7 +189,7 @@ class WorkerPool(Execution):
         if self.finished:
             for item in timed:
                 if item.case.position not in self.results:
-                    self.record(errored(item.case, self.unloaded_reason()))
+                    self.record(errored(item.case, self.unloaded_reason(), fail_class="not_run"))
         if self.stopped and self.pending:
             self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
             self.pending.clear()
@@ -200,7 +200,7 @@ class WorkerPool(Execution):
                 self.leave_out([item])
                 continue
             if self.finished:  # the implementation could not be loaded
-                self.record(errored(item.case, self.unloaded_reason()))
+                self.record(errored(item.case, self.unloaded_reason(), fail_class="not_run"))
                 continue
             worker = WorkerProcess()
             try:
@@ -258,6 +258,7 @@ class WorkerPool(Execution):
                     item.case,
                     "not run: the worker process was lost "
                     f"{losses} times in a row without finishing a case",
+                    fail_class="not_run",
                 )
             )
 
@@ -609,6 +610,7 @@ class WorkerPool(Execution):
                     item.case,
                     f"the runner could not start this case: its process was disturbed "
                     f"before it began, {attempts} times",
+                    fail_class="not_run",
                 )
             )
             return
@@ -680,13 +682,26 @@ class WorkerPool(Execution):
                 detail=f"the case ended the worker process: {description.split(': ', 1)[-1]}",
                 elapsed_ms=(time.monotonic() - flight.clock) * 1000.0,
                 seen=True,
+                fail_class=self._ending(worker),
             )
             self.record(judge(flight.item.case, outcome))
             return
         tail = worker.stderr_tail() if worker is not None else ""
         self.record(
-            errored(flight.item.case, f"the runner lost this case: {description}", stderr=tail)
+            errored(
+                flight.item.case,
+                f"the runner lost this case: {description}",
+                fail_class="lost",
+                stderr=tail,
+            )
         )
+
+    @staticmethod
+    def _ending(worker: WorkerProcess | None) -> FailClass | None:
+        """``exited`` when the supervisor reaped the worker with an exit status (not
+        killed by a signal): a case that ended the worker so exited, not crashed."""
+        code = None if worker is None else worker.reap(0.0)
+        return "exited" if code is not None and code >= 0 else None
 
     def handle_timeout(self, lane: _Lane) -> None:
         item = lane.in_flight.popleft().item

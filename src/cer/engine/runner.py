@@ -47,7 +47,14 @@ from cer.events import (
 from cer.judge.verdict import (
     errored,
 )
-from cer.model import ImplementationOrigin, RunConditions, RunResult, SourceAccess, Suite
+from cer.model import (
+    ImplementationOrigin,
+    RunConditions,
+    RunResult,
+    RunSelection,
+    SourceAccess,
+    Suite,
+)
 from cer.safetext import scrub
 from cer.sandbox import readset
 from cer.sandbox.scratch import make_run_folder
@@ -184,7 +191,7 @@ def _run_suite(
     for case in suite.cases:
         found = execution.results.get(case.position)
         if found is None:  # a bug in the runner must never look like a pass
-            found = errored(case, "the runner produced no result for this case")
+            found = errored(case, "the runner produced no result for this case", fail_class="lost")
         results.append(found)
     run = RunResult(
         run_id=run_id,
@@ -274,4 +281,29 @@ def run_conditions(
         cer_version=cer.__version__,
         python_version=platform.python_version(),
         memory=memory,
+        selection=run_selection(options),
+        os=platform.system(),
+        kernel=platform.release(),
+        architecture=platform.machine(),
+        paths=options.paths,
+        sandbox_read=options.sandbox_read,
+        baseline=options.baseline,
+        baseline_sha256=options.baseline_sha256,
+        require_coverage=options.require_coverage,
+    )
+
+
+def run_selection(options: RunOptions) -> RunSelection:
+    """The selection ``options`` ask for, as the run's conditions record it."""
+    selection = options.selection
+    names = selection.names
+    return RunSelection(
+        case_globs=selection.case_globs,
+        categories=selection.categories,
+        classes=selection.classes,
+        tags=selection.tags,
+        substrings=selection.substrings,
+        named=None if names is None else len(names),
+        chosen_by=selection.chosen_by if names is not None else "",
+        shard="" if options.shard is None else f"{options.shard[0]}/{options.shard[1]}",
     )

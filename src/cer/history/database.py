@@ -68,10 +68,11 @@ __all__ = [
 
 DEFAULT_DIR = ".cer"
 DEFAULT_NAME = "history.sqlite"
-HISTORY_VERSION = 4
+HISTORY_VERSION = 5
 """Version of cer's extension tables; a newer database is refused, never rewritten.
 Version 2 added ``cer_run_conditions``, version 3 ``cer_approvals`` and
-``cer_run_coverage``, version 4 ``cer_run_verdict``; an older database gets the tables
+``cer_run_coverage``, version 4 ``cer_run_verdict``, version 5 ``cer_case_fail_classes``
+and ``cer_run_conditions_full``; an older database gets the tables
 it lacks on first use (the creation script only creates what is missing)."""
 
 
@@ -450,6 +451,14 @@ class History:
             " traceback, observation, expected, mismatches) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             details,
         )
+        db.executemany(
+            "INSERT INTO cer_case_fail_classes (run_id, case_name, fail_class) VALUES (?, ?, ?)",
+            [
+                (run.run_id, result.case_name, result.fail_class)
+                for result in run.results
+                if result.fail_class is not None
+            ],
+        )
         db.execute(
             "INSERT INTO eval_run_summary (run_id, cases_total, cases_passed, cases_failed,"
             " cases_skipped, cases_errored) VALUES (?, ?, ?, ?, ?, ?)",
@@ -479,6 +488,10 @@ class History:
                     conditions.cer_version,
                     conditions.python_version,
                 ),
+            )
+            db.execute(
+                "INSERT INTO cer_run_conditions_full (run_id, conditions) VALUES (?, ?)",
+                (run.run_id, _json(conditions.to_dict())),
             )
         if suite_path:
             self._prune(suite_key(suite_path))
@@ -545,6 +558,8 @@ class History:
         if not stale:
             return
         for table in (
+            "cer_case_fail_classes",
+            "cer_run_conditions_full",
             "cer_run_verdict",
             "cer_run_conditions",
             "cer_run_coverage",
@@ -714,9 +729,11 @@ class History:
             cases = self._access.db.execute(
                 "SELECT e.case_name, e.case_class, e.category, e.status, e.reason,"
                 " e.elapsed_ms, d.position, d.stdout, d.stderr, d.traceback, d.observation,"
-                " d.mismatches, e.captured_output"
+                " d.mismatches, e.captured_output, f.fail_class"
                 " FROM eval_case_results e LEFT JOIN cer_case_details d"
                 " ON d.run_id = e.run_id AND d.case_name = e.case_name"
+                " LEFT JOIN cer_case_fail_classes f"
+                " ON f.run_id = e.run_id AND f.case_name = e.case_name"
                 " WHERE e.run_id = ? ORDER BY COALESCE(d.position, 0), e.rowid",
                 (run_id,),
             ).fetchall()
@@ -724,6 +741,9 @@ class History:
                 "SELECT isolation, sandbox, network, timeout_s, jobs, category_remaps,"
                 " cer_version, python_version FROM cer_run_conditions WHERE run_id = ?",
                 (run_id,),
+            ).fetchone()
+            every_condition = self._access.db.execute(
+                "SELECT conditions FROM cer_run_conditions_full WHERE run_id = ?", (run_id,)
             ).fetchone()
         results = []
         for (
@@ -740,6 +760,7 @@ class History:
             observation,
             mismatches,
             captured,
+            fail_class,
         ) in cases:
             if stdout is None and captured:  # written by another tool: keep what it has
                 stdout = (
@@ -761,6 +782,7 @@ class History:
                     "traceback": traceback,
                     "observation": None if observation is None else json.loads(observation),
                     "mismatches": json.loads(mismatches) if mismatches else [],
+                    "fail_class": fail_class,
                 }
             )
         document = {
@@ -776,7 +798,9 @@ class History:
                 "suite_hash": record.suite_hash,
                 "suite_format_version": record.format_version,
                 "notes": list(record.notes),
-                "conditions": None
+                "conditions": json.loads(every_condition[0])
+                if every_condition is not None
+                else None
                 if conditions is None
                 else dict(
                     zip(
@@ -815,6 +839,16 @@ class History:
                 (run_id,),
             ).fetchall()
         return tuple((str(n), str(s), r) for n, s, r in rows)
+
+    def fail_classes(self, run_id: str) -> dict[str, str]:
+        """Case name → fail class of every failed or errored result of one run that
+        carries one (none for a run recorded before classes were)."""
+        with self._access.reading():
+            rows = self._access.db.execute(
+                "SELECT case_name, fail_class FROM cer_case_fail_classes WHERE run_id = ?",
+                (run_id,),
+            ).fetchall()
+        return {str(name): str(found) for name, found in rows}
 
     def case_history(
         self, name: str, *, suite_path: str | Path | None = None, limit: int | None = 50
@@ -889,7 +923,11 @@ class History:
     def diff(self, before: str, after: str) -> RunDiff:
         """Regressions, fixes, other changes, new and removed cases between two run ids."""
         return diff_statuses(
-            self.statuses(before), self.statuses(after), before_id=before, after_id=after
+            self.statuses(before),
+            self.statuses(after),
+            before_id=before,
+            after_id=after,
+            classes=(self.fail_classes(before), self.fail_classes(after)),
         )
 
     def flaky(

@@ -5,7 +5,7 @@ the errors a history raises."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +146,20 @@ class CaseChange:
     after: str | None
     reason: str | None = None
     """The later run's reason (the earlier one's for a removed case)."""
+    before_class: str | None = None
+    """The earlier run's fail class of the case (``mismatch``, ``timed_out``, ...);
+    None for a pass or a skip, or a run recorded before classes were."""
+    after_class: str | None = None
+    """The later run's fail class of the case."""
+
+    @property
+    def class_changed(self) -> bool:
+        """Whether both runs name the case's fail class and they differ."""
+        return (
+            self.before_class is not None
+            and self.after_class is not None
+            and self.before_class != self.after_class
+        )
 
 
 @dataclass(frozen=True)
@@ -159,7 +173,8 @@ class RunDiff:
     fixes: tuple[CaseChange, ...] = ()
     """Failed or errored before, passed now."""
     changed: tuple[CaseChange, ...] = ()
-    """Any other change of status (to or from skipped, fail to errored, ...)."""
+    """Any other change of status (to or from skipped, fail to errored, ...), and a
+    change of fail class alone (``mismatch -> timed_out``)."""
     new: tuple[CaseChange, ...] = ()
     removed: tuple[CaseChange, ...] = ()
     unchanged: int = 0
@@ -182,9 +197,13 @@ def diff_statuses(
     *,
     before_id: str = "",
     after_id: str = "",
+    classes: tuple[Mapping[str, str], Mapping[str, str]] = ({}, {}),
 ) -> RunDiff:
-    """Compare two runs' results; each list is (name, status, reason) in declared order."""
+    """Compare two runs' results; each list is (name, status, reason) in declared order.
+    ``classes`` holds each run's fail classes by case name (:meth:`History.fail_classes`):
+    a case whose status stayed but whose class changed is a change too."""
     old = {name: (status, reason) for name, status, reason in before}
+    old_classes, new_classes = classes
     seen: set[str] = set()
     regressions: list[CaseChange] = []
     fixes: list[CaseChange] = []
@@ -194,11 +213,11 @@ def diff_statuses(
     for name, status, reason in after:
         seen.add(name)
         if name not in old:
-            new.append(CaseChange(name, None, status, reason))
+            new.append(CaseChange(name, None, status, reason, None, new_classes.get(name)))
             continue
         was = old[name][0]
-        change = CaseChange(name, was, status, reason)
-        if was == status:
+        change = CaseChange(name, was, status, reason, old_classes.get(name), new_classes.get(name))
+        if was == status and not change.class_changed:
             unchanged += 1
         elif was == Status.PASS.value and status in BAD_STATUSES:
             regressions.append(change)
@@ -207,7 +226,7 @@ def diff_statuses(
         else:
             changed.append(change)
     removed = [
-        CaseChange(name, status, None, reason)
+        CaseChange(name, status, None, reason, old_classes.get(name))
         for name, status, reason in before
         if name not in seen
     ]

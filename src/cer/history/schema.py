@@ -70,7 +70,7 @@ CREATE INDEX IF NOT EXISTS cer_eval_runs_by_completion ON eval_runs (completed_a
 
 def creation_sql() -> str:
     """Every statement that creates cer's history: ``schema.sql`` and cer's own."""
-    return schema_sql() + "\n" + _EXTENSION_SQL + V2_SQL + V4_SQL
+    return schema_sql() + "\n" + _EXTENSION_SQL + V2_SQL + V4_SQL + V5_SQL
 
 
 _SQL_COMMENT = re.compile(r"--[^\n]*")
@@ -148,3 +148,25 @@ CREATE TABLE IF NOT EXISTS cer_run_verdict (
 """The verdict sentence each run stated (with its baseline's counts), as its reports
 stated it: the history says what the run said, rather than a word made again later
 without the baseline it was held against."""
+
+
+V5_SQL = """
+CREATE TABLE IF NOT EXISTS cer_case_fail_classes (
+    run_id TEXT NOT NULL,
+    case_name TEXT NOT NULL,
+    fail_class TEXT NOT NULL,
+    PRIMARY KEY (run_id, case_name),
+    FOREIGN KEY (run_id, case_name) REFERENCES eval_case_results (run_id, case_name)
+);
+
+CREATE TABLE IF NOT EXISTS cer_run_conditions_full (
+    run_id TEXT NOT NULL PRIMARY KEY REFERENCES eval_runs (run_id),
+    conditions TEXT NOT NULL
+);
+"""
+"""The fail class of each failed or errored case (``mismatch``, ``timed_out``, ...: the
+word the supervisor decided), and every condition of a run as JSON
+(:meth:`cer.model.RunConditions.to_dict`): the selection, the platform, what was lent,
+the baseline and the coverage requirement besides the columns of
+``cer_run_conditions``. A run recorded before version 5 has neither: its cases carry no
+class and its conditions are the columns it has."""

@@ -17,7 +17,7 @@ from cer import plaindata
 from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.judge.compare import REJECTION_KEYS, binding_key, compare, operator_of, vacuous_bound
 from cer.judge.equality import describe, format_value
-from cer.model import MISSING, Case, CaseResult, Mismatch, Status
+from cer.model import MISSING, Case, CaseResult, FailClass, Mismatch, Status
 from cer.tracebacks import STACK_HEADING
 from cer.wire import (
     AFTER_RETURN,
@@ -83,6 +83,28 @@ class Outcome:
     """The files of modules the case's process loaded for the first time while it ran,
     as it reported them (a list of paths, or anything else it sent): data for the
     supervisor to check and hash into the implementation id, never a fact."""
+    fail_class: FailClass | None = None
+    """The class a failure of this outcome gets when it is not its kind's own
+    (:data:`KIND_CLASSES`): ``exited`` for a process that exited rather than was
+    killed, ``signature`` for a call that did not fit. Set by the supervisor from what
+    it saw."""
+
+
+KIND_CLASSES: Mapping[OutcomeKind, FailClass] = {
+    "returned": "mismatch",
+    "raised": "raised",
+    "crashed": "crashed",
+    "timed_out": "timed_out",
+    "not_plain": "not_plain",
+    "lost": "lost",
+    "import_failed": "not_run",
+}
+"""The fail class of an outcome of each kind, unless the outcome names its own."""
+
+
+def class_of(outcome: Outcome) -> FailClass:
+    """The fail class a failed or errored result of ``outcome`` carries."""
+    return outcome.fail_class or KIND_CLASSES[outcome.kind]
 
 
 def outcome_from_worker(
@@ -132,7 +154,11 @@ def outcome_from_worker(
     if kind == "signal":
         return out("crashed", detail=f"the case's process was killed by {how.get('name')}")
     if kind == "exited" and how.get("code") != 0:
-        return out("crashed", detail=f"the case's process exited with status {how.get('code')}")
+        return out(
+            "crashed",
+            detail=f"the case's process exited with status {how.get('code')}",
+            fail_class="exited",
+        )
     payload_bytes: bytes | None = raw
     if kind == "exited":
         try:
@@ -156,7 +182,9 @@ def outcome_from_worker(
         return out("lost", detail=f"the worker reported an unknown ending {how!r}")
     if not payload_bytes:
         return out(
-            "crashed", detail="the case's process exited (status 0) without reporting a result"
+            "crashed",
+            detail="the case's process exited (status 0) without reporting a result",
+            fail_class="exited",
         )
     try:
         # Data from the case's process: Payload says what an honest one writes, and
@@ -203,7 +231,7 @@ def _interpret(payload: Payload, tag: Any, out: Callable[..., Outcome]) -> Outco
             traceback=str(payload.get("tb")),
         )
     if tag == MISFIT:
-        return out("lost", detail=_short(str(payload.get("msg")), 1000))
+        return out("lost", detail=_short(str(payload.get("msg")), 1000), fail_class="signature")
     if tag == SETUP_FAILED:
         return out(
             "lost",
@@ -272,6 +300,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         reason: str | None,
         observation: Any = None,
         mismatches: tuple[Any, ...] = (),
+        fail_class: FailClass | None = None,
     ) -> CaseResult:
         note = outcome.call_note
         if note and (status is not Status.PASS or outcome.kind == "raised"):
@@ -289,7 +318,11 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
             observation=observation,
             mismatches=mismatches,
             position=case.position,
+            fail_class=None if status is Status.PASS else fail_class or class_of(outcome),
         )
+
+    def unverifiable(reason: str) -> CaseResult:
+        return result(Status.ERRORED, reason, fail_class="unverifiable")
 
     def compared(observation: dict[str, Any]) -> CaseResult:
         reported = reported_facts(expect)
@@ -304,27 +337,29 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
                 f"{reason}\n{label}" if label else reason,
                 observation,
                 mismatches,
+                # How the case ended, when it did not answer; else what it answered.
+                "mismatch" if outcome.kind in ("returned", "raised") else None,
             )
         return result(Status.PASS, label, observation)
 
     if not expect:
-        return result(Status.ERRORED, "could not verify: the case's expect table is empty")
+        return unverifiable("could not verify: the case's expect table is empty")
     unmeasured, memory = key_facts(expect)
     if unmeasured:
-        return result(Status.ERRORED, unmeasured_reason(list(unmeasured)))
+        return unverifiable(unmeasured_reason(list(unmeasured)))
     vacuous = vacuous_reason(expect)
     if vacuous:
-        return result(Status.ERRORED, vacuous)
+        return unverifiable(vacuous)
     if outcome.memory_mb is None and memory:
         why = outcome.memory_note or "the runner did not measure this case"
-        return result(Status.ERRORED, f"could not verify {MEMORY_KEY}: {why}")
+        return unverifiable(f"could not verify {MEMORY_KEY}: {why}")
     health: dict[str, Any] = {"elapsed_ms": outcome.elapsed_ms}
     if outcome.memory_mb is not None:
         health[MEMORY_KEY] = outcome.memory_mb
     if outcome.kind == "returned":
         value = outcome.value
         if type(value) is dict and not _OWNED_NAMES.isdisjoint(value):
-            return result(Status.ERRORED, owned_reason([k for k in value if k in _OWNED_NAMES]))
+            return unverifiable(owned_reason([k for k in value if k in _OWNED_NAMES]))
         observation = dict(value) if type(value) is dict else {binding_key(expect): value}
         observation.setdefault("error", None)
         observation.setdefault("error_type", None)
@@ -341,8 +376,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         return compared(observation)
     if outcome.kind == "raised":
         if outcome.call_note and expect.get("rejects") is True and not _names_the_error(expect):
-            return result(
-                Status.ERRORED,
+            return unverifiable(
                 f"could not verify rejects = true: the implementation raised {_raised(outcome)}, "
                 "but a call that does not fit raises as a refusal does; name the error "
                 "(error_type or error_includes) to tell them apart",
@@ -366,8 +400,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         return _with_detail(compared({"hung": True, "crashed": False, **health}), outcome.detail)
     if outcome.kind == "crashed" and "crashed" in expect:
         if not outcome.seen and expect["crashed"] is True:
-            return result(
-                Status.ERRORED,
+            return unverifiable(
                 f"could not verify crashed = true: {outcome.detail}; that was reported by "
                 "the implementation's side, and the runner saw no process of its own end",
             )
@@ -704,10 +737,17 @@ def skipped(case: Case, reason: str) -> CaseResult:
 
 
 def errored(
-    case: Case, reason: str, *, traceback: str | None = None, stdout: str = "", stderr: str = ""
+    case: Case,
+    reason: str,
+    *,
+    fail_class: FailClass,
+    traceback: str | None = None,
+    stdout: str = "",
+    stderr: str = "",
 ) -> CaseResult:
-    """The result of a case the runner could not verify, with the reason: its own
-    machinery failed, or what the case asks cannot be observed. Never a pass."""
+    """The result of a case the runner could not verify, with the reason and its class
+    (``not_run``, ``unverifiable``, ``lost``, ...): its own machinery failed, or what
+    the case asks cannot be observed. Never a pass."""
     return CaseResult(
         case_name=case.name,
         case_class=case.case_class,
@@ -718,4 +758,5 @@ def errored(
         stdout=stdout,
         stderr=stderr,
         position=case.position,
+        fail_class=fail_class,
     )

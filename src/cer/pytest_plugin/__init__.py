@@ -733,7 +733,7 @@ class SuiteFile(pytest.File):
             raise self.CollectError(f"{self.path}: {exc}") from None
         for warning in suite.warnings:
             self.warn(pytest.PytestWarning(f"{self.path.name}: {warning}"))
-        state = SuiteState(suite, options)
+        state = SuiteState(suite, options, chosen_by=_pytest_selection(self.config))
         plugin.states[self.path.resolve()] = state
         for case in suite.cases:
             item = CaseItem.from_parent(self, name=case.name, case=case, state=state)
@@ -833,3 +833,14 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else None
         return self.path, line, f"{self.case.label} ({self.case.category})"
+
+
+def _pytest_selection(config: pytest.Config) -> str:
+    """How pytest chooses the cases it runs, in its own options (``pytest -k 'parse'``),
+    for the conditions of a run that did not run them all."""
+    words = ["pytest"]
+    for option, name in (("-k", "keyword"), ("-m", "markexpr")):
+        value = config.getoption(name, None)
+        if value:
+            words.append(f"{option} {value!r}")
+    return " ".join(words)

@@ -17,7 +17,16 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.engine.runner import run_suite
 from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
-from cer.model import CASE_CLASS_TO_ARRAY, Case, CaseResult, RunResult, Status, Suite
+from cer.model import (
+    CASE_CLASS_TO_ARRAY,
+    Case,
+    CaseResult,
+    RunConditions,
+    RunResult,
+    RunSelection,
+    Status,
+    Suite,
+)
 from cer.safetext import for_terminal
 from cer.suite.selection import Selection
 from cer.tomltext import input_line
@@ -39,6 +48,10 @@ class SuiteState:
     notes: list[str] = field(default_factory=list)
     started_at_ms: int = 0
     completed_at_ms: int = 0
+    chosen_by: str = "pytest"
+    """How pytest chose the cases it ran (``pytest -k 'parse'``), for the conditions."""
+    conditions: RunConditions | None = None
+    """What the cer runs of this process ran under (the last one's)."""
 
     def run(self, names: Sequence[str], stop_after: int, warm: WarmWorkers | None = None) -> None:
         """Run ``names`` (in this order) in one cer run; with ``stop_after`` > 0 the run
@@ -73,6 +86,7 @@ class SuiteState:
             elif isinstance(event, RunFinished):
                 run = event.run
                 self.implementation_id = run.implementation_id
+                self.conditions = run.conditions
                 self.notes.extend(note for note in run.notes if note not in self.notes)
 
         options = replace(self.options, selection=Selection(names=frozenset(names)))
@@ -116,7 +130,20 @@ class SuiteState:
             format_version=self.suite.format_version,
             implementation=self.options.impl,
             notes=tuple(self.notes),
+            conditions=self._conditions(),
         )
+
+    def _conditions(self) -> RunConditions | None:
+        """The runs' conditions, with the selection of the whole: the cases pytest
+        selected, and how (every case when it selected them all)."""
+        if self.conditions is None:
+            return None
+        ran = len(self.attempted)
+        everything = self.attempted >= {case.name for case in self.suite.cases}
+        selection = (
+            RunSelection() if everything else RunSelection(named=ran, chosen_by=self.chosen_by)
+        )
+        return replace(self.conditions, selection=selection)
 
 
 def merge_process_runs(runs: Sequence[RunResult]) -> RunResult:
@@ -141,6 +168,16 @@ def merge_process_runs(runs: Sequence[RunResult]) -> RunResult:
             "the implementation's source changed during the run: processes imported "
             f"{', '.join(identities)}, so results may mix versions"
         )
+    conditions = first.conditions
+    if conditions is not None:  # the selection of all the processes together
+        ran = sum(
+            1 for r in results if not (r.status is Status.SKIPPED and r.reason == "deselected")
+        )
+        chosen_by = conditions.selection.chosen_by
+        selection = (
+            RunSelection() if ran == len(results) else RunSelection(named=ran, chosen_by=chosen_by)
+        )
+        conditions = replace(conditions, selection=selection)
     return replace(
         first,
         run_id=os.urandom(16).hex(),
@@ -148,6 +185,7 @@ def merge_process_runs(runs: Sequence[RunResult]) -> RunResult:
         completed_at_ms=max(run.completed_at_ms for run in runs),
         results=tuple(results),
         notes=tuple(notes),
+        conditions=conditions,
     )
 
 

@@ -701,6 +701,17 @@ def _conditions(context: ReportContext) -> tuple[tuple[str, str], ...]:
             ("cer version", conditions.cer_version),
             ("python version", conditions.python_version),
             ("memory measured by", conditions.memory),
+            ("selection", conditions.selection.describe()),
+            ("platform", conditions.platform),
+            ("import paths lent (--path)", ", ".join(conditions.paths)),
+            ("sandbox reads lent (--sandbox-read)", ", ".join(conditions.sandbox_read)),
+            (
+                "baseline",
+                f"{conditions.baseline} (sha256 {conditions.baseline_sha256})"
+                if conditions.baseline
+                else "",
+            ),
+            ("coverage required", "yes" if conditions.require_coverage else "no"),
         ]
     return tuple((label, value) for label, value in rows if value)
 

@@ -2,7 +2,8 @@
 
 One ``<testsuite>`` per case class present, one ``<testcase>`` per case in declared
 order. A failed case carries ``<failure>``, an errored one ``<error>``, a skipped one
-``<skipped>``, each with the reason as ``message``; the case's stdout and stderr go to
+``<skipped>``, each with the reason as ``message`` (and a failure or error its fail
+class, :data:`cer.model.FailClass`, as ``type``); the case's stdout and stderr go to
 ``<system-out>`` and ``<system-err>``. Characters XML 1.0 cannot carry, and those that
 act on a terminal or reorder a line (control and bidi characters), are written as
 ``\\xNN`` escapes rather than dropped, so that nothing captured disappears unnoticed.
@@ -10,6 +11,7 @@ act on a terminal or reorder a line (control and bidi characters), are written a
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import xml.etree.ElementTree as ET
@@ -106,6 +108,18 @@ def render(context: ReportContext) -> str:
             ("verdict", verdict),
         ):
             ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
+        if run.conditions is not None:
+            # What the run ran under, each condition a property of its own (lists and
+            # tables as JSON), as the results document's conditions hold them.
+            for key, condition in run.conditions.to_dict().items():
+                said = (
+                    condition
+                    if isinstance(condition, str)
+                    else json.dumps(condition, ensure_ascii=False)
+                )
+                ET.SubElement(
+                    properties, "property", {"name": f"conditions.{key}", "value": xml_safe(said)}
+                )
         for note in run.notes:
             # A cause said once (an implementation that could not be loaded or started),
             # where each of its cases says only "not run: <cause>".
@@ -127,10 +141,12 @@ def render(context: ReportContext) -> str:
             case_el = ET.SubElement(suite_el, "testcase", attributes)
             reason = xml_safe(result.reason or "")
             if result.status is Status.FAIL:
-                element = ET.SubElement(case_el, "failure", {"message": reason, "type": "fail"})
+                kind: str = result.fail_class or "fail"
+                element = ET.SubElement(case_el, "failure", {"message": reason, "type": kind})
                 element.text = xml_safe(_detail(result, input_text))
             elif result.status is Status.ERRORED:
-                element = ET.SubElement(case_el, "error", {"message": reason, "type": "errored"})
+                kind = result.fail_class or "errored"
+                element = ET.SubElement(case_el, "error", {"message": reason, "type": kind})
                 element.text = xml_safe(_detail(result, input_text))
             elif result.status is Status.SKIPPED:
                 ET.SubElement(case_el, "skipped", {"message": reason})

@@ -98,6 +98,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
         assertion: dict[str, Any] = {
             "id": result.case_name,
             "result": result.status.value,
+            "fail_class": result.fail_class,
             "case_class": result.case_class,
             "category": result.category,
             "reason": result.reason,

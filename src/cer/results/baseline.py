@@ -20,6 +20,7 @@ tomlkit, keeping reasons and comments, and adds entries only when asked.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -110,6 +111,8 @@ class Baseline:
 
     path: Path
     entries: tuple[BaselineEntry, ...]
+    sha256: str = ""
+    """The SHA-256 of the file's bytes as read, hex (the run's conditions record it)."""
 
     def where(self, entry: BaselineEntry) -> str:
         """``known-failures.toml:12`` for messages."""
@@ -136,7 +139,8 @@ def load_baseline(path: str | Path) -> Baseline:
     """Read and check a baseline file; BaselineError naming the file and line."""
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        data_bytes = source.read_bytes()
+        text = data_bytes.decode("utf-8")
     except FileNotFoundError:
         raise BaselineError(
             f"{source}: no such baseline file (create one with "
@@ -178,7 +182,7 @@ def load_baseline(path: str | Path) -> Baseline:
             )
         seen[key] = entry
         entries.append(entry)
-    return Baseline(source, tuple(entries))
+    return Baseline(source, tuple(entries), hashlib.sha256(data_bytes).hexdigest())
 
 
 def _where(source: Path, line: int | None, index: int) -> str:

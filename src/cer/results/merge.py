@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cer.engine.options import OTHER_SHARD
@@ -118,9 +118,11 @@ def _conditions(shards: Sequence[Shard]) -> tuple[RunConditions | None, list[str
     """The conditions of the merged run, and notes on those the shards differ in.
 
     The conditions that change what a result means (isolation, sandbox, network,
-    timeout, category remaps) must be the same in every document that records them;
-    the number of workers and the versions of cer and Python may differ, and the
-    merged run then keeps the first document's with a note listing them all."""
+    timeout, category remaps, the case selection) must be the same in every document
+    that records them; the platform, the paths lent, the number of workers and the
+    versions of cer and Python may differ, and the merged run then keeps the first
+    document's with a note listing them all. The merged run's selection is the shards'
+    without the shard: it holds every shard."""
     recorded = [(shard, shard.run.conditions) for shard in shards]
     known = [(shard, c) for shard, c in recorded if c is not None]
     if not known:
@@ -135,8 +137,12 @@ def _conditions(shards: Sequence[Shard]) -> tuple[RunConditions | None, list[str
     _check_uniform(names, "network rules", [c.network for c in every])
     _check_uniform(names, "timeouts", [f"{c.timeout:g} s" for c in every])
     _check_uniform(names, "category remaps", [repr(c.category_remaps) for c in every])
+    whole = [replace(c.selection, shard="") for c in every]
+    _check_uniform(names, "case selections", [selection.describe() for selection in whole])
     notes = []
     for what, values in (
+        ("platforms", [c.platform for c in every]),
+        ("lent paths", [repr((c.paths, c.sandbox_read)) for c in every]),
         ("workers", [str(c.jobs) for c in every]),
         ("cer versions", [c.cer_version for c in every]),
         ("Python versions", [c.python_version for c in every]),
@@ -146,7 +152,8 @@ def _conditions(shards: Sequence[Shard]) -> tuple[RunConditions | None, list[str
                 f"{shard.name}: {v}" for shard, v in zip(names, values, strict=True)
             )
             notes.append(f"the shards ran with different {what} ({listing})")
-    return every[0], notes
+    # The merged run is of every shard: its selection is the shards' own, without one.
+    return replace(every[0], selection=whole[0]), notes
 
 
 def _implementation_id(shards: Sequence[Shard]) -> str:

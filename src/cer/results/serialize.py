@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from cer import plaindata
-from cer.model import MISSING, CaseResult, Mismatch, RunConditions, RunResult, Status, Summary
+from cer.model import (
+    MISSING,
+    CaseResult,
+    Mismatch,
+    RunConditions,
+    RunResult,
+    Status,
+    Summary,
+    fail_class_of,
+)
 
 FORMAT = "cer-results"
 FORMAT_VERSION = 1
@@ -58,6 +67,7 @@ def result_to_dict(result: CaseResult) -> dict[str, Any]:
         "case_class": result.case_class,
         "category": result.category,
         "status": result.status.value,
+        "fail_class": result.fail_class,
         "reason": result.reason,
         "captured_output": result.captured_output,
         "elapsed_ms": result.elapsed_ms,
@@ -155,6 +165,7 @@ def run_from_dict(data: Mapping[str, Any]) -> RunResult:
                     for m in item.get("mismatches", ())
                 ),
                 position=item.get("position", 0),
+                fail_class=fail_class_of(item.get("fail_class")),
             )
         )
     return RunResult(

@@ -25,6 +25,9 @@ class Selection:
     tags: tuple[str, ...] = ()
     substrings: tuple[str, ...] = ()
     names: frozenset[str] | None = None
+    chosen_by: str = ""
+    """How ``names`` were chosen, for the run's conditions to say (``--failed: ...``,
+    a rerun or the run pattern of cer-tui, pytest's selection); selects nothing."""
 
     @property
     def is_everything(self) -> bool:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cer import config, process_tree
 from cer.history.database import default_history_path
@@ -150,6 +151,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline = read_baseline(resolved.baseline, loaded)
     if isinstance(baseline, str):
         parser.error(baseline)
+    held: dict[str, Any] = {  # what the verdict is held against, for the runs' conditions
+        "baseline": "" if baseline is None else str(baseline.path),
+        "baseline_sha256": "" if baseline is None else baseline.sha256,
+        "require_coverage": resolved.require_coverage,
+    }
+    resolved = replace(
+        resolved,
+        options=replace(resolved.options, **held),
+        implementations=tuple(replace(o, **held) for o in resolved.implementations),
+    )
     history = None if args.no_history else args.history or default_history_path(resolved.suite)
     resolved = protect_history(resolved, history)
     app = create_app(

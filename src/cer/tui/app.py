@@ -265,11 +265,15 @@ class CerApp(App[None]):
         """Cancel the run in flight, if any, and start a new one (with ``narrow``,
         narrowed to the run pattern when one is set: the other cases keep their results,
         dimmed)."""
+        if selection.names is not None:  # the run's conditions say how they were chosen
+            selection = replace(selection, chosen_by=f"cer-tui {trigger}")
         if narrow and self.run_pattern and self.suite is not None:
             names = {c.name for c in self.suite.cases if name_matches(self.run_pattern, c.name)}
+            chosen = f"cer-tui run pattern {self.run_pattern!r}"
             if selection.names is not None:
                 names &= selection.names
-            selection = replace(selection, names=frozenset(names))
+                chosen = f"{selection.chosen_by}; {chosen}"
+            selection = replace(selection, names=frozenset(names), chosen_by=chosen)
         self.control.start(selection, trigger)
         self._run_screen.refresh_header()
         self._run_screen.refresh_summary()

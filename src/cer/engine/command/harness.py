@@ -223,6 +223,7 @@ class Harness:
                                 item.case,
                                 f"not run: the harness was not restarted again ({why}; the "
                                 f"last: {last_failure})",
+                                fail_class="not_run",
                             )
                         )
                     return
@@ -236,6 +237,7 @@ class Harness:
                             errored(
                                 item.case,
                                 f"not run: the harness could not be restarted: {failed.reason}",
+                                fail_class="not_run",
                                 stderr=failed.stderr,
                             )
                         )
@@ -276,7 +278,9 @@ class Harness:
         except NotEncodable as exc:
             self.execution.record(
                 errored(
-                    item.case, f"the case's input cannot be sent to a command implementation: {exc}"
+                    item.case,
+                    f"the case's input cannot be sent to a command implementation: {exc}",
+                    fail_class="not_run",
                 )
             )
             return None
@@ -345,6 +349,7 @@ class Harness:
                         stderr=captured,
                         elapsed_ms=elapsed_ms,
                         seen=code is not None,
+                        fail_class="exited" if code is not None and code >= 0 else None,
                     ),
                 )
             )

@@ -72,6 +72,7 @@ class PerCase:
                     errored(
                         item.case,
                         f"the case's input cannot be sent to a command implementation: {exc}",
+                        fail_class="not_run",
                     )
                 )
                 continue
@@ -79,13 +80,19 @@ class PerCase:
                 outcome = self.run_one(request, seq)
             except OSError as exc:
                 self.execution.record(
-                    errored(item.case, f"cannot run {program!r}: {exc.strerror or exc}")
+                    errored(
+                        item.case,
+                        f"cannot run {program!r}: {exc.strerror or exc}",
+                        fail_class="not_run",
+                    )
                 )
                 continue
             cause = self.sandbox_refused_start(outcome)
             if cause:
                 reason = f"not run: {cause}"
-                self.execution.record(errored(item.case, reason, stderr=outcome.stderr))
+                self.execution.record(
+                    errored(item.case, reason, fail_class="not_run", stderr=outcome.stderr)
+                )
                 continue
             self.execution.record(judge(item.case, outcome))
 
@@ -186,6 +193,7 @@ def _per_case_outcome(
             stdout=text,
             stderr=stderr,
             elapsed_ms=elapsed_ms,
+            fail_class="exited",
         )
     if outcome is not None:
         return replace(outcome, stderr=stderr, elapsed_ms=elapsed_ms)
@@ -198,6 +206,7 @@ def _per_case_outcome(
             stdout=text,
             stderr=stderr,
             elapsed_ms=elapsed_ms,
+            fail_class="exited",
         )
     if problem:
         detail = (
@@ -211,4 +220,5 @@ def _per_case_outcome(
         stdout=text,
         stderr=stderr,
         elapsed_ms=elapsed_ms,
+        fail_class=None if problem else "exited",
     )

@@ -304,4 +304,6 @@ def fail_all(execution: Execution, items: Iterable[Planned], reason: str, stderr
     execution.notes.append(startup.note(line, stderr))
     execution.emit(ImplementationFailed(line, stderr))
     for item in items:
-        execution.record(errored(item.case, f"not run: {line}", stderr=stderr))
+        execution.record(
+            errored(item.case, f"not run: {line}", fail_class="not_run", stderr=stderr)
+        )
