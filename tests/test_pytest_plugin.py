@@ -233,6 +233,9 @@ def test_history_records_the_run_like_cer_run(tmp_path: Path) -> None:
     assert statuses["division-chain-left-to-right"] == (Status.SKIPPED, "deselected")
     assert statuses["power-is-right-associative"][0] is Status.FAIL
     assert sum(status is Status.PASS for status, _ in statuses.values()) == 53
+    assert run.conditions is not None  # the run says which cases pytest chose, and how
+    assert run.conditions.selection.named == 56
+    assert run.conditions.selection.chosen_by == "pytest -k 'not division'"
 
 
 def _project(tmp_path: Path, cer_table: str) -> Path:
