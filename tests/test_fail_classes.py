@@ -258,3 +258,12 @@ def test_cer_diff_shows_a_change_of_class(run: RunResult, tmp_path: Path) -> Non
     text = render_diff(diff, records[before.run_id], records["later"])
     assert "mismatch  fail (mismatch) → fail (timed_out)" in text
     assert diff.unchanged == len(CASES) - 1
+
+
+def test_cer_tui_keeps_the_class_with_the_row(run: RunResult) -> None:
+    from cer.tui.state.kept import KeptResult
+
+    timed_out = run.result("timed_out")
+    for kept in (KeptResult.of(timed_out), KeptResult.whole_of(timed_out)):
+        assert kept.result().fail_class == "timed_out"
+        assert kept.bare().fail_class == "timed_out"

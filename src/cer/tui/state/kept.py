@@ -24,7 +24,7 @@ import pickle
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cer.model import CaseResult, Mismatch, Status
+from cer.model import CaseResult, FailClass, Mismatch, Status
 from cer.results.baseline import never_ran
 from cer.safetext import displayed
 
@@ -60,6 +60,8 @@ class KeptResult:
     """Whether the result is the runner's ``not run: <cause>`` (see
     :func:`cer.results.baseline.never_ran`), at hand so that a baseline's reading of
     the row never takes such a case for the known failure an entry lists."""
+    fail_class: FailClass | None = None
+    """The result's fail class, as the supervisor decided it."""
 
     @classmethod
     def of(cls, result: CaseResult, *, observation: bool = True) -> KeptResult:
@@ -101,6 +103,7 @@ class KeptResult:
             packed,
             whole,
             never_ran(result),
+            result.fail_class,
         )
 
     @classmethod
@@ -119,6 +122,7 @@ class KeptResult:
             None,
             displayed(result),
             never_ran(result),
+            result.fail_class,
         )
 
     def result(self) -> CaseResult:
@@ -143,6 +147,7 @@ class KeptResult:
                 observation=observation,
                 mismatches=mismatches,
                 position=self.position,
+                fail_class=self.fail_class,
             )
         )
 
@@ -156,4 +161,5 @@ class KeptResult:
             status=self.status,
             elapsed_ms=self.elapsed_ms,
             position=self.position,
+            fail_class=self.fail_class,
         )
