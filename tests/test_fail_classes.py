@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.console import render_diff
+from cer.cli.console import render_case_history, render_diff
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.history.database import History
@@ -139,6 +139,11 @@ def test_the_history_keeps_the_class(run: RunResult, tmp_path: Path) -> None:
         loaded = history.load_run(run.run_id)
         assert [r.fail_class for r in loaded.results] == [r.fail_class for r in run.results]
         assert history.fail_classes(run.run_id) == {name: name for name in CASES if _expected(name)}
+        (entry,) = history.case_history("crashed")
+        assert entry.fail_class == "crashed"
+        assert history.case_history("passes")[0].fail_class is None
+    text = render_case_history("crashed", [entry], "h.sqlite")
+    assert "‼ ERROR (crashed)" in text
 
 
 def test_a_command_that_exits_or_prints_nonsense(module: Path) -> None:
@@ -152,13 +157,20 @@ def test_a_command_that_exits_or_prints_nonsense(module: Path) -> None:
         assert (result.status, result.fail_class) == (Status.ERRORED, wanted), result.reason
 
 
-def test_a_case_never_run_is_not_run(module: Path) -> None:
+def test_a_case_never_run_is_not_run(module: Path, tmp_path: Path) -> None:
     suite = load_suite(module / "evals.toml")
     run = run_suite(suite, RunOptions("no_such_module_here:f", timeout=5.0))
     found = {r.case_name: r.fail_class for r in run.results if r.status is Status.ERRORED}
     # Decided before anything runs: what it asks cannot be verified, loaded or not.
     assert found.pop("unverifiable") == "unverifiable"
     assert set(found.values()) == {"not_run"} and "passes" in found
+    document = serialize.run_to_dict(run)
+    assert {r["fail_class"] for r in document["results"] if r["case_name"] == "passes"} == {
+        "not_run"
+    }
+    with History.open(tmp_path / "h.sqlite") as history:
+        history.record(run)
+        assert history.fail_classes(run.run_id)["passes"] == "not_run"
 
 
 def _case(expect: dict[str, object]) -> Case:

@@ -463,7 +463,8 @@ def render_case_history(name: str, entries: Sequence[CaseEntry], where: str) -> 
                 entry.run_id[:8],
                 _local_time(entry.started_at_ms),
                 entry.implementation_id,
-                f"{SYMBOLS[status]} {LABELS[status]}",
+                f"{SYMBOLS[status]} {LABELS[status]}"
+                + (f" ({entry.fail_class})" if entry.fail_class else ""),
                 "flaky" if entry.flaky else "",
                 " ".join((entry.reason or "").splitlines())[:120],
             ]

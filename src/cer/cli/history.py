@@ -219,6 +219,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                                 "implementation_id": e.implementation_id,
                                 "suite_hash": e.suite_hash,
                                 "status": e.status,
+                                "fail_class": e.fail_class,
                                 "reason": e.reason,
                                 "elapsed_ms": e.elapsed_ms,
                                 "flaky": e.flaky,

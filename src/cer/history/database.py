@@ -858,8 +858,10 @@ class History:
         where = f"{where} AND" if where else "WHERE"
         sql = (
             "SELECT r.run_id, r.started_at_ms, r.implementation_id, COALESCE(c.suite_hash, ''),"
-            " e.status, e.reason, e.elapsed_ms"
+            " e.status, e.reason, e.elapsed_ms, f.fail_class"
             f" FROM {_RUN_FROM} JOIN eval_case_results e ON e.run_id = r.run_id"
+            " LEFT JOIN cer_case_fail_classes f"
+            " ON f.run_id = e.run_id AND f.case_name = e.case_name"
             f" {where} e.case_name = ? {_NEWEST_FIRST}"
         )
         params = (*params, name)
@@ -879,8 +881,9 @@ class History:
                 reason=reason,
                 elapsed_ms=elapsed,
                 flaky=name in groups.get((impl, suite_hash), ()),
+                fail_class=fail_class,
             )
-            for run_id, started, impl, suite_hash, status, reason, elapsed in rows
+            for run_id, started, impl, suite_hash, status, reason, elapsed, fail_class in rows
         )
 
     def newest_run_of(

@@ -116,6 +116,9 @@ class CaseEntry:
     reason: str | None
     elapsed_ms: int | None
     flaky: bool
+    fail_class: str | None = None
+    """The fail class of a failed or errored result; None otherwise, and for a run
+    recorded before classes were."""
 
 
 @dataclass(frozen=True)
