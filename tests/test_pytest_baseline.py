@@ -6,10 +6,13 @@ One pytest session holds every row at once, read back from its JUnit XML file.""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
+from cer.history.database import History
+from cer.model import RunSelection
 from cer.tracebacks import RUNNER_DIR
 from test_pytest_plugin import junit, pytest_run
 
@@ -132,10 +135,21 @@ def test_a_listed_failure_passes_the_session(tmp_path: Path) -> None:
     folder = module_with(tmp_path, KNOWN.split('[[known]]\ncase = "fixed"')[0])
     done = pytest_run(
         "evals.toml::tabs-expand", "evals.toml::crashes", "evals.toml::adds",
-        "--cer-impl", "impl:run", "--cer-baseline", "known.toml", cwd=folder,
+        "--cer-impl", "impl:run", "--cer-baseline", "known.toml",
+        "--cer-history-path", tmp_path / "h.sqlite", cwd=folder,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed, 2 xfailed" in done.stdout
+    # The recorded run says what it was held against, and which cases pytest chose.
+    with History.open(tmp_path / "h.sqlite", create=False) as history:
+        (record,) = history.runs(10)
+        conditions = history.load_run(record.run_id).conditions
+    assert conditions is not None
+    assert (
+        conditions.baseline_sha256
+        == hashlib.sha256((folder / "known.toml").read_bytes()).hexdigest()
+    )
+    assert conditions.selection == RunSelection(named=3, chosen_by="pytest")
 
 
 @pytest.mark.parametrize(

@@ -444,7 +444,13 @@ class CerPlugin:
                 "[tool.cer] impls names several implementations; pytest runs one: "
                 "pass --cer-impl, or name one in pytest_suites"
             )
-        return replace(resolved.options, protected=self.protected_outputs())
+        baseline = self.baseline  # what the verdict is held against: the conditions say it
+        return replace(
+            resolved.options,
+            protected=self.protected_outputs(),
+            baseline="" if baseline is None else str(baseline.path),
+            baseline_sha256="" if baseline is None else baseline.sha256,
+        )
 
     def protected_outputs(self) -> tuple[str, ...]:
         """What this session writes that the implementation must not reach: the
