@@ -212,6 +212,14 @@ def _case(expect: dict[str, object]) -> Case:
         ),
         ({"crashed": True}, Outcome("crashed", detail="c"), Status.ERRORED, "unverifiable"),
         ({"output": 1}, Outcome("lost", detail="l"), Status.ERRORED, "lost"),
+        # An outcome made over into a timeout (a late answer) is a timeout, whatever
+        # class the answer it replaced had.
+        (
+            {"output": 1},
+            replace(Outcome("crashed", detail="c", fail_class="exited"), kind="timed_out"),
+            Status.ERRORED,
+            "timed_out",
+        ),
         ({"output": 1}, Outcome("returned", value=1), Status.PASS, None),
     ],
 )

@@ -84,10 +84,10 @@ class Outcome:
     as it reported them (a list of paths, or anything else it sent): data for the
     supervisor to check and hash into the implementation id, never a fact."""
     fail_class: FailClass | None = None
-    """The class a failure of this outcome gets when it is not its kind's own
-    (:data:`KIND_CLASSES`): ``exited`` for a process that exited rather than was
-    killed, ``signature`` for a call that did not fit. Set by the supervisor from what
-    it saw."""
+    """The class a failure of a ``crashed`` or ``lost`` outcome gets when it is not its
+    kind's own (:data:`KIND_CLASSES`): ``exited`` for a process that exited rather than
+    was killed, ``signature`` for a call that did not fit. Set by the supervisor from
+    what it saw; an outcome of another kind has its kind's class (:func:`class_of`)."""
 
 
 KIND_CLASSES: Mapping[OutcomeKind, FailClass] = {
@@ -102,9 +102,16 @@ KIND_CLASSES: Mapping[OutcomeKind, FailClass] = {
 """The fail class of an outcome of each kind, unless the outcome names its own."""
 
 
+_REFINED: frozenset[OutcomeKind] = frozenset({"crashed", "lost"})
+"""The kinds whose outcome may name a class of its own (``exited``, ``signature``); the
+others have one class each, whatever an outcome made over from another kind still holds."""
+
+
 def class_of(outcome: Outcome) -> FailClass:
     """The fail class a failed or errored result of ``outcome`` carries."""
-    return outcome.fail_class or KIND_CLASSES[outcome.kind]
+    if outcome.fail_class is not None and outcome.kind in _REFINED:
+        return outcome.fail_class
+    return KIND_CLASSES[outcome.kind]
 
 
 def outcome_from_worker(
