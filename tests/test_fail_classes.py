@@ -287,3 +287,17 @@ def test_cer_tui_keeps_the_class_with_the_row(run: RunResult) -> None:
     for kept in (KeptResult.of(timed_out), KeptResult.whole_of(timed_out)):
         assert kept.result().fail_class == "timed_out"
         assert kept.bare().fail_class == "timed_out"
+
+
+def test_a_history_edited_to_hold_other_words_gives_none_back(
+    run: RunResult, tmp_path: Path
+) -> None:
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        history.record(run)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE cer_case_fail_classes SET fail_class = 'passed\x1b[32m'")
+    with History.open(path) as history:
+        assert history.fail_classes(run.run_id) == {}
+        assert {r.fail_class for r in history.load_run(run.run_id).results} == {None}
+        assert {e.fail_class for e in history.case_history("crashed")} == {None}

@@ -316,3 +316,16 @@ def test_merge_refuses_shards_of_different_selections(suite_path: Path) -> None:
     )
     with pytest.raises(MergeError, match="different case selections"):
         merge_runs([Shard("a.json", one), Shard("b.json", two)])
+
+
+def test_conditions_the_history_cannot_read_are_an_error(suite_path: Path, tmp_path: Path) -> None:
+    from cer.history.records import HistoryError
+
+    path = tmp_path / "h.sqlite"
+    run = _run(suite_path, sandbox="off")
+    with History.open(path) as history:
+        history.record(run)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE cer_run_conditions_full SET conditions = '{not json'")
+    with History.open(path) as history, pytest.raises(HistoryError, match="cannot be read back"):
+        history.load_run(run.run_id)

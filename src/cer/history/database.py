@@ -51,7 +51,7 @@ from cer.history.schema import (
     APPLICATION_ID,
     creation_sql,
 )
-from cer.model import Case, RunResult, Suite, Summary
+from cer.model import Case, RunResult, Suite, Summary, fail_class_of
 from cer.resources import ResourceMissing
 from cer.results import serialize
 
@@ -798,7 +798,7 @@ class History:
                 "suite_hash": record.suite_hash,
                 "suite_format_version": record.format_version,
                 "notes": list(record.notes),
-                "conditions": json.loads(every_condition[0])
+                "conditions": self._every_condition(run_id, every_condition[0])
                 if every_condition is not None
                 else None
                 if conditions is None
@@ -828,6 +828,15 @@ class History:
                 f"{self._access.path}: run {run_id} cannot be read back: {exc}"
             ) from exc
 
+    def _every_condition(self, run_id: str, text: object) -> Any:
+        """The conditions a run recorded as JSON (``cer_run_conditions_full``)."""
+        try:
+            return json.loads(str(text))
+        except ValueError as exc:
+            raise HistoryError(
+                f"{self._access.path}: run {run_id} cannot be read back: its conditions: {exc}"
+            ) from exc
+
     def statuses(self, run_id: str) -> tuple[StatusRow, ...]:
         """(case name, status, reason) of every result of one run, in declared order."""
         with self._access.reading():
@@ -848,7 +857,8 @@ class History:
                 "SELECT case_name, fail_class FROM cer_case_fail_classes WHERE run_id = ?",
                 (run_id,),
             ).fetchall()
-        return {str(name): str(found) for name, found in rows}
+        # Only the words cer writes: the file is data, whatever else it may hold.
+        return {str(name): known for name, found in rows if (known := fail_class_of(found))}
 
     def case_history(
         self, name: str, *, suite_path: str | Path | None = None, limit: int | None = 50
@@ -881,7 +891,7 @@ class History:
                 reason=reason,
                 elapsed_ms=elapsed,
                 flaky=name in groups.get((impl, suite_hash), ()),
-                fail_class=fail_class,
+                fail_class=fail_class_of(fail_class),
             )
             for run_id, started, impl, suite_hash, status, reason, elapsed, fail_class in rows
         )
