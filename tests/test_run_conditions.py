@@ -329,3 +329,32 @@ def test_conditions_the_history_cannot_read_are_an_error(suite_path: Path, tmp_p
         db.execute("UPDATE cer_run_conditions_full SET conditions = '{not json'")
     with History.open(path) as history, pytest.raises(HistoryError, match="cannot be read back"):
         history.load_run(run.run_id)
+
+
+def test_the_streamed_lines_carry_every_condition(suite_path: Path, tmp_path: Path) -> None:
+    from cer.results import jsonlines
+
+    suite = load_suite(suite_path)
+    written: list[bytes] = []
+    writer = jsonlines.LineWriter(written.append, suite)
+    options = RunOptions(
+        "ident:f",
+        timeout=3.0,
+        sandbox="off",
+        paths=(str(tmp_path),),
+        selection=Selection(case_globs=("t*",)),
+        baseline="known.toml",
+        baseline_sha256="cd" * 32,
+    )
+    run_suite(suite, options, on_event=writer)
+    lines = [json.loads(line) for line in b"".join(written).splitlines()]
+    header = lines[0]
+    assert header["type"] == "header"
+    assert header["conditions"]["selection"]["case"] == ["t*"]
+    assert header["conditions"]["paths"] == [str(tmp_path)]
+    assert header["conditions"]["baseline_sha256"] == "cd" * 32
+    assert header["conditions"]["kernel"] == platform.release()
+    for line in lines:
+        assert validate_json(line, "results-lines.schema.json") == [], line
+    (result,) = [line for line in lines if line.get("case_name") == "two"]
+    assert result["fail_class"] is None  # a skip: "special" has no model
