@@ -78,7 +78,9 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module", params=["fork", "none"])
 def run(request: pytest.FixtureRequest, module: Path) -> RunResult:
-    """One run of every case; the timeout is short, for the case that sleeps."""
+    """One run of every case, shared by the module's tests (about a second and a half
+    under ``none``, whose worker is restarted after each case that ends it); the timeout
+    is short, for the case that sleeps."""
     options = RunOptions("impl:f", paths=(str(module),), timeout=0.5, isolation=request.param)
     return run_suite(load_suite(module / "evals.toml"), options)
 
@@ -301,3 +303,29 @@ def test_a_history_edited_to_hold_other_words_gives_none_back(
         assert history.fail_classes(run.run_id) == {}
         assert {r.fail_class for r in history.load_run(run.run_id).results} == {None}
         assert {e.fail_class for e in history.case_history("crashed")} == {None}
+
+
+@pytest.mark.parametrize(
+    ("bad", "wanted"),
+    [
+        ("crash", "exited"),  # the harness exited with status 3 while running the case
+        ("exit-quietly", "exited"),
+        ("garbage", "lost"),
+        ("twice", "lost"),
+        ("harness-error", "lost"),
+    ],
+)
+def test_a_harness_that_misbehaves_gets_the_class_of_what_it_did(
+    tmp_path: Path, bad: str, wanted: str
+) -> None:
+    from test_commandimpl import BROKEN, PYTHON, around, run_command
+
+    harness = tmp_path / "broken_harness.py"
+    harness.write_text(BROKEN, encoding="utf-8")
+    (tmp_path / "evals.toml").write_text(around(bad), encoding="utf-8")
+    run = run_command(tmp_path / "evals.toml", f"{PYTHON} {harness}", timeout=5.0, sandbox="off")
+    assert [(r.case_name, r.fail_class) for r in run.results] == [
+        ("before", None),
+        (bad, wanted),
+        ("after", None),
+    ]
