@@ -325,8 +325,14 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
             observation=observation,
             mismatches=mismatches,
             position=case.position,
-            fail_class=None if status is Status.PASS else fail_class or class_of(outcome),
+            fail_class=None if status is Status.PASS else fail_class or default_class(status),
         )
+
+    def default_class(status: Status) -> FailClass:
+        # A case that returned is errored only when what it asks cannot be verified.
+        if status is Status.ERRORED and outcome.kind == "returned":
+            return "unverifiable"
+        return class_of(outcome)
 
     def unverifiable(reason: str) -> CaseResult:
         return result(Status.ERRORED, reason, fail_class="unverifiable")
