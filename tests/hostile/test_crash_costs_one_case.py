@@ -127,3 +127,65 @@ def test_the_wait_before_restarts_backs_off_within_its_budget() -> None:
     quick = restarts.Restarts("a worker", 1000)
     quick.started(0.001)
     assert quick.delay(5) <= 0.001  # never longer than the restarts took to start
+
+
+# The worker ends itself right after it said it loaded the implementation: every worker
+# is lost before or just after it takes a case. Each case is charged (lost in its hands,
+# or three workers lost before it took it), and none is left "not run".
+DIES_AFTER_LOADING = """
+import os, sys
+
+worker = sys.modules["cer.worker.main"]
+_send = worker.Worker.send
+
+def send(self, message, raw=None):
+    _send(self, message, raw)
+    if message.get("op") == "loaded" and message.get("ok"):
+        os._exit(5)
+
+worker.Worker.send = send
+
+def f(n):
+    return n
+"""
+
+
+def test_workers_lost_before_they_take_a_case_cost_each_case_its_own_tries(
+    module: Module,
+) -> None:
+    module.suite(numbered_suite(6))
+    run = module.run(f"{module.impl(DIES_AFTER_LOADING)}:f")
+    assert [r.status for r in run.results] == [E] * 6
+    for result in run.results:
+        why = result.reason or ""
+        assert not why.startswith("not run"), why
+        assert why.startswith(
+            ("the runner lost this case", "the runner could not start this case")
+        ), why
+
+
+# The first case crashes the worker; the worker started after it cannot import the
+# implementation (the second import of three fails), the one after that can.
+SECOND_IMPORT_FAILS = """
+import os
+
+COUNT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "imports")
+with open(COUNT, "a") as handle:
+    handle.write("x")
+with open(COUNT) as handle:
+    if len(handle.read()) == 2:
+        raise RuntimeError("the second import fails")
+
+def f(n):
+    if n == 1:
+        os._exit(9)
+    return n
+"""
+
+
+def test_a_restarted_worker_that_cannot_load_again_is_tried_again(module: Module) -> None:
+    module.suite(numbered_suite(3))
+    # Without the sandbox: the implementation counts its imports beside its file.
+    run = module.run(f"{module.impl(SECOND_IMPORT_FAILS)}:f", isolation="none", sandbox="off")
+    assert [r.status for r in run.results] == [E, P, P], [r.reason for r in run.results]
+    assert any("could not load the implementation again" in note for note in run.notes)
