@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from cer.engine.alone import AloneCases
 from cer.engine.execution import Execution
-from cer.engine.identity import identify
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
@@ -41,11 +40,20 @@ from cer.events import (
 )
 from cer.judge.verdict import (
     Outcome,
+    asks_memory,
     errored,
     judge,
     outcome_from_worker,
 )
 from cer.model import Suite
+
+PROVIDED_MEMORY = (
+    "could not verify resident_memory_mb: the implementation was given as an object, so "
+    "its worker is a fork of the calling process, whose memory the kernel's account of "
+    "the worker holds too; cer measures a case's memory only for an implementation it "
+    "imports (MODULE:ATTR)"
+)
+"""The reason of a case asking about memory when the implementation is an object."""
 
 
 @dataclass
@@ -129,9 +137,9 @@ class WorkerPool(Execution):
     def start_lane(self, lane: _Lane) -> None:
         """Start the lane's worker (a warm one when there is one) and ask it to load
         the implementation; the answer arrives in :meth:`execute`'s loop."""
-        worker = self.warm.take() if self.warm is not None else None
+        worker = self.warm.take() if self.warm is not None and not self.provided else None
         if worker is None:
-            worker = WorkerProcess()
+            worker = self.new_worker()
         worker.write_timeout = self.options.timeout
         if lane.was_lost:
             lane.restart_began = time.monotonic()
@@ -143,6 +151,13 @@ class WorkerPool(Execution):
         lane.expecting_exit = False
         lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
         worker.send(self.imports.load_request(self.options.isolation))
+
+    def new_worker(self) -> WorkerProcess:
+        """A new worker: a fresh interpreter, or for an implementation given as an
+        object, a fork of this process that holds it (:mod:`cer.engine.provided`)."""
+        if self.provided is not None:
+            return WorkerProcess(provided=self.options.implementation)
+        return WorkerProcess()
 
     def kill_lane(self, lane: _Lane) -> None:
         if lane.worker is not None:
@@ -223,7 +238,10 @@ class WorkerPool(Execution):
             if self.finished:  # the implementation could not be loaded
                 self.record(errored(item.case, self.unloaded_reason()))
                 continue
-            worker = WorkerProcess()
+            if self.provided is not None and asks_memory(item.case.expect):
+                self.record(errored(item.case, PROVIDED_MEMORY))
+                continue
+            worker = self.new_worker()
             try:
                 alone_cases.run_alone(worker, item)
             finally:
@@ -509,7 +527,7 @@ class WorkerPool(Execution):
             lane.restart_began = 0.0
         # The worker lists the files after importing the implementation: its list is
         # data, checked and hashed here (see cer.engine.identity).
-        identity = identify(self.options.impl, body.get("files"), self.imports.scope())
+        identity = self.imports.identify(body.get("files"))
         if not self.announced:
             self.imports.first_import(identity)
         elif not identity.known:
