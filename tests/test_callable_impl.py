@@ -132,6 +132,14 @@ def test_names_and_ids_say_what_the_callable_is() -> None:
     assert "one-off" in builtin.note
 
 
+def test_a_callable_given_as_impl_is_the_implementation(module: Module) -> None:
+    path = module.suite(SUITE)
+    options = RunOptions(impl=lambda x: x * 3, timeout=5.0)  # type: ignore[arg-type]
+    result = run_suite(load_suite(path), options)
+    assert [r.status for r in result.results] == [P, P]
+    assert result.implementation.startswith("callable:test_callable_impl:")
+
+
 def test_impl_and_implementation_are_not_both_given(module: Module) -> None:
     path = module.suite(SUITE)
     with pytest.raises(ValueError, match="not both"):
