@@ -146,3 +146,37 @@ def test_impl_and_implementation_are_not_both_given(module: Module) -> None:
         run_suite(load_suite(path), RunOptions(impl="m:f", implementation=len))
     with pytest.raises(ValueError, match="impl is empty"):
         run_suite(load_suite(path), RunOptions())
+
+
+ALONE_SUITE = """
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "crash"
+category = "functional"
+input = { x = 0 }
+expect = { crashed = true }
+
+[[cases]]
+name = "memory"
+category = "functional"
+input = { x = 1 }
+expect = { output = 3, resident_memory_mb_max = 100000 }
+"""
+
+
+def test_cases_that_run_alone_fork_the_caller_too_and_memory_is_not_claimed(
+    module: Module,
+) -> None:
+    def impl(x: int) -> int:
+        if x == 0:
+            os._exit(11)
+        return x * 3
+
+    path = module.suite(ALONE_SUITE)
+    result = run_suite(load_suite(path), RunOptions(implementation=impl, timeout=5.0))
+    crash, memory = result.results
+    assert crash.status is P, crash.reason  # seen by the runner: the worker it forked ended
+    assert memory.status is E
+    assert (memory.reason or "").startswith("could not verify resident_memory_mb")
