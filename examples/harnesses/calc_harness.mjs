@@ -392,7 +392,15 @@ function send(message) {
 
 if (process.argv.includes("--per-case")) {
   const request = JSON.parse(readFileSync(0, "utf8"));
-  send(runCase(request.case));
+  // No start handshake here: each request offers the protocol version, and a version
+  // this harness does not speak is refused, never guessed at.
+  const offered = request.protocol === undefined ? PROTOCOL : request.protocol;
+  if (offered !== PROTOCOL) {
+    send({ op: "refused", protocol: PROTOCOL, reason: `offered ${JSON.stringify(offered)}` });
+    process.exitCode = 1;
+  } else {
+    send(runCase(request.case));
+  }
 } else {
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   lines.on("line", (line) => {

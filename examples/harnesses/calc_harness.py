@@ -174,6 +174,14 @@ def main() -> int:
     function = load(module, function_name)
     if "--per-case" in args:
         request = json.loads(sys.stdin.read())
+        # No start handshake here: each request offers the protocol version, and a
+        # version this harness does not speak is refused, never guessed at.
+        offered = request.get("protocol", PROTOCOL)
+        if offered != PROTOCOL:
+            refusal = {"op": "refused", "protocol": PROTOCOL, "reason": f"offered {offered!r}"}
+            out.write(json.dumps(refusal) + "\n")
+            out.flush()
+            return 1
         body = run_case(function, request["case"])
         out.write(json.dumps(body) + "\n")
         out.flush()

@@ -1,7 +1,9 @@
 """cer: verify implementations against Commons Format eval suites.
 
 The names below are cer's public Python interface, the only ones its documentation tells
-users to import (``from cer import load_suite, run_suite, RunOptions``); every other
+users to import (``from cer import load_suite, run_suite, RunOptions``; the
+implementation is ``RunOptions(impl="MODULE:ATTR")`` or a callable object itself,
+``RunOptions(implementation=f)``); every other
 module and name is internal and may change. They are loaded when first used, so that
 importing ``cer`` (which every worker, every ``cer`` command and the pytest plugin do)
 costs nothing.

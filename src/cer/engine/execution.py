@@ -38,6 +38,7 @@ from cer.model import CaseResult, Status, Suite
 from cer.safetext import retained, scrub
 
 if TYPE_CHECKING:
+    from cer.engine.provided import Provided
     from cer.sandbox import Policy
     from cer.sandbox.readset import Refusal
 
@@ -72,6 +73,9 @@ class Execution(ABC):
         self.implementation_id = options.impl
         self.declared: tuple[str, str] | None = None
         """The name and version a command harness declared itself (its own words)."""
+        self.provided: Provided | None = None
+        """The name and id of an implementation given as an object (set by
+        :func:`run_suite`; see :mod:`cer.engine.provided`)."""
         self.identity: Identity | None = None
         """What the run's id covers so far: the first import's files, grown by the
         files cases loaded while they ran (see :meth:`cer.engine.imports.Imports.grow`)."""

@@ -14,6 +14,7 @@ from cer.engine.execution import Execution
 from cer.engine.identity import UNKNOWN, UNVERIFIED, Identity, Scope, extend, identify, scope_for
 from cer.engine.options import search_paths
 from cer.engine.plan import Planned
+from cer.engine.provided import LOAD_NAME
 from cer.engine.workerproc import Message
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.judge.verdict import errored
@@ -52,7 +53,9 @@ class Imports:
         options, policy = execution.options, execution.policy
         request = LoadRequest(
             op="load",
-            impl=options.impl,
+            # An object given as the implementation is found where the forked worker
+            # was told to look (cer.engine.provided), under no name of the caller's.
+            impl=LOAD_NAME if execution.provided is not None else options.impl,
             paths=search_paths(execution.suite, options),
             isolation=isolation,
             capture_limit=options.capture_limit,
@@ -69,9 +72,19 @@ class Imports:
     def announce(self, body: dict[str, Any]) -> None:
         """The implementation was loaded by a worker: say so once."""
         execution = self.execution
-        identity = identify(execution.options.impl, body.get("files"), self.scope())
+        identity = self.identify(body.get("files"))
         if not execution.announced:
             self.first_import(identity)
+
+    def identify(self, reported: object) -> Identity:
+        """The identity of what a worker loaded, from the files it ``reported``
+        (:func:`cer.engine.identity.identify`); for an implementation given as an
+        object, the supervisor's own, from its code (:mod:`cer.engine.provided`): the
+        worker imported nothing for it."""
+        provided = self.execution.provided
+        if provided is not None:
+            return provided.identity
+        return identify(self.execution.options.impl, reported, self.scope())
 
     def scope(self) -> Scope:
         """Where the implementation's code can come from, as the supervisor resolved
@@ -98,7 +111,7 @@ class Imports:
         what watchers watch (cer.engine.identity.extend); the list is data, checked
         and hashed there. Once the id is a one-off, it stays one."""
         execution = self.execution
-        if reported is None or execution.identity is None:
+        if reported is None or execution.identity is None or execution.provided is not None:
             return
         grown = extend(execution.identity, execution.options.impl, reported, self.scope())
         if grown is execution.identity:
@@ -122,8 +135,7 @@ class Imports:
         trace = str(body.get("traceback") or "") or None
         output = str(body.get("output") or "")
         if message is not None and not execution.announced:
-            identity = identify(execution.options.impl, body.get("files"), self.scope())
-            execution.implementation_id = identity.implementation_id
+            execution.implementation_id = self.identify(body.get("files")).implementation_id
         execution.kill()
         # The cause once (the run's note, the event), each case only "not run" with it.
         note = load_failure(execution.options.impl, reason)

@@ -5,10 +5,10 @@ line and ``[tool.cer]`` is :mod:`cer.config`'s job."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from cer.engine.kinds import ImplementationKind, kind_named
 from cer.model import Suite
@@ -51,9 +51,10 @@ class RunCancelled(Exception):
 
 @dataclass(frozen=True)
 class RunOptions:
-    impl: str
+    impl: str = ""
     """``MODULE:ATTR`` of the implementation under test (ATTR may be dotted), or, for
-    the command kinds, the command line (split like a shell splits words)."""
+    the command kinds, the command line (split like a shell splits words). Left empty
+    when :attr:`implementation` gives the implementation itself."""
     kind: ImplementationKind = "python"
     """``python`` (import MODULE:ATTR), ``command`` (a long-lived process speaking the
     line-delimited JSON protocol, docs/protocol.md) or ``command-per-case`` (one process
@@ -93,6 +94,12 @@ class RunOptions:
     sandbox_read: tuple[str, ...] = ()
     """Paths the sandboxed implementation may read besides what the sandbox allows it
     (``--sandbox-read``, ``[tool.cer] sandbox_read``): see :mod:`cer.sandbox.readset`."""
+    implementation: Callable[..., Any] | None = None
+    """The implementation itself, a callable object (the Python API only), instead of
+    :attr:`impl`: a function, a lambda, a closure, a bound method, a class or an object
+    with ``__call__``. Its workers are forked from the calling process, so that they
+    hold it (see :mod:`cer.engine.provided`); the run names it
+    ``callable:MODULE:QUALNAME``."""
     parallel_bounds: bool = False
     """Run the cases with a runner-measured time bound (``elapsed_ms_max``,
     ``elapsed_ms_min``) among the others (``--parallel-bounds``). By default they run
@@ -193,6 +200,17 @@ def search_paths(suite: Suite, options: RunOptions) -> list[str]:
 
 def check_options(options: RunOptions) -> None:
     kind_named(options.kind)  # ValueError for a kind cer does not have
+    if options.implementation is not None:
+        if not callable(options.implementation):
+            raise ValueError("implementation must be a callable object")
+        if options.impl:
+            raise ValueError("give the implementation as impl or as implementation, not both")
+        if options.kind != "python":
+            raise ValueError("an implementation given as an object is a Python one (kind python)")
+        if not hasattr(os, "fork"):
+            raise ValueError("an implementation given as an object needs fork, not available here")
+    elif not options.impl:
+        raise ValueError("impl is empty: name the implementation (MODULE:ATTR or a command)")
     if options.isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
     if not 0 < options.timeout <= MAX_TIMEOUT:

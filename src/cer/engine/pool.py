@@ -1,6 +1,7 @@
 """The backend of a Python implementation: a pool of worker processes.
 
-Each lane holds one worker (``python -m cer.worker``), restarted when it is lost; one
+Each lane holds one worker (``python -m cer.worker``), restarted when it is lost (a
+lost worker costs the case it was running and no other, see :mod:`cer.engine.restarts`); one
 thread waits on every worker's channel at once, hands each its next case in declared
 order, enforces every deadline from outside, and turns each reported observation into
 a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
@@ -17,13 +18,13 @@ from dataclasses import dataclass
 
 from cer.engine.alone import AloneCases
 from cer.engine.execution import Execution
-from cer.engine.identity import identify
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
     resolve_jobs,
 )
 from cer.engine.plan import Planned
+from cer.engine.restarts import START_ATTEMPTS, Restarts
 from cer.engine.workerproc import (
     POLL,
     REPORT_GRACE,
@@ -39,17 +40,20 @@ from cer.events import (
 )
 from cer.judge.verdict import (
     Outcome,
+    asks_memory,
     errored,
     judge,
     outcome_from_worker,
 )
 from cer.model import FailClass, Suite
 
-RESTART_BUDGET = 3
-"""Consecutive losses of one worker, with no case finished between them, before that
-worker is given up."""
-START_ATTEMPTS = 3
-"""How often a case is handed to a new process when its process never started it."""
+PROVIDED_MEMORY = (
+    "could not verify resident_memory_mb: the implementation was given as an object, so "
+    "its worker is a fork of the calling process, whose memory the kernel's account of "
+    "the worker holds too; cer measures a case's memory only for an implementation it "
+    "imports (MODULE:ATTR)"
+)
+"""The reason of a case asking about memory when the implementation is an object."""
 
 
 @dataclass
@@ -77,7 +81,18 @@ class _Lane:
         self.retired = False
         self.in_flight: deque[_Flight] = deque()
         self.losses = 0
-        """Losses of this lane's worker since a case of it last finished."""
+        """Losses of this lane's worker since a case of it last finished: the restart
+        that follows waits longer the more there were (:class:`Restarts`)."""
+        self.revive_at = 0.0
+        """When this lane's worker may be started again (the wait before a restart)."""
+        self.was_lost = False
+        """The lane's last worker was lost (not ended as asked): the next start is a
+        restart, timed and counted in the run's note."""
+        self.restart_began = 0.0
+        """When the restart in progress began (0.0: none), to time it until loaded."""
+        self.failed_loads = 0
+        """Restarted workers of this lane in a row that could not load the
+        implementation again."""
         self.reported_late = False
         """The case in flight passed its deadline; the worker's own report is awaited
         for a short grace, so that the worker can be kept."""
@@ -113,6 +128,8 @@ class WorkerPool(Execution):
         self._encoded: tuple[Planned, bytes] | None = None
         """The case the queue hands out next, encoded ahead while workers run (see
         :meth:`encode_ahead`)."""
+        self.restarts = Restarts("a worker", len(suite.cases))
+        """The run's restarts of lost workers, said in its notes (see :meth:`run`)."""
 
     encode = staticmethod(encode_case)
     """The case message of a planned case (:func:`cer.engine.workerproc.encode_case`)."""
@@ -120,10 +137,13 @@ class WorkerPool(Execution):
     def start_lane(self, lane: _Lane) -> None:
         """Start the lane's worker (a warm one when there is one) and ask it to load
         the implementation; the answer arrives in :meth:`execute`'s loop."""
-        worker = self.warm.take() if self.warm is not None else None
+        worker = self.warm.take() if self.warm is not None and not self.provided else None
         if worker is None:
-            worker = WorkerProcess()
+            worker = self.new_worker()
         worker.write_timeout = self.options.timeout
+        if lane.was_lost:
+            lane.restart_began = time.monotonic()
+            lane.was_lost = False
         lane.worker = worker
         lane.handed = 0
         lane.loading = True
@@ -131,6 +151,13 @@ class WorkerPool(Execution):
         lane.expecting_exit = False
         lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
         worker.send(self.imports.load_request(self.options.isolation))
+
+    def new_worker(self) -> WorkerProcess:
+        """A new worker: a fresh interpreter, or for an implementation given as an
+        object, a fork of this process that holds it (:mod:`cer.engine.provided`)."""
+        if self.provided is not None:
+            return WorkerProcess(provided=self.options.implementation)
+        return WorkerProcess()
 
     def kill_lane(self, lane: _Lane) -> None:
         if lane.worker is not None:
@@ -165,6 +192,15 @@ class WorkerPool(Execution):
     def run(self, planned: list[Planned]) -> None:
         if not planned:
             return
+        try:
+            self.run_phases(planned)
+        finally:
+            note = self.restarts.note()
+            if note is not None:
+                self.notes.append(note)
+
+    def run_phases(self, planned: list[Planned]) -> None:
+        """The parallel phase, the serial phase of the timed cases, the cases alone."""
         alone = [item for item in planned if item.alone]
         timed = [item for item in planned if item.timed and not item.alone]
         planned = [item for item in planned if not item.alone and not item.timed]
@@ -202,7 +238,10 @@ class WorkerPool(Execution):
             if self.finished:  # the implementation could not be loaded
                 self.record(errored(item.case, self.unloaded_reason(), fail_class="not_run"))
                 continue
-            worker = WorkerProcess()
+            if self.provided is not None and asks_memory(item.case.expect):
+                self.record(errored(item.case, PROVIDED_MEMORY, fail_class="unverifiable"))
+                continue
+            worker = self.new_worker()
             try:
                 alone_cases.run_alone(worker, item)
             finally:
@@ -233,12 +272,11 @@ class WorkerPool(Execution):
                     self.check_deadlines(lane, now)
 
     def revive(self, lane: _Lane) -> None:
-        """Start a worker for a lane that has none, unless it used up its budget or
-        there is nothing left for it to do."""
-        if lane.losses > RESTART_BUDGET:
-            lane.retired = True
-            return
+        """Start a worker for a lane that has none, unless there is nothing left for it
+        to do, or it still waits before a restart (:meth:`schedule_restart`)."""
         if (not self.pending or self.stopped) and not lane.in_flight:
+            return
+        if time.monotonic() < lane.revive_at:
             return
         try:
             self.start_lane(lane)
@@ -246,8 +284,8 @@ class WorkerPool(Execution):
             self.load_failed(lane, None, lost.description)
 
     def give_up(self) -> None:
-        """Every lane lost its worker too often: the remaining cases are not run."""
-        losses = max(lane.losses for lane in self.lanes)
+        """Every lane was retired (each of its workers could not load the
+        implementation again while others ran): the remaining cases are not run."""
         for lane in self.lanes:
             self.requeue(lane)
         while self.pending:
@@ -256,11 +294,17 @@ class WorkerPool(Execution):
             self.record(
                 errored(
                     item.case,
-                    "not run: the worker process was lost "
-                    f"{losses} times in a row without finishing a case",
+                    "not run: no worker could load the implementation again",
                     fail_class="not_run",
                 )
             )
+
+    def schedule_restart(self, lane: _Lane) -> None:
+        """The lane lost its worker: the next one starts after the wait the losses in
+        a row call for (none after the first), without holding up the other lanes."""
+        lane.was_lost = True
+        in_a_row = max(lane.losses, lane.failed_loads)
+        lane.revive_at = time.monotonic() + self.restarts.take_delay(in_a_row)
 
     def fill(self, lane: _Lane) -> None:
         """Hand the lane's worker the next case from the shared queue, when it has none.
@@ -380,6 +424,11 @@ class WorkerPool(Execution):
         message, lane by lane."""
         channels = {lane.worker.fileno(): lane for lane in lanes if lane.worker is not None}
         if not channels:
+            # Every lane waits before a restart: sleep until the first may start.
+            waits = [lane.revive_at for lane in lanes if not lane.retired]
+            left = min(waits, default=0.0) - time.monotonic()
+            if left > 0:
+                time.sleep(min(left, POLL))
             return
         deaths: dict[int, _Lane] = {}
         for lane in lanes:
@@ -473,9 +522,13 @@ class WorkerPool(Execution):
             self.load_failed(lane, message, "")
             return
         lane.loading = False
+        lane.failed_loads = 0
+        if lane.restart_began:
+            self.restarts.started(time.monotonic() - lane.restart_began)
+            lane.restart_began = 0.0
         # The worker lists the files after importing the implementation: its list is
         # data, checked and hashed here (see cer.engine.identity).
-        identity = identify(self.options.impl, body.get("files"), self.imports.scope())
+        identity = self.imports.identify(body.get("files"))
         if not self.announced:
             self.imports.first_import(identity)
         elif not identity.known:
@@ -495,15 +548,27 @@ class WorkerPool(Execution):
         stops; when none is left, the remaining cases are errored.
         """
         self.kill_lane(lane)
+        if lane.restart_began:
+            self.restarts.started(time.monotonic() - lane.restart_began)
+            lane.restart_began = 0.0
         others = [
             other
             for other in self.lanes
             if other is not lane and not other.retired and other.worker is not None
         ]
+        body = message.body if message is not None else {}
+        if self.announced and not others and lane.failed_loads + 1 < START_ATTEMPTS:
+            # A restarted worker could not load the implementation it loaded before:
+            # tried again, so that no case after it is left out for one failed start.
+            lane.failed_loads += 1
+            self.requeue(lane)
+            reason = str(body.get("reason") or failure or "it could not be loaded")
+            self.note_once(f"a worker could not load the implementation again: {reason}")
+            self.schedule_restart(lane)
+            return
         if self.announced and others:
             lane.retired = True
             self.requeue(lane)
-            body = message.body if message is not None else {}
             reason = str(body.get("reason") or failure or "it could not be loaded")
             self.note_once(f"a worker could not load the implementation again: {reason}")
             return
@@ -630,11 +695,39 @@ class WorkerPool(Execution):
             self.load_failed(lane, None, description)
             return
         expecting = lane.expecting_exit if expected is None else expected
+        charged = bool(lane.in_flight) and not expecting
         self.handle_loss(lane, description, expecting, ended)
         if not expecting:
             lane.losses += 1
         self.kill_lane(lane)
         self.requeue(lane)
+        if not expecting and not charged:
+            self.not_taken(description)
+        if expecting:
+            return
+        self.schedule_restart(lane)
+
+    def not_taken(self, description: str) -> None:
+        """A worker was lost while it held no case: the case the queue hands out next
+        counts an attempt to start it, so that workers lost before they take any case
+        cannot keep the run going for ever. After :data:`START_ATTEMPTS` that case is
+        errored with the cause, and the next case gets its own tries."""
+        if not self.pending:
+            return
+        item = self.pending[0]
+        attempts = self._attempts.get(item.case.position, 0) + 1
+        self._attempts[item.case.position] = attempts
+        if attempts < START_ATTEMPTS:
+            return
+        self.pending.popleft()
+        self.record(
+            errored(
+                item.case,
+                "the runner could not start this case: the worker process was lost "
+                f"before it took the case, {attempts} times (the last: {description})",
+                fail_class="lost",
+            )
+        )
 
     def check_deadlines(self, lane: _Lane, now: float) -> None:
         """The load timeout and the case's deadline.
@@ -667,6 +760,7 @@ class WorkerPool(Execution):
         self.kill_lane(lane)
         lane.losses = 0
         self.requeue(lane)
+        self.schedule_restart(lane)
 
     def handle_loss(self, lane: _Lane, description: str, expected: bool, ended: bool) -> None:
         """The worker vanished: the case it was running is errored (or crashed)."""

@@ -38,6 +38,7 @@ from cer.engine.options import (
     search_paths,
 )
 from cer.engine.plan import plan, shard_note
+from cer.engine.provided import Provided, describe
 from cer.engine.workerproc import WarmWorkers
 from cer.events import (
     RunEvent,
@@ -91,7 +92,15 @@ def run_suite(
     :class:`cer.engine.confinement.SandboxUnavailable` (a ValueError) when the sandbox the
     options ask for cannot be had here.
     """
+    if not isinstance(options.impl, str) and callable(options.impl):
+        # A callable given as impl is the implementation itself, as if given as such.
+        options = replace(options, impl="", implementation=options.impl)
     check_options(options)
+    provided: Provided | None = None
+    if options.implementation is not None:
+        # Named and identified here, once, from its code: nothing imports it.
+        provided = describe(options.implementation)
+        options = replace(options, impl=provided.name)
     free_large_buffers_promptly()
     decision = confinement.decide(options.sandbox, options.network)
     scratch = make_run_folder() if decision.abi else None
@@ -104,7 +113,7 @@ def run_suite(
         os.chmod(scratch, _SCRATCH_UNLISTABLE)
     try:
         with spawned.owned_by(spawned.new_token()):  # its processes, for end_strays
-            return _run_suite(suite, options, decision, scratch, on_event, cancel, warm)
+            return _run_suite(suite, options, decision, scratch, on_event, cancel, warm, provided)
     finally:
         if scratch is not None:
             with contextlib.suppress(OSError):
@@ -120,6 +129,7 @@ def _run_suite(
     on_event: Callable[[RunEvent], None] | None,
     cancel: threading.Event | None,
     warm: WarmWorkers | None,
+    provided: Provided | None = None,
 ) -> RunResult:
     emit = on_event or (lambda event: None)
     registry = build_registry(options.category_models)
@@ -130,6 +140,10 @@ def _run_suite(
     if not isinstance(execution, Execution):  # a kind's backend is an Execution
         raise TypeError(f"the backend of the kind {kind.name} is not an Execution")
     execution.sandbox = decision
+    if provided is not None:
+        execution.provided = provided
+        execution.implementation_id = provided.identity.implementation_id
+        execution.notes.append(provided.note)
     if scratch is not None:
         execution.policy, execution.refused = confinement.build(
             suite, options, scratch, search_paths(suite, options)
@@ -236,6 +250,8 @@ def _source_access(
     them with the implementation's rights (under the run's rules, if any)."""
     if execution.identity is not None:
         files: tuple[str, ...] = tuple(execution.identity.files)
+    elif execution.provided is not None:
+        files = tuple(execution.provided.identity.files)
     elif kind_named(options.kind).python:
         files = _module_files(options.impl, search_paths(suite, options))
     else:

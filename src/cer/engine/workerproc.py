@@ -9,13 +9,14 @@ the worker's stdin is empty and its stdout and stderr never reach the terminal.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -108,7 +109,15 @@ class WorkerProcess:
     message is sent it has imported nothing but ``cer.worker`` (see :attr:`fresh`).
     """
 
-    def __init__(self, cwd: str | None = None) -> None:
+    def __init__(
+        self, cwd: str | None = None, *, provided: Callable[..., Any] | None = None
+    ) -> None:
+        """Start the worker in ``cwd`` (this process's working directory by default).
+
+        With ``provided`` (an implementation given as an object), the worker is a fork
+        of this process that never starts a program of its own, so that it holds the
+        object (:func:`cer.engine.provided.serve_forked`); otherwise a fresh
+        interpreter."""
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
         self._stderr = _scratch_file()
@@ -124,6 +133,11 @@ class WorkerProcess:
             # -P: the working directory is not put first on the worker's path. It is
             # the implementation's folder, and a `cer` package or a module named like
             # the standard library's there would run as the worker, before the sandbox.
+            forked = None
+            if provided is not None:
+                from cer.engine.provided import serve_forked
+
+                forked = functools.partial(serve_forked, provided, to_worker_r, from_worker_w)
             with spawned.LOCK:
                 self.process = subprocess.Popen(
                     [
@@ -141,6 +155,7 @@ class WorkerProcess:
                     start_new_session=True,
                     cwd=cwd,
                     env=env,
+                    preexec_fn=forked,  # the worker is then this fork itself
                 )
                 spawned.started(self.process)
         finally:

@@ -1,6 +1,7 @@
 """The long-lived harness driver (``--impl-cmd``): one process for the whole run, a
 ``start`` handshake, then one ``run`` request per case, each answered by exactly one
-``result`` with the same sequence number; restarted within a budget when it is lost."""
+``result`` with the same sequence number; restarted when it is lost, so that a lost
+harness costs the case it was running and no other (see :mod:`cer.engine.restarts`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from cer.engine.command.values import (
     ProtocolError,
 )
 from cer.engine.execution import Execution
+from cer.engine.restarts import START_ATTEMPTS, Restarts
 from cer.events import ImplementationLoaded
 from cer.judge.verdict import Outcome, errored, judge
 from cer.model import Status
@@ -41,14 +43,6 @@ if TYPE_CHECKING:
 START_TIMEOUT_MIN = 10.0
 """Floor, in seconds, of the time a harness gets to answer ``start`` (the per-case
 timeout applies when it is longer): starting an interpreter can be slower than a case."""
-
-
-RESTART_BUDGET = 3
-"""Restarts allowed after consecutive failed cases (crash, timeout, protocol violation)
-with no case answered in between; past it the remaining cases are errored."""
-
-RESTART_LIMIT = 25
-"""Restarts allowed in a whole run, however they are spread."""
 
 
 # ----------------------------------------------------------------------- typed values
@@ -96,6 +90,8 @@ class Harness:
         self.words = words
         self.process: CommandProcess | None = None
         self.held: _Held | None = None
+        self.restarts: Restarts | None = None
+        """The run's restarts of the harness (see :meth:`loop`)."""
         self.first_sent: dict[int, float] = {}
         """Case position → when it was first sent: a case sent again (to a restarted
         harness) keeps that clock."""
@@ -202,58 +198,71 @@ class Harness:
     # --- cases -------------------------------------------------------------------------
 
     def loop(self, pending: deque[Planned]) -> None:
-        consecutive = 0
-        restarts = 0
-        last_failure = ""
-        while pending:
-            self.execution.check_cancel()
-            if self.execution.stopped or self.held_stops_the_run():  # --max-fail
-                break
-            if self.process is None:
-                if consecutive > RESTART_BUDGET or restarts >= RESTART_LIMIT:
-                    why = (
-                        f"{consecutive} cases failed in a row"
-                        if consecutive > RESTART_BUDGET
-                        else f"it was restarted {restarts} times in this run"
+        """Run every case of ``pending`` in order. A case that fails the harness (a
+        crash, a timeout, a protocol violation) is recorded and the harness restarted
+        for the next one: every case gets its own try. Only a harness that cannot be
+        started again :data:`~cer.engine.restarts.START_ATTEMPTS` times in a row leaves
+        the cases after it errored ``not run``, with the cause."""
+        restarts = Restarts("the harness", len(pending))
+        self.restarts = restarts
+        in_a_row = 0
+        try:
+            while pending:
+                self.execution.check_cancel()
+                if self.execution.stopped or self.held_stops_the_run():  # --max-fail
+                    break
+                if self.process is None and not self.restart(restarts, in_a_row, pending):
+                    return
+                item = pending.popleft()
+                failure = self.run_case(item, pending)
+                if failure is None:
+                    in_a_row = 0
+                else:
+                    in_a_row += 1
+                    self.kill()
+            self.stop()
+            if pending:  # stopped by --max-fail: the held answer was the last failure allowed
+                self.execution.leave_out(pending)
+                pending.clear()
+        finally:
+            note = restarts.note()
+            if note is not None:
+                self.execution.notes.append(note)
+
+    def restart(self, restarts: Restarts, in_a_row: int, pending: deque[Planned]) -> bool:
+        """Start the harness again for the next case, after a wait that grows with the
+        failures in a row (:class:`~cer.engine.restarts.Restarts`). A start that fails is
+        tried again; after :data:`~cer.engine.restarts.START_ATTEMPTS` in a row the
+        harness cannot be started, and the cases left are errored with the cause
+        (False)."""
+        while True:
+            restarts.wait(in_a_row, self.execution.check_cancel)
+            began = time.monotonic()
+            try:
+                self.start()
+            except _StartFailed as failed:
+                restarts.started(time.monotonic() - began)
+                restarts.failed_starts += 1
+                in_a_row += 1
+                if restarts.failed_starts < START_ATTEMPTS:
+                    continue
+                self.flush()
+                attempts = f"{restarts.failed_starts} attempts in a row"
+                for item in pending:
+                    self.execution.record(
+                        errored(
+                            item.case,
+                            f"not run: the harness could not be restarted ({attempts}): "
+                            f"{failed.reason}",
+                            fail_class="not_run",
+                            stderr=failed.stderr,
+                        )
                     )
-                    self.flush()
-                    for item in pending:
-                        self.execution.record(
-                            errored(
-                                item.case,
-                                f"not run: the harness was not restarted again ({why}; the "
-                                f"last: {last_failure})",
-                                fail_class="not_run",
-                            )
-                        )
-                    return
-                restarts += 1
-                try:
-                    self.start()
-                except _StartFailed as failed:
-                    self.flush()
-                    for item in pending:
-                        self.execution.record(
-                            errored(
-                                item.case,
-                                f"not run: the harness could not be restarted: {failed.reason}",
-                                fail_class="not_run",
-                                stderr=failed.stderr,
-                            )
-                        )
-                    return
-            item = pending.popleft()
-            failure = self.run_case(item, pending)
-            if failure is None:
-                consecutive = 0
-            else:
-                consecutive += 1
-                last_failure = failure
-                self.kill()
-        self.stop()
-        if pending:  # stopped by --max-fail: the held answer was the last failure allowed
-            self.execution.leave_out(pending)
-            pending.clear()
+                pending.clear()
+                return False
+            restarts.started(time.monotonic() - began)
+            restarts.failed_starts = 0
+            return True
 
     def held_stops_the_run(self) -> bool:
         """Whether the held answer, once recorded, reaches ``--max-fail``: then no next

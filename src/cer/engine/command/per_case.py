@@ -1,5 +1,6 @@
 """The per-case driver (``--impl-cmd-per-case``): one process per case, the ``run``
-request on its stdin, the ``result`` on its stdout."""
+request (carrying the protocol version) on its stdin, the ``result`` (or a refusal of
+the version) on its stdout."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from cer.engine.command import startup
@@ -19,6 +20,7 @@ from cer.engine.command.protocol import (
     line_evidence,
     outcome_from_result,
     parse_message,
+    refusal_of,
     run_request,
     stderr_hint,
 )
@@ -36,6 +38,15 @@ if TYPE_CHECKING:
 
 _CANNOT_START = re.compile(r"the process exited with status 12[67] without an error document")
 """How a per-case command that the shell could not execute (126) or find (127) ends."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A per-case command refused the protocol version its request offered: the case
+    did not run (``not run: <reason>``), whatever the command's exit status."""
+
+    reason: str
+    stderr: str
 
 
 class PerCase:
@@ -66,7 +77,7 @@ class PerCase:
                 self.execution.leave_out(planned[index:])
                 return
             try:
-                request = run_request(seq, item)
+                request = run_request(seq, item, per_case=True)
             except NotEncodable as exc:
                 self.execution.record(
                     errored(
@@ -84,6 +95,17 @@ class PerCase:
                         item.case,
                         f"cannot run {program!r}: {exc.strerror or exc}",
                         fail_class="not_run",
+                    )
+                )
+                continue
+            if isinstance(outcome, Refused):
+                self.execution.note_once(f"{outcome.reason}; its cases were not run")
+                self.execution.record(
+                    errored(
+                        item.case,
+                        f"not run: {outcome.reason}",
+                        fail_class="not_run",
+                        stderr=outcome.stderr,
                     )
                 )
                 continue
@@ -117,7 +139,7 @@ class PerCase:
             execution.notes.append(startup.note(line, outcome.stderr))
         return line
 
-    def run_one(self, request: bytes, seq: int) -> Outcome:
+    def run_one(self, request: bytes, seq: int) -> Outcome | Refused:
         """Run the command once for one case and say what happened."""
         timeout = self.options.timeout
         started = time.monotonic()
@@ -159,7 +181,7 @@ class PerCase:
 
 def _per_case_outcome(
     code: int | None, stdout: bytes, stderr: str, seq: int, elapsed_ms: float
-) -> Outcome:
+) -> Outcome | Refused:
     """Judge-ready outcome of one per-case process from its exit status and output.
 
     Exit 0 with an observation: returned. An ``error`` document (any exit status): raised,
@@ -182,7 +204,11 @@ def _per_case_outcome(
     problem = ""
     if stdout.strip():
         try:
-            outcome = outcome_from_result(parse_message(stdout), seq, envelope_optional=True)
+            message = parse_message(stdout)
+            refused = refusal_of(message, seq)
+            if refused is not None:
+                return Refused(refused, stderr)
+            outcome = outcome_from_result(message, seq, envelope_optional=True)
         except ProtocolError as exc:
             outcome, problem = None, str(exc)
     if outcome is not None and outcome.kind == "returned" and code != 0:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = 1
 """The version of docs/protocol.md this runner speaks; a harness answering the
-``start`` request with any other version is refused."""
+``start`` request with any other version is refused. Each per-case request carries it
+too, and a per-case command may refuse it (:func:`refusal_of`)."""
 
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -82,12 +83,18 @@ def fresh_seq() -> int:
     return int.from_bytes(os.urandom(7), "big") % (2**53 - 1) + 1
 
 
-def run_request(seq: int, item: Planned) -> bytes:
-    """The ``run`` request line for one case; raises NotEncodable for an odd input."""
+def run_request(seq: int, item: Planned, *, per_case: bool = False) -> bytes:
+    """The ``run`` request line for one case; raises NotEncodable for an odd input.
+
+    A per-case request carries the protocol version (``protocol``): a per-case command
+    has no ``start`` handshake, so each request offers the version, and the command may
+    refuse it (:func:`refusal_of`)."""
     case = item.case
+    version = {"protocol": PROTOCOL_VERSION} if per_case else {}
     return dumps(
         {
             "op": "run",
+            **version,
             "seq": seq,
             "case": {
                 "name": case.name,
@@ -149,6 +156,33 @@ def outcome_from_result(
     if trace is not None and type(trace) is not str:
         raise ProtocolError('an error\'s "traceback" must be a string')
     return Outcome("raised", error_type=kind, error_message=text, traceback=trace)
+
+
+def refusal_of(message: Mapping[str, Any], seq: int) -> str | None:
+    """What a per-case command's ``refused`` document says, in words, or None when the
+    message is no refusal; raises ProtocolError when it is a malformed one.
+
+    ``{"op": "refused", "protocol": N, "reason": "..."}``: the command cannot speak the
+    version the request offered; ``protocol`` is the version it speaks, ``reason`` is
+    optional, ``seq`` may be left out but if present must be the request's."""
+    if message.get("op") != "refused":
+        return None
+    extra = sorted(set(message) - {"op", "seq", "protocol", "reason"})
+    if extra:
+        raise ProtocolError(f"unexpected key {extra[0]!r} in a refusal")
+    if "seq" in message and (type(message["seq"]) is not int or message["seq"] != seq):
+        got = snippet(message.get("seq"))
+        raise ProtocolError(f"the refusal carries seq {got}, but seq {seq} was asked")
+    speaks, why = message.get("protocol"), message.get("reason", "")
+    if type(speaks) is not int:
+        raise ProtocolError("a refusal needs the integer protocol version the command speaks")
+    if type(why) is not str:
+        raise ProtocolError('a refusal\'s "reason" must be a string')
+    text = (
+        f"the command refused protocol version {PROTOCOL_VERSION}: it speaks version "
+        f"{speaks} (docs/protocol.md)"
+    )
+    return f"{text}: {clip(why)}" if why.strip() else text
 
 
 def seq_of(message: Mapping[str, Any]) -> int | None:

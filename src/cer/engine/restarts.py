@@ -1,0 +1,108 @@
+"""Restarts of a run's long-lived process (a Python worker, a command harness) after it
+was lost.
+
+A lost process costs the case it was running, never the cases after it: each of them
+still gets its own try on a new process. Restarts that follow each other with no case
+answered between them wait a little first, longer each time (so that a cause outside
+the case, a full process table say, can pass), within a budget sized from the run: at
+most :data:`WAIT_PER_CASE` per case of the run and :data:`WAIT_CAP` in all, and never
+more than the restarts themselves took to start, so that a process that crashes at once
+on every case costs a small multiple of its start-up, not a fixed wait per case. Once
+the budget is spent, restarts no longer wait. The run's notes say how many restarts
+there were and the time they took (:meth:`Restarts.note`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = [
+    "BACKOFF_FIRST",
+    "BACKOFF_MAX",
+    "START_ATTEMPTS",
+    "WAIT_CAP",
+    "WAIT_PER_CASE",
+    "Restarts",
+]
+
+BACKOFF_FIRST = 0.05
+"""Seconds waited before the second restart in a row; each one after waits twice as long."""
+BACKOFF_MAX = 1.0
+"""The longest single wait before a restart."""
+WAIT_PER_CASE = 0.05
+"""Seconds of waiting between restarts allowed per case of the run."""
+WAIT_CAP = 10.0
+"""Seconds of waiting between restarts allowed in a whole run, however many cases."""
+START_ATTEMPTS = 3
+"""Failed starts in a row (the process could not be started again, or could not load
+the implementation again) after which it truly cannot be started: the cases left are
+then errored ``not run`` with the cause."""
+
+_SLICE = 0.05
+"""The longest sleep between two checks for cancellation while waiting to restart."""
+
+
+class Restarts:
+    """How often one run restarted its process, the time that took, and the backoff."""
+
+    def __init__(self, what: str, cases: int) -> None:
+        self.what = what
+        """What is restarted, as the note names it: ``the harness``, ``a worker``."""
+        self.count = 0
+        self.starting = 0.0
+        """Seconds spent starting the restarted processes (up to their handshake)."""
+        self.waited = 0.0
+        """Seconds spent waiting before restarts."""
+        self.budget = min(WAIT_CAP, WAIT_PER_CASE * max(1, cases))
+        """The most this run waits before restarts, in all."""
+        self.failed_starts = 0
+        """Restarts in a row that could not start the process."""
+
+    def delay(self, in_a_row: int) -> float:
+        """How long to wait before the restart that follows ``in_a_row`` losses with no
+        case answered between them: nothing after one; then :data:`BACKOFF_FIRST`,
+        doubling up to :data:`BACKOFF_MAX`; never past what is left of the budget, nor
+        past the time the restarts so far took to start."""
+        if in_a_row < 2:
+            return 0.0
+        wanted: float = min(BACKOFF_FIRST * 2.0 ** (in_a_row - 2), BACKOFF_MAX)
+        return max(0.0, min(wanted, self.budget - self.waited, self.starting - self.waited))
+
+    def take_delay(self, in_a_row: int) -> float:
+        """:meth:`delay`, counted as waited (for a caller that waits without blocking)."""
+        delay = self.delay(in_a_row)
+        self.waited += delay
+        return delay
+
+    def wait(self, in_a_row: int, check_cancel: Callable[[], None]) -> None:
+        """Wait :meth:`delay` seconds, checking for cancellation meanwhile."""
+        until = time.monotonic() + self.take_delay(in_a_row)
+        while True:
+            check_cancel()
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, _SLICE))
+
+    def started(self, seconds: float) -> None:
+        """One restart, which took ``seconds`` to start the process (failed or not)."""
+        self.count += 1
+        self.starting += max(0.0, seconds)
+
+    def note(self) -> str | None:
+        """The run's note about its restarts, or None when there were none."""
+        if not self.count:
+            return None
+        times = "time" if self.count == 1 else "times"
+        text = (
+            f"{self.what} was started again {self.count} {times} after it was lost or killed "
+            f"({self.starting:.2f} s starting it again, {self.waited:.2f} s waiting "
+            "between restarts); every case after a lost one still got its own try"
+        )
+        if self.waited >= self.budget > 0:
+            text += (
+                f" (the {self.budget:g} s allowed for waiting was used up: later "
+                "restarts did not wait)"
+            )
+        return text
