@@ -337,6 +337,7 @@ class CerPlugin:
         self.replaced: tuple[str, ...] = ()
         self.session: pytest.Session | None = None
         self._listed_cache: dict[Path, tuple[Suite, RunOptions] | None] = {}
+        self._case_names: dict[str, frozenset[str]] = {}
         # The last word on the exit code, even if this plugin's hooks are unregistered.
         config.add_cleanup(self.enforce)
 
@@ -419,7 +420,9 @@ class CerPlugin:
         """The baseline's entry for case ``name`` of ``suite`` run with ``options``."""
         if self.baseline is None:
             return None
-        names = frozenset(each.name for each in suite.cases)
+        names = self._case_names.get(str(suite.path))
+        if names is None:
+            names = self._case_names[str(suite.path)] = frozenset(c.name for c in suite.cases)
         aliases = (options.impl, short_label(options.kind, options.impl))
         return self.baseline.entry_for(name, names, aliases)
 
