@@ -229,6 +229,48 @@ def test_a_conftest_cannot_turn_cer_verdict_into_a_pass(tmp_path: Path, name: st
         assert "3 cases: 1 passed, 1 failed, 1 errored" in out
 
 
+LATE_CONFTEST = """
+import pytest
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session):
+    yield
+    session.exitstatus = 0
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    pass
+"""
+
+
+def test_a_conftest_beside_the_suite_loaded_after_the_plugin_is_caught(tmp_path: Path) -> None:
+    """A conftest.py in the suite's folder is registered during collection, after the
+    plugin, so its hooks wrap the plugin's: its lowered exit code still does not hold."""
+    spec = tmp_path / "spec"
+    spec.mkdir()
+    (spec / "conftest.py").write_text(LATE_CONFTEST, encoding="utf-8")
+    (spec / "evals.toml").write_text(CONFTEST_SUITE, encoding="utf-8")
+    (tmp_path / "doubling_impl.py").write_text(CONFTEST_IMPL, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", *NO_TEST_PLUGINS, "-p", "no:cacheprovider",
+            "spec/evals.toml", "--cer-impl", "doubling_impl:double", "--cer-path", ".",
+        ],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "spec/evals.toml::bad: pytest's report says passed" in out
+
+
 def test_under_xdist_the_controller_holds_the_reports_against_cer(tmp_path: Path) -> None:
     done = _conftest_session(tmp_path, CONFTESTS["makereport-wrapper"], "-n", "2")
     out = done.stdout + done.stderr
