@@ -180,7 +180,8 @@ def run_action(env: Mapping[str, str], python: str = sys.executable, cwd: str | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cer.cli.github_action``: the action's run step."""
+    """``python -I -m cer.cli.github_action``: the action's run step, started by
+    cer's own interpreter, isolated (see :func:`cer_command`)."""
     return run_action(os.environ)
 
 
