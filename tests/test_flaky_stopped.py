@@ -4,9 +4,13 @@ run of the same code does not mark it flaky."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from cer.cli.commands import main
 from cer.frontend import record_run
 from cer.history.database import History
 from cer.model import Status
@@ -44,3 +48,19 @@ def test_cases_a_stopped_run_left_out_are_not_flaky(module: Module, tmp_path: Pa
             full, run_id="f" * 32, results=(*full.results[:3], changed, full.results[4])
         )
         assert record_run(history, again, suite) == frozenset({"c3"})
+
+
+def test_cer_run_x_then_a_full_run_marks_nothing_flaky(
+    module: Module, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = module.suite(f'commonsformat_evals = "0.2"\ntarget = "t"\n\n{SUITE}')
+    name = module.impl(IMPL)
+    history = str(tmp_path / "history.sqlite")
+    common = [str(path), "--impl", f"{name}:double", "--history", history, "--format", "json"]
+    assert main(["run", *common, "-x", "-j", "1"]) == 1
+    stopped = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in stopped["results"]][2:] == ["skipped"] * 3
+    assert main(["run", *common]) == 1
+    full = json.loads(capsys.readouterr().out)
+    assert full["flaky"] == []
+    assert not any(r.get("flaky") for r in full["results"])
