@@ -13,7 +13,6 @@ difference (docs/pytest.md, "When a report is not cer's verdict")."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import FunctionType
@@ -176,8 +175,3 @@ class Pinned:
             if vars(owner).get(name) is not function:
                 out.append(f"{where}.{name}")
         return tuple(out)
-
-
-def module_of(name: str) -> object:
-    """The module ``name`` as imported (to pin its functions)."""
-    return sys.modules[name]
