@@ -155,6 +155,11 @@ import cer.pytest_plugin as plugin
 plugin.CaseItem.setup = lambda self: None
 plugin.CaseItem.runtest = lambda self: None
 """,
+    "patched-judge": """
+import cer.judge.compare as compare
+
+compare.compare = lambda *args, **kwargs: []
+""",
     "exit-status": """
 import pytest
 
@@ -218,9 +223,12 @@ def test_a_conftest_cannot_turn_cer_verdict_into_a_pass(tmp_path: Path, name: st
     assert "cer: reports overruled" in out, out
     assert "cer's verdict stands and the session fails" in out
     if name == "patched-plugin":
-        assert "the plugin's CaseItem.runtest was replaced at run time" in out
+        assert "cer's CaseItem.runtest was replaced at run time" in out
         said = "evals.toml::good: pytest's report says passed (as logged)"
         assert f"{said}, cer's verdict is error" in out
+    elif name == "patched-judge":
+        assert "cer's cer.judge.compare.compare was replaced at run time" in out
+        return
     else:
         assert "evals.toml::bad: pytest's report says" in out
         assert "cer's verdict is failed" in out

@@ -729,7 +729,7 @@ class CerPlugin:
         for each in self.found:
             terminalreporter.write_line(for_terminal(f"  {each.text()}", multiline=False))
         for name in self.replaced:
-            terminalreporter.write_line(f"  the plugin's {name} was replaced at run time")
+            terminalreporter.write_line(f"  cer's {name} was replaced at run time")
         terminalreporter.write_line(
             "cer: the session fails (exit 1). Against code you do not trust, run the "
             "suite with `cer run` (docs/pytest.md)."
@@ -1043,6 +1043,12 @@ _PINNED = Pinned.of(
         outcomes,
         suite_module,
         sys.modules[__name__],
+        # what decides the verdict the plugin holds the reports against
+        sys.modules["cer.engine.runner"],
+        sys.modules["cer.engine.execution"],
+        sys.modules["cer.judge.compare"],
+        sys.modules["cer.judge.verdict"],
     )
 )
-"""The plugin's functions as imported, before any conftest.py: see :class:`Pinned`."""
+"""The plugin's functions, and those of the runner and the judge, as imported before
+any conftest.py: see :class:`Pinned`."""
