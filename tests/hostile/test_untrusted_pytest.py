@@ -279,12 +279,29 @@ def test_a_conftest_beside_the_suite_loaded_after_the_plugin_is_caught(tmp_path:
     assert "spec/evals.toml::bad: pytest's report says passed" in out
 
 
+IN_THE_WORKERS = """
+import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # where the controller does not look
+    import cer.judge.compare as compare
+
+    compare.unit_of = lambda base: None
+"""
+
+
+@pytest.mark.slow(reason="a pytest session with two xdist workers, each starting pytest")
 def test_under_xdist_the_controller_holds_the_reports_against_cer(tmp_path: Path) -> None:
-    done = _conftest_session(tmp_path, CONFTESTS["makereport-wrapper"], "-n", "2")
+    """The controller holds the workers' reports against the workers' runs, and hears
+    of a function a conftest replaced only in the workers."""
+    conftest = CONFTESTS["makereport-wrapper"] + IN_THE_WORKERS
+    done = _conftest_session(tmp_path, conftest, "-n", "2")
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
-    assert "evals.toml::bad: pytest's report says passed" in out
+    assert "evals.toml::bad: pytest's report says passed (as logged), cer's verdict is failed" in (
+        out
+    )
     assert "cer's verdict stands and the session fails" in out
+    assert "cer's cer.judge.compare.unit_of in xdist worker gw" in out
 
 
 def test_junit_shows_the_overruled_report_on_its_item(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ name (``skip``, ``xfail``, ``timeout``…), so that a tag never changes how pyte
 a case."""
 _NOT_RUN = "not run: the run stopped before this case (-x, --maxfail or --sw)"
 _WORKEROUTPUT_KEY = "cer_runs"
+_REPLACED_KEY = "cer_replaced"
 _ENTRY_IMPL_KEYS = tuple(kind.config_key for kind in KINDS.values())
 _INCOMPLETE = 3
 """The exit code of a session whose cases cer skipped: ``cer run``'s own for an
@@ -335,6 +336,7 @@ class CerPlugin:
         """The items whose teardown report already says their reports are not cer's."""
         self.found: list[Mismatch] = []
         self.replaced: tuple[str, ...] = ()
+        self.replaced_in_workers: tuple[str, ...] = ()
         self.session: pytest.Session | None = None
         self._listed_cache: dict[Path, tuple[Suite, RunOptions] | None] = {}
         self._case_names: dict[str, frozenset[str]] = {}
@@ -687,11 +689,28 @@ class CerPlugin:
         """Hold the session's reports against cer's verdict once every item ran (in
         the process that reports: without xdist, or its controller)."""
         self.session = session
-        if hasattr(self.config, "workerinput") or not self.logged:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            # A worker's own conftest.py may patch what the controller cannot see.
+            workeroutput[_REPLACED_KEY] = json.dumps(_PINNED.replaced())
+            return
+        if not self.logged:
             return
         self.found = self.check_reports()
-        self.replaced = _PINNED.replaced()
+        self.replaced = _PINNED.replaced() + self.replaced_in_workers
         self.enforce()
+
+    @pytest.hookimpl(optionalhook=True, specname="pytest_testnodedown")
+    def pytest_testnodedown_replaced(self, node: Any, error: Any) -> None:
+        """What an xdist worker found replaced of cer's functions."""
+        output = getattr(node, "workeroutput", None) or {}
+        try:
+            names = json.loads(output.get(_REPLACED_KEY) or "[]")
+        except ValueError:
+            names = ["the record of what the worker found replaced"]
+        worker = str(getattr(getattr(node, "gateway", None), "id", None) or "a worker")
+        found = tuple(f"{name} in xdist worker {worker}" for name in map(str, names))
+        self.replaced_in_workers += found
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_enforce(
@@ -715,7 +734,7 @@ class CerPlugin:
             return
         if not (self.found or self.replaced):
             self.found = self.check_reports(terminal=False)
-            self.replaced = _PINNED.replaced()
+            self.replaced = _PINNED.replaced() + self.replaced_in_workers
         if (self.found or self.replaced) and session.exitstatus in _OVERRULED:
             session.exitstatus = _TESTS_FAILED
 
