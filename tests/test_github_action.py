@@ -121,8 +121,8 @@ def test_the_command_is_split_never_run_through_a_shell() -> None:
         args="--case 'tabs-*' -j 2",
     )
     command = cer_command(inputs, python="python3")
-    assert command[:5] == ["python3", "-m", "cer.cli", "run", "evals.toml; rm -rf /"]
-    assert command[5:7] == ["--impl-cmd", "node calc.mjs --x '$(whoami)'"]
+    assert command[:6] == ["python3", "-I", "-m", "cer.cli", "run", "evals.toml; rm -rf /"]
+    assert command[6:8] == ["--impl-cmd", "node calc.mjs --x '$(whoami)'"]
     assert command[-3:] == ["tabs-*", "-j", "2"]
     assert "--report" in command and "markdown=cer-reports/cer-summary.md" in command
     with pytest.raises(InputError):
@@ -144,5 +144,42 @@ def test_action_yml_hands_every_input_to_the_script_through_the_environment() ->
     # no input is pasted into a script's text, where it could inject shell commands
     for script in re.findall(r"run: \|\n((?:        .*\n)+)|run: (.*)", text):
         assert "${{" not in "".join(script)
-    assert "python -m cer.cli.github_action" in text
+    assert '"$CER_PYTHON" -I -m cer.cli.github_action' in text
     assert "actions/upload-artifact@v4" in text
+
+
+def _run_scripts(text: str) -> list[str]:
+    """The shell text of every ``run:`` of action.yml."""
+    scripts = []
+    for block, line in re.findall(r"run: \|\n((?:        .*\n)+)|run: (.*)", text):
+        line = line.strip()
+        if len(line) > 1 and line[0] == line[-1] == "'":
+            line = line[1:-1]  # a YAML single-quoted scalar
+        scripts.append(block or line)
+    return scripts
+
+
+def test_every_python_the_action_starts_is_cer_own_and_isolated() -> None:
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    scripts = "\n".join(_run_scripts(text))
+    pythons = r'(?i)(?:^|[\s(;&|])("?[^\s=]*python"?)\s+(\S+)'
+    starts = re.findall(pythons + r"(?: -\S+)* -m (\S+)", scripts)
+    assert {module for *_, module in starts} == {"venv", "pip", "cer.cli.github_action"}
+    words = re.findall(pythons, scripts)
+    assert len(words) == 4
+    for python, first in words:
+        assert first == "-I", f"{python} starts without -I: {scripts}"
+    # cer lives in an environment of its own outside the workspace
+    assert "CER_VENV: ${{ runner.temp }}/cer-venv" in text
+    assert "working-directory: ${{ runner.temp }}" in text
+    assert "CER_PYTHON: ${{ steps.install.outputs.python }}" in text
+
+
+def test_action_yml_is_plain_yaml_a_runner_reads() -> None:
+    """A plain (unquoted) YAML value may not hold ``: ``: GitHub refuses such a file."""
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        key, sep, value = line.strip().partition(": ")
+        if not sep or key.startswith(("#", "-")) or value.startswith(("'", '"', "|", ">")):
+            continue
+        assert ": " not in value, f"action.yml:{number}: quote the value: {line.strip()}"

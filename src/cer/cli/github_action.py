@@ -89,12 +89,17 @@ def report_paths(inputs: ActionInputs) -> dict[str, Path]:
 
 def cer_command(inputs: ActionInputs, python: str = sys.executable) -> list[str]:
     """The ``cer run`` command line for these inputs (split like a shell, never run
-    through one). ``args`` go last, so they can add to or override the rest."""
+    through one). ``args`` go last, so they can add to or override the rest.
+
+    ``python`` is this script's own interpreter (cer's environment), started isolated
+    (``-I``): it runs in the workspace, and without ``-I`` the workspace would come
+    first on its path, where a committed ``cer`` package or a module named like one
+    cer imports (``json.py``) would run in place of cer, unconfined."""
     try:
         extra = shlex.split(inputs.args)
     except ValueError as exc:
         raise InputError(f"cannot split args {inputs.args!r}: {exc}") from None
-    command = [python, "-m", "cer.cli", "run"]
+    command = [python, "-I", "-m", "cer.cli", "run"]
     if inputs.suite:
         command.append(inputs.suite)
     if inputs.impl:
@@ -175,7 +180,8 @@ def run_action(env: Mapping[str, str], python: str = sys.executable, cwd: str | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cer.cli.github_action``: the action's run step."""
+    """``python -I -m cer.cli.github_action``: the action's run step, started by
+    cer's own interpreter, isolated (see :func:`cer_command`)."""
     return run_action(os.environ)
 
 

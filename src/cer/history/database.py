@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cer.coverage import CoverageFigures
+from cer.engine.options import STOPPED
 from cer.history.access import Access
 from cer.history.budget import DEFAULT_HISTORY_MAX_MB, MAX_AGE_DAYS, stored_cases
 from cer.history.gaps import clear_gap, mark_gap, ran_whole_suite
@@ -948,9 +949,13 @@ class History:
     ) -> tuple[FlakyCase, ...]:
         """Cases whose status changed between runs with the same implementation id and
         the same suite hash. A case that was not run for not being selected (deselected,
-        or in another shard) does not count: it says nothing."""
-        clauses = ["NOT (e.status = 'skipped' AND COALESCE(e.reason, '') IN (?, ?))"]
-        params: list[Any] = list(NOT_SELECTED)
+        or in another shard), or not reached because the run stopped (``-x``,
+        ``--max-fail``), does not count: it says nothing about the code."""
+        clauses = [
+            "NOT (e.status = 'skipped' AND COALESCE(e.reason, '') IN (?, ?))",
+            "NOT (e.status = 'skipped' AND substr(COALESCE(e.reason, ''), 1, ?) = ?)",
+        ]
+        params: list[Any] = [*NOT_SELECTED, len(STOPPED), STOPPED]
         if implementation_id is not None:
             clauses.append("r.implementation_id = ?")
             params.append(implementation_id)

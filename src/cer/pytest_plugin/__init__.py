@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import warnings
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,19 @@ from cer.engine.workerproc import WarmWorkers
 from cer.history.database import History, default_history_path
 from cer.history.records import NOT_SELECTED, HistoryError
 from cer.labels import short_label
-from cer.model import Case, RunResult, Status, Suite
+from cer.model import Case, CaseResult, RunResult, Status, Suite
+from cer.pytest_plugin import outcomes
+from cer.pytest_plugin import suite as suite_module
+from cer.pytest_plugin.outcomes import (
+    Logged,
+    Mismatch,
+    Outcome,
+    Pinned,
+    expected_outcome,
+    mismatch_text,
+    mismatches_of,
+    terminal_phases,
+)
 from cer.pytest_plugin.suite import (
     CaseErrored,
     CaseFailed,
@@ -57,6 +70,7 @@ from cer.pytest_plugin.suite import (
 from cer.results import serialize
 from cer.results.baseline import (
     Baseline,
+    BaselineEntry,
     BaselineError,
     check_run,
     load_baseline,
@@ -73,12 +87,21 @@ name (``skip``, ``xfail``, ``timeout``…), so that a tag never changes how pyte
 a case."""
 _NOT_RUN = "not run: the run stopped before this case (-x, --maxfail or --sw)"
 _WORKEROUTPUT_KEY = "cer_runs"
+_REPLACED_KEY = "cer_replaced"
 _ENTRY_IMPL_KEYS = tuple(kind.config_key for kind in KINDS.values())
 _INCOMPLETE = 3
 """The exit code of a session whose cases cer skipped: ``cer run``'s own for an
 incomplete run."""
 _BATCHED = ("worksteal", "loadgroup")
 """The xdist modes that hand a process the cases of a suite in several batches."""
+_TESTS_FAILED = 1
+_OVERRULED_HEAD = (
+    "cer: pytest's reports are not cer's verdict: a conftest.py or another plugin "
+    "changed them; cer's verdict stands and the session fails"
+)
+_OVERRULED = (0, _INCOMPLETE, 5)
+"""The exit codes a session whose reports are not cer's verdict never keeps: pytest's
+success, the incomplete run's, and no tests collected; it exits 1 instead."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -306,6 +329,19 @@ class CerPlugin:
             if arg.split("::", 1)[0].endswith(".toml")
         }
         self.baseline = self.read_baseline()
+        self.case_items: dict[str, tuple[Path, str]] = {}
+        """Each collected cer item's node id: its suite's path and its case."""
+        self.logged: dict[str, Logged] = {}
+        self.flagged: set[str] = set()
+        """The items whose teardown report already says their reports are not cer's."""
+        self.found: list[Mismatch] = []
+        self.replaced: tuple[str, ...] = ()
+        self.replaced_in_workers: tuple[str, ...] = ()
+        self.session: pytest.Session | None = None
+        self._listed_cache: dict[Path, tuple[Suite, RunOptions] | None] = {}
+        self._case_names: dict[str, frozenset[str]] = {}
+        # The last word on the exit code, even if this plugin's hooks are unregistered.
+        config.add_cleanup(self.enforce)
 
     # the baseline
 
@@ -368,13 +404,8 @@ class CerPlugin:
         that passes is an XPASS(strict) failure (a stale entry); one failing with the
         other status fails, since the xfail expects only its status's exception
         (:class:`CaseFailed` in the call, :class:`CaseErrored` in the setup)."""
-        if self.baseline is None:
-            return None
-        names = frozenset(each.name for each in state.suite.cases)
-        options = state.options
-        aliases = (options.impl, short_label(options.kind, options.impl))
-        entry = self.baseline.entry_for(case.name, names, aliases)
-        if entry is None:
+        entry = self.listed(case.name, state.suite, state.options)
+        if entry is None or self.baseline is None:
             return None
         raises = CaseFailed if entry.status == "fail" else CaseErrored
         where = self.shown(str(self.baseline.path)) + (f":{entry.line}" if entry.line else "")
@@ -386,6 +417,16 @@ class CerPlugin:
                 f"known {entry.status} ({where}): {entry.reason}{link}", multiline=False
             ),
         )
+
+    def listed(self, name: str, suite: Suite, options: RunOptions) -> BaselineEntry | None:
+        """The baseline's entry for case ``name`` of ``suite`` run with ``options``."""
+        if self.baseline is None:
+            return None
+        names = self._case_names.get(str(suite.path))
+        if names is None:
+            names = self._case_names[str(suite.path)] = frozenset(c.name for c in suite.cases)
+        aliases = (options.impl, short_label(options.kind, options.impl))
+        return self.baseline.entry_for(name, names, aliases)
 
     # collection
 
@@ -547,6 +588,178 @@ class CerPlugin:
             return 0
         return max(1, maxfail - session.testsfailed)
 
+    # cer's verdict against pytest's reports
+
+    def case_of(self, nodeid: str) -> tuple[Path, str] | None:
+        """The suite and case of a cer item's node id: from this process's collection,
+        else (an xdist controller, which collects nothing) read from the id, for a
+        suite this session names."""
+        known = self.case_items.get(nodeid)
+        if known is not None:
+            return known
+        path, sep, name = nodeid.partition("::")
+        if not sep or not name or not path.endswith(".toml"):
+            return None
+        suites = self.explicit | set(self.entries)
+        for base in (self.config.rootpath, self.config.invocation_params.dir):
+            candidate = (base / path).resolve()
+            if candidate in suites:
+                return candidate, name
+        return None
+
+    def listed_status(self, path: Path, name: str) -> str | None:
+        """The status the baseline lists for a case, when pytest applies its xfail."""
+        if (
+            self.baseline is None
+            or self.config.getoption("runxfail", False)
+            or not self.config.pluginmanager.has_plugin("skipping")
+        ):
+            return None
+        state = self.states.get(path)
+        if state is not None:
+            found: tuple[Suite, RunOptions] | None = (state.suite, state.options)
+        else:
+            if path not in self._listed_cache:
+                try:
+                    self._listed_cache[path] = (load_suite(path), self.options_for(path))
+                except (SuiteError, UsageError):
+                    self._listed_cache[path] = None
+            found = self._listed_cache[path]
+        if found is None:
+            return None
+        entry = self.listed(name, *found)
+        return entry.status if entry is not None else None
+
+    def expected(self, key: tuple[Path, str], ran: dict[tuple[Path, str], CaseResult]) -> Outcome:
+        """The outcome cer's verdict gives an item: from this process's run of its
+        suite, else from the runs of the xdist workers (``ran``)."""
+        path, name = key
+        state = self.states.get(path)
+        if state is not None:
+            result, failure = state.results.get(name), state.failures.get(name)
+        else:
+            result, failure = ran.get(key), None
+        return expected_outcome(result, failure, self.listed_status(path, name))
+
+    def check_reports(self, *, terminal: bool = True) -> list[Mismatch]:
+        """Every cer item whose reports (as logged, as they are now, as the terminal
+        counted them) are not cer's verdict."""
+        ran: dict[tuple[Path, str], CaseResult] = {}
+        if not self.states:
+            for run in self.session_runs():
+                where = Path(run.suite_path).resolve()
+                for result in run.results:
+                    if not (result.status is Status.SKIPPED and result.reason == "deselected"):
+                        ran[(where, result.case_name)] = result
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter") if terminal else None
+        stats = getattr(reporter, "stats", None)
+        counted = terminal_phases(stats, set(self.logged)) if isinstance(stats, dict) else None
+        found = []
+        for nodeid, logged in self.logged.items():
+            key = self.case_of(nodeid)
+            if key is None:
+                continue
+            shown = None if counted is None else counted.get(nodeid, {})
+            found.extend(mismatches_of(nodeid, self.expected(key, ran), logged, shown))
+        return found
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Note what each phase of a cer item reports as it is logged; at its teardown,
+        where this process ran its case, fail the teardown when the item's reports are
+        not cer's verdict (so the terminal and JUnit XML show it on the item)."""
+        key = self.case_of(report.nodeid)
+        if key is None:
+            return
+        if report.when in outcomes.PHASES:
+            logged = self.logged.setdefault(report.nodeid, Logged())
+            logged.phases[report.when] = outcomes.phase_outcome(report)
+            logged.reports[report.when] = report
+            return
+        if report.when != "teardown" or key[0] not in self.states:
+            return
+        if report.nodeid in self.flagged or report.nodeid not in self.logged:
+            return
+        found = mismatches_of(report.nodeid, self.expected(key, {}), self.logged[report.nodeid])
+        if found:
+            self.flagged.add(report.nodeid)
+            report.outcome = "failed"
+            report.longrepr = for_terminal(f"{_OVERRULED_HEAD}\n{mismatch_text(found)}")
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_check(self, session: pytest.Session) -> None:
+        """Hold the session's reports against cer's verdict once every item ran (in
+        the process that reports: without xdist, or its controller)."""
+        self.session = session
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            # A worker's own conftest.py may patch what the controller cannot see.
+            workeroutput[_REPLACED_KEY] = json.dumps(_PINNED.replaced())
+            return
+        if not self.logged:
+            return
+        self.found = self.check_reports()
+        self.replaced = _PINNED.replaced() + self.replaced_in_workers
+        self.enforce()
+
+    @pytest.hookimpl(optionalhook=True, specname="pytest_testnodedown")
+    def pytest_testnodedown_replaced(self, node: Any, error: Any) -> None:
+        """What an xdist worker found replaced of cer's functions."""
+        output = getattr(node, "workeroutput", None) or {}
+        try:
+            names = json.loads(output.get(_REPLACED_KEY) or "[]")
+        except ValueError:
+            names = ["the record of what the worker found replaced"]
+        worker = str(getattr(getattr(node, "gateway", None), "id", None) or "a worker")
+        found = tuple(f"{name} in xdist worker {worker}" for name in map(str, names))
+        self.replaced_in_workers += found
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_enforce(
+        self, session: pytest.Session
+    ) -> Generator[None, object, object]:
+        """Around every other ``pytest_sessionfinish``: one that lowers the exit code
+        after :meth:`pytest_sessionfinish_check` does not keep it."""
+        self.session = session
+        try:
+            return (yield)
+        finally:
+            self.enforce()
+
+    def enforce(self) -> None:
+        """A session whose reports are not cer's verdict, or whose plugin code was
+        replaced, exits 1 (never 0, 3 or 5). Checked again at each late point
+        (after the session's finish, at unconfigure, at the config's cleanup), as a
+        hook of another plugin may change the exit code after this one did."""
+        session = self.session
+        if session is None or hasattr(self.config, "workerinput") or not self.logged:
+            return
+        if not (self.found or self.replaced):
+            self.found = self.check_reports(terminal=False)
+            self.replaced = _PINNED.replaced() + self.replaced_in_workers
+        if (self.found or self.replaced) and session.exitstatus in _OVERRULED:
+            session.exitstatus = _TESTS_FAILED
+
+    @pytest.hookimpl(tryfirst=True, specname="pytest_terminal_summary")
+    def pytest_terminal_summary_overruled(self, terminalreporter: Any) -> None:
+        """Name the items whose reports are not cer's verdict, and replaced code."""
+        if not (self.found or self.replaced):
+            return
+        terminalreporter.section("cer: reports overruled", red=True)
+        terminalreporter.write_line(_OVERRULED_HEAD)
+        for each in self.found:
+            terminalreporter.write_line(for_terminal(f"  {each.text()}", multiline=False))
+        for name in self.replaced:
+            terminalreporter.write_line(f"  cer's {name} was replaced at run time")
+        terminalreporter.write_line(
+            "cer: the session fails (exit 1). Against code you do not trust, run the "
+            "suite with `cer run` (docs/pytest.md)."
+        )
+
     # reporting
 
     def process_runs(self) -> list[RunResult]:
@@ -561,6 +774,7 @@ class CerPlugin:
     def pytest_unconfigure(self) -> None:
         if self.warm is not None:
             self.warm.close()
+        self.enforce()
 
     def adopt(self) -> None:
         """Adopt orphans before the first cer run, as ``cer run`` does (pytest is no
@@ -743,6 +957,7 @@ class SuiteFile(pytest.File):
         plugin.states[self.path.resolve()] = state
         for case in suite.cases:
             item = CaseItem.from_parent(self, name=case.name, case=case, state=state)
+            plugin.case_items[item.nodeid] = (self.path.resolve(), case.name)
             for text in dict.fromkeys((case.category, case.case_class, *case.tags)):
                 item.add_marker(plugin.marker_for(text))
             known = plugin.known_failure(case, state)
@@ -850,3 +1065,26 @@ def _pytest_selection(config: pytest.Config) -> str:
         if value:
             words.append(f"{option} {value!r}")
     return " ".join(words)
+
+
+_PINNED = Pinned.of(
+    (
+        CerPlugin,
+        SuiteFile,
+        CaseItem,
+        suite_module.SuiteState,
+        outcomes.Logged,
+        outcomes.Mismatch,
+        outcomes.Pinned,
+        outcomes,
+        suite_module,
+        sys.modules[__name__],
+        # what decides the verdict the plugin holds the reports against
+        sys.modules["cer.engine.runner"],
+        sys.modules["cer.engine.execution"],
+        sys.modules["cer.judge.compare"],
+        sys.modules["cer.judge.verdict"],
+    )
+)
+"""The plugin's functions, and those of the runner and the judge, as imported before
+any conftest.py: see :class:`Pinned`."""

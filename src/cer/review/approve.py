@@ -30,6 +30,7 @@ import tomlkit
 from tomlkit.items import AoT, Comment, Table, Trivia, Whitespace
 
 from cer.history.records import ApprovalEvent
+from cer.judge.compare import operator_of
 from cer.model import ARRAY_TO_CASE_CLASS, Case
 from cer.review.derive import Draft
 from cer.review.drafts import (
@@ -50,6 +51,7 @@ __all__ = [
     "case_fields_of",
     "discard_draft",
     "insert_case",
+    "operator_spelled",
 ]
 
 
@@ -88,6 +90,28 @@ def approver_name(explicit: str | None = None, *, cwd: Path | None = None) -> st
         return "unknown"
 
 
+def operator_spelled(observed: Mapping[str, Any]) -> str | None:
+    """Why ``observed`` cannot become an expectation as it stands, or None: a key the
+    implementation reported that is spelled like an operator of an expect table
+    (``output_contains``, ``x_max``, ``error_includes``, ``has_fields``: any name
+    :func:`~cer.judge.compare.operator_of` knows). Written into the suite, such a key
+    is judged as that operator for every implementation that does not report the key
+    itself (``output`` containing ``""``), a check weaker than equality with what was
+    observed; the format has no way to write it as a literal key, so it is refused."""
+    for key in observed:
+        found = operator_of(key) if type(key) is str else None
+        if found is not None:
+            operator, base = found
+            applied = f" to {base!r}" if base else ""
+            return (
+                f"the observed key {key!r} is spelled like the operator {operator.name!r}: "
+                f"in the suite it would be judged as that operator{applied}, a weaker "
+                "check than equality with what was observed; write the expectation "
+                "in the drafts file by hand"
+            )
+    return None
+
+
 def case_fields_of(draft: Draft, *, use_observed: bool) -> dict[str, Any]:
     """The case an approved draft becomes, in suite key order; ApprovalError when the
     draft is not complete enough to be a case."""
@@ -103,6 +127,9 @@ def case_fields_of(draft: Draft, *, use_observed: bool) -> dict[str, Any]:
                 f"draft {draft.name!r} carries no observed value{note}; "
                 "run `cer derive --impl ...` first"
             )
+        refused = operator_spelled(draft.observed)
+        if refused is not None:
+            raise ApprovalError(f"draft {draft.name!r}: {refused}")
         expect: Mapping[str, Any] = draft.observed
     elif draft.expect:
         expect = draft.expect

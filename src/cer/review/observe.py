@@ -22,6 +22,7 @@ from cer.engine.runner import run_suite
 from cer.events import RunEvent
 from cer.judge.compare import RUNNER_OBSERVED_KEYS
 from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, RunResult, Status, Suite
+from cer.review.approve import operator_spelled
 from cer.review.derive import Draft, learn_shape
 from cer.review.drafts import not_representable, unrepresentable_note
 
@@ -82,6 +83,9 @@ def proposal_from(result: CaseResult) -> tuple[Mapping[str, Any] | None, str | N
     own = {k: v for k, v in observation.items() if k not in RUNNER_OBSERVED_KEYS}
     if not own:
         return None, "the implementation returned nothing to compare"
+    refused = operator_spelled(own)
+    if refused is not None:
+        return None, f"nothing to propose: {refused}"
     return _written(own)
 
 
