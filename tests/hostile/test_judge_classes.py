@@ -278,8 +278,8 @@ def test_nothing_to_check_is_never_a_pass(module: Module, mode: str) -> None:
             ("fields-of-nothing", "{ n = 0 }", '{ has_fields = ["key", "count"] }'),
             ("no-fields", "{ n = 1 }", "{ has_fields = [] }"),
             ("contains-nothing", "{ n = 2 }", '{ name_contains = "" }'),
-            ("unbounded", "{ n = 3 }", "{ size_max = inf }"),
-            ("unbounded-below", "{ n = 3 }", "{ size_min = -inf }"),
+            ("unbounded", "{ n = 3 }", '{ size_max = inf, self_reported = ["size"] }'),
+            ("unbounded-below", "{ n = 3 }", '{ size_min = -inf, self_reported = ["size"] }'),
             ("any-time", "{ n = 3 }", "{ size = 12, elapsed_ms_min = 0 }"),
             ("empty-error", "{ n = 4 }", '{ error_includes = "" }'),
             ("honest", "{ n = 1 }", '{ has_fields = ["key"] }'),
@@ -395,8 +395,12 @@ def test_a_one_dict_adapter_still_passes_a_named_rejection(module: Module) -> No
 # --- what only looks like a measurement is the implementation's word ---------------------
 
 REPORTED_SUITE = suite(
-    ("fast", "{ n = 1 }", "{ output = 1, latency_max = 50 }"),
-    ("slow", "{ n = 2 }", "{ output = 2, parse_duration_s_max = 0.5 }"),
+    ("fast", "{ n = 1 }", '{ output = 1, latency_max = 50, self_reported = ["latency"] }'),
+    (
+        "slow",
+        "{ n = 2 }",
+        '{ output = 2, parse_duration_s_max = 0.5, self_reported = ["parse_duration_s"] }',
+    ),
 )
 
 REPORTS_ITS_OWN_TIMES = """\
@@ -408,9 +412,9 @@ def f(n):
 def test_a_bound_on_a_reported_measurement_says_whose_word_it_is(
     module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bound on ``latency`` or ``parse_duration_s`` is compared, but the runner never
-    measured them: every report of its outcome says the implementation reported it, and
-    ``cer check`` warns before the suite runs."""
+    """A bound on ``latency`` or ``parse_duration_s`` the case declares self-reported is
+    compared, but the runner never measured them: every report of its outcome says the
+    implementation reported it, and ``cer check`` warns before the suite runs."""
     module.suite(REPORTED_SUITE)
     module.impl(REPORTS_ITS_OWN_TIMES, name="times")
     monkeypatch.chdir(module.root)
@@ -475,14 +479,14 @@ def test_only_a_name_with_a_measurement_word_is_labelled(
     module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``timeout_count`` and ``timestamp`` hold the letters of ``time`` but measure
-    nothing: neither the run nor ``cer check`` labels them, while ``parse_time`` and
-    ``HTTPLatency`` are labelled by both; a unit-suffixed key the runner does not
-    measure (``parse_time_ms``) stays errored, never merely labelled."""
+    nothing: compared as values, neither the run nor ``cer check`` labels them, while
+    ``parse_time`` and ``HTTPLatency`` are labelled by both; a unit-suffixed key the
+    runner does not measure (``parse_time_ms``) stays errored, never merely labelled."""
     keys = [*LOOKS_MEASURED, *MEASURES_NOTHING]
     module.suite(
         suite(
-            *((key, "{ n = 1 }", f'{{ output = 1, "{key}_max" = 50 }}') for key in keys),
-            ("unit", "{ n = 1 }", "{ output = 1, parse_time_ms_max = 50 }"),
+            *((key, "{ n = 1 }", f'{{ output = 1, "{key}" = 3 }}') for key in keys),
+            ("unit", "{ n = 1 }", "{ output = 1, parse_time_ms = 3 }"),
         )
     )
     returned = ", ".join(f'"{key}": 3' for key in keys)
@@ -491,12 +495,12 @@ def test_only_a_name_with_a_measurement_word_is_labelled(
     monkeypatch.chdir(module.root)
     note = "is reported by the implementation, not measured by cer"
 
-    assert main(["check", "evals.toml"]) == 0
+    assert main(["check", "evals.toml"]) == 1  # the unit-suffixed key cannot be verified
     checked = capsys.readouterr()
-    warned = {
-        line.split('"')[1] for line in (checked.out + checked.err).splitlines() if note in line
-    }
+    said = checked.out + checked.err
+    warned = {line.split('"')[1] for line in said.splitlines() if note in line}
     assert warned == set(LOOKS_MEASURED)
+    assert 'case "unit": could not verify parse_time_ms' in said
 
     main(["run", "evals.toml", "--impl", "w:f", "--no-history", "--format", "json"])
     results = {r["case_name"]: r for r in json.loads(capsys.readouterr().out)["results"]}
