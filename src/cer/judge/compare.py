@@ -894,53 +894,55 @@ def unmatched(expected: Sequence[Any], observed: Sequence[Any]) -> tuple[list[An
     Strict equality is an equivalence, so pairing each expected element with the first
     free observed one equal to it finds a full pairing when one exists. Elements are
     first sorted into buckets by :func:`_bucket`, which equal values always share, so
-    that only elements of one bucket are ever compared with each other.
+    that only elements of one bucket are ever compared with each other, and not even
+    those when the bucket says all of a value (no date-time in it, not too deep).
     """
-    free: dict[Any, list[Any]] = {}
-    for item in observed:
-        free.setdefault(_bucket(item, 0), []).append(item)
+    free: dict[Any, list[int]] = {}
+    for index, item in enumerate(observed):
+        free.setdefault(_bucket(item, 0)[0], []).append(index)
+    taken = [False] * len(observed)
     missing: list[Any] = []
     for item in expected:
-        candidates = free.get(_bucket(item, 0))
-        index = next((i for i, other in enumerate(candidates or ()) if equal(item, other)), None)
-        if candidates is None or index is None:
+        key, exact = _bucket(item, 0)
+        slots = free.get(key)
+        found = None
+        if slots:
+            found = (
+                0
+                if exact
+                else next(
+                    (at for at, index in enumerate(slots) if equal(item, observed[index])), None
+                )
+            )
+        if slots is None or found is None:
             missing.append(item)
         else:
-            del candidates[index]
-    extra = [item for item in observed if _still_free(item, free)]
+            taken[slots.pop(found)] = True
+    extra = [item for item, paired in zip(observed, taken, strict=True) if not paired]
     return missing, extra
 
 
-def _still_free(item: Any, free: dict[Any, list[Any]]) -> bool:
-    """Whether ``item`` (an observed element) was left unpaired; each unpaired element
-    is answered once, so duplicates are counted as often as they are left over."""
-    candidates = free.get(_bucket(item, 0))
-    if not candidates:
-        return False
-    for index, other in enumerate(candidates):
-        if other is item:
-            del candidates[index]
-            return True
-    return False
-
-
-def _bucket(value: Any, depth: int) -> Any:
+def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
     """A hashable summary of ``value`` that two strictly equal values always share
-    (types included: ``1``, ``1.0`` and ``True`` differ); values it cannot summarise
-    exactly (date-times, whose equality involves their offsets, and anything deeper
-    than the explained depth) share a coarse one, and the pairing compares them."""
+    (types included: ``1``, ``1.0`` and ``True`` differ), and whether it says all of
+    the value, so that sharing it is being equal. Values it cannot summarise exactly
+    (date-times, whose equality involves their offsets, and anything deeper than the
+    explained depth) share a coarse one, and the pairing compares them."""
     kind = kind_of(value)
     if kind in ("str", "int", "bool", "bytes", "None", "date"):
-        return (kind, value)
+        return (kind, value), True
     if kind == "float":
-        return (kind, "nan") if math.isnan(value) else (kind, value)
+        return ((kind, "nan") if math.isnan(value) else (kind, value)), True
     if depth >= MAX_EXPLAINED_DEPTH:
-        return (kind,)
+        return (kind,), False
     if kind == "list":
-        return (kind, tuple(_bucket(item, depth + 1) for item in value))
+        parts = [_bucket(item, depth + 1) for item in value]
+        return (kind, tuple(part for part, _ in parts)), all(exact for _, exact in parts)
     if kind == "dict" and all(type(key) is str for key in value):
-        return (kind, tuple(sorted((key, _bucket(item, depth + 1)) for key, item in value.items())))
-    return (kind,)
+        pairs = sorted((key, _bucket(item, depth + 1)) for key, item in value.items())
+        summary = tuple((key, part) for key, (part, _) in pairs)
+        return (kind, summary), all(exact for _, (_, exact) in pairs)
+    return (kind,), False
 
 
 # ----------------------------------------------------------------------------- operators
