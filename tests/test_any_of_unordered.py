@@ -218,3 +218,52 @@ def test_every_report_shows_the_new_operators_mismatches(
     assert "<script>" not in markdown and "<b>$.b</b>" not in markdown
     assert "path&#95;any&#95;of" in markdown or "path_any_of" in markdown
     assert "rows" in markdown and "any order" in markdown
+
+
+CHECKED_SUITE = """\
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "good"
+category = "functional"
+expect = { path_any_of = ["a"], rows_unordered = [] }
+
+[[cases]]
+name = "not-an-array"
+category = "functional"
+expect = { path_any_of = "a" }
+
+[[cases]]
+name = "unordered-scalar"
+category = "functional"
+expect = { rows_unordered = 3 }
+
+[[cases]]
+name = "no-choice"
+category = "functional"
+expect = { path_any_of = [] }
+
+[[cases]]
+name = "bound-of-text"
+category = "functional"
+expect = { elapsed_ms_max = "10" }
+"""
+
+
+def test_cer_check_reports_what_the_new_operators_cannot_verify(tmp_path: Any) -> None:
+    from cer.cli.check import check_suite
+
+    (tmp_path / "evals.toml").write_text(CHECKED_SUITE, encoding="utf-8")
+    report = check_suite(tmp_path / "evals.toml")
+    errors = [finding.message for finding in report.errors]
+    assert errors == [
+        "case \"not-an-array\": path_any_of: it must be an array, not str 'a' (the case would "
+        "fail whatever the implementation does)",
+        'case "unordered-scalar": rows_unordered: it must be an array, not int 3 (the case '
+        "would fail whatever the implementation does)",
+        'case "no-choice": path_any_of lists no value, so it verifies nothing (the case would '
+        "be errored)",
+        'case "bound-of-text": elapsed_ms_max: the bound must be a number, but expect gives '
+        "str '10' (the case would fail whatever the implementation does)",
+    ]

@@ -28,6 +28,7 @@ from cer.coverage import (
     read_constraints,
 )
 from cer.engine.plan import input_bounds_reason, input_facts
+from cer.judge.compare import operand_problems
 from cer.judge.verdict import (
     REPORTED_NOTE,
     contradictions,
@@ -223,6 +224,10 @@ def _expect_findings(case: Case) -> list[str]:
     found += [
         f'case "{case.name}": {why}, so it verifies nothing (the case would be errored)'
         for why in vacuous_expectations(expect)
+    ]
+    found += [
+        f'case "{case.name}": {why} (the case would fail whatever the implementation does)'
+        for why in operand_problems(expect)
     ]
     given = dict(case.input)
     if input_facts(given)[1]:

@@ -970,6 +970,10 @@ class Operator:
     """It compares nothing: it says something about the case's other keys
     (``self_reported``). :func:`compare` skips it, whatever the observation holds, and
     it never counts as an expectation that could fail."""
+    operand: Callable[[Any], str] | None = None
+    """Why a value cannot be this operator's operand (``""`` when it can), for
+    ``cer check`` to say before a run what the comparison would then report as a
+    mismatch whatever the implementation does; None: any value can."""
 
 
 def _max(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
@@ -1019,19 +1023,55 @@ other key than a measurement the runner makes cannot be verified (see
 :func:`cer.judge.verdict.unmeasured_keys`)."""
 
 
+def _number_operand(value: Any) -> str:
+    if _is_number(value) and value == value:
+        return ""
+    return f"the bound must be a number, but expect gives {describe(value)}"
+
+
+def _array_operand(value: Any) -> str:
+    return "" if kind_of(value) == "list" else f"it must be an array, not {describe(value)}"
+
+
+def _string_operand(value: Any) -> str:
+    return "" if type(value) is str else f"it must be a string, not {describe(value)}"
+
+
+def _fields_operand(value: Any) -> str:
+    if kind_of(value) == "list" and all(type(field) is str for field in value):
+        return ""
+    return f"it must be a list of strings, not {describe(value)}"
+
+
 OPERATORS: dict[str, Operator] = {
     operator.name: operator
     for operator in (
-        Operator("_max", True, _max, bound=True),
-        Operator("_min", True, _min, bound=True),
+        Operator("_max", True, _max, bound=True, operand=_number_operand),
+        Operator("_min", True, _min, bound=True, operand=_number_operand),
         Operator("_contains", True, _contains_in),
-        Operator("_any_of", True, _any_of_in),
-        Operator("_unordered", True, _unordered_in),
-        Operator("error_includes", False, _error_including),
-        Operator("has_fields", False, _having_fields),
+        Operator("_any_of", True, _any_of_in, operand=_array_operand),
+        Operator("_unordered", True, _unordered_in, operand=_array_operand),
+        Operator("error_includes", False, _error_including, operand=_string_operand),
+        Operator("has_fields", False, _having_fields, operand=_fields_operand),
         Operator(SELF_REPORTED, False, _declared, declaration=True),
     )
 }
+
+
+def operand_problems(expect: Mapping[str, Any]) -> list[str]:
+    """Each operator key of ``expect`` whose value cannot be its operand, as
+    ``key: why``: the comparison would report it as a mismatch whatever is observed
+    (unless the observation holds a key of that literal name)."""
+    found: list[str] = []
+    for key, value in expect.items():
+        operator = operator_of(key) if type(key) is str else None
+        if operator is not None and operator[0].operand is not None:
+            why = operator[0].operand(value)
+            if why:
+                found.append(f"{key}: {why}")
+    return found
+
+
 """Every operator of an expect table, by name: what :func:`is_operator_key` knows and
 :func:`compare` applies (docs/architecture.md, "Where a new X goes": "A comparison
 operator")."""
