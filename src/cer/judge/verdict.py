@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any, Literal
 
 from cer import plaindata
@@ -25,7 +26,7 @@ from cer.judge.compare import (
     operator_of,
     vacuous_bound,
 )
-from cer.judge.equality import describe, format_value, kind_of
+from cer.judge.equality import describe, format_value
 from cer.model import MISSING, Case, CaseResult, Mismatch, Status
 from cer.tracebacks import STACK_HEADING
 from cer.wire import (
@@ -453,6 +454,9 @@ rejection: a value, named in the reason so that the author sees why it is not on
 MAX_RETURNED_SHOWN = 300
 """Characters of a returned value a mismatch shows."""
 
+HINT_KEYS = 1000
+"""How many keys of a returned table the hints look through."""
+
 
 def what_came_back(
     expect: Mapping[str, Any], returned: Any, mismatches: tuple[Mismatch, ...]
@@ -479,13 +483,13 @@ def what_came_back(
             continue
         shown = format_value(returned, MAX_RETURNED_SHOWN)
         if type(returned) is dict:
-            if shown.endswith(("keys)", "key)")):  # cut: name every key it has
-                own = [format_value(k, 40) for k in returned][:20]
+            if shown.endswith(("keys)", "key)")):  # cut: name the keys it has
+                own = [format_value(k, 40) for k in islice(returned, 20)]
                 more = " …" if len(returned) > 20 else ""
                 shown += f" (its keys: {', '.join(own)}{more})"
             shown = f"dict {shown}"
         else:
-            shown = f"{kind_of(returned)} {shown}, observed as {binding_key(expect)}"
+            shown = f"{describe(returned)}, observed as {binding_key(expect)}"
         hint = _shape_hint(expect, base, returned)
         message = f"{mismatch.message}; it returned {shown}{f' ({hint})' if hint else ''}"
         out.append(Mismatch(mismatch.path, message, mismatch.expected, mismatch.observed))
@@ -507,10 +511,13 @@ def _shape_hint(expect: Mapping[str, Any], base: str, returned: Any) -> str:
             f'compares as a value, else output); return a table {{"{base}": …}} to report '
             f"{base}"
         )
-    near = [k for k in returned if type(k) is str and k != base and _squashed(k) == _squashed(base)]
+    keys = list(islice(returned, HINT_KEYS))
+    near = [k for k in keys if type(k) is str and k != base and _squashed(k) == _squashed(base)]
     if near:
         return f"hint: it has {near[0]!r}, which differs from {base!r} only in case or underscores"
-    below = [k for k, v in returned.items() if type(k) is str and type(v) is dict and base in v]
+    below = [
+        k for k in keys if type(k) is str and type(returned[k]) is dict and base in returned[k]
+    ]
     if below:
         return (
             f"hint: {base} is one level down, under {below[0]!r}; report it at the top "
