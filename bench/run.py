@@ -1292,7 +1292,7 @@ def worker_ready(folder: Path) -> float:
 def jobs_speedup(root: Path) -> dict[str, Any]:
     cases = [
         f'[[cases]]\nname = "work-{i:03d}"\ncategory = "functional"\n'
-        f"input = {{ n = 400000 }}\nexpect = {{ total_min = 0 }}\n\n"
+        f'input = {{ n = 400000 }}\nexpect = {{ total_min = 0, self_reported = ["total"] }}\n\n'
         for i in range(40)
     ]
     folder = write_module(root / "cpu", cases, "cpu_impl", CPU_BOUND, "work", "total")

@@ -751,3 +751,17 @@ def test_property_agrees_with_reference_equality(data: st.DataObject) -> None:
     for m in found:
         assert m.path.startswith("k")
         assert m.message.startswith(m.path)
+
+
+# ---------------------------------------------------------------------- declarations
+
+
+def test_a_declaration_is_never_compared_and_never_chooses_the_binding() -> None:
+    expect = {"x_max": 3, "self_reported": ["x"]}
+    assert compare(expect, {"x": 2}) == ()
+    assert compare(expect, {"x": 2, "self_reported": "something else"}) == ()
+    assert paths(compare(expect, {"x": 4})) == ["x_max"]
+    assert binding_key({"self_reported": ["value"], "value": 1}) == "value"
+    assert is_operator_key("self_reported")
+    assert is_operator_key("tags_any_of") and is_operator_key("rows_unordered")
+    assert not is_operator_key("_any_of") and not is_operator_key("any_of")

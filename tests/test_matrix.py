@@ -927,7 +927,11 @@ def test_exit_code_ranks_failed_above_incomplete(tmp_path: Path) -> None:
 def test_passing_implementations_that_differ_show_on_all(
     module: Module, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module.suite(CASES.replace("expect = { output = 4 }", "expect = { output_min = 4 }"))
+    module.suite(
+        CASES.replace(
+            "expect = { output = 4 }", 'expect = { output_min = 4, self_reported = ["output"] }'
+        )
+    )
     good, floaty = module.impl(GOOD), module.impl(FLOAT)
     args = ["run", str(module.root / "evals.toml"), "--impl", f"{good}:f"]
     args += ["--impl", f"{floaty}:f", "--no-history", "-q"]

@@ -71,7 +71,7 @@ expect = { output = 0.3 }
 name = "reported"
 category = "functional"
 input = { n = 3 }
-expect = { output = 3, parse_duration_s_max = 0.5 }
+expect = { output = 3, parse_duration_s_max = 0.5, self_reported = ["parse_duration_s"] }
 """
 
 IMPL = """\

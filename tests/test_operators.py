@@ -18,7 +18,19 @@ from cer.suite.loader import load_suite
 
 
 def test_the_table_names_every_operator_and_what_it_applies_to() -> None:
-    assert list(OPERATORS) == ["_max", "_min", "_contains", "error_includes", "has_fields"]
+    assert list(OPERATORS) == [
+        "_max",
+        "_min",
+        "_contains",
+        "_any_of",
+        "_unordered",
+        "error_includes",
+        "has_fields",
+        "self_reported",
+    ]
+    assert operator_of("tags_any_of") == (OPERATORS["_any_of"], "tags")
+    assert operator_of("rows_unordered") == (OPERATORS["_unordered"], "rows")
+    assert operator_of("self_reported") == (OPERATORS["self_reported"], "")
     assert operator_of("elapsed_ms_max") == (OPERATORS["_max"], "elapsed_ms")
     assert operator_of("tags_max_contains") == (OPERATORS["_contains"], "tags_max")
     assert operator_of("error_includes") == (OPERATORS["error_includes"], "")

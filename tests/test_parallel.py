@@ -57,8 +57,8 @@ CASES = [
     ("table-fails", "functional", "{ x = 6 }", '{ output = 12, extra = { a = [1, 2, "s"] } }'),
     ("nan", "functional", "{ x = 7 }", "{ output = 14, ratio = nan }"),
     ("bool-for-int", "functional", "{ x = 8 }", "{ output = 16, flag = 1 }"),
-    ("bound", "functional", "{ x = 9 }", "{ output_max = 20 }"),
-    ("bound-fails", "functional", "{ x = 10 }", "{ output_max = 5 }"),
+    ("bound", "functional", "{ x = 9 }", '{ output_max = 20, self_reported = ["output"] }'),
+    ("bound-fails", "functional", "{ x = 10 }", '{ output_max = 5, self_reported = ["output"] }'),
     ("deselected-by-test", "functional", "{ x = 11 }", "{ output = 22 }"),
 ]
 
@@ -466,7 +466,11 @@ def f(x):
 
 
 def test_warm_worker_is_fresh_and_used(module: Module, isolation: str) -> None:
-    module.suite(hostile_cases(3).replace("clean = true", "clean = true, worker_min = 1"))
+    module.suite(
+        hostile_cases(3).replace(
+            "clean = true", 'clean = true, worker_min = 1, self_reported = ["worker"]'
+        )
+    )
     name = module.impl(COUNTING_IMPL)
     warm = WarmWorkers(1)
     try:

@@ -244,7 +244,10 @@ HOSTILE: dict[str, Hostile] = {
     "false-for-0": Hostile("return False", FAIL, "observed bool False", expect="{ output = 0 }"),
     "nan-for-number": Hostile("return float('nan')", FAIL, "nan", expect="{ output = 1.5 }"),
     "nan-against-bound": Hostile(
-        "return {'size': float('nan')}", FAIL, "satisfies no bound", expect="{ size_max = 10 }"
+        "return {'size': float('nan')}",
+        FAIL,
+        "satisfies no bound",
+        expect='{ size_max = 10, self_reported = ["size"] }',
     ),
     "generator": Hostile("return (n for n in [4])", ERRORED, "generator"),
     "lazy-proxy": Hostile(

@@ -9,6 +9,12 @@
 - What only looks like a measurement (``latency_max``) is compared as the implementation
   reported it: a bound on it once passed in every report as though the runner had
   measured it, and ``cer check`` said nothing.
+- A bound on any number the runner does not measure (a footprint, a start-up time, a
+  count) once passed on the implementation's own figure: it is errored unless the case
+  declares the key ``self_reported``.
+- An error returned as a value (``{"error": ..., "error_type": ...}``) once met
+  ``error_includes`` and ``error_type`` without anything raised, for Python and for
+  commands alike.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from cer.cli.commands import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
-from cer.suite.loader import load_suite
+from cer.suite.loader import SuiteError, load_suite
 from support import Module
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
@@ -278,8 +284,8 @@ def test_nothing_to_check_is_never_a_pass(module: Module, mode: str) -> None:
             ("fields-of-nothing", "{ n = 0 }", '{ has_fields = ["key", "count"] }'),
             ("no-fields", "{ n = 1 }", "{ has_fields = [] }"),
             ("contains-nothing", "{ n = 2 }", '{ name_contains = "" }'),
-            ("unbounded", "{ n = 3 }", "{ size_max = inf }"),
-            ("unbounded-below", "{ n = 3 }", "{ size_min = -inf }"),
+            ("unbounded", "{ n = 3 }", '{ size_max = inf, self_reported = ["size"] }'),
+            ("unbounded-below", "{ n = 3 }", '{ size_min = -inf, self_reported = ["size"] }'),
             ("any-time", "{ n = 3 }", "{ size = 12, elapsed_ms_min = 0 }"),
             ("empty-error", "{ n = 4 }", '{ error_includes = "" }'),
             ("honest", "{ n = 1 }", '{ has_fields = ["key"] }'),
@@ -395,8 +401,12 @@ def test_a_one_dict_adapter_still_passes_a_named_rejection(module: Module) -> No
 # --- what only looks like a measurement is the implementation's word ---------------------
 
 REPORTED_SUITE = suite(
-    ("fast", "{ n = 1 }", "{ output = 1, latency_max = 50 }"),
-    ("slow", "{ n = 2 }", "{ output = 2, parse_duration_s_max = 0.5 }"),
+    ("fast", "{ n = 1 }", '{ output = 1, latency_max = 50, self_reported = ["latency"] }'),
+    (
+        "slow",
+        "{ n = 2 }",
+        '{ output = 2, parse_duration_s_max = 0.5, self_reported = ["parse_duration_s"] }',
+    ),
 )
 
 REPORTS_ITS_OWN_TIMES = """\
@@ -408,9 +418,9 @@ def f(n):
 def test_a_bound_on_a_reported_measurement_says_whose_word_it_is(
     module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bound on ``latency`` or ``parse_duration_s`` is compared, but the runner never
-    measured them: every report of its outcome says the implementation reported it, and
-    ``cer check`` warns before the suite runs."""
+    """A bound on ``latency`` or ``parse_duration_s`` the case declares self-reported is
+    compared, but the runner never measured them: every report of its outcome says the
+    implementation reported it, and ``cer check`` warns before the suite runs."""
     module.suite(REPORTED_SUITE)
     module.impl(REPORTS_ITS_OWN_TIMES, name="times")
     monkeypatch.chdir(module.root)
@@ -475,14 +485,14 @@ def test_only_a_name_with_a_measurement_word_is_labelled(
     module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``timeout_count`` and ``timestamp`` hold the letters of ``time`` but measure
-    nothing: neither the run nor ``cer check`` labels them, while ``parse_time`` and
-    ``HTTPLatency`` are labelled by both; a unit-suffixed key the runner does not
-    measure (``parse_time_ms``) stays errored, never merely labelled."""
+    nothing: compared as values, neither the run nor ``cer check`` labels them, while
+    ``parse_time`` and ``HTTPLatency`` are labelled by both; a unit-suffixed key the
+    runner does not measure (``parse_time_ms``) stays errored, never merely labelled."""
     keys = [*LOOKS_MEASURED, *MEASURES_NOTHING]
     module.suite(
         suite(
-            *((key, "{ n = 1 }", f'{{ output = 1, "{key}_max" = 50 }}') for key in keys),
-            ("unit", "{ n = 1 }", "{ output = 1, parse_time_ms_max = 50 }"),
+            *((key, "{ n = 1 }", f'{{ output = 1, "{key}" = 3 }}') for key in keys),
+            ("unit", "{ n = 1 }", "{ output = 1, parse_time_ms = 3 }"),
         )
     )
     returned = ", ".join(f'"{key}": 3' for key in keys)
@@ -491,12 +501,12 @@ def test_only_a_name_with_a_measurement_word_is_labelled(
     monkeypatch.chdir(module.root)
     note = "is reported by the implementation, not measured by cer"
 
-    assert main(["check", "evals.toml"]) == 0
+    assert main(["check", "evals.toml"]) == 1  # the unit-suffixed key cannot be verified
     checked = capsys.readouterr()
-    warned = {
-        line.split('"')[1] for line in (checked.out + checked.err).splitlines() if note in line
-    }
+    said = checked.out + checked.err
+    warned = {line.split('"')[1] for line in said.splitlines() if note in line}
     assert warned == set(LOOKS_MEASURED)
+    assert 'case "unit": could not verify parse_time_ms' in said
 
     main(["run", "evals.toml", "--impl", "w:f", "--no-history", "--format", "json"])
     results = {r["case_name"]: r for r in json.loads(capsys.readouterr().out)["results"]}
@@ -508,3 +518,143 @@ def test_only_a_name_with_a_measurement_word_is_labelled(
         assert not results[key]["reason"], key
     assert results["unit"]["status"] == "errored"
     assert "could not verify parse_time_ms" in results["unit"]["reason"]
+
+
+# --- a bound on a number the runner did not measure is never a pass ----------------------
+
+SELF_PRAISE = """\
+def f(n):
+    return {"output": n, "footprint_kb": 1, "startup": 0.001, "count": 2}
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_bound_on_a_number_the_runner_does_not_measure_is_errored(
+    module: Module, mode: str
+) -> None:
+    """An implementation reporting a tiny footprint, a quick start-up or a small count
+    once met every bound on them: the runner measures only ``elapsed_ms`` and
+    ``resident_memory_mb``, so each such case is errored, naming the key, what the
+    runner measures and the declaration that would make it the implementation's word;
+    only that declaration makes it compared, labelled as the implementation's own."""
+    result = run(
+        module,
+        SELF_PRAISE,
+        suite(
+            ("footprint", "{ n = 1 }", "{ output = 1, footprint_kb_max = 10 }"),
+            ("startup", "{ n = 1 }", "{ output = 1, startup_max = 0.5 }"),
+            ("count", "{ n = 1 }", "{ output = 1, count_max = 3, count_min = 1 }"),
+            ("declared", "{ n = 1 }", '{ output = 1, count_max = 3, self_reported = ["count"] }'),
+        ),
+        isolation=mode,
+    )
+    got = outcome(result)
+    assert [status for status, _ in got] == [ERRORED, ERRORED, ERRORED, PASS], got
+    assert got[0][1].startswith("could not verify footprint_kb_max: the runner does not measure")
+    assert got[1][1].startswith("could not verify startup_max: the runner does not measure")
+    assert got[2][1].startswith("could not verify count_max, count_min: the runner does not")
+    for (_, reason), key in zip(got[:3], ["footprint_kb", "startup", "count"], strict=True):
+        assert "it measures only elapsed_ms and resident_memory_mb" in reason
+        assert f'self_reported = ["{key}"]' in reason
+    assert got[3][1] == "count is reported by the implementation, not measured by cer"
+
+
+def test_cer_check_errors_an_undeclared_bound_and_the_loader_refuses_a_malformed_declaration(
+    module: Module, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(module.root)
+    module.suite(
+        suite(
+            ("count", "{ n = 1 }", "{ count_max = 3 }"),
+            ("stranger", "{ n = 1 }", '{ count_max = 3, self_reported = ["count", "size"] }'),
+            ("runner", "{ n = 1 }", '{ output = 1, self_reported = ["elapsed_ms", "output"] }'),
+        )
+    )
+    assert main(["check", "evals.toml"]) == 1
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert 'case "count": could not verify count_max: the runner does not measure count' in text
+    assert "(the case would be errored)" in text
+    assert "self_reported names 'size', which the case's expect does not compare" in text
+    assert "self_reported names elapsed_ms, which only the runner observes" in text
+
+    module.suite(suite(("count", "{ n = 1 }", '{ count_max = 3, self_reported = "count" }')))
+    assert main(["check", "evals.toml"]) == 1
+    said = capsys.readouterr()
+    assert "expect.self_reported must be a non-empty array" in said.out + said.err
+    with pytest.raises(SuiteError, match="self_reported must be a non-empty array"):
+        load_suite(module.root / "evals.toml")
+
+
+# --- an error returned as a value is no rejection ----------------------------------------
+
+RETURNS_ITS_ERROR = """\
+def f(n):
+    return {"error": "empty array given", "error_type": "ValueError", "output": None}
+"""
+
+ERROR_EXPECTATIONS = [
+    ("includes", "{ n = 1 }", '{ error_includes = "empty array" }'),
+    ("type", "{ n = 1 }", '{ error_type = "ValueError" }'),
+    ("rejects", "{ n = 1 }", '{ rejects = true, error_includes = "empty" }'),
+    ("exact", "{ n = 1 }", '{ rejects = true, error = "empty array given" }'),
+    ("all", "{ n = 1 }", '{ error = "empty array given", error_type = "ValueError" }'),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_error_returned_as_a_value_meets_no_error_expectation(module: Module, mode: str) -> None:
+    """A returned table carrying ``error`` and ``error_type`` once met ``error_includes``
+    and ``error_type`` without anything raised: only a raise is a rejection, and the
+    reason says what was returned and why it is no rejection."""
+    result = run(module, RETURNS_ITS_ERROR, suite(*ERROR_EXPECTATIONS), isolation=mode)
+    got = outcome(result)
+    assert [status for status, _ in got] == [FAIL] * len(ERROR_EXPECTATIONS), got
+    for _, reason in got:
+        assert "but the implementation returned dict {'error': 'empty array given'" in reason
+        assert "are values, not a rejection" in reason
+
+
+COMMAND_RETURNS_ITS_ERROR = """\
+import json, sys
+ERROR = {"type": "table", "value": {
+    "error": {"type": "string", "value": "empty array given"},
+    "error_type": {"type": "string", "value": "ValueError"}}}
+
+def answer(request):
+    if request["case"]["name"] == "raised":
+        return {"error": {"type": "ValueError", "message": "empty array given"}}
+    return {"observation": ERROR}
+
+if sys.argv[1:] == ["per-case"]:
+    print(json.dumps(answer(json.loads(sys.stdin.read()))), flush=True)
+    sys.exit(0)
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "start":
+        print(json.dumps({"op": "started", "protocol": 1,
+                          "implementation": {"name": "h", "version": "1"}}), flush=True)
+    elif request["op"] == "run":
+        print(json.dumps({"op": "result", "seq": request["seq"], **answer(request)}),
+              flush=True)
+    else:
+        break
+"""
+
+
+@pytest.mark.parametrize("per_case", [False, True])
+def test_a_command_returning_an_error_as_a_value_meets_no_error_expectation(
+    module: Module, per_case: bool
+) -> None:
+    """The same for commands: an observation carrying ``error`` and ``error_type`` is a
+    value; only the protocol's error reply is a rejection, and it passes."""
+    module.suite(suite(*ERROR_EXPECTATIONS, ("raised", "{ n = 1 }", ERROR_EXPECTATIONS[0][2])))
+    (module.root / "harness.py").write_text(COMMAND_RETURNS_ITS_ERROR, encoding="utf-8")
+    command = f"{PYTHON} {module.root / 'harness.py'}" + (" per-case" if per_case else "")
+    kind = "command-per-case" if per_case else "command"
+    result = run_suite(
+        load_suite(module.root / "evals.toml"), RunOptions(impl=command, kind=kind, timeout=5.0)
+    )
+    got = outcome(result)
+    assert [status for status, _ in got] == [FAIL] * len(ERROR_EXPECTATIONS) + [PASS], got
+    assert all("are values, not a rejection" in reason for _, reason in got[:-1])

@@ -461,7 +461,7 @@ def test_a_measurement_the_runner_does_not_make_is_not_taken_from_the_implementa
     )
     got = outcome(result)
     assert got[0][0] is ERRORED and got[0][1].startswith(
-        "could not verify first_render_ms: the runner does not measure it"
+        "could not verify first_render_ms_max: the runner does not measure first_render_ms"
     )
     assert got[1][0] is ERRORED and got[1][1].startswith("could not verify binary_size_mb")
 

@@ -264,7 +264,7 @@ def test_the_scratch_folder_is_writable_and_removed_after_the_run(tmp_path: Path
             name = "scratch"
             category = "functional"
             input = { kind = "scratch" }
-            expect = { output_max = 0 }
+            expect = { output_max = 0, self_reported = ["output"] }
             """
         ),
         encoding="utf-8",

@@ -2,11 +2,13 @@
 
 It gathers every finding in one pass, so that a suite author fixes a file at once:
 schema problems and duplicate names (from the loader), categories no execution model
-runs, empty expect tables, expectations that verify nothing, inputs larger than the
-runner sends, missing fixtures, ``verifies`` entries naming no declared
-constraint, and problems in the module's ``<constraints>`` block. Errors make the check
-fail; warnings (a constraint with no case, a claimed adversarial area with no case, a
-compared key that only looks like a measurement the runner makes) do not.
+runs, empty expect tables, bounds on numbers the runner does not measure (unless the
+case declares them ``self_reported``), expectations that verify nothing or that no
+outcome meets, inputs larger than the runner sends, missing fixtures, ``verifies``
+entries naming no declared constraint, and problems in the module's ``<constraints>``
+block. Errors make the check fail; warnings (a constraint with no case, a claimed
+adversarial area with no case, a compared key whose value is the implementation's own
+word, declared ``self_reported`` or only looking like a measurement) do not.
 """
 
 from __future__ import annotations
@@ -26,7 +28,16 @@ from cer.coverage import (
     read_constraints,
 )
 from cer.engine.plan import input_bounds_reason, input_facts
-from cer.judge.verdict import REPORTED_NOTE, reported_measurements, vacuous_expectations
+from cer.judge.compare import operand_problems
+from cer.judge.verdict import (
+    REPORTED_NOTE,
+    contradictions,
+    declaration_problems,
+    reported_measurements,
+    unmeasured_keys,
+    unmeasured_reason,
+    vacuous_expectations,
+)
 from cer.model import Case, Suite
 from cer.suite.fixtures import resolve_fixtures
 from cer.suite.loader import SuiteError, parse_suite
@@ -195,11 +206,28 @@ def check_suite(path: str | Path, category_models: Mapping[str, str] | None = No
 
 
 def _expect_findings(case: Case) -> list[str]:
-    """What makes ``case`` errored whatever the implementation does: an expectation
-    that verifies nothing, an input larger than the runner sends."""
-    found = [
+    """What makes ``case`` errored whatever the implementation does: a number the runner
+    does not measure and the case does not declare ``self_reported``, a malformed
+    declaration, an expectation that verifies nothing or that no outcome meets, an
+    input larger than the runner sends."""
+    expect = case.expect
+    found = []
+    unmeasured = unmeasured_keys(expect)
+    if unmeasured:
+        found.append(
+            f'case "{case.name}": {unmeasured_reason(unmeasured)} (the case would be errored)'
+        )
+    found += [
+        f'case "{case.name}": {why} (the case would be errored)'
+        for why in [*declaration_problems(expect), *contradictions(expect)]
+    ]
+    found += [
         f'case "{case.name}": {why}, so it verifies nothing (the case would be errored)'
-        for why in vacuous_expectations(case.expect)
+        for why in vacuous_expectations(expect)
+    ]
+    found += [
+        f'case "{case.name}": {why} (the case would fail whatever the implementation does)'
+        for why in operand_problems(expect)
     ]
     given = dict(case.input)
     if input_facts(given)[1]:

@@ -55,8 +55,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def is_operator_key(key: str) -> bool:
     """Whether ``key`` of an expect table is an operator rather than a literal value:
-    one of :data:`OPERATORS` (``BASE_max``, ``BASE_min`` and ``BASE_contains`` with a
-    non-empty ``BASE``, exactly ``error_includes`` and ``has_fields``).
+    one of :data:`OPERATORS` (``BASE_max``, ``BASE_min``, ``BASE_contains``,
+    ``BASE_any_of`` and ``BASE_unordered`` with a non-empty ``BASE``, exactly
+    ``error_includes``, ``has_fields`` and the declaration ``self_reported``).
     """
     return type(key) is str and operator_of(key) is not None
 
@@ -89,7 +90,7 @@ def binding_key(expect: Mapping[str, Any]) -> str:
     return candidates[0] if len(candidates) == 1 else "output"
 
 
-def _key_path(parent: str, key: Any) -> str:
+def key_path(parent: str, key: Any) -> str:
     """``parent.key``, or ``parent["odd key"]`` when the key is not an identifier."""
     if type(key) is str and _IDENTIFIER.match(key):
         return f"{parent}.{key}" if parent else key
@@ -265,7 +266,7 @@ def _diff_table(
             ]
     collector = _Collector(path, "key")
     for key, e in expected.items():
-        child = _key_path(path, key)
+        child = key_path(path, key)
         if collector.full:
             collector.count(key not in observed or not equal(e, observed[key]))
         elif key not in observed:
@@ -279,7 +280,7 @@ def _diff_table(
         if collector.full:
             collector.count(True)
             continue
-        child = _key_path(path, key)
+        child = key_path(path, key)
         message = f"{child}: unexpected key in the observed table (observed {describe(o)})"
         collector.add([Mismatch(child, message, MISSING, o)])
     return collector.result()
@@ -364,10 +365,11 @@ def _diff_str(expected: str, observed: str, path: str) -> list[Mismatch]:
 def compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[Mismatch, ...]:
     """Every way in which ``observation`` fails ``expect``; an empty tuple is a match.
 
-    Each key of ``expect`` is checked in order: a key present in the observation is
-    compared strictly; otherwise an operator key (``*_max``, ``*_min``, ``*_contains``,
-    ``error_includes``, ``has_fields``) is applied; otherwise the key was not reported.
-    Keys of the observation that ``expect`` does not mention are ignored. Never raises.
+    Each key of ``expect`` is checked in order: a declaration (``self_reported``) is
+    skipped; a key present in the observation is compared strictly; otherwise an
+    operator key (one of :data:`OPERATORS`) is applied; otherwise the key was not
+    reported. Keys of the observation that ``expect`` does not mention are ignored.
+    Never raises.
     """
     try:
         return tuple(_compare(expect, observation))
@@ -406,13 +408,16 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
         if type(key) is not str:
             out.append(
                 Mismatch(
-                    _key_path("", key),
+                    key_path("", key),
                     f"expect has a key of type {type_name(key)}; it cannot be verified",
                     expected,
                 )
             )
             continue
-        path = _key_path("", key)
+        path = key_path("", key)
+        whole = OPERATORS.get(key)
+        if whole is not None and whole.declaration:
+            continue  # says something about the other keys; compares nothing itself
         observed = _get(observation, key)
         if observed is not MISSING:
             found = _diff(expected, observed, path, 0)
@@ -768,7 +773,7 @@ def _missing_fields(
     for field in wanted:
         if _get(target, field) is not MISSING:
             continue
-        child = _key_path(where, field)
+        child = key_path(where, field)
         collector.add(
             [
                 Mismatch(
@@ -780,6 +785,164 @@ def _missing_fields(
             ]
         )
     return collector.result()
+
+
+def _any_of(path: str, base: str, choices: Any, observed: Any) -> list[Mismatch]:
+    if kind_of(choices) != "list":
+        return [
+            Mismatch(
+                path,
+                f"{path}: {path} must be an array of the values {base} may equal, but "
+                f"expect gives {describe(choices)}; it cannot be verified",
+                choices,
+                observed,
+            )
+        ]
+    if not choices:
+        return [Mismatch(path, f"{path}: it lists no value; it verifies nothing", choices)]
+    plural = "s" if len(choices) != 1 else ""
+    wanted = f"one of {len(choices)} value{plural} {format_value(choices)}"
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report {base} (expected {wanted})",
+                choices,
+                MISSING,
+            )
+        ]
+    if any(equal(choice, observed) for choice in choices):
+        return []
+    return [
+        Mismatch(
+            path,
+            f"{path}: expected {base} to equal {wanted}, observed {describe(observed)}",
+            choices,
+            observed,
+        )
+    ]
+
+
+MAX_UNORDERED_SHOWN = 5
+"""How many unmatched elements of each side a ``K_unordered`` mismatch names."""
+
+
+def _unordered(path: str, base: str, expected: Any, observed: Any) -> list[Mismatch]:
+    if kind_of(expected) != "list":
+        return [
+            Mismatch(
+                path,
+                f"{path}: {path} must be an array, but expect gives {describe(expected)}; "
+                "it cannot be verified",
+                expected,
+                observed,
+            )
+        ]
+    n_e = len(expected)
+    what = f"an array of {n_e} element{'s' if n_e != 1 else ''} in any order"
+    if observed is MISSING:
+        return [
+            Mismatch(
+                path,
+                f"{path}: implementation did not report {base} (expected {what})",
+                expected,
+                MISSING,
+            )
+        ]
+    if kind_of(observed) != "list":
+        return [
+            Mismatch(
+                path,
+                f"{path}: expected {base} to be {what}, observed {describe(observed)}",
+                expected,
+                observed,
+            )
+        ]
+    missing, extra = unmatched(expected, observed)
+    if not missing and not extra:
+        return []
+    parts = []
+    if missing:
+        parts.append(f"{_elements(missing)} expected but not observed")
+    if extra:
+        parts.append(f"{_elements(extra)} observed but not expected")
+    n_o = len(observed)
+    sizes = f"; observed {n_o} element{'s' if n_o != 1 else ''}" if n_o != n_e else ""
+    return [
+        Mismatch(
+            path,
+            f"{path}: expected {base} to be {what}{sizes}: {'; '.join(parts)}",
+            expected,
+            observed,
+        )
+    ]
+
+
+def _elements(items: list[Any]) -> str:
+    """Unmatched elements, as a message names them: the first few, and how many."""
+    shown = ", ".join(format_value(item, 80) for item in items[:MAX_UNORDERED_SHOWN])
+    more = len(items) - MAX_UNORDERED_SHOWN
+    tail = f" and {more} more" if more > 0 else ""
+    return f"{len(items)} element{'s' if len(items) != 1 else ''} ({shown}{tail})"
+
+
+def unmatched(expected: Sequence[Any], observed: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The elements of ``expected`` no element of ``observed`` is paired with, and the
+    observed ones left over: both empty when the two arrays are equal up to order, as
+    multisets under strict equality (``[1, 1, 2]`` is not ``[1, 2, 2]``).
+
+    Strict equality is an equivalence, so pairing each expected element with the first
+    free observed one equal to it finds a full pairing when one exists. Elements are
+    first sorted into buckets by :func:`_bucket`, which equal values always share, so
+    that only elements of one bucket are ever compared with each other, and not even
+    those when the bucket says all of a value (no date-time in it, not too deep).
+    """
+    free: dict[Any, list[int]] = {}
+    for index, item in enumerate(observed):
+        free.setdefault(_bucket(item, 0)[0], []).append(index)
+    taken = [False] * len(observed)
+    missing: list[Any] = []
+    for item in expected:
+        key, exact = _bucket(item, 0)
+        slots = free.get(key)
+        found = None
+        if slots:
+            found = (
+                0
+                if exact
+                else next(
+                    (at for at, index in enumerate(slots) if equal(item, observed[index])), None
+                )
+            )
+        if slots is None or found is None:
+            missing.append(item)
+        else:
+            taken[slots.pop(found)] = True
+    extra = [item for item, paired in zip(observed, taken, strict=True) if not paired]
+    return missing, extra
+
+
+def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
+    """A hashable summary of ``value`` that two strictly equal values always share
+    (types included: ``1``, ``1.0`` and ``True`` differ), and whether it says all of
+    the value, so that sharing it is being equal. Values it cannot summarise exactly
+    (date-times, whose equality involves their offsets, and anything deeper than the
+    explained depth) share a coarse one, and the pairing compares them."""
+    kind = kind_of(value)
+    if kind in ("str", "int", "bool", "bytes", "None", "date"):
+        return (kind, value), True
+    if kind == "float":
+        return ((kind, "nan") if math.isnan(value) else (kind, value)), True
+    if depth >= MAX_EXPLAINED_DEPTH:
+        return (kind,), False
+    if kind == "list":
+        parts = [_bucket(item, depth + 1) for item in value]
+        return (kind, tuple(part for part, _ in parts)), all(exact for _, exact in parts)
+    if kind == "dict" and all(type(key) is str for key in value):
+        pairs = sorted((key, _bucket(item, depth + 1)) for key, item in value.items())
+        summary = tuple((key, part) for key, (part, _) in pairs)
+        return (kind, summary), all(exact for _, (_, exact) in pairs)
+    return (kind,), False
 
 
 # ----------------------------------------------------------------------------- operators
@@ -801,8 +964,16 @@ class Operator:
     no mismatch is a match, so an operator that cannot tell must say so in one."""
     bound: bool = False
     """It holds the key it applies to to a bound (``_max``, ``_min``): that key is
-    compared as a measurement, which the verdict checks the runner makes
-    (:func:`cer.judge.verdict.unmeasured_keys`)."""
+    compared as a measurement, which the verdict checks the runner makes, or the case
+    declares the implementation's own (:func:`cer.judge.verdict.unmeasured_keys`)."""
+    declaration: bool = False
+    """It compares nothing: it says something about the case's other keys
+    (``self_reported``). :func:`compare` skips it, whatever the observation holds, and
+    it never counts as an expectation that could fail."""
+    operand: Callable[[Any], str] | None = None
+    """Why a value cannot be this operator's operand (``""`` when it can), for
+    ``cer check`` to say before a run what the comparison would then report as a
+    mismatch whatever the implementation does; None: any value can."""
 
 
 def _max(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
@@ -831,16 +1002,76 @@ def _having_fields(
     return _has_fields(path, value, observation)
 
 
+def _any_of_in(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    return _any_of(path, base, value, _get(observation, base))
+
+
+def _unordered_in(
+    path: str, base: str, value: Any, observation: Mapping[str, Any]
+) -> list[Mismatch]:
+    return _unordered(path, base, value, _get(observation, base))
+
+
+def _declared(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+    return []
+
+
+SELF_REPORTED = "self_reported"
+"""The declaration of a case's ``expect`` naming the keys whose values the suite means
+as the implementation's own figures (``self_reported = ["count"]``): a bound on any
+other key than a measurement the runner makes cannot be verified (see
+:func:`cer.judge.verdict.unmeasured_keys`)."""
+
+
+def _number_operand(value: Any) -> str:
+    if _is_number(value) and value == value:
+        return ""
+    return f"the bound must be a number, but expect gives {describe(value)}"
+
+
+def _array_operand(value: Any) -> str:
+    return "" if kind_of(value) == "list" else f"it must be an array, not {describe(value)}"
+
+
+def _string_operand(value: Any) -> str:
+    return "" if type(value) is str else f"it must be a string, not {describe(value)}"
+
+
+def _fields_operand(value: Any) -> str:
+    if kind_of(value) == "list" and all(type(field) is str for field in value):
+        return ""
+    return f"it must be a list of strings, not {describe(value)}"
+
+
 OPERATORS: dict[str, Operator] = {
     operator.name: operator
     for operator in (
-        Operator("_max", True, _max, bound=True),
-        Operator("_min", True, _min, bound=True),
+        Operator("_max", True, _max, bound=True, operand=_number_operand),
+        Operator("_min", True, _min, bound=True, operand=_number_operand),
         Operator("_contains", True, _contains_in),
-        Operator("error_includes", False, _error_including),
-        Operator("has_fields", False, _having_fields),
+        Operator("_any_of", True, _any_of_in, operand=_array_operand),
+        Operator("_unordered", True, _unordered_in, operand=_array_operand),
+        Operator("error_includes", False, _error_including, operand=_string_operand),
+        Operator("has_fields", False, _having_fields, operand=_fields_operand),
+        Operator(SELF_REPORTED, False, _declared, declaration=True),
     )
 }
+
+
+def operand_problems(expect: Mapping[str, Any]) -> list[str]:
+    """Each operator key of ``expect`` whose value cannot be its operand, as
+    ``key: why``: the comparison would report it as a mismatch whatever is observed
+    (unless the observation holds a key of that literal name)."""
+    found: list[str] = []
+    for key, value in expect.items():
+        operator = operator_of(key) if type(key) is str else None
+        if operator is not None and operator[0].operand is not None:
+            why = operator[0].operand(value)
+            if why:
+                found.append(f"{key}: {why}")
+    return found
+
+
 """Every operator of an expect table, by name: what :func:`is_operator_key` knows and
 :func:`compare` applies (docs/architecture.md, "Where a new X goes": "A comparison
 operator")."""

@@ -9,13 +9,23 @@ implementation printed or sent can name a status.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any, Literal
 
 from cer import plaindata
 from cer.framing import KIND_RAW, FrameError, split_frames
-from cer.judge.compare import REJECTION_KEYS, binding_key, compare, operator_of, vacuous_bound
+from cer.judge.compare import (
+    REJECTION_KEYS,
+    RUNNER_OBSERVED_KEYS,
+    SELF_REPORTED,
+    binding_key,
+    compare,
+    key_path,
+    operator_of,
+    vacuous_bound,
+)
 from cer.judge.equality import describe, format_value
 from cer.model import MISSING, Case, CaseResult, FailClass, Mismatch, Status
 from cer.tracebacks import STACK_HEADING
@@ -343,6 +353,8 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         if _surely_matches(expect, observation):
             return result(Status.PASS, label, observation)
         mismatches = _one_rejection_line(expect, outcome, compare(expect, observation))
+        if outcome.kind == "returned":
+            mismatches = what_came_back(expect, outcome.value, mismatches)
         if mismatches:
             reason = "\n".join(m.message for m in mismatches)
             return result(
@@ -374,10 +386,11 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         if type(value) is dict and not _OWNED_NAMES.isdisjoint(value):
             return unverifiable(owned_reason([k for k in value if k in _OWNED_NAMES]))
         observation = dict(value) if type(value) is dict else {binding_key(expect): value}
-        observation.setdefault("error", None)
-        observation.setdefault("error_type", None)
         # What the runner saw for itself wins over what the implementation claims: it
-        # returned, so it did not raise, crash or hang.
+        # returned, so it did not raise, crash or hang, and no error of its own making
+        # (an "error" or "error_type" in what it returned) stands for a rejection.
+        observation["error"] = None
+        observation["error_type"] = None
         observation["rejects"] = False
         observation["crashed"] = False
         observation["hung"] = False
@@ -451,6 +464,14 @@ def _one_rejection_line(
     if outcome.kind == "returned" and expects_rejection:
         what = "a rejection" + (f" (an error {', '.join(wanted)})" if wanted else "")
         did = f"returned {describe(outcome.value)}"
+        value = outcome.value
+        if type(value) is dict and not _RETURNED_ERROR_KEYS.isdisjoint(value):
+            carried = [k for k in value if k in _RETURNED_ERROR_KEYS]
+            verb = "is a value" if len(carried) == 1 else "are values"
+            did += (
+                f" ({' and '.join(carried)} in a returned table {verb}, not a rejection: "
+                "only a raised exception, or a command's error reply, is one)"
+            )
     elif outcome.kind == "raised" and expects_rejection:
         what = f"an error {', '.join(wanted)}" if wanted else "a rejection"
         did = f"raised {_raised(outcome)}"
@@ -469,6 +490,92 @@ def _one_rejection_line(
         first.observed,
     )
     return (line, *others)
+
+
+_RETURNED_ERROR_KEYS = frozenset({"error", "error_type", "error_message", "message", "exception"})
+"""Keys of a returned table that read like an error the implementation meant as a
+rejection: a value, named in the reason so that the author sees why it is not one."""
+
+
+MAX_RETURNED_SHOWN = 300
+"""Characters of a returned value a mismatch shows."""
+
+HINT_KEYS = 1000
+"""How many keys of a returned table the hints look through."""
+
+
+def what_came_back(
+    expect: Mapping[str, Any], returned: Any, mismatches: tuple[Mismatch, ...]
+) -> tuple[Mismatch, ...]:
+    """Each mismatch about a key the implementation did not report, with what it did
+    return (bounded and escaped, :func:`format_value`) and, when the shape suggests the
+    usual mistake, a hint: a bare value where a table was meant, a key differing only
+    in case or underscores, the key one level down, a table that is the expected value
+    itself rather than the observation."""
+    paths: dict[str, str] = {}
+    for key in expect:
+        if type(key) is not str:
+            continue
+        found = operator_of(key)
+        if found is None:
+            paths[key_path("", key)] = key
+        elif found[0].suffix:
+            paths[key_path("", key)] = found[1]
+    out: list[Mismatch] = []
+    for mismatch in mismatches:
+        base = paths.get(mismatch.path)
+        if mismatch.observed is not MISSING or base is None:
+            out.append(mismatch)
+            continue
+        shown = format_value(returned, MAX_RETURNED_SHOWN)
+        if type(returned) is dict:
+            if shown.endswith(("keys)", "key)")):  # cut: name the keys it has
+                own = [format_value(k, 40) for k in islice(returned, 20)]
+                more = " …" if len(returned) > 20 else ""
+                shown += f" (its keys: {', '.join(own)}{more})"
+            shown = f"dict {shown}"
+        else:
+            shown = f"{describe(returned)}, observed as {binding_key(expect)}"
+        hint = _shape_hint(expect, base, returned)
+        message = f"{mismatch.message}; it returned {shown}{f' ({hint})' if hint else ''}"
+        out.append(Mismatch(mismatch.path, message, mismatch.expected, mismatch.observed))
+    return tuple(out)
+
+
+def _squashed(name: str) -> str:
+    return name.replace("_", "").replace("-", "").casefold()
+
+
+def _shape_hint(expect: Mapping[str, Any], base: str, returned: Any) -> str:
+    """The usual mistake the returned value's shape points to, or ``""``."""
+    if type(returned) is not dict:
+        bound = binding_key(expect)
+        if bound == base:
+            return ""
+        return (
+            f"hint: a value that is not a table is observed as {bound} (the one key expect "
+            f'compares as a value, else output); return a table {{"{base}": …}} to report '
+            f"{base}"
+        )
+    keys = list(islice(returned, HINT_KEYS))
+    near = [k for k in keys if type(k) is str and k != base and _squashed(k) == _squashed(base)]
+    if near:
+        return f"hint: it has {near[0]!r}, which differs from {base!r} only in case or underscores"
+    below = [
+        k for k in keys if type(k) is str and type(returned[k]) is dict and base in returned[k]
+    ]
+    if below:
+        return (
+            f"hint: {base} is one level down, under {below[0]!r}; report it at the top "
+            "of the returned table"
+        )
+    wanted = expect.get(base)
+    if type(wanted) is dict and wanted and returned and set(returned) <= set(wanted):
+        return (
+            f"hint: it looks like the value of {base} itself; a returned table is the "
+            f'observation, so return {{"{base}": {{…}}}}'
+        )
+    return ""
 
 
 def _names_the_error(expect: Mapping[str, Any]) -> bool:
@@ -561,20 +668,71 @@ REPORTED_NOTE = "is reported by the implementation, not measured by cer"
 """What is said of a compared key that only looks like a measurement of the runner's."""
 
 
-def reported_measurements(expect: Mapping[str, Any]) -> list[str]:
-    """The keys ``expect`` compares (as a value or through ``_max``/``_min``) whose names
-    look like measurements (:func:`looks_measured`) the runner does not make, beside
-    those :func:`unmeasured_keys` errors: their values are the implementation's own."""
-    unmeasured = unmeasured_keys(expect)
-    found: list[str] = []
+def _looked_at(expect: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each key of ``expect`` that compares something of the observation, with the
+    observation key it looks at: a literal key itself, a suffix operator its base
+    (``count_max``: ``count``). Whole-name operators (``error_includes``,
+    ``has_fields``) and declarations look at no key of their own name."""
     for key in expect:
         if type(key) is not str:
             continue
-        operator = operator_of(key)
-        if operator is not None and not operator[0].bound:
-            continue  # applied to the observation, never compared as a measurement
-        base = key if operator is None else operator[1]
-        if base in _OWNED_BASES or base in unmeasured or not looks_measured(base):
+        found = operator_of(key)
+        if found is None:
+            yield key, key
+        elif found[0].suffix:
+            yield key, found[1]
+
+
+def declared_self_reported(expect: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys ``expect`` declares the implementation's own figures
+    (``self_reported = ["count"]``): every string it lists, in order."""
+    value = expect.get(SELF_REPORTED) if SELF_REPORTED in expect else None
+    if type(value) is not list:
+        return ()
+    return tuple(dict.fromkeys(name for name in value if type(name) is str and name))
+
+
+def declaration_problems(expect: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the case's ``self_reported`` declaration, if it has one: it
+    must be a non-empty array of key names, each a key the case compares (as a value or
+    through an operator) and none a key the runner observes itself."""
+    if SELF_REPORTED not in expect:
+        return []
+    value = expect[SELF_REPORTED]
+    if type(value) is not list or not value or not all(type(v) is str and v for v in value):
+        return [
+            f"{SELF_REPORTED} must be a non-empty array of the names of keys whose values "
+            f"are the implementation's own figures, but expect gives {describe(value)}"
+        ]
+    looked_at = dict.fromkeys(base for _, base in _looked_at(expect))
+    problems: list[str] = []
+    for name in dict.fromkeys(value):
+        if name in RUNNER_OBSERVED_KEYS:
+            problems.append(
+                f"{SELF_REPORTED} names {name}, which only the runner observes; a value the "
+                "implementation reports for it is never taken"
+            )
+        elif name not in looked_at:
+            compared = ", ".join(looked_at) or "nothing"
+            problems.append(
+                f"{SELF_REPORTED} names {name!r}, which the case's expect does not compare "
+                f"(it compares {compared})"
+            )
+    return problems
+
+
+def reported_measurements(expect: Mapping[str, Any]) -> list[str]:
+    """The keys ``expect`` compares (as a value or through an operator) whose values are
+    the implementation's own word about itself: those it declares ``self_reported``, and
+    those whose names look like measurements (:func:`looks_measured`) the runner does
+    not make, beside those :func:`unmeasured_keys` errors."""
+    unmeasured = unmeasured_keys(expect)
+    declared = declared_self_reported(expect)
+    found: list[str] = []
+    for key, base in _looked_at(expect):
+        if base in _OWNED_BASES or key in unmeasured:
+            continue
+        if base not in declared and not looks_measured(base):
             continue
         if base not in found:
             found.append(base)
@@ -590,26 +748,30 @@ _OWNED_BASES = frozenset({*RUNNER_OWNED, "error", "error_type"})
 
 
 def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
-    """The measurements of time or memory ``expect`` asks about (as a value or through a
-    bound) that the runner does not make itself, such as ``resident_memory_mb`` or
-    ``first_render_ms``. A value the implementation reports about itself is no evidence
-    of them, so such a case cannot be verified."""
+    """The keys of ``expect`` that ask about a number the runner does not measure, unless
+    the case declares it the implementation's own (``self_reported``): every bound
+    (``count_max``, ``first_render_ms_min``) on a key other than ``elapsed_ms`` and
+    ``resident_memory_mb``, and every key and operator on a key named as a measurement
+    of time or memory (``first_render_ms``, ``binary_size_mb_contains``). A value the
+    implementation reports about itself is no evidence of it, so such a case cannot be
+    verified; a count it returns is no different to the runner from a footprint it
+    claims, so the rule holds for every bound."""
+    declared = declared_self_reported(expect)
     found: list[str] = []
-    for key in expect:
-        if type(key) is not str:
+    for key, base in _looked_at(expect):
+        if base in RUNNER_MEASURED or (base in declared and base not in _OWNED_BASES):
             continue
-        operator = operator_of(key)
-        base = operator[1] if operator is not None and operator[0].bound else key
-        if base in RUNNER_MEASURED or not base.endswith(_MEASUREMENT_UNITS):
-            continue
-        if base not in found:
-            found.append(base)
+        found_operator = operator_of(key)
+        bound = found_operator is not None and found_operator[0].bound
+        if bound or (base.endswith(_MEASUREMENT_UNITS) and base not in _OWNED_BASES):
+            found.append(key)
     return found
 
 
 _KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
 """:func:`unmeasured_keys` and :func:`asks_memory` by the keys of an expect table (they
-depend on nothing else): most cases of a suite share a handful of key sets."""
+depend on nothing else, unless it declares ``self_reported``): most cases of a suite
+share a handful of key sets."""
 _KEY_FACTS_MAX = 4096
 
 
@@ -627,7 +789,8 @@ def reported_facts(expect: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
     keys = tuple(expect)
-    facts = _KEY_FACTS.get(keys)
+    declares = SELF_REPORTED in expect  # then the facts depend on what it declares
+    facts = None if declares else _KEY_FACTS.get(keys)
     if facts is None:
         if len(_KEY_FACTS) >= _KEY_FACTS_MAX:
             _KEY_FACTS.clear()
@@ -636,7 +799,8 @@ def _facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool, tuple[str,
             asks_memory(expect),
             tuple(reported_measurements(expect)),
         )
-        _KEY_FACTS[keys] = facts
+        if not declares:
+            _KEY_FACTS[keys] = facts
     return facts
 
 
@@ -644,7 +808,8 @@ def vacuous_expectations(expect: Mapping[str, Any]) -> list[str]:
     """What of ``expect`` holds whatever is observed, so that it cannot verify anything:
     ``has_fields = []``, ``error_includes = ""``, a bound every number meets
     (``K_max = inf``, ``K_min = -inf``) or every measurement of the runner meets
-    (``elapsed_ms_min = 0``). Each as ``key: why``; see docs/execution-model.md."""
+    (``elapsed_ms_min = 0``), an ``K_any_of`` of no value. Each as ``key: why``; see
+    docs/execution-model.md."""
     found: list[str] = []
     for key, value in expect.items():
         if key == "has_fields":
@@ -653,35 +818,76 @@ def vacuous_expectations(expect: Mapping[str, Any]) -> list[str]:
         elif key == "error_includes":
             if value == "" and type(value) is str:
                 found.append('error_includes = "" is included in every error')
-        elif (
-            type(key) is str
-            and key.endswith(("_max", "_min"))
-            and len(key) > 4
-            and (type(value) is int or type(value) is float)
-            and value == value
-        ):
-            why = vacuous_bound(key[:-4], key[-4:], value)
-            if why:
-                found.append(f"{key}: {why}")
+        elif type(key) is str and (operator := operator_of(key)) is not None:
+            kind, base = operator
+            if kind.name == "_any_of" and type(value) is list and not value:
+                found.append(f"{key} lists no value")
+            elif kind.bound and (type(value) is int or type(value) is float) and value == value:
+                why = vacuous_bound(base, kind.name, value)
+                if why:
+                    found.append(f"{key}: {why}")
     return found
 
 
+def contradictions(expect: Mapping[str, Any]) -> list[str]:
+    """What of ``expect`` no outcome can meet: ``rejects = false`` (a return) beside a
+    key that asks for an error (``error_includes``, ``error_type``, ``error``), which
+    only a rejection has."""
+    if expect.get("rejects") is not False:
+        return []
+    asking = [
+        key
+        for key in ("error_includes", "error_type", "error")
+        if key in expect and expect[key] is not None
+    ]
+    if not asking:
+        return []
+    return [
+        f"rejects = false asks for a return, and {', '.join(asking)} for a rejection; no "
+        "outcome meets both, so the case can never pass"
+    ]
+
+
 def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
-    """The reason of a case whose expect table holds something that verifies nothing
-    (:func:`vacuous_expectations`), or None."""
+    """The reason of a case whose expect table cannot verify anything whatever the
+    implementation does: it holds something that verifies nothing
+    (:func:`vacuous_expectations`), a malformed ``self_reported`` declaration
+    (:func:`declaration_problems`), or a contradiction (:func:`contradictions`); or
+    None."""
     found = vacuous_expectations(expect)
-    if not found:
-        return None
-    return f"could not verify: {'; '.join(found)}, so it verifies nothing"
+    reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
+    reasons.extend(f"could not verify: {why}" for why in declaration_problems(expect))
+    reasons.extend(f"could not verify: {why}" for why in contradictions(expect))
+    return "\n".join(reasons) or None
 
 
 def unmeasured_reason(keys: list[str]) -> str:
-    """The reason of a case that asks about measurements the runner does not make."""
-    return (
-        f"could not verify {', '.join(keys)}: the runner does not measure "
-        f"{'it' if len(keys) == 1 else 'them'}, and a value the implementation reports "
-        "about itself is not evidence"
+    """The reason of a case that asks about numbers the runner does not measure
+    (:func:`unmeasured_keys`): it names each key, what the runner does measure, and how
+    a suite says that it means the implementation's own figure."""
+    bases = list(dict.fromkeys(_base_of(key) for key in keys))
+    named = ", ".join(keys)
+    what = "it" if keys == bases else (bases[0] if len(bases) == 1 else " or ".join(bases))
+    if len(bases) > 1 and keys == bases:
+        what = "them"
+    reason = (
+        f"could not verify {named}: the runner does not measure {what} (it measures "
+        f"only {' and '.join(sorted(RUNNER_MEASURED))}), and a value the implementation "
+        "reports about itself is not evidence"
     )
+    declarable = [base for base in bases if base not in _OWNED_BASES]
+    if declarable:
+        listed = ", ".join(f'"{base}"' for base in declarable)
+        reason += (
+            "; if the suite means the figure the implementation reports, it says so in "
+            f"the case's expect: {SELF_REPORTED} = [{listed}]"
+        )
+    return reason
+
+
+def _base_of(key: str) -> str:
+    found = operator_of(key)
+    return found[1] if found is not None and found[0].suffix else key
 
 
 _str, _int, _bool, _float, _list, _dict, _NoneType = str, int, bool, float, list, dict, type(None)

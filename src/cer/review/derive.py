@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cer.coverage import Coverage, CoverageFigures
-from cer.judge.compare import REJECTION_KEYS, RUNNER_OBSERVED_KEYS, is_operator_key
+from cer.judge.compare import REJECTION_KEYS, RUNNER_OBSERVED_KEYS, is_operator_key, operator_of
 from cer.model import CASE_CLASS_TO_ARRAY, Case, Suite
 
 __all__ = [
@@ -218,7 +218,7 @@ class SuiteShape:
 def _kind_of(case: Case) -> str:
     if case.expect.keys() & REJECTION_KEYS and case.expect.get("rejects") is not False:
         return "rejection"
-    if any(key.endswith(("_max", "_min")) for key in case.expect):
+    if any((found := operator_of(key)) is not None and found[0].bound for key in case.expect):
         return "bound"
     return "example"
 

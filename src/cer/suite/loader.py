@@ -54,6 +54,11 @@ _CASE_KEYS: frozenset[str] = frozenset(
 )
 """Every field a case may hold; any other is refused (``expects`` would otherwise leave
 the case with nothing to verify, and a misspelt ``input`` would run it on nothing)."""
+SELF_REPORTED = "self_reported"
+"""The declaration in a case's ``expect`` of the keys whose values are the
+implementation's own figures (``cer.judge.compare.SELF_REPORTED``): the loader refuses
+one that is not a non-empty array of key names; what it names is checked against the
+case by the judge and by ``cer check``."""
 _LOCATED = re.compile(r"^\d+:\d+: ")
 _TOML_LOCATION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
 
@@ -439,6 +444,8 @@ def _common_columns(entries: list[Any], interned: dict[Any, Any]) -> list[list[A
         and set(map(type, chain.from_iterable(filter(None, tags)))) <= _JUST_STR
     ):
         return None
+    if not all(map(_declares_well, expect)):
+        return None
     share = interned.setdefault
     verifies = [() if value is None else tuple(value) for value in verifies]
     tags = [() if value is None else tuple(value) for value in tags]
@@ -573,7 +580,7 @@ def _case_row(
         and isinstance(category, str)
         and category.strip()
         and (input_ is None or isinstance(input_, dict))
-        and (expect is None or isinstance(expect, dict))
+        and (expect is None or (isinstance(expect, dict) and _declares_well(expect)))
         and (description is None or isinstance(description, str))
         and (severity is None or isinstance(severity, str))
         and (verifies is None or _is_string_list(verifies))
@@ -623,6 +630,14 @@ def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list
         value = entry.get(key, {})
         if not isinstance(value, dict):
             problems.append(f"{label}: {key} must be a table, not {_type_name(value)}")
+    expect = entry.get("expect")
+    if isinstance(expect, dict) and not _declares_well(expect):
+        where = f" (line {line})" if line is not None else ""
+        problems.append(
+            f"{label}{where}: expect.{SELF_REPORTED} must be a non-empty array of the "
+            "names of keys the case compares whose values are the implementation's own "
+            f'figures, e.g. {SELF_REPORTED} = ["count"], {_declared_wrong(expect[SELF_REPORTED])}'
+        )
     for key in ("description", "severity"):
         value = entry.get(key, "")
         if not isinstance(value, str):
@@ -666,6 +681,25 @@ def _optional_string(document: Mapping[str, Any], key: str, problems: list[str])
         return value
     problems.append(f"{key} must be a string, not {_type_name(value)}")
     return None
+
+
+def _declares_well(expect: dict[str, Any] | None) -> bool:
+    """Whether ``expect`` (None: absent) holds no ``self_reported`` declaration, or one
+    of the right shape: a non-empty array of non-empty strings."""
+    if not expect or SELF_REPORTED not in expect:
+        return True
+    value = expect[SELF_REPORTED]
+    return _is_string_list(value) and bool(value) and all(value)
+
+
+def _declared_wrong(value: Any) -> str:
+    """What is wrong with a ``self_reported`` value :func:`_declares_well` refused."""
+    if not isinstance(value, list):
+        return f"not {_type_name(value)}"
+    if not value:
+        return "but it names no key"
+    odd = next(item for item in value if not (isinstance(item, str) and item))
+    return f"but it holds {'an empty string' if odd == '' else _type_name(odd)}"
 
 
 def _is_string_list(value: Any) -> bool:
