@@ -40,9 +40,14 @@ from cer.suite.selection import Selection
 
 T = TypeVar("T")
 
-DEFAULT_WATCH_TIMEOUT = 2.0
-"""``cer-tui``'s per-case timeout: short, for the TDD loop, where a hang should cost a
-couple of seconds, not ten (``--watch-timeout``, ``watch_timeout``)."""
+RETIRED_KEYS: Mapping[str, str] = {
+    "watch_timeout": (
+        "cer run and cer-tui share one per-case timeout: rename watch_timeout to timeout "
+        f"(default {DEFAULT_TIMEOUT:g} s)"
+    ),
+}
+"""``[tool.cer]`` keys no longer read, and what to write instead: a file that still sets
+one gets that advice rather than a setting silently ignored."""
 _CONFIG_KEYS = frozenset(
     {
         "suite",
@@ -55,7 +60,6 @@ _CONFIG_KEYS = frozenset(
         "capture_limit",
         "categories",
         "watch",
-        "watch_timeout",
         "theme",
         "jobs",
         "pytest_suites",
@@ -152,6 +156,9 @@ def find_project_config(start: Path | None = None) -> ProjectConfig:
             continue
         if not isinstance(table, dict):
             raise UsageError(f"{candidate}: [tool.cer] must be a table")
+        retired = sorted(set(table) & set(RETIRED_KEYS))
+        if retired:
+            raise UsageError(f"{candidate}: [tool.cer] {retired[0]}: {RETIRED_KEYS[retired[0]]}")
         unknown = sorted(set(table) - _CONFIG_KEYS)
         if unknown:
             raise UsageError(
@@ -258,7 +265,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=positive_float,
         metavar="SECONDS",
-        help=f"per-case time limit, enforced from outside (default {DEFAULT_TIMEOUT:g})",
+        help="per-case time limit, enforced from outside, the same in cer run, cer-tui "
+        f"and pytest (default {DEFAULT_TIMEOUT:g}; also timeout in [tool.cer])",
     )
     parser.add_argument(
         "--isolation",
@@ -551,14 +559,9 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         )
     for item in given:
         _check_implementation(item)
+    # One timeout for cer run, cer-tui and the pytest plugin: a case that passes in CI
+    # passes in the watch loop too.
     timeout = args.timeout if args.timeout is not None else values.get("timeout", DEFAULT_TIMEOUT)
-    if hasattr(args, "watch_timeout"):
-        # cer-tui: --watch-timeout, else an explicit --timeout, else watch_timeout, else
-        # its own short default; the timeout of [tool.cer] is cer run's.
-        if args.watch_timeout is not None:
-            timeout = args.watch_timeout
-        elif args.timeout is None:
-            timeout = values.get("watch_timeout", DEFAULT_WATCH_TIMEOUT)
     isolation = args.isolation or values.get("isolation", DEFAULT_ISOLATION)
     if isolation not in ISOLATION_MODES:
         raise UsageError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
@@ -567,10 +570,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         or isinstance(timeout, bool)
         or not 0 < timeout <= MAX_TIMEOUT
     ):
-        raise UsageError(
-            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
-            + (" (watch_timeout in [tool.cer])" if hasattr(args, "watch_timeout") else "")
-        )
+        raise UsageError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     max_memory = args.max_memory
     if max_memory is None and values.get("max_memory") is not None:
         max_memory = _config_size(values["max_memory"], "max_memory")

@@ -329,9 +329,7 @@ class RunScreen(Screen[None]):
     def refresh_summary(self) -> None:
         """Show what the summary bar says now."""
         app = self.cer
-        self.summary_state = replace(
-            app.session.summary(), timeout=app.options.timeout, pattern=app.run_pattern
-        )
+        self.summary_state = replace(app.session.summary(), pattern=app.run_pattern)
 
     def detail_styles(self) -> DetailStyles:
         """The panes' styles from the current theme (cached until the theme changes)."""

@@ -16,6 +16,9 @@ class HeaderState:
     implementation: str = ""
     watch: str = ""
     trigger: str = ""
+    timeout: float | None = None
+    """The per-case timeout every lane runs with, in seconds (``--timeout``, ``timeout``
+    in ``[tool.cer]``: the same as ``cer run``'s)."""
 
 
 @dataclass(frozen=True)

@@ -322,7 +322,8 @@ class Session:
         implementation = self.lanes[0].options.impl
         if self.several:
             implementation = f"{len(self.lanes)} implementations: {', '.join(self.labels)}"
-        return HeaderState(target, implementation, watch, self.trigger)
+        timeout = self.lanes[0].options.timeout
+        return HeaderState(target, implementation, watch, self.trigger, timeout)
 
     def summary(self) -> SummaryState:
         """What the summary bar says: the counts (each lane's, with several), the
