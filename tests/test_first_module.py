@@ -210,3 +210,18 @@ def test_cer_init_says_why_and_what_to_type(
     error = capsys.readouterr().err
     assert error.startswith("cer: error: 'email' is a module of the standard library")
     assert "cer init my_email" in error
+
+
+def test_what_a_save_of_the_module_document_does_is_said_once() -> None:
+    """The Watching section of tui.md says it; the other pages link there instead of
+    saying it again (once, two pages said two different things)."""
+    tui = (ROOT / "docs" / "tui.md").read_text(encoding="utf-8")
+    watching = tui.split("\n## Watching\n", 1)[1].split("\n## ", 1)[0]
+    assert "A save of `commonsformat.md` alone, between runs, does not" in watching
+    assert "rerun the suite" in watching
+    for page in (PAGE, ROOT / "README.md"):
+        prose = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+        text = " ".join(prose.split())
+        for sentence in re.split(r"(?<=[.)])\s", text):
+            if "commonsformat.md" in sentence and re.search(r"rerun|re-judge", sentence):
+                assert "tui.md#watching" in sentence, (page.name, sentence)
