@@ -21,8 +21,8 @@ from cer.model import CaseResult, RunResult, SourceAccess, Status, Suite
 from cer.results.baseline import Baseline
 from cer.suite.selection import Selection
 from cer.tracebacks import trim
-from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
-from cer.tui.state.board import Board
+from cer.tui.state.bars import HeaderState, LaneSummary, PartialRun, SummaryState
+from cer.tui.state.board import Board, Counts
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.formatting import SYMBOLS
 from cer.tui.state.kept import KeptResult
@@ -344,6 +344,7 @@ class Session:
                 rows=len(board.rows),
                 filters=filters,
                 flaky=board.flaky_count,
+                partial=partial_run(board),
             )
         finished = [lane.board.last_run for lane in self.lanes if lane.board.last_run]
         elapsed = None
@@ -370,6 +371,7 @@ class Session:
             ),
             running_label=f"{self.lanes[index].label} {index + 1}/{len(self.lanes)}",
             disagreements=None if self.matrix is None else len(self.matrix.disagreements),
+            partial=partial_run(board, counted=False),
         )
 
     def import_banner(self) -> tuple[str, str] | None:
@@ -451,6 +453,40 @@ class Session:
                     tally.append(f"{SYMBOLS[status]} {count}")
             parts.append(f"{lane.label} {' '.join(tally)}")
         return Announcement("Runs finished", "   ".join(parts), severity)
+
+
+def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
+    """What the board's last (or current) run ran, when it ran only some of the cases
+    (a set of names: ``n``, ``s``, ``R``); None when it ran them all. With ``counted``,
+    the statuses of the cases it ran, counted apart from the earlier results the rest
+    of the list keeps. Looks at the selected names only, never at every row."""
+    selection = board.run_selection
+    names = selection.names
+    if names is None or not board.rows:
+        return None
+    counts = Counts()
+    ran = 0
+    for name in names:
+        row = board.row(name)
+        if row is None or not selection.selects(row.case):
+            continue
+        ran += 1
+        if not counted:
+            continue
+        status = row.status if not row.stale else None
+        if status is None:
+            counts.pending += 1
+        elif status is Status.PASS:
+            counts.passed += 1
+        elif status is Status.FAIL:
+            counts.failed += 1
+        elif status is Status.ERRORED:
+            counts.errored += 1
+        else:
+            counts.skipped += 1
+    if ran >= len(board.rows):
+        return None
+    return PartialRun(ran, len(board.rows), counts)
 
 
 def _without_cause(detail: str, reason: str) -> str:
