@@ -485,14 +485,14 @@ def follow_text(path: str | Path, derived: Sequence[Draft]) -> tuple[DraftFile, 
         return load_drafts(path), []
     document = _read_document(path)
     for entry in document.get("drafts", []):
-        draft = updated.get(str(entry.get("name")))
-        if draft is None:
+        changed = updated.get(str(entry.get("name")))
+        if changed is None:
             continue
         for key in (*_FROM_TEXT, "enforceability"):
-            entry[key] = getattr(draft, key)
+            entry[key] = getattr(changed, key)
         # Each value is replaced where it stands, so that the file's comments stay put.
         for key in ("severity", "input", "expect", "observed", "observed_from", "observed_note"):
-            value = getattr(draft, key)
+            value = getattr(changed, key)
             if value is None:
                 if key in entry:
                     del entry[key]
@@ -502,7 +502,9 @@ def follow_text(path: str | Path, derived: Sequence[Draft]) -> tuple[DraftFile, 
             try:
                 entry[key] = value if isinstance(value, str) else toml_value(value)
             except NotRepresentable as exc:
-                raise DraftsError(f"draft {draft.name!r}: {key} cannot be written: {exc}") from exc
+                raise DraftsError(
+                    f"draft {changed.name!r}: {key} cannot be written: {exc}"
+                ) from exc
     write_text_atomically(path, document.as_string())
     after = load_drafts(path)
     return after, [after.get(name) for name in updated]
