@@ -34,7 +34,7 @@ from cer.engine.options import (
     RunOptions,
     parse_jobs,
 )
-from cer.labels import implementation_labels, label_problem, split_label
+from cer.labels import DIST_PATTERN, implementation_labels, label_problem, split_dist, split_label
 from cer.model import CASE_CLASSES
 from cer.suite.selection import Selection
 
@@ -381,7 +381,10 @@ class Implementation:
     kind: ImplementationKind
     impl: str
     label: str | None = None
-    """An explicit column label (``[tool.cer] impls`` tables only); None for automatic."""
+    """An explicit column label (``NAME=`` or ``label``); None for automatic."""
+    dist: str | None = None
+    """The distribution a Python adapter adapts (``,dist=NAME`` or ``dist``), for its
+    name and version in a matrix; None: found from what the adapter imports."""
 
 
 @dataclass(frozen=True)
@@ -450,13 +453,17 @@ def _given_on_command_line(args: argparse.Namespace) -> list[Implementation]:
             )
     given = []
     for kind, value in pairs:
-        label = None
+        label = dist = None
         if isinstance(value, str):
             try:
                 label, value = split_label(kind, value)
             except ValueError as exc:
                 raise UsageError(f"{kind_named(kind).option} NAME=…: {exc}") from None
-        given.append(Implementation(kind, value, label))
+            try:
+                value, dist = split_dist(kind, value)
+            except ValueError as exc:
+                raise UsageError(f"{kind_named(kind).option} …,dist=NAME: {exc}") from None
+        given.append(Implementation(kind, value, label, dist))
     labels = [item.label for item in given if item.label is not None]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -472,7 +479,13 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
     if "impls" not in values:
         for kind, key in _SINGLE_KEYS:
             if values.get(key):
-                return [Implementation(kind, values[key])]
+                impl, dist = values[key], None
+                if isinstance(impl, str):
+                    try:
+                        impl, dist = split_dist(kind, impl)
+                    except ValueError as exc:
+                        raise UsageError(f"{where} {key}: {exc}") from None
+                return [Implementation(kind, impl, None, dist)]
         return []
     single = [key for _, key in _SINGLE_KEYS if key in values]
     if single:
@@ -491,18 +504,19 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
         if isinstance(entry, str):
             try:
                 label, impl = split_label("python", entry)
+                impl, dist = split_dist("python", impl)
             except ValueError as exc:
                 raise UsageError(f"{here}: {exc}") from None
-            found.append(Implementation("python", impl, label))
+            found.append(Implementation("python", impl, label, dist))
             continue
         if not isinstance(entry, dict):
             raise UsageError(
                 f"{here} must be a string MODULE:ATTR or a table such as "
                 f'{{ cmd = "node calc.mjs" }}, got {entry!r}'
             )
-        unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label"})
+        unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label", "dist"})
         if unknown:
-            known = ", ".join(sorted({*_ENTRY_KINDS, "label"}))
+            known = ", ".join(sorted({*_ENTRY_KINDS, "label", "dist"}))
             raise UsageError(f"{here}: unknown keys {', '.join(unknown)} (known: {known})")
         named = [key for key in _ENTRY_KINDS if key in entry]
         if len(named) != 1:
@@ -517,7 +531,17 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
                 f"{here}: label must be letters, digits, '_', '.' or '-' (starting with a "
                 f"letter or digit, at most 32 characters), got {label!r}"
             )
-        found.append(Implementation(_ENTRY_KINDS[named[0]], value, label))
+        dist = entry.get("dist")
+        if dist is not None and (
+            not isinstance(dist, str)
+            or not DIST_PATTERN.match(dist)
+            or not kind_named(_ENTRY_KINDS[named[0]]).python
+        ):
+            raise UsageError(
+                f"{here}: dist must name the installed distribution a Python implementation "
+                f'adapts, e.g. dist = "jsonschema", got {dist!r}'
+            )
+        found.append(Implementation(_ENTRY_KINDS[named[0]], value, label, dist))
     labels = [item.label for item in found if item.label is not None]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -642,6 +666,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             network=network,
             sandbox_read=tuple(str(p.resolve()) for p in sandbox_read),
             parallel_bounds=bool(getattr(args, "parallel_bounds", False)),
+            dist=item.dist,
         )
         for item in given
     )

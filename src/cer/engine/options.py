@@ -93,6 +93,10 @@ class RunOptions:
     sandbox_read: tuple[str, ...] = ()
     """Paths the sandboxed implementation may read besides what the sandbox allows it
     (``--sandbox-read``, ``[tool.cer] sandbox_read``): see :mod:`cer.sandbox.readset`."""
+    dist: str | None = None
+    """The installed distribution a Python adapter adapts (``dist=jsonschema``), named by
+    the user so that a matrix shows its name and version; None: found from what the
+    adapter's module imports, when that is one distribution."""
     parallel_bounds: bool = False
     """Run the cases with a runner-measured time bound (``elapsed_ms_max``,
     ``elapsed_ms_min``) among the others (``--parallel-bounds``). By default they run
