@@ -200,6 +200,7 @@ def test_a_partial_run_says_so_with_its_own_counts() -> None:
     session = Session((REF,), ("calc_ref",))
     cycle(session, run_of(REF, ONE_FAILS))
     assert session.summary().partial is None  # the whole suite ran
+    assert session.announcement() is None  # the first run: nothing to compare
     session.begin("rerun: only 'divides'")
     session.load(SUITE, Selection(names=frozenset({"divides"})))
     partial = session.summary().partial
@@ -212,5 +213,7 @@ def test_a_partial_run_says_so_with_its_own_counts() -> None:
     assert (summary.partial.counts.passed, summary.partial.counts.failed) == (1, 0)
     # The list's totals keep the earlier results of the cases that did not run.
     assert (summary.counts.passed, summary.counts.failed) == (3, 0)
+    toast = session.announcement()
+    assert toast is not None and toast.title == "Run finished (1 of 3 cases)"
     cycle(session, run_of(REF, ALL_PASS))
     assert session.summary().partial is None

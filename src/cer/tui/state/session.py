@@ -441,7 +441,7 @@ class Session:
                 (Status.SKIPPED, only.skipped),
             )
             parts.append("  ".join(f"{SYMBOLS[status]} {count}" for status, count in statuses))
-            return Announcement("Run finished", "   ".join(parts), severity)
+            return Announcement(f"Run finished{_part(self.board)}", "   ".join(parts), severity)
         for lane, each in zip(self.lanes, counts, strict=True):
             tally = [f"{SYMBOLS[Status.PASS]} {each.passed}"]
             for status, count in (
@@ -452,7 +452,7 @@ class Session:
                 if count:
                     tally.append(f"{SYMBOLS[status]} {count}")
             parts.append(f"{lane.label} {' '.join(tally)}")
-        return Announcement("Runs finished", "   ".join(parts), severity)
+        return Announcement(f"Runs finished{_part(self.board)}", "   ".join(parts), severity)
 
 
 def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
@@ -487,6 +487,13 @@ def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
     if ran >= len(board.rows):
         return None
     return PartialRun(ran, len(board.rows), counts)
+
+
+def _part(board: Board) -> str:
+    """`` (8 of 16 cases)`` for a toast's title after a partial run, else nothing: its
+    counts are the whole list's, old results with new."""
+    partial = partial_run(board, counted=False)
+    return "" if partial is None else f" ({partial.ran} of {partial.rows} cases)"
 
 
 def _without_cause(detail: str, reason: str) -> str:
