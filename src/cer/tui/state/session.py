@@ -22,7 +22,7 @@ from cer.results.baseline import Baseline
 from cer.suite.selection import Selection
 from cer.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, PartialRun, SummaryState
-from cer.tui.state.board import Board, Counts
+from cer.tui.state.board import Board, Counts, Row
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.formatting import SYMBOLS
 from cer.tui.state.kept import KeptResult
@@ -178,6 +178,10 @@ class Session:
         self.matrix: Matrix | None = None
         """The lanes compared case by case, rebuilt after each cycle (two lanes or more)."""
         self._previous: tuple[tuple[int, int, int, int], ...] | None = None
+        self._partial_seen: tuple[Selection, list[Row], PartialRun | None] | None = None
+        """The last partial run's figures without counts, with the selection and rows
+        they were taken from: the summary is refreshed for every batch of results, and
+        a run of 60,000 selected names need not be counted again each time."""
 
     @property
     def board(self) -> Board:
@@ -344,7 +348,7 @@ class Session:
                 rows=len(board.rows),
                 filters=filters,
                 flaky=board.flaky_count,
-                partial=partial_run(board),
+                partial=self._partial(counted=True),
             )
         finished = [lane.board.last_run for lane in self.lanes if lane.board.last_run]
         elapsed = None
@@ -371,8 +375,23 @@ class Session:
             ),
             running_label=f"{self.lanes[index].label} {index + 1}/{len(self.lanes)}",
             disagreements=None if self.matrix is None else len(self.matrix.disagreements),
-            partial=partial_run(board, counted=False),
+            partial=self._partial(counted=False),
         )
+
+    def _partial(self, *, counted: bool) -> PartialRun | None:
+        """:func:`partial_run` of the first board; counted only once the run is over
+        (while it runs, the cases not yet done have no new status to count)."""
+        board = self.board
+        if board.run_selection.names is None:
+            return None
+        if counted and not board.running:
+            return partial_run(board)
+        seen = self._partial_seen
+        if seen is not None and seen[0] is board.run_selection and seen[1] is board.rows:
+            return seen[2]
+        found = partial_run(board, counted=False)
+        self._partial_seen = (board.run_selection, board.rows, found)
+        return found
 
     def import_banner(self) -> tuple[str, str] | None:
         """The banner's title and body for the lanes that did not load, or None."""
@@ -492,7 +511,7 @@ def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
 def _part(board: Board) -> str:
     """`` (8 of 16 cases)`` for a toast's title after a partial run, else nothing: its
     counts are the whole list's, old results with new."""
-    partial = partial_run(board, counted=False)
+    partial = partial_run(board, counted=False) if board.run_selection.names is not None else None
     return "" if partial is None else f" ({partial.ran} of {partial.rows} cases)"
 
 
