@@ -134,7 +134,8 @@ def _append_partial(text: Text, state: SummaryState, style: Callable[[str], Styl
     if partial is None:
         return
     text.append(": " if state.pattern else "   partial run: ", style("muted"))
-    text.append(f"{partial.ran} of {partial.rows} ran", style("muted"))
+    verb = "running" if state.running else "ran"
+    text.append(f"{partial.ran} of {partial.rows} {verb}", style("muted"))
     counts = partial.counts
     marks = [
         (count, mark, name)
