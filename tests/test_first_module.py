@@ -214,7 +214,7 @@ def test_cer_init_says_why_and_what_to_type(
 
 def test_what_a_save_of_the_module_document_does_is_said_once() -> None:
     """The Watching section of tui.md says it; the other pages link there instead of
-    saying it again (once, two pages said two different things)."""
+    saying it again, so that no two pages can disagree."""
     tui = (ROOT / "docs" / "tui.md").read_text(encoding="utf-8")
     watching = tui.split("\n## Watching\n", 1)[1].split("\n## ", 1)[0]
     assert "A save of `commonsformat.md` alone, between runs, does not" in watching

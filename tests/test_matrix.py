@@ -1435,3 +1435,15 @@ def test_the_matrix_legend_shows_each_adapters_version(
     legend = out.split("implementations:\n", 1)[1]
     assert f"(tomlkit {importlib.metadata.version('tomlkit')})" in legend.splitlines()[0]
     assert f"(Jinja2 {importlib.metadata.version('jinja2')})" in legend.splitlines()[1]
+
+
+def test_an_adapter_that_is_no_regular_file_or_no_python_names_nothing(tmp_path: Path) -> None:
+    import os
+
+    from cer.engine.distribution import _read_source, adapted_distribution
+
+    (tmp_path / "deep.py").write_text("def f(x):\n    return " + "(" * 5000 + "x" + ")" * 5000)
+    assert adapted_distribution("deep:f", [str(tmp_path)]) is None
+    os.mkfifo(tmp_path / "fifo.py")
+    assert adapted_distribution("fifo:f", [str(tmp_path)]) is None  # never blocks
+    assert _read_source(str(tmp_path / "fifo.py")) is None

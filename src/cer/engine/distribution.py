@@ -187,18 +187,43 @@ def _bound(module: ast.Module) -> dict[str, str]:
     return bound
 
 
+def _read_source(path: str) -> bytes | None:
+    """The bytes of the regular file ``path``, at most :data:`_MAX_SOURCE` of them; None
+    for anything else. Opened without blocking and checked once open, as the identity
+    reads files, so that a module swapped for a FIFO or a device cannot stall the
+    supervisor."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_SOURCE:
+            return None
+        chunks: list[bytes] = []
+        left = info.st_size
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _adapter_imports(path: str, attr: str) -> list[str]:
     """The top-level modules the adapter ``attr`` of the module file ``path`` imports:
     those imported in its own body, and the module's imports whose names it uses; when
     ``attr`` is not a function or class of the file (an instance, say), every import of
     the module. Empty when the file cannot be read or parsed."""
+    source = _read_source(path)
+    if source is None:
+        return []
     try:
-        with open(path, "rb") as stream:
-            source = stream.read(_MAX_SOURCE + 1)
-        if len(source) > _MAX_SOURCE:
-            return []
         module = ast.parse(source)
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     head = attr.partition(".")[0]
     target = next(
