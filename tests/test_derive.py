@@ -464,3 +464,116 @@ def test_derive_impl_with_only_complete_drafts_says_what_it_observed(
     checked = json.loads(out)["checked"]
     assert [item["name"] for item in checked] == [d.name for d in drafts]
     assert {item["status"] for item in checked} == {"pass"}
+
+
+def test_derive_impl_says_it_observed_nothing_when_no_draft_has_an_input(
+    calc: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite_path = calc / "evals.toml"
+    suite_path.write_text(
+        _without(suite_path.read_text(encoding="utf-8"), "floor-semantics"), encoding="utf-8"
+    )
+    assert cer(capsys, "derive")[0] == 0
+    assert load_drafts(calc / "evals.drafts.toml").get("floor-semantics-case").input is None
+    code, out, _ = cer(capsys, "derive", "--impl", "calc_ref:evaluate")
+    assert code == 0
+    assert (
+        "observed against calc_ref:evaluate: nothing, no draft on file has an input and no "
+        "expectation (1 need an input first: write it in evals.drafts.toml, then run "
+        "cer derive --impl again)"
+    ) in out
+    code, out, _ = cer(capsys, "derive", "--impl", "calc_ref:evaluate", "--format", "json")
+    assert json.loads(out)["observed"] == []
+
+
+def test_a_draft_with_an_input_and_an_observation_no_longer_needs_input(
+    calc: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite_path = calc / "evals.toml"
+    suite_path.write_text(
+        _without(suite_path.read_text(encoding="utf-8"), "floor-semantics"), encoding="utf-8"
+    )
+    assert cer(capsys, "derive")[0] == 0
+    drafts = calc / "evals.drafts.toml"
+    text = drafts.read_text(encoding="utf-8")
+    drafts.write_text(
+        text.replace(
+            'name = "floor-semantics-case"\n',
+            'name = "floor-semantics-case"\ninput = { expr = "7 // -2" }\n',
+        ),
+        encoding="utf-8",
+    )
+    assert load_drafts(drafts).get("floor-semantics-case").enforceability == "needs-input"
+    code, out, _ = cer(capsys, "derive", "--impl", "calc_ref:evaluate")
+    assert code == 0
+    assert "  + floor-semantics-case  [mechanical]  floor-semantics:" in out
+    assert "[needs-input]" not in out.split("needs repair")[0]
+    draft = load_drafts(drafts).get("floor-semantics-case")
+    assert (draft.enforceability, draft.observed) == ("mechanical", {"value": -4})
+    # Run again: the same observation is reported, not left out as unchanged.
+    code, out, _ = cer(capsys, "derive", "--impl", "calc_ref:evaluate")
+    assert "observed (1):\n  + floor-semantics-case  [mechanical]" in out
+
+
+def test_drafts_follow_the_constraint_text_when_the_prose_changes(
+    calc: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cer(capsys, "derive")[0] == 0
+    drafts = calc / "evals.drafts.toml"
+    drafts.write_text(drafts.read_text(encoding="utf-8") + "# my note\n", encoding="utf-8")
+    before = load_drafts(drafts).get("left-associativity-example")
+    assert (before.input, before.expect) == ({"expr": "10 - 4 - 3"}, {"value": 3})
+    doc = calc / "commonsformat.md"
+    doc.write_text(
+        doc.read_text(encoding="utf-8").replace("`10 - 4 - 3` is `3`", "`20 - 4 - 3` is `13`"),
+        encoding="utf-8",
+    )
+    code, out, _ = cer(capsys, "derive")
+    assert code == 0
+    assert "updated from the constraint's text (1):\n  ~ left-associativity-example" in out
+    after = load_drafts(drafts).get("left-associativity-example")
+    assert (after.input, after.expect) == ({"expr": "20 - 4 - 3"}, {"value": 13})
+    assert "`20 - 4 - 3` is `13`" in after.why and "`20 - 4 - 3`" in after.description
+    assert drafts.read_text(encoding="utf-8").endswith("# my note\n")
+    code, out, _ = cer(capsys, "derive")
+    assert "updated from" not in out  # the text did not change again
+
+
+def test_a_changed_text_keeps_the_input_a_person_wrote(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from cer.review.derive import Draft
+    from cer.review.drafts import follow_text, set_observed
+
+    derived = Draft(
+        name="floor-case",
+        constraint="floor",
+        array="cases",
+        category="functional",
+        enforceability="needs-input",
+        why='no example (from "`//` floors.")',
+        description="floor: `//` floors.",
+        input=None,
+        expect=None,
+    )
+    path = tmp_path / "evals.drafts.toml"
+    add_drafts(path, [derived])
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace(
+            'name = "floor-case"\n', 'name = "floor-case"\ninput = { expr = "7 // -2" }\n'
+        ),
+        encoding="utf-8",
+    )
+    mine = load_drafts(path).get("floor-case")
+    set_observed(path, {"floor-case": replace(mine, observed={"value": -4}, observed_from="x:y")})
+    reworded = replace(
+        derived,
+        why='no example (from "`//` rounds down.")',
+        description="floor: `//` rounds down.",
+    )
+    _, updated = follow_text(path, [reworded])
+    (draft,) = updated
+    assert draft.why == reworded.why and draft.input == {"expr": "7 // -2"}
+    assert draft.observed == {"value": -4} and draft.enforceability == "mechanical"
+    assert follow_text(path, [reworded])[1] == []

@@ -1296,3 +1296,158 @@ def test_known_failures_per_implementation_from_the_baseline(
     sloppy = document["ranking"][1]
     assert (sloppy["label"], sloppy["failed"], sloppy["known"]) == ("sloppy", 7, 1)
     assert sum(c["states"]["sloppy"] == "known" for c in document["cases"]) == 1
+
+
+# ------------------------------------------------------------------ who is in the matrix
+
+
+def test_adapters_kept_in_one_module_have_ids_of_their_own(tmp_path: Path) -> None:
+    from cer.engine.identity import identify
+
+    module = tmp_path / "adapters.py"
+    module.write_text("def a(x):\n    return x\n\n\ndef b(x):\n    return x\n")
+    first = identify("adapters:a", [str(module)]).implementation_id
+    second = identify("adapters:b", [str(module)]).implementation_id
+    assert first.partition("@")[2] != second.partition("@")[2]
+    assert identify("adapters:a", [str(module)]).implementation_id == first  # stable
+
+
+def test_an_implementation_names_the_distribution_it_adapts(tmp_path: Path) -> None:
+    args = parse(
+        [
+            "s.toml",
+            "--impl",
+            "js=adapters:check_jsonschema,dist=jsonschema",
+            "--impl",
+            "adapters:check_other",
+        ]
+    )
+    resolved = resolve_run(args, ProjectConfig())
+    assert [(o.impl, o.dist) for o in resolved.implementations] == [
+        ("adapters:check_jsonschema", "jsonschema"),
+        ("adapters:check_other", None),
+    ]
+    assert resolved.labels == ("js", "check_other")
+    project = config(
+        '[tool.cer]\nsuite = "s.toml"\nimpls = ["a=m:f,dist=tomli", '
+        '{ impl = "m:g", label = "g", dist = "tomlkit" }]\n',
+        tmp_path,
+    )
+    assert [(o.impl, o.dist) for o in resolve_run(parse([]), project).implementations] == [
+        ("m:f", "tomli"),
+        ("m:g", "tomlkit"),
+    ]
+    single = config('[tool.cer]\nsuite = "s.toml"\nimpl = "m:f, dist=tomli"\n', tmp_path)
+    assert resolve_run(parse([]), single).options.dist == "tomli"
+
+
+@pytest.mark.parametrize(
+    ("argv", "table", "message"),
+    [
+        (["s.toml", "--impl", "m:f,dist=no such"], None, "dist= must name an installed"),
+        (None, 'impls = [{ cmd = "node x", dist = "y" }]', "dist must name"),
+        (None, 'impls = [{ impl = "m:f", dist = 3 }]', "dist must name"),
+    ],
+)
+def test_a_bad_dist_is_a_usage_error(
+    tmp_path: Path, argv: list[str] | None, table: str | None, message: str
+) -> None:
+    project = ProjectConfig()
+    if table is not None:
+        project = config(f'[tool.cer]\nsuite = "e.toml"\n{table}\n', tmp_path)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        resolve_run(parse(argv if argv is not None else []), project)
+    # A command's words are its own: ",dist=" in one is no distribution.
+    command = resolve_run(parse(["s.toml", "--impl-cmd", "./x a,dist=b"]), ProjectConfig())
+    assert (command.options.impl, command.options.dist) == ("./x a,dist=b", None)
+
+
+ADAPTERS = """\
+import json
+import tomlkit as tk
+from tomlkit import parse
+
+
+def with_alias(text):
+    return tk.parse(text)
+
+
+def with_import_inside(text):
+    import tomlkit.api
+    return tomlkit.api.parse(text)
+
+
+def with_from_import(text):
+    return parse(text)
+
+
+def standard_only(text):
+    return json.loads(text)
+
+
+def _helper(text):
+    return text
+"""
+
+
+def test_the_adapted_distribution_is_found_from_what_the_adapter_imports(
+    tmp_path: Path,
+) -> None:
+    import importlib.metadata
+
+    from cer.engine.distribution import adapted_distribution, named_distribution, origin_of
+
+    (tmp_path / "toml_adapters.py").write_text(ADAPTERS)
+    search = [str(tmp_path)]
+    tomlkit = ImplementationOrigin("tomlkit", importlib.metadata.version("tomlkit"), "distribution")
+    for attr in ("with_alias", "with_import_inside", "with_from_import"):
+        assert adapted_distribution(f"toml_adapters:{attr}", search) == tomlkit, attr
+    assert adapted_distribution("toml_adapters:standard_only", search) is None
+    assert adapted_distribution("toml_adapters:_helper", search) is None
+    assert named_distribution("TOMLKit", search) == tomlkit  # as pip compares names
+    assert named_distribution("no-such-dist", search) is None
+    assert origin_of("toml_adapters:standard_only", search, "tomlkit") == (tomlkit, None)
+    origin, note = origin_of("toml_adapters:standard_only", search, "no-such-dist")
+    assert origin is None and note == "dist=no-such-dist: no distribution of that name is installed"
+    assert origin_of("toml_adapters:with_alias", search) == (tomlkit, None)
+
+
+def test_an_adapter_importing_two_distributions_names_none(tmp_path: Path) -> None:
+    from cer.engine.distribution import adapted_distribution
+
+    (tmp_path / "both.py").write_text(
+        "import tomlkit\nimport jinja2\n\n\ndef f(text):\n    return tomlkit, jinja2\n"
+    )
+    assert adapted_distribution("both:f", [str(tmp_path)]) is None
+
+
+def test_the_matrix_legend_shows_each_adapters_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    (tmp_path / "toml_adapters.py").write_text(ADAPTERS)
+    (tmp_path / "evals.toml").write_text(
+        'commonsformat_evals = "0.2"\n\n[[cases]]\nname = "one"\ncategory = "functional"\n'
+        'input = { text = "a = 1" }\nexpect = { value = { a = 1 } }\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "evals.toml", "--no-history", "--impl", "toml_adapters:with_alias"]
+    argv += ["--impl", "json=toml_adapters:standard_only,dist=jinja2"]
+    main(argv)
+    out = capsys.readouterr().out
+    legend = out.split("implementations:\n", 1)[1]
+    assert f"(tomlkit {importlib.metadata.version('tomlkit')})" in legend.splitlines()[0]
+    assert f"(Jinja2 {importlib.metadata.version('jinja2')})" in legend.splitlines()[1]
+
+
+def test_an_adapter_that_is_no_regular_file_or_no_python_names_nothing(tmp_path: Path) -> None:
+    import os
+
+    from cer.engine.distribution import _read_source, adapted_distribution
+
+    (tmp_path / "deep.py").write_text("def f(x):\n    return " + "(" * 5000 + "x" + ")" * 5000)
+    assert adapted_distribution("deep:f", [str(tmp_path)]) is None
+    os.mkfifo(tmp_path / "fifo.py")
+    assert adapted_distribution("fifo:f", [str(tmp_path)]) is None  # never blocks
+    assert _read_source(str(tmp_path / "fifo.py")) is None

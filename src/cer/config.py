@@ -34,15 +34,20 @@ from cer.engine.options import (
     RunOptions,
     parse_jobs,
 )
-from cer.labels import implementation_labels, label_problem, split_label
+from cer.labels import DIST_PATTERN, implementation_labels, label_problem, split_dist, split_label
 from cer.model import CASE_CLASSES
 from cer.suite.selection import Selection
 
 T = TypeVar("T")
 
-DEFAULT_WATCH_TIMEOUT = 2.0
-"""``cer-tui``'s per-case timeout: short, for the TDD loop, where a hang should cost a
-couple of seconds, not ten (``--watch-timeout``, ``watch_timeout``)."""
+RETIRED_KEYS: Mapping[str, str] = {
+    "watch_timeout": (
+        "cer run and cer-tui share one per-case timeout: rename watch_timeout to timeout "
+        f"(default {DEFAULT_TIMEOUT:g} s)"
+    ),
+}
+"""``[tool.cer]`` keys no longer read, and what to write instead: a file that still sets
+one gets that advice rather than a setting silently ignored."""
 _CONFIG_KEYS = frozenset(
     {
         "suite",
@@ -55,7 +60,6 @@ _CONFIG_KEYS = frozenset(
         "capture_limit",
         "categories",
         "watch",
-        "watch_timeout",
         "theme",
         "jobs",
         "pytest_suites",
@@ -152,6 +156,9 @@ def find_project_config(start: Path | None = None) -> ProjectConfig:
             continue
         if not isinstance(table, dict):
             raise UsageError(f"{candidate}: [tool.cer] must be a table")
+        retired = sorted(set(table) & set(RETIRED_KEYS))
+        if retired:
+            raise UsageError(f"{candidate}: [tool.cer] {retired[0]}: {RETIRED_KEYS[retired[0]]}")
         unknown = sorted(set(table) - _CONFIG_KEYS)
         if unknown:
             raise UsageError(
@@ -258,7 +265,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=positive_float,
         metavar="SECONDS",
-        help=f"per-case time limit, enforced from outside (default {DEFAULT_TIMEOUT:g})",
+        help="per-case time limit, enforced from outside, the same in cer run, cer-tui "
+        f"and pytest (default {DEFAULT_TIMEOUT:g}; also timeout in [tool.cer])",
     )
     parser.add_argument(
         "--isolation",
@@ -373,7 +381,10 @@ class Implementation:
     kind: ImplementationKind
     impl: str
     label: str | None = None
-    """An explicit column label (``[tool.cer] impls`` tables only); None for automatic."""
+    """An explicit column label (``NAME=`` or ``label``); None for automatic."""
+    dist: str | None = None
+    """The distribution a Python adapter adapts (``,dist=NAME`` or ``dist``), for its
+    name and version in a matrix; None: found from what the adapter imports."""
 
 
 @dataclass(frozen=True)
@@ -442,13 +453,17 @@ def _given_on_command_line(args: argparse.Namespace) -> list[Implementation]:
             )
     given = []
     for kind, value in pairs:
-        label = None
+        label = dist = None
         if isinstance(value, str):
             try:
                 label, value = split_label(kind, value)
             except ValueError as exc:
                 raise UsageError(f"{kind_named(kind).option} NAME=…: {exc}") from None
-        given.append(Implementation(kind, value, label))
+            try:
+                value, dist = split_dist(kind, value)
+            except ValueError as exc:
+                raise UsageError(f"{kind_named(kind).option} …,dist=NAME: {exc}") from None
+        given.append(Implementation(kind, value, label, dist))
     labels = [item.label for item in given if item.label is not None]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -464,7 +479,13 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
     if "impls" not in values:
         for kind, key in _SINGLE_KEYS:
             if values.get(key):
-                return [Implementation(kind, values[key])]
+                impl, dist = values[key], None
+                if isinstance(impl, str):
+                    try:
+                        impl, dist = split_dist(kind, impl)
+                    except ValueError as exc:
+                        raise UsageError(f"{where} {key}: {exc}") from None
+                return [Implementation(kind, impl, None, dist)]
         return []
     single = [key for _, key in _SINGLE_KEYS if key in values]
     if single:
@@ -483,18 +504,19 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
         if isinstance(entry, str):
             try:
                 label, impl = split_label("python", entry)
+                impl, dist = split_dist("python", impl)
             except ValueError as exc:
                 raise UsageError(f"{here}: {exc}") from None
-            found.append(Implementation("python", impl, label))
+            found.append(Implementation("python", impl, label, dist))
             continue
         if not isinstance(entry, dict):
             raise UsageError(
                 f"{here} must be a string MODULE:ATTR or a table such as "
                 f'{{ cmd = "node calc.mjs" }}, got {entry!r}'
             )
-        unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label"})
+        unknown = sorted(set(entry) - {*_ENTRY_KINDS, "label", "dist"})
         if unknown:
-            known = ", ".join(sorted({*_ENTRY_KINDS, "label"}))
+            known = ", ".join(sorted({*_ENTRY_KINDS, "label", "dist"}))
             raise UsageError(f"{here}: unknown keys {', '.join(unknown)} (known: {known})")
         named = [key for key in _ENTRY_KINDS if key in entry]
         if len(named) != 1:
@@ -509,7 +531,17 @@ def _configured(config: ProjectConfig) -> list[Implementation]:
                 f"{here}: label must be letters, digits, '_', '.' or '-' (starting with a "
                 f"letter or digit, at most 32 characters), got {label!r}"
             )
-        found.append(Implementation(_ENTRY_KINDS[named[0]], value, label))
+        dist = entry.get("dist")
+        if dist is not None and (
+            not isinstance(dist, str)
+            or not DIST_PATTERN.match(dist)
+            or not kind_named(_ENTRY_KINDS[named[0]]).python
+        ):
+            raise UsageError(
+                f"{here}: dist must name the installed distribution a Python implementation "
+                f'adapts, e.g. dist = "jsonschema", got {dist!r}'
+            )
+        found.append(Implementation(_ENTRY_KINDS[named[0]], value, label, dist))
     labels = [item.label for item in found if item.label is not None]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -551,14 +583,9 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         )
     for item in given:
         _check_implementation(item)
+    # One timeout for cer run, cer-tui and the pytest plugin: a case that passes in CI
+    # passes in the watch loop too.
     timeout = args.timeout if args.timeout is not None else values.get("timeout", DEFAULT_TIMEOUT)
-    if hasattr(args, "watch_timeout"):
-        # cer-tui: --watch-timeout, else an explicit --timeout, else watch_timeout, else
-        # its own short default; the timeout of [tool.cer] is cer run's.
-        if args.watch_timeout is not None:
-            timeout = args.watch_timeout
-        elif args.timeout is None:
-            timeout = values.get("watch_timeout", DEFAULT_WATCH_TIMEOUT)
     isolation = args.isolation or values.get("isolation", DEFAULT_ISOLATION)
     if isolation not in ISOLATION_MODES:
         raise UsageError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
@@ -567,10 +594,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         or isinstance(timeout, bool)
         or not 0 < timeout <= MAX_TIMEOUT
     ):
-        raise UsageError(
-            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
-            + (" (watch_timeout in [tool.cer])" if hasattr(args, "watch_timeout") else "")
-        )
+        raise UsageError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     max_memory = args.max_memory
     if max_memory is None and values.get("max_memory") is not None:
         max_memory = _config_size(values["max_memory"], "max_memory")
@@ -642,6 +666,7 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
             network=network,
             sandbox_read=tuple(str(p.resolve()) for p in sandbox_read),
             parallel_bounds=bool(getattr(args, "parallel_bounds", False)),
+            dist=item.dist,
         )
         for item in given
     )

@@ -17,11 +17,13 @@ from pathlib import Path
 from cer.engine.kinds import kind_named
 
 __all__ = [
+    "DIST_PATTERN",
     "LABEL_PATTERN",
     "MAX_LABEL",
     "implementation_labels",
     "label_problem",
     "short_label",
+    "split_dist",
     "split_label",
     "unique_labels",
 ]
@@ -29,6 +31,9 @@ __all__ = [
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 """What a label may look like: it names a column and suffixes report file names."""
 MAX_LABEL = 32
+DIST_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\Z")
+"""What a distribution's name may look like (the names of the packaging metadata)."""
+_DIST_SUFFIX = re.compile(r"(.*?),\s*dist=(.*)\Z", re.DOTALL)
 _AUTO_LABEL = 24
 _INTERPRETERS = re.compile(
     r"(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|ruby|perl|php|bash|sh|zsh|dash|"
@@ -100,6 +105,23 @@ def split_label(kind: str, impl: str) -> tuple[str | None, str]:
     if problem is not None:
         raise ValueError(problem)
     return name, rest
+
+
+def split_dist(kind: str, impl: str) -> tuple[str, str | None]:
+    """``MODULE:ATTR,dist=NAME``: the implementation and the distribution it adapts
+    (None without one). Only a Python implementation takes one (an attribute never
+    holds a comma; a command harness declares itself). ValueError when the name cannot
+    be a distribution's."""
+    found = _DIST_SUFFIX.match(impl)
+    if found is None or not kind_named(kind).python:
+        return impl, None
+    rest, dist = found.group(1), found.group(2).strip()
+    if not DIST_PATTERN.match(dist):
+        raise ValueError(
+            f"dist= must name an installed distribution (letters, digits, '.', '_' and "
+            f"'-', as pip names it), got {dist!r}"
+        )
+    return rest, dist
 
 
 def implementation_labels(

@@ -80,7 +80,7 @@ async def test_first_run_fills_the_list() -> None:
         text = screen_text(app)
         assert "✔ 7 passed" in text and "✘ 3 failed" in text and "‼ 1 errored" in text
         assert "✘   renders-tabs" in text
-        assert "calc ^1.0 · calc:evaluate · not watching · first run" in text
+        assert "calc ^1.0 · calc:evaluate · timeout 10 s · not watching · first run" in text
         # The first case is selected and its details are shown.
         assert app.run_screen.case_list.cursor_name == "adds-integers"
         assert "adds-integers" in str(app.query_one("#reason-pane", TextPane).content)

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 import cer.tui.__main__ as cli
+from cer.cli.parser import build_parser
+from cer.config import resolve_run
+from cer.engine.options import DEFAULT_TIMEOUT
 from cer.tui.app import CerApp
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
@@ -188,14 +191,12 @@ def test_a_selection_that_matches_a_case_starts_the_app(
 @pytest.mark.parametrize(
     ("config", "argv", "timeout"),
     [
-        ("", [], 2.0),
-        ("timeout = 30\n", [], 2.0),
-        ("watch_timeout = 0.5\n", [], 0.5),
-        ("watch_timeout = 0.5\n", ["--timeout", "7"], 7.0),
-        ("watch_timeout = 0.5\n", ["--watch-timeout", "3", "--timeout", "7"], 3.0),
+        ("", [], DEFAULT_TIMEOUT),
+        ("timeout = 30\n", [], 30.0),
+        ("timeout = 30\n", ["--timeout", "7"], 7.0),
     ],
 )
-def test_the_watch_loop_has_its_own_short_timeout(
+def test_the_watch_loop_times_cases_out_as_cer_run_does(
     config: str,
     argv: list[str],
     timeout: float,
@@ -212,9 +213,11 @@ def test_the_watch_loop_has_its_own_short_timeout(
     (app,) = started
     assert app.options.timeout == timeout
     assert all(o.timeout == timeout for o in app.implementations)
+    headless = resolve_run(build_parser().parse_args(["run", *argv]))
+    assert headless.options.timeout == timeout
 
 
-def test_a_bad_watch_timeout_is_a_usage_error(
+def test_a_retired_watch_timeout_says_what_to_write_instead(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -222,10 +225,11 @@ def test_a_bad_watch_timeout_is_a_usage_error(
 ) -> None:
     shutil.copytree(EXAMPLE, tmp_path / "calc", ignore=shutil.ignore_patterns(".cer"))
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.cer]\nsuite = "calc/evals.toml"\nimpl = "calc_ref:evaluate"\nwatch_timeout = "x"\n'
+        '[tool.cer]\nsuite = "calc/evals.toml"\nimpl = "calc_ref:evaluate"\nwatch_timeout = 0.5\n'
     )
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exited:
         cli.main([])
     assert exited.value.code == 2
-    assert "watch_timeout" in capsys.readouterr().err
+    assert "rename watch_timeout to timeout" in capsys.readouterr().err
+    assert not started

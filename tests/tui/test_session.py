@@ -189,3 +189,31 @@ def test_a_changed_suite_rebuilds_every_lane(tmp_path: Path) -> None:
     fewer = make_suite(CASES[:2], tmp_path / "evals.toml")
     assert session.load(fewer, Selection()) is True
     assert [len(lane.board.rows) for lane in session.lanes] == [2, 2]
+
+
+def test_the_header_names_the_timeout_every_lane_runs_with() -> None:
+    session = Session((RunOptions(impl="calc_ref:evaluate", timeout=3.5),), ("calc_ref",))
+    assert session.header("").timeout == 3.5
+
+
+def test_a_partial_run_says_so_with_its_own_counts() -> None:
+    session = Session((REF,), ("calc_ref",))
+    cycle(session, run_of(REF, ONE_FAILS))
+    assert session.summary().partial is None  # the whole suite ran
+    assert session.announcement() is None  # the first run: nothing to compare
+    session.begin("rerun: only 'divides'")
+    session.load(SUITE, Selection(names=frozenset({"divides"})))
+    partial = session.summary().partial
+    assert partial is not None and (partial.ran, partial.rows, partial.earlier) == (1, 3, 2)
+    assert partial.counts.as_tuple() == (0, 0, 0, 0)  # running: its old result is not counted
+    fixed = {"adds": Status.SKIPPED, "divides": Status.PASS, "parses": Status.SKIPPED}
+    session.lanes[0].finish(run_of(REF, fixed), session.suite)
+    summary = session.summary()
+    assert summary.partial is not None
+    assert (summary.partial.counts.passed, summary.partial.counts.failed) == (1, 0)
+    # The list's totals keep the earlier results of the cases that did not run.
+    assert (summary.counts.passed, summary.counts.failed) == (3, 0)
+    toast = session.announcement()
+    assert toast is not None and toast.title == "Run finished (1 of 3 cases)"
+    cycle(session, run_of(REF, ALL_PASS))
+    assert session.summary().partial is None

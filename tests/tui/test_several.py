@@ -112,7 +112,8 @@ async def test_every_implementation_runs_and_the_list_has_a_cell_each() -> None:
         assert app.boards[0].counts.as_tuple() == (7, 3, 1, 1)
         assert app.boards[1].counts.as_tuple() == (7, 2, 2, 1)
         text = screen_text(app)
-        assert "calc ^1.0 · 2 implementations: ref, other · not watching · first run" in text
+        header = "calc ^1.0 · 2 implementations: ref, other · timeout 10 s · not watching"
+        assert f"{header} · first run" in text
         assert " ref ✔ 7 ✘ 3 ‼ 1 ○ 1  │  other ✔ 7 ✘ 2 ‼ 2 ○ 1  │  ≠ 3 differ   in 1.2 s" in text
         # The header names the implementations over their cells.
         assert " ref other   case                   class " in text

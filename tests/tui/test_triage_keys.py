@@ -163,11 +163,13 @@ async def test_a_pattern_that_matches_nothing_is_refused() -> None:
         assert len(runner.calls) == 1
 
 
-async def test_the_summary_bar_shows_the_timeout() -> None:
+async def test_the_header_shows_the_timeout() -> None:
     app = app_for(FakeRunner(triage_outcome))
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert "timeout 2 s" in screen_text(app).splitlines()[1]
+        header, summary = screen_text(app).splitlines()[:2]
+        assert f"timeout {app.options.timeout:g} s" in header
+        assert "timeout" not in summary
 
 
 def _failing_in(source: Path) -> FakeRunner:

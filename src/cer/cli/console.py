@@ -376,7 +376,8 @@ def _table(rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset()) -
 def render_history(records: Sequence[RunRecord], where: str) -> str:
     """``cer history``: recent runs, newest first, numbered as ``cer diff`` takes them.
     The verdict is the sentence the run stated (with its baseline and coverage), last
-    since it is the longest cell."""
+    since it is the longest cell, and ``· partial run`` after it for a run that left
+    cases of the suite out."""
     if not records:
         return f"no runs recorded in {where}\n"
     rows = [
@@ -408,7 +409,8 @@ def render_history(records: Sequence[RunRecord], where: str) -> str:
                 str(s.skipped),
                 _coverage_cell(record.coverage),
                 f"{len(record.flaky)}: {', '.join(record.flaky)}" if record.flaky else "",
-                record.verdict,
+                # A run of some cases (n, s, --case) is not a verdict on the suite.
+                f"{record.verdict} · partial run" if record.partial else record.verdict,
             ]
         )
     lines = _table(rows, right=frozenset({0, 4, 5, 6, 7}))

@@ -73,6 +73,7 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
             "verdict": s.verdict,
         },
         "conformance": record.statement,
+        "partial": record.partial,
         "baseline": record.baseline,
         "flaky": list(record.flaky),
         "coverage": None if record.coverage is None else _figures_json(record.coverage),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,7 +119,7 @@ def _suite_path(given: Path | None) -> Path:
 
 
 def _draft_line(draft: Draft) -> str:
-    line = _shown(f"  + {draft.name}  [{draft.enforceability}]  {draft.constraint}: {draft.why}")
+    line = _shown(f"  + {draft.name}  [{draft.standing}]  {draft.constraint}: {draft.why}")
     if draft.observed is not None:
         line += f"\n      observed: {_inline(draft.observed)} (from {_shown(draft.observed_from)})"
     elif draft.observed_note:
@@ -144,20 +145,43 @@ def render_derivation(
     observed: list[Draft] | None = None,
     checked: list[tuple[str, str, str]] | None = None,
     impl: str = "",
+    updated: Sequence[Draft] = (),
+    drafts_on_file: Sequence[Draft] = (),
 ) -> str:
-    """The text ``cer derive`` prints; ``checked`` are the complete drafts run as
-    written against ``impl`` (name, status, reason)."""
+    """The text ``cer derive`` prints; ``updated`` are the drafts on file that followed
+    a change of their constraint's text, ``observed`` those run against ``impl`` for
+    an expectation, ``checked`` the complete drafts run as written against it (name,
+    status, reason). With ``impl``, it always says what was observed, if only that
+    there was nothing to run."""
     lines = [derivation.headline()]
     if added:
         lines.append(f"new drafts ({len(added)}):")
         lines.extend(_draft_line(d) for d in added)
     else:
         lines.append("no new drafts")
+    if updated:
+        lines.append(f"updated from the constraint's text ({len(updated)}):")
+        lines.extend(_draft_line(d).replace("  + ", "  ~ ", 1) for d in updated)
     fresh = {d.name for d in added}
     seen = [d for d in observed or () if d.name not in fresh]
     if seen:
         lines.append(f"observed ({len(seen)}):")
         lines.extend(_draft_line(d) for d in seen)
+    elif impl and not observed:
+        waiting = sum(1 for d in drafts_on_file if d.input is None)
+        if waiting or not checked:
+            lines.append(
+                _shown(
+                    f"observed against {impl}: nothing, no draft on file has an input and no "
+                    "expectation"
+                    + (
+                        f" ({waiting} need an input first: write it in {path.name}, then run "
+                        "cer derive --impl again)"
+                        if waiting
+                        else ""
+                    )
+                )
+            )
     if checked:
         lines.append(f"run as written against {impl} ({len(checked)}):")
         for name, status, reason in checked:
@@ -176,7 +200,7 @@ def _draft_json(draft: Draft) -> dict[str, Any]:
     return {
         "name": draft.name,
         "constraint": draft.constraint,
-        "enforceability": draft.enforceability,
+        "enforceability": draft.standing,
         "why": draft.why,
         "array": draft.array,
         "category": draft.category,
@@ -190,7 +214,14 @@ def _draft_json(draft: Draft) -> dict[str, Any]:
 
 def cmd_derive(args: argparse.Namespace) -> int:
     from cer.review.derive import derive
-    from cer.review.drafts import DraftsError, add_drafts, drafts_path, load_drafts, set_observed
+    from cer.review.drafts import (
+        DraftsError,
+        add_drafts,
+        drafts_path,
+        follow_text,
+        load_drafts,
+        set_observed,
+    )
     from cer.review.observe import observe, run_drafts
 
     try:
@@ -206,17 +237,26 @@ def cmd_derive(args: argparse.Namespace) -> int:
         derivation = derive(suite, coverage, every=args.every, skip=before.discarded)
         present = {d.name for d in before.drafts}
         added = [d for d in derivation.drafts if d.name not in present]
+        # Drafts already on file follow their constraint's text when the prose changed.
+        _, updated = follow_text(path, derivation.drafts)
         after = add_drafts(path, added)
         observed_drafts: list[Draft] = []
         checked: list[tuple[str, str, str]] = []
         if args.impl:
             options = RunOptions(impl=args.impl, timeout=args.timeout)
             observed = observe(suite, after.drafts, options, args.impl)
-            changed = {d.name: d for d, old in zip(observed, after.drafts, strict=True) if d != old}
-            if changed:
-                after = set_observed(path, changed)
-            observed_drafts = [after.get(name) for name in changed]
+            ran = {
+                d.name: d
+                for d, old in zip(observed, after.drafts, strict=True)
+                if old.input is not None and not old.expect
+            }
+            changed = {name: d for name, d in ran.items() if d != after.get(name)}
+            if changed or any(d.standing != d.enforceability for d in ran.values()):
+                after = set_observed(path, ran)
+            # Every draft run for an expectation is reported, changed or not.
+            observed_drafts = [after.get(name) for name in ran]
             added = [after.get(d.name) for d in added]
+            updated = [after.get(d.name) for d in updated]
             # Complete drafts are run as written: what the implementation did is said
             # for them too, as a status, never written into the drafts file.
             complete = [d for d in after.drafts if d.is_complete]
@@ -239,6 +279,8 @@ def cmd_derive(args: argparse.Namespace) -> int:
                 for a in derivation.needs_repair
             ],
             "new_drafts": [d.name for d in added],
+            "updated_drafts": [d.name for d in updated],
+            "observed": [d.name for d in observed_drafts],
             "checked": [
                 {"name": name, "status": status, "reason": reason or None}
                 for name, status, reason in checked
@@ -250,7 +292,15 @@ def cmd_derive(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(
             render_derivation(
-                derivation, added, len(after.drafts), path, observed_drafts, checked, args.impl
+                derivation,
+                added,
+                len(after.drafts),
+                path,
+                observed_drafts,
+                checked,
+                args.impl,
+                updated,
+                after.drafts,
             )
         )
     return 0

@@ -5,6 +5,14 @@ It writes what a module needs to be run and watched, and nothing more: a
 with one case of each class (one of them a rejection), an implementation stub that
 fails every case until it is written, and ``[tool.cer]`` in ``pyproject.toml`` naming
 the suite and the implementation, so that a bare ``cer run`` and ``cer-tui`` work.
+Everything is named for the module: ``NAME.py`` defines ``NAME(text)``, and the cases
+are ``NAME-…``.
+
+A NAME must be a Python identifier that no standard-library module has: ``json.py``
+beside the suite would shadow ``json`` (or be shadowed by it), and the first import
+would fail in a way that says nothing about the module. A NAME that is not an
+identifier is refused with the fixed one offered; the folder's name, used when no NAME
+is given, is fixed without asking.
 
 Nothing is ever overwritten: a file that exists is kept as it is, and a
 ``pyproject.toml`` gets ``[tool.cer]`` added (by tomlkit, every other byte kept) only
@@ -21,10 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["FUNCTION", "Written", "add_init_command", "init_module", "module_name"]
-
-FUNCTION = "normalize"
-"""The function the stub defines and ``[tool.cer] impl`` names."""
+__all__ = ["Written", "add_init_command", "init_module", "module_name"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -37,15 +42,57 @@ class Written:
     action: Literal["wrote", "kept", "added [tool.cer] to", "kept [tool.cer] of"]
 
 
+def _fixed(raw: str) -> str:
+    """``raw`` made a module name: runs of other characters become ``_``, lower case,
+    and a leading digit gets ``mod_`` before it ("" when nothing is left)."""
+    candidate = re.sub(r"[^A-Za-z0-9_]+", "_", raw.strip()).strip("_").lower()
+    if candidate[:1].isdigit():
+        candidate = f"mod_{candidate}"
+    return candidate
+
+
+def _taken(name: str) -> str | None:
+    """Why the identifier ``name`` cannot name the module, or None when it can."""
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return f"{name!r} is a Python keyword"
+    if name in sys.stdlib_module_names:
+        return (
+            f"{name!r} is a module of the standard library: {name}.py here would shadow it, "
+            f"or be shadowed by it"
+        )
+    return None
+
+
+def _offer(name: str) -> str:
+    """A name close to ``name`` that is free (for the message that refuses it)."""
+    for candidate in (f"{name}_", f"my_{name}") if keyword.iskeyword(name) else (f"my_{name}",):
+        if _IDENTIFIER.fullmatch(candidate) and _taken(candidate) is None:
+            return candidate
+    return f"my_{name}"
+
+
 def module_name(name: str | None, folder: Path) -> str:
-    """The module's name: ``name``, else the folder's, with ``-`` and spaces made
-    ``_``; ValueError when that is not a Python module name."""
+    """The module's name (and its function's): ``name``, else the folder's made into an
+    identifier. ValueError, offering a name that works, when ``name`` is not an
+    identifier, or when either is a keyword or a standard-library module."""
+    given = name is not None
     raw = name if name is not None else folder.resolve().name
-    candidate = re.sub(r"[-\s.]+", "_", raw.strip()).lower()
-    if not _IDENTIFIER.fullmatch(candidate) or keyword.iskeyword(candidate):
+    candidate = raw if given else _fixed(raw)
+    if not _IDENTIFIER.fullmatch(candidate):
+        fixed = _fixed(raw)
+        if fixed and _taken(fixed) is None:
+            offer = f"cer init {fixed}"
+        else:
+            offer = "pass a NAME made of letters, digits and _ (cer init NAME)"
+        what = "NAME" if given else "the folder's name"
         raise ValueError(
-            f"{raw!r} cannot name a Python module: pass a NAME made of letters, digits, "
-            "- and _ (cer init NAME)"
+            f"{raw!r} cannot name a Python module ({what} must be an identifier: letters, "
+            f"digits and _, not starting with a digit): {offer}"
+        )
+    problem = _taken(candidate)
+    if problem is not None:
+        raise ValueError(
+            f"{problem}; {candidate!r} cannot name the module: cer init {_offer(candidate)}"
         )
     return candidate
 
@@ -59,7 +106,7 @@ of spaces inside it into one. It refuses text that holds nothing but spaces.
 ## API
 
 ```python
-def {FUNCTION}(text: str) -> str
+def {name}(text: str) -> str
 ```
 
 <constraints>
@@ -71,7 +118,8 @@ def {FUNCTION}(text: str) -> str
 
 
 def _suite(name: str) -> str:
-    return f"""# The eval suite of {name}: every case calls {FUNCTION}(**input); the string it
+    dashed = name.replace("_", "-")
+    return f"""# The eval suite of {name}: every case calls {name}(**input); the string it
 # returns is observed as `value`, an exception it raises as `rejects = true` with its
 # message (`error`) and class name (`error_type`).
 
@@ -79,7 +127,7 @@ commonsformat_evals = "0.2"
 target = "{name}"
 
 [[cases]]
-name = "trims-both-ends"
+name = "{dashed}-trims-both-ends"
 category = "functional"
 description = "Spaces around the text are removed."
 input = {{ text = "  hello  " }}
@@ -87,7 +135,7 @@ expect = {{ value = "hello" }}
 verifies = ["trims"]
 
 [[adversarial]]
-name = "rejects-blank-text"
+name = "{dashed}-rejects-blank-text"
 category = "input-validation"
 severity = "error"
 description = "Text of spaces only is refused, not returned empty."
@@ -96,7 +144,7 @@ expect = {{ rejects = true, error_type = "ValueError", error_includes = "blank" 
 verifies = ["rejects-blank"]
 
 [[generator_adversary]]
-name = "collapses-inner-runs"
+name = "{dashed}-collapses-inner-runs"
 category = "functional"
 description = "A run of spaces between words becomes one space."
 input = {{ text = "a   b    c" }}
@@ -109,8 +157,8 @@ def _stub(name: str) -> str:
     return f'''"""{name}: see commonsformat.md for what it must do, evals.toml for the cases."""
 
 
-def {FUNCTION}(text: str) -> str:
-    raise NotImplementedError("{name}.{FUNCTION} is not written yet")
+def {name}(text: str) -> str:
+    raise NotImplementedError("{name}.{name} is not written yet")
 '''
 
 
@@ -141,7 +189,7 @@ def _configure(path: Path, name: str) -> Written:
             return Written(path, "kept [tool.cer] of")
     table = tomlkit.table()
     table.add("suite", "evals.toml")
-    table.add("impl", f"{name}:{FUNCTION}")
+    table.add("impl", f"{name}:{name}")
     tool_table: Any = document.get("tool")
     if tool_table is None:
         tool_table = tomlkit.table(is_super_table=True)
@@ -156,8 +204,8 @@ def _configure(path: Path, name: str) -> Written:
 
 def init_module(folder: Path, name: str | None = None) -> tuple[str, list[Written]]:
     """Write the module's files into ``folder``; the module's name and what was done
-    with each file. ValueError for a NAME that is no module name or an unreadable
-    ``pyproject.toml``."""
+    with each file. ValueError for a NAME that cannot name a module (see
+    :func:`module_name`) or an unreadable ``pyproject.toml``."""
     module = module_name(name, folder)
     done = [
         _write_new(folder / "commonsformat.md", _document(module)),
@@ -182,7 +230,8 @@ def add_init_command(commands: Any) -> None:
         "name",
         nargs="?",
         metavar="NAME",
-        help="the module's name, a Python module name (default: the folder's name)",
+        help="the module's name and its function's: a Python identifier that is no "
+        "standard-library module (default: the folder's name)",
     )
     parser.set_defaults(handler=cmd_init)
 

@@ -1,7 +1,8 @@
 """The implementation id: which code a run ran, as the supervisor itself hashed it.
 
-An id is ``impl@hash``. The hash covers the content of every source file outside the
-standard library that the worker's import loaded, installed packages included, each
+An id is ``impl@hash``. The hash covers what is run (``MODULE:ATTR``: adapters kept in
+one module differ) and the content of every source file outside the standard library
+that the worker's import loaded, installed packages included, each
 with its path relative to the import root it lies in (not the checkout's location),
 so the same code has the same id in any checkout and an edit to any file it
 loaded, in the project or in a dependency, gives a new id. History uses the id to say
@@ -298,7 +299,12 @@ def _unverified(impl: str, known: Identity, why: str) -> Identity:
 
 
 def _named(impl: str, digests: tuple[bytes, ...]) -> str:
-    return f"{impl}@{hashlib.sha256(b''.join(sorted(digests))).hexdigest()[:10]}"
+    """``impl@hash``: the hash covers ``impl`` (``MODULE:ATTR``) with the files, so that
+    two adapters kept in one module (``adapters:tomli_parse``, ``adapters:tomlkit_parse``)
+    load the same files yet have ids of their own, hash part included."""
+    hasher = hashlib.sha256(impl.encode("utf-8", "surrogatepass") + b"\0")
+    hasher.update(b"".join(sorted(digests)))
+    return f"{impl}@{hasher.hexdigest()[:10]}"
 
 
 def _unknown(impl: str, known: Identity | None) -> Identity:

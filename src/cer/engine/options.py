@@ -100,6 +100,10 @@ class RunOptions:
     with ``__call__``. Its workers are forked from the calling process, so that they
     hold it (see :mod:`cer.engine.provided`); the run names it
     ``callable:MODULE:QUALNAME``."""
+    dist: str | None = None
+    """The installed distribution a Python adapter adapts (``dist=jsonschema``), named by
+    the user so that a matrix shows its name and version; None: found from what the
+    adapter's module imports, when that is one distribution."""
     parallel_bounds: bool = False
     """Run the cases with a runner-measured time bound (``elapsed_ms_max``,
     ``elapsed_ms_min``) among the others (``--parallel-bounds``). By default they run

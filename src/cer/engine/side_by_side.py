@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cer.engine.distribution import distribution_of
+from cer.engine.distribution import origin_of
 from cer.engine.kinds import kind_named
 from cer.engine.options import RunCancelled, RunOptions, resolve_jobs, search_paths
 from cer.engine.runner import run_suite
@@ -89,8 +89,8 @@ def run_side_by_side(
                 warm=warm if index == 0 else None,
             )
             if run.origin is None and kind_named(options.kind).python:
-                origin = distribution_of(options.impl, search_paths(suite, options))
-                run = replace(run, origin=origin)
+                origin, note = origin_of(options.impl, search_paths(suite, options), options.dist)
+                run = replace(run, origin=origin, notes=(*run.notes, *((note,) if note else ())))
         except BaseException as exc:  # handed to the calling thread, raised there
             messages.put((index, "error", exc))
         else:

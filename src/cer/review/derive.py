@@ -155,6 +155,19 @@ class Draft:
         """Whether it has an input and a non-empty expectation, as a case needs."""
         return self.input is not None and bool(self.expect)
 
+    @property
+    def standing(self) -> Enforceability:
+        """Its label as it stands now: a ``needs-input`` draft that has got an input and
+        an expectation (a person wrote them, or an implementation's observation waits to
+        be accepted with ``--use-observed``) needs no input any more: ``mechanical``."""
+        if (
+            self.enforceability == "needs-input"
+            and self.input is not None
+            and (bool(self.expect) or self.observed is not None)
+        ):
+            return "mechanical"
+        return self.enforceability
+
 
 @dataclass(frozen=True)
 class Assessment:

@@ -31,7 +31,7 @@ import re
 import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,6 +49,7 @@ __all__ = [
     "NotRepresentable",
     "add_drafts",
     "drafts_path",
+    "follow_text",
     "load_drafts",
     "not_representable",
     "remove_draft",
@@ -412,7 +413,8 @@ def add_drafts(path: str | Path, drafts: Sequence[Draft]) -> DraftFile:
 
 def set_observed(path: str | Path, observed: Mapping[str, Draft]) -> DraftFile:
     """Write each named draft's ``observed``, ``observed_from`` and ``observed_note``
-    (and nothing else) into the file."""
+    into the file, and its label as it now stands (:attr:`Draft.standing`: a draft with
+    an input and an observation no longer needs an input); nothing else."""
     path = Path(path)
     document = _read_document(path)
     for entry in document.get("drafts", []):
@@ -424,8 +426,88 @@ def set_observed(path: str | Path, observed: Mapping[str, Draft]) -> DraftFile:
                 del entry[key]
         for key, value in _observed_fields(draft):
             entry.add(key, value)
+        if entry.get("enforceability") != draft.standing:
+            entry["enforceability"] = draft.standing
     write_text_atomically(path, document.as_string())
     return load_drafts(path)
+
+
+_FROM_TEXT = ("constraint", "why", "description", "array", "category")
+"""The fields of a draft that derive takes from its constraint's text alone."""
+
+
+def _followed(on_file: Draft, derived: Draft) -> Draft | None:
+    """``on_file`` as the constraint's text now derives it, or None when the text it
+    came from is unchanged. What the text states (its example's input and expectation)
+    replaces what the file had; what the text does not state (an input a person
+    wrote) stays; an observation of an input that changed is dropped, since it is no
+    longer what that input does."""
+    if (on_file.why, on_file.description) == (derived.why, derived.description):
+        return None
+    given = derived.input if derived.input is not None else on_file.input
+    expect = derived.expect if derived.expect else on_file.expect
+    same_input = given == on_file.input
+    followed = replace(
+        on_file,
+        constraint=derived.constraint,
+        why=derived.why,
+        description=derived.description,
+        array=derived.array,
+        category=derived.category,
+        severity=derived.severity,
+        enforceability=derived.enforceability,
+        input=given,
+        expect=expect,
+        observed=on_file.observed if same_input else None,
+        observed_from=on_file.observed_from if same_input else None,
+        observed_note=on_file.observed_note if same_input else None,
+    )
+    return replace(followed, enforceability=followed.standing)
+
+
+def follow_text(path: str | Path, derived: Sequence[Draft]) -> tuple[DraftFile, list[Draft]]:
+    """Bring the drafts on file up to date with the text of their constraints: each one
+    that ``derived`` (a fresh derivation) has under the same name, but from other words,
+    takes what the text now says (see :func:`_followed`); every other draft and every
+    comment of the file stays. Returns the file afterwards and the drafts updated."""
+    path = Path(path)
+    if not path.exists():
+        return DraftFile(path, (), ()), []
+    present = {d.name: d for d in load_drafts(path).drafts}
+    updated: dict[str, Draft] = {}
+    for draft in derived:
+        found = present.get(draft.name)
+        if found is not None:
+            followed = _followed(found, draft)
+            if followed is not None:
+                updated[draft.name] = followed
+    if not updated:
+        return load_drafts(path), []
+    document = _read_document(path)
+    for entry in document.get("drafts", []):
+        changed = updated.get(str(entry.get("name")))
+        if changed is None:
+            continue
+        for key in (*_FROM_TEXT, "enforceability"):
+            entry[key] = getattr(changed, key)
+        # Each value is replaced where it stands, so that the file's comments stay put.
+        for key in ("severity", "input", "expect", "observed", "observed_from", "observed_note"):
+            value = getattr(changed, key)
+            if value is None:
+                if key in entry:
+                    del entry[key]
+                continue
+            if key in ("observed", "observed_from", "observed_note"):
+                continue  # unchanged: kept only when the input is the one observed
+            try:
+                entry[key] = value if isinstance(value, str) else toml_value(value)
+            except NotRepresentable as exc:
+                raise DraftsError(
+                    f"draft {changed.name!r}: {key} cannot be written: {exc}"
+                ) from exc
+    write_text_atomically(path, document.as_string())
+    after = load_drafts(path)
+    return after, [after.get(name) for name in updated]
 
 
 def remove_draft(path: str | Path, name: str, *, discard: bool) -> Draft:

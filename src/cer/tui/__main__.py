@@ -37,14 +37,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="also rerun when PATH (a file or folder) changes (repeatable)",
     )
     ui.add_argument(
-        "--watch-timeout",
-        type=config.positive_float,
-        metavar="SECONDS",
-        help="per-case time limit in the watch loop (default "
-        f"{config.DEFAULT_WATCH_TIMEOUT:g}; also watch_timeout in [tool.cer]; cer run "
-        "keeps its own --timeout)",
-    )
-    ui.add_argument(
         "--no-watch",
         dest="no_watch",
         action="store_true",

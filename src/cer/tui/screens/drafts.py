@@ -105,7 +105,7 @@ def draft_line(draft: Draft, run: DraftRun | None) -> tuple[str, str, str, str]:
     else:
         first = next(iter((run.result.reason or "").splitlines()), "")
         shown = f"✘ {run.result.status.value}: {first}"
-    return draft.name, draft.enforceability, draft.constraint, shown
+    return draft.name, draft.standing, draft.constraint, shown
 
 
 class DraftsScreen(Screen[None]):
@@ -241,7 +241,7 @@ class DraftsScreen(Screen[None]):
             detail.update("")
             return
         text = plain(draft.name, "bold", multiline=False)
-        text.append_text(plain(f"  [{draft.enforceability}] verifies {draft.constraint}\n"))
+        text.append_text(plain(f"  [{draft.standing}] verifies {draft.constraint}\n"))
         text.append_text(plain(f"why: {draft.why}\n"))
         shown_input = _inline(draft.input) if draft.input is not None else "(none)"
         text.append_text(plain(f"input: {shown_input}\n"))

@@ -327,11 +327,13 @@ class RunScreen(Screen[None]):
         self.header_state = app.session.header(app.control.describe_watch(app.watching))
 
     def refresh_summary(self) -> None:
-        """Show what the summary bar says now."""
+        """Show what the summary bar says now, and the group-by view's figures when it
+        is open (it follows the results as they land)."""
         app = self.cer
-        self.summary_state = replace(
-            app.session.summary(), timeout=app.options.timeout, pattern=app.run_pattern
-        )
+        self.summary_state = replace(app.session.summary(), pattern=app.run_pattern)
+        screen = self.app.screen
+        if isinstance(screen, GroupScreen):
+            screen.sections = app.board.groups()
 
     def detail_styles(self) -> DetailStyles:
         """The panes' styles from the current theme (cached until the theme changes)."""

@@ -16,6 +16,25 @@ class HeaderState:
     implementation: str = ""
     watch: str = ""
     trigger: str = ""
+    timeout: float | None = None
+    """The per-case timeout every lane runs with, in seconds (``--timeout``, ``timeout``
+    in ``[tool.cer]``: the same as ``cer run``'s)."""
+
+
+@dataclass(frozen=True)
+class PartialRun:
+    """A run of some of the cases (``n``, ``s``, ``R``): how many it ran, their own
+    counts, and how many rows keep a result from an earlier run."""
+
+    ran: int
+    rows: int
+    counts: Counts = field(default_factory=Counts)
+    """The statuses of the cases this run ran, apart from the rest of the list."""
+
+    @property
+    def earlier(self) -> int:
+        """Rows the run did not run: they show what an earlier run said."""
+        return self.rows - self.ran
 
 
 @dataclass(frozen=True)
@@ -52,3 +71,6 @@ class SummaryState:
     """The per-case timeout the runs use, in seconds."""
     pattern: str = ""
     """The run pattern (``n``): only the cases whose name matches it run."""
+    partial: PartialRun | None = None
+    """The last (or current) run ran only some of the cases; None when it ran them all.
+    The counts above are then those of the whole list, old results with new."""

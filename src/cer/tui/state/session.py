@@ -21,8 +21,8 @@ from cer.model import CaseResult, RunResult, SourceAccess, Status, Suite
 from cer.results.baseline import Baseline
 from cer.suite.selection import Selection
 from cer.tracebacks import trim
-from cer.tui.state.bars import HeaderState, LaneSummary, SummaryState
-from cer.tui.state.board import Board
+from cer.tui.state.bars import HeaderState, LaneSummary, PartialRun, SummaryState
+from cer.tui.state.board import Board, Counts, Row
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.formatting import SYMBOLS
 from cer.tui.state.kept import KeptResult
@@ -178,6 +178,10 @@ class Session:
         self.matrix: Matrix | None = None
         """The lanes compared case by case, rebuilt after each cycle (two lanes or more)."""
         self._previous: tuple[tuple[int, int, int, int], ...] | None = None
+        self._partial_seen: tuple[Selection, list[Row], PartialRun | None] | None = None
+        """The last partial run's figures without counts, with the selection and rows
+        they were taken from: the summary is refreshed for every batch of results, and
+        a run of 60,000 selected names need not be counted again each time."""
 
     @property
     def board(self) -> Board:
@@ -322,7 +326,8 @@ class Session:
         implementation = self.lanes[0].options.impl
         if self.several:
             implementation = f"{len(self.lanes)} implementations: {', '.join(self.labels)}"
-        return HeaderState(target, implementation, watch, self.trigger)
+        timeout = self.lanes[0].options.timeout
+        return HeaderState(target, implementation, watch, self.trigger, timeout)
 
     def summary(self) -> SummaryState:
         """What the summary bar says: the counts (each lane's, with several), the
@@ -343,6 +348,7 @@ class Session:
                 rows=len(board.rows),
                 filters=filters,
                 flaky=board.flaky_count,
+                partial=self._partial(counted=True),
             )
         finished = [lane.board.last_run for lane in self.lanes if lane.board.last_run]
         elapsed = None
@@ -369,7 +375,23 @@ class Session:
             ),
             running_label=f"{self.lanes[index].label} {index + 1}/{len(self.lanes)}",
             disagreements=None if self.matrix is None else len(self.matrix.disagreements),
+            partial=self._partial(counted=False),
         )
+
+    def _partial(self, *, counted: bool) -> PartialRun | None:
+        """:func:`partial_run` of the first board; counted only once the run is over
+        (while it runs, the cases not yet done have no new status to count)."""
+        board = self.board
+        if board.run_selection.names is None:
+            return None
+        if counted and not board.running:
+            return partial_run(board)
+        seen = self._partial_seen
+        if seen is not None and seen[0] is board.run_selection and seen[1] is board.rows:
+            return seen[2]
+        found = partial_run(board, counted=False)
+        self._partial_seen = (board.run_selection, board.rows, found)
+        return found
 
     def import_banner(self) -> tuple[str, str] | None:
         """The banner's title and body for the lanes that did not load, or None."""
@@ -438,7 +460,7 @@ class Session:
                 (Status.SKIPPED, only.skipped),
             )
             parts.append("  ".join(f"{SYMBOLS[status]} {count}" for status, count in statuses))
-            return Announcement("Run finished", "   ".join(parts), severity)
+            return Announcement(f"Run finished{_part(self.board)}", "   ".join(parts), severity)
         for lane, each in zip(self.lanes, counts, strict=True):
             tally = [f"{SYMBOLS[Status.PASS]} {each.passed}"]
             for status, count in (
@@ -449,7 +471,48 @@ class Session:
                 if count:
                     tally.append(f"{SYMBOLS[status]} {count}")
             parts.append(f"{lane.label} {' '.join(tally)}")
-        return Announcement("Runs finished", "   ".join(parts), severity)
+        return Announcement(f"Runs finished{_part(self.board)}", "   ".join(parts), severity)
+
+
+def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
+    """What the board's last (or current) run ran, when it ran only some of the cases
+    (a set of names: ``n``, ``s``, ``R``); None when it ran them all. With ``counted``,
+    the statuses of the cases it ran, counted apart from the earlier results the rest
+    of the list keeps. Looks at the selected names only, never at every row."""
+    selection = board.run_selection
+    names = selection.names
+    if names is None or not board.rows:
+        return None
+    counts = Counts()
+    ran = 0
+    for name in names:
+        row = board.row(name)
+        if row is None or not selection.selects(row.case):
+            continue
+        ran += 1
+        if not counted:
+            continue
+        status = row.status if not row.stale else None
+        if status is None:
+            counts.pending += 1
+        elif status is Status.PASS:
+            counts.passed += 1
+        elif status is Status.FAIL:
+            counts.failed += 1
+        elif status is Status.ERRORED:
+            counts.errored += 1
+        else:
+            counts.skipped += 1
+    if ran >= len(board.rows):
+        return None
+    return PartialRun(ran, len(board.rows), counts)
+
+
+def _part(board: Board) -> str:
+    """`` (8 of 16 cases)`` for a toast's title after a partial run, else nothing: its
+    counts are the whole list's, old results with new."""
+    partial = partial_run(board, counted=False) if board.run_selection.names is not None else None
+    return "" if partial is None else f" ({partial.ran} of {partial.rows} cases)"
 
 
 def _without_cause(detail: str, reason: str) -> str:

@@ -12,7 +12,8 @@ from cer.tui.state.bars import HeaderState
 
 
 class HeaderBar(Widget):
-    """One line: ``cer · target version · impl · watching N paths · rerun: file changed``."""
+    """One line: ``cer · target version · impl · timeout 10 s · watching N paths · rerun:
+    file changed``."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "header-bar--title",
@@ -40,6 +41,9 @@ class HeaderBar(Widget):
         for part in parts:
             text.append(" · ", muted)
             text.append(part)
+        if state.timeout is not None:
+            text.append(" · ", muted)
+            text.append(f"timeout {state.timeout:g} s", muted)
         if state.watch:
             text.append(" · ", muted)
             text.append(state.watch, muted)

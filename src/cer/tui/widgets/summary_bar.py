@@ -127,6 +127,34 @@ def _append_listed(
         text.append(f"{gap}{stale} stale", style("stale-entry"))
 
 
+def _append_partial(text: Text, state: SummaryState, style: Callable[[str], Style]) -> None:
+    """``partial run: 5 of 33 ran (✔ 4 ✘ 1), 28 earlier``: a run of some cases says so,
+    with its own counts apart from the earlier results the list still counts."""
+    partial = state.partial
+    if partial is None:
+        return
+    text.append(": " if state.pattern else "   partial run: ", style("muted"))
+    verb = "running" if state.running else "ran"
+    text.append(f"{partial.ran} of {partial.rows} {verb}", style("muted"))
+    counts = partial.counts
+    marks = [
+        (count, mark, name)
+        for count, mark, name in (
+            (counts.passed, "✔", "pass"),
+            (counts.failed, "✘", "fail"),
+            (counts.errored, "‼", "errored"),
+            (counts.skipped, "○", "skipped"),
+        )
+        if count
+    ]
+    if marks:
+        text.append(" (", style("muted"))
+        for number, (count, mark, name) in enumerate(marks):
+            text.append(f"{' ' if number else ''}{mark} {count}", style(name))
+        text.append(")", style("muted"))
+    text.append(f", {partial.earlier} earlier", style("muted"))
+
+
 def _with_progress(
     text: Text, state: SummaryState, style: Callable[[str], Style], width: int, label: str
 ) -> Text:
@@ -146,6 +174,7 @@ def _with_progress(
     if state.pattern:
         text.append("   only ", style("muted"))
         text.append(repr(state.pattern), style("flaky"))
+    _append_partial(text, state, style)
     if state.timeout is not None:
         text.append(f"   timeout {state.timeout:g} s", style("muted"))
     return text
