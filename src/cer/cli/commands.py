@@ -75,7 +75,7 @@ from cer.results.baseline import (
     load_baseline,
     unmatched_entries,
 )
-from cer.results.conformance import Conformance, conformance_of
+from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.safetext import for_json
 from cer.suite.cache import load_suite_cached
 from cer.suite.loader import SuiteError, load_suite
@@ -464,7 +464,7 @@ class _Verdicts:
         self,
         suite: Suite,
         run: RunResult,
-        coverage: Coverage | None,
+        coverage: Coverage | CoverageCount | None,
         figures: CoverageFigures | None,
         label: str,
         others: Sequence[str] = (),
@@ -473,7 +473,7 @@ class _Verdicts:
             None if self.baseline is None else check_run(self.baseline, suite, run, label, others)
         )
         needs_repair = 0 if figures is None else figures.needs_repair
-        return conformance_of(run.summary, coverage, check, needs_repair)
+        return conformance_of(run, coverage, check, needs_repair)
 
     def exit_code(self, run: RunResult, conformance: Conformance) -> ExitCode:
         return exit_code_for(run, conformance, require_coverage=self.require_coverage)
@@ -830,7 +830,9 @@ def _conclude(
     could not be read; ``others``: the labels of the implementations run beside it)."""
     coverage = module_doc.coverage(suite, run, warn=warn)
     figures = _figures(coverage, suite)
-    conformance = verdicts.conformance(suite, run, coverage, figures, label, others)
+    # An unreadable commonsformat.md covers nothing: the verdict is never conformant.
+    judged = UNREADABLE if coverage is None and module_doc.problem is not None else coverage
+    conformance = verdicts.conformance(suite, run, judged, figures, label, others)
     flaky, untrusted = _record(history, run, suite, figures, conformance)
     return _Concluded(run, coverage, conformance, flaky, untrusted)
 
@@ -999,7 +1001,8 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     if verdicts is None:
         return ExitCode.USAGE
     coverage = module_doc.coverage(suite, run)
-    conformance = verdicts.conformance(suite, run, coverage, _figures(coverage, suite), "")
+    judged = UNREADABLE if coverage is None and module_doc.problem is not None else coverage
+    conformance = verdicts.conformance(suite, run, judged, _figures(coverage, suite), "")
     context = ReportContext(run, suite, coverage, conformance=conformance)
     if args.format == "json":
         text = render_report("json", context)

@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cer.coverage import describe_unknown
-from cer.engine.options import STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.judge.verdict import REPORTED_NOTE
 from cer.model import (
@@ -338,15 +337,12 @@ def summary_line(
             (Status.SKIPPED, summary.skipped, "skipped"),
         )
     )
-    verdict = summary.verdict if conformance is None else conformance.statement
+    if conformance is None:
+        from cer.results.conformance import conformance_of  # the one place a word is decided
+
+        conformance = conformance_of(run)
+    verdict = conformance.statement
     line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {verdict}"
-    not_run = sum(
-        1
-        for result in run.results
-        if result.status is Status.SKIPPED and (result.reason or "").startswith(STOPPED)
-    )
-    if not_run:
-        line += f" (stopped early: {not_run} not run)"
     if run.conditions is not None:
         line += f" · sandbox: {run.conditions.sandbox}"
     return line

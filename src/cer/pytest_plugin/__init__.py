@@ -33,6 +33,7 @@ from cer.config import (
     history_max_bytes,
     resolve_run,
 )
+from cer.coverage import Coverage, CoverageError, suite_coverage
 from cer.engine.kinds import KINDS
 from cer.engine.options import (
     DEFAULT_ISOLATION,
@@ -63,7 +64,7 @@ from cer.results.baseline import (
     never_ran,
     unmatched_entries,
 )
-from cer.results.conformance import conformance_of
+from cer.results.conformance import UNREADABLE, CoverageCount, conformance_of
 from cer.safetext import for_terminal
 from cer.suite.loader import SuiteError, load_suite
 
@@ -625,11 +626,10 @@ class CerPlugin:
             heading = f"{self.shown(run.suite_path)} · {run.implementation_id}"
             terminalreporter.write_line(for_terminal(heading, multiline=False))
             conformance = None
-            if self.baseline is not None:
-                suite = self.suite_of(run)
-                if suite is not None:
-                    check = check_run(self.baseline, suite, run)
-                    conformance = conformance_of(run.summary, baseline=check)
+            suite = self.suite_of(run)
+            if suite is not None:
+                check = None if self.baseline is None else check_run(self.baseline, suite, run)
+                conformance = conformance_of(run, _coverage_of(suite, run), check)
             line = console.summary_line(run, conformance=conformance)
             terminalreporter.write_line(f"  {for_terminal(line)}")
             for note in run.notes:
@@ -687,6 +687,15 @@ class CerPlugin:
         except HistoryError as exc:
             return f"cer: warning: history: {exc}; this run is not recorded"
         return f"recorded in {path}"
+
+
+def _coverage_of(suite: Suite, run: RunResult) -> Coverage | CoverageCount | None:
+    """The run's constraint coverage for its verdict (None without a commonsformat.md;
+    a document that cannot be read covers nothing)."""
+    try:
+        return suite_coverage(suite, run)
+    except CoverageError:
+        return UNREADABLE
 
 
 def unmatched_in_all(baseline: Baseline, suites: Sequence[Suite]) -> tuple[str, ...]:

@@ -733,7 +733,7 @@ def run_verdict(
             coverage = None
     needs_repair = 0 if figures is None else figures.needs_repair
     check = None if baseline is None else check_run(baseline, suite, run, label or None, others)
-    return conformance_of(run.summary, coverage, check, needs_repair)
+    return conformance_of(run, coverage, check, needs_repair)
 
 
 TREND_RUNS = 40
