@@ -636,6 +636,7 @@ class _LineStream:
         """Close the output (once); a run that did not finish leaves it without a trailer."""
         close, self._close = self._close, None
         if close is not None:
+            self.writer.flush()
             close()
 
 
