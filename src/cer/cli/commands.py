@@ -766,7 +766,8 @@ def _run_matrix(
     ]
     matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
     contexts = _contexts(output, history, suite, finished_runs)
-    summary_line = console.matrix_summary_line(matrix, suite) + "\n"
+    words = [conformance.word for conformance in concluded]
+    summary_line = console.matrix_summary_line(matrix, suite, words) + "\n"
     if output.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
         text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
@@ -782,6 +783,7 @@ def _run_matrix(
             flaky=flaky,
             group_by=output.group_by,
             baselines=[None if c.baseline is None else c.baseline.phrase() for c in concluded],
+            verdict_words=words,
         )
     code = (
         ExitCode.USAGE

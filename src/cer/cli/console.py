@@ -692,6 +692,7 @@ def render_matrix(
     flaky: Sequence[frozenset[str] | None] = (),
     group_by: GroupBy | None = None,
     baselines: Sequence[str | None] = (),
+    verdict_words: Sequence[str] = (),
 ) -> str:
     """The text report of several implementations: the matrix (its rows under each
     tag or array with ``group_by``), the totals, the ranking, the legend, the
@@ -800,9 +801,10 @@ def render_matrix(
     lines.append("implementations:")
     label_w = max(len(label) for label in labels)
     for index, column in enumerate(matrix.columns):
+        word = _word(verdict_words, index, column.summary.verdict)
         text = for_terminal(
             f"  {column.label.ljust(label_w)}  {column.implementation_id}"
-            f"{_origin_text(column.run.origin)} — {column.summary.verdict}"
+            f"{_origin_text(column.run.origin)} — {word}"
             f"{_said(baselines, index)}",
             multiline=False,
         )
@@ -922,16 +924,24 @@ def render_matrix(
     if suite.target_version:
         target += f" {suite.target_version}"
     lines.append(f"{target} · {len(labels)} implementations")
-    lines.append(matrix_summary_line(matrix, suite))
+    lines.append(matrix_summary_line(matrix, suite, verdict_words))
     return "\n".join(lines) + "\n"
 
 
-def matrix_summary_line(matrix: Matrix, suite: Suite) -> str:
-    """The matrix report's closing line: verdicts per implementation and disagreements."""
-    verdicts = Counter(column.summary.verdict for column in matrix.columns)
-    verdict_text = ", ".join(
-        f"{verdicts[v]} {v}" for v in ("conformant", "nonconformant", "incomplete") if verdicts[v]
+def _word(words: Sequence[str], index: int, counted: str) -> str:
+    """The verdict word of column ``index`` as decided with its coverage and scope
+    (:func:`cer.results.conformance.conformance_of`), else the one its counts give."""
+    return words[index] if index < len(words) else counted
+
+
+def matrix_summary_line(matrix: Matrix, suite: Suite, words: Sequence[str] = ()) -> str:
+    """The matrix report's closing line: verdicts per implementation and disagreements
+    (``words``: each column's decided verdict word, in column order)."""
+    verdicts = Counter(
+        _word(words, index, column.summary.verdict) for index, column in enumerate(matrix.columns)
     )
+    order = ("conformant", "passed", "nonconformant", "incomplete")
+    verdict_text = ", ".join(f"{verdicts[v]} {v}" for v in order if verdicts[v])
     count = len(matrix.disagreements)
     worded = len(matrix.words_differ)
     tail = f", {worded} worded differently" if worded else ""
