@@ -330,6 +330,6 @@ def word_of(statement: str | None, fallback: str) -> str:
     ``shard I/N:``), or ``fallback`` (the counts' word) for a run recorded without one."""
     if not statement:
         return fallback
-    text = re.sub(r"^shard (?:\d+/\d+)?:\s*", "", statement)
+    text = re.sub(r"^shard(?: \d+/\d+)?:\s*", "", statement)
     first = re.split(r"[\s,:]", text, maxsplit=1)[0]
     return first if first in WORDS else fallback
