@@ -247,3 +247,15 @@ def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(folder: Path)
     done = pytest_run("evals.toml", "--cer-impl", "impl:run", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "— passed, coverage incomplete: 1 of 2 constraints without a case" in done.stdout
+
+
+def test_the_text_report_names_each_case_it_skipped_and_why(folder: Path) -> None:
+    from cer.cli.console import render_report
+    from cer.suite.loader import load_suite
+
+    suite = load_suite(folder / "evals.toml")
+    unsupported = (Status.SKIPPED, "category not supported: functional")
+    text = render_report(_run(unsupported, DESELECTED), suite)
+    assert "○ skipped: 1 category not supported: functional, 1 deselected" in text
+    assert "  category not supported: functional: c1\n" in text
+    assert "c2" not in text  # left out by the selection: counted, not listed

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cer.coverage import describe_unknown
+from cer.engine.options import OTHER_SHARD, STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.judge.verdict import REPORTED_NOTE
 from cer.model import (
@@ -290,6 +291,7 @@ def render_report(
     if skipped:
         details = ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()))
         lines.append(for_terminal(f"{SYMBOLS[Status.SKIPPED]} skipped: {details}"))
+        lines.extend(for_terminal(line) for line in _skipped_names(run, verbose))
     if coverage is not None:
         lines.extend(
             for_terminal(line)
@@ -315,6 +317,33 @@ def render_report(
     lines.append(for_terminal(f"{target} · {run.implementation_id}", multiline=False))
     lines.append(summary_line(run, colour=colour, conformance=conformance))
     return "\n".join(lines) + "\n"
+
+
+SKIPPED_NAMED = 10
+"""Skipped cases of one reason the text report names without ``-v``."""
+
+
+def _skipped_names(run: RunResult, verbose: bool) -> list[str]:
+    """``  category not supported: x: a, b, c``: the cases skipped for each reason
+    other than being left out (deselected, another shard, a stopped run), by name, so
+    that the report says which cases it could not verify and why."""
+    from cer.results.conformance import DESELECTED
+
+    by_reason: dict[str, list[str]] = {}
+    for result in run.results:
+        reason = result.reason or ""
+        if result.status is not Status.SKIPPED or reason in (DESELECTED, OTHER_SHARD):
+            continue
+        if reason.startswith(STOPPED):
+            continue
+        by_reason.setdefault(reason, []).append(result.case_name)
+    lines = []
+    for reason, names in by_reason.items():
+        shown = names if verbose else names[:SKIPPED_NAMED]
+        more = len(names) - len(shown)
+        tail = f" and {more} more (-v names them)" if more else ""
+        lines.append(f"  {reason}: {', '.join(shown)}{tail}")
+    return lines
 
 
 def summary_line(

@@ -41,6 +41,7 @@ from cer.model import RunResult, Status, Summary
 from cer.results.baseline import BaselineCheck
 
 __all__ = [
+    "DESELECTED",
     "UNREADABLE",
     "WORDS",
     "Conformance",
