@@ -79,8 +79,7 @@ CASES = {
     "an unreadable module document": (
         _run(PASS, PASS),
         UNREADABLE,
-        "passed, coverage incomplete: no constraint found in commonsformat.md, "
-        "1 problem in the constraint block",
+        "passed, coverage incomplete: commonsformat.md cannot be read",
     ),
     "a selection that passed": (
         _run(PASS, DESELECTED, PASS, DESELECTED),
@@ -237,16 +236,40 @@ def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(folder: Path)
     run = _run(PASS, PASS)
     verdict = run_verdict(suite, run, read_doc(folder / "evals.toml"), None)
     assert verdict.statement == "passed, coverage incomplete: 1 of 2 constraints without a case"
-    (folder / "commonsformat.md").chmod(0)
-    try:
-        unreadable = run_verdict(suite, run, read_doc(folder / "evals.toml"), None)
-    finally:
-        (folder / "commonsformat.md").chmod(0o644)
-    if unreadable.coverage is not None:  # not when the tests run as root
-        assert unreadable.word == "passed"
     done = pytest_run("evals.toml", "--cer-impl", "impl:run", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "— passed, coverage incomplete: 1 of 2 constraints without a case" in done.stdout
+    (folder / "commonsformat.md").write_bytes(b"<constraints>\n- \xff\xfe: not UTF-8\n")
+    unreadable = run_verdict(suite, run, read_doc(folder / "evals.toml"), None)
+    assert unreadable.coverage == UNREADABLE and unreadable.word == "passed"
+
+
+def test_an_unreadable_module_document_is_never_conformant(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "commonsformat.md").write_bytes(b"<constraints>\n- \xff\xfe: not UTF-8\n")
+    code, out, err = _cer(capsys)
+    assert code == ExitCode.OK
+    assert "cer: warning: coverage: cannot read" in err
+    assert out.rstrip().endswith(
+        "— passed, coverage incomplete: commonsformat.md cannot be read · sandbox: "
+        + out.rstrip().rsplit(" · sandbox: ")[1]
+    )
+
+
+def test_the_matrix_states_each_implementation_s_decided_word(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "commonsformat.md").write_text(
+        "<constraints>\n- adds-numbers: it adds\n- keeps-it: it keeps\n</constraints>\n",
+        encoding="utf-8",
+    )
+    (folder / "same.py").write_text(IMPL, encoding="utf-8")
+    code = main(["run", "evals.toml", "--impl", "impl:run", "--impl", "same:run", "--no-history"])
+    out = capsys.readouterr().out
+    assert code == ExitCode.OK
+    assert out.count("— passed") == 2 and "conformant" not in out
+    assert "2 implementations × 2 cases: 2 passed · 0 disagreements" in out
 
 
 def test_the_text_report_names_each_case_it_skipped_and_why(folder: Path) -> None:

@@ -75,6 +75,8 @@ class CoverageCount:
     problems: int = 0
     """What is wrong in the module document's constraint block (a malformed bullet, no
     block, a duplicate name), or 1 when the document could not be read at all."""
+    unreadable: bool = False
+    """The module document exists but could not be read (:data:`UNREADABLE`)."""
 
     @classmethod
     def of(cls, coverage: Coverage, needs_repair: int = 0) -> CoverageCount:
@@ -103,6 +105,8 @@ class CoverageCount:
         if self.complete:
             return f"{self.covered} of {self.total} constraints covered"
         parts = []
+        if self.unreadable:
+            return "coverage incomplete: commonsformat.md cannot be read"
         if self.total == 0:
             parts.append("no constraint found in commonsformat.md")
         elif self.covered < self.total:
@@ -120,7 +124,7 @@ class CoverageCount:
         return "coverage incomplete: " + ", ".join(parts)
 
 
-UNREADABLE = CoverageCount(0, 0, problems=1)
+UNREADABLE = CoverageCount(0, 0, problems=1, unreadable=True)
 """The coverage of a module whose commonsformat.md exists but cannot be read."""
 
 
@@ -267,6 +271,8 @@ class Conformance:
         if count is None or count.complete:
             return None
         parts = []
+        if count.unreadable:
+            return "commonsformat.md cannot be read, so no constraint is covered"
         if count.total == 0:
             parts.append("commonsformat.md declares no constraint (0 of 0)")
         elif count.covered < count.total:
