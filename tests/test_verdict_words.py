@@ -212,8 +212,13 @@ def test_a_shard_speaks_of_its_own_cases_and_the_merge_of_the_run(
         "<constraints>\n- adds-numbers: it adds\n</constraints>\n", encoding="utf-8"
     )
     for index in (1, 2):
-        code, out, _ = _cer(capsys, "--shard", f"{index}/2", "--format", "json")
+        code, out, _ = _cer(
+            capsys, "--shard", f"{index}/2", "--format", "json", "--report", "github=gh.txt"
+        )
         assert code == ExitCode.OK
+        annotations = (folder / "gh.txt").read_text(encoding="utf-8")
+        assert "::warning" not in annotations  # the other shard's cases are no finding
+        assert f"shard {index}/2: passed" in annotations
         (folder / f"s{index}.json").write_text(out, encoding="utf-8")
         document = json.loads(out)
         assert document["summary"]["verdict"] == "passed"
