@@ -275,6 +275,21 @@ def test_the_matrix_states_each_implementation_s_decided_word(
     assert code == ExitCode.OK
     assert out.count("— passed") == 2 and "conformant" not in out
     assert "2 implementations × 2 cases: 2 passed · 0 disagreements" in out
+    main(
+        [
+            "run",
+            "evals.toml",
+            "--impl",
+            "impl:run",
+            "--impl",
+            "same:run",
+            "--no-history",
+            "--format",
+            "json",
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert [i["summary"]["verdict"] for i in document["implementations"]] == ["passed"] * 2
 
 
 def test_the_text_report_names_each_case_it_skipped_and_why(folder: Path) -> None:
