@@ -302,3 +302,11 @@ def test_the_text_report_names_each_case_it_skipped_and_why(folder: Path) -> Non
     assert "○ skipped: 1 category not supported: functional, 1 deselected" in text
     assert "  category not supported: functional: c1\n" in text
     assert "c2" not in text  # left out by the selection: counted, not listed
+
+
+def test_the_terminal_ui_matrix_never_claims_conformance() -> None:
+    from cer.tui.state.matrix_layout import legend_word
+
+    assert legend_word(_run(PASS, PASS)) == "passed"  # it does not judge coverage
+    assert legend_word(_run(PASS, DESELECTED)) == "incomplete"
+    assert legend_word(_run(PASS, FAIL)) == "nonconformant"
