@@ -197,8 +197,8 @@ def _word(summary: Summary, scope: Scope | None, coverage: CoverageCount | None)
     left_out = 0 if scope is None else scope.deselected + scope.stopped
     if counts.skipped > left_out or counts.total == 0 or (scope is not None and scope.ran == 0):
         return "incomplete"
-    if scope is not None and scope.kind in ("selection", "stopped"):
-        return "incomplete"
+    if scope is not None and (scope.deselected or scope.stopped):
+        return "incomplete"  # a selection (a shard's too) or a stop left cases out
     if scope is not None and scope.kind == "shard":
         return "passed"
     if coverage is not None and not coverage.complete:
