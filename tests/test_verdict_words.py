@@ -110,8 +110,7 @@ CASES = {
     "a selection within a shard": (
         _run(PASS, ELSEWHERE, DESELECTED, ELSEWHERE, notes=SHARD_NOTE),
         None,
-        "shard 1/2: incomplete, 1 of 4 cases; cer merge of every shard gives the run's "
-        "verdict",
+        "shard 1/2: incomplete, 1 of 4 cases; cer merge of every shard gives the run's verdict",
     ),
     "a shard with a skip of its own": (
         _run((Status.SKIPPED, "category not supported: x"), ELSEWHERE, PASS, ELSEWHERE),
