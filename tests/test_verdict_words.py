@@ -131,6 +131,14 @@ def test_the_word_is_honest_and_agrees_with_the_exit_code(name: str) -> None:
         assert "conformant" not in statement.replace("nonconformant", "")
 
 
+def test_a_front_end_that_exits_0_for_a_passed_selection_calls_it_passed() -> None:
+    run = _run(PASS, DESELECTED)
+    verdict = conformance_of(run, selection_passes=True)
+    assert verdict.statement == "passed, selection of 1 of 2 cases"
+    failed = conformance_of(_run(FAIL, DESELECTED), selection_passes=True)
+    assert failed.word == "nonconformant"
+
+
 @pytest.mark.parametrize(
     "coverage",
     [CoverageCount(2, 3), CoverageCount(0, 0), CoverageCount(3, 3, problems=1), UNREADABLE],
@@ -249,6 +257,10 @@ def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(folder: Path)
     done = pytest_run("evals.toml", "--cer-impl", "impl:run", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "— passed, coverage incomplete: 1 of 2 constraints without a case" in done.stdout
+    # pytest exits 0 for a -k selection that passed, and the word agrees (never conformant)
+    done = pytest_run("evals.toml", "--cer-impl", "impl:run", "-k", "adds", cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "— passed, selection of 1 of 2 cases, coverage incomplete: " in done.stdout
     (folder / "commonsformat.md").write_bytes(b"<constraints>\n- \xff\xfe: not UTF-8\n")
     unreadable = run_verdict(suite, run, read_doc(folder / "evals.toml"), None)
     assert unreadable.coverage == UNREADABLE and unreadable.word == "passed"

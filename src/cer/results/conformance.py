@@ -190,15 +190,24 @@ def _reason_is(result: Any, reason: str) -> bool:
     return bool(result.status is Status.SKIPPED and result.reason == reason)
 
 
-def _word(summary: Summary, scope: Scope | None, coverage: CoverageCount | None) -> Word:
+def _word(
+    summary: Summary,
+    scope: Scope | None,
+    coverage: CoverageCount | None,
+    selection_passes: bool = False,
+) -> Word:
     counts = summary if scope is None else scope.owned
     if counts.failed or counts.errored:
         return "nonconformant"
     left_out = 0 if scope is None else scope.deselected + scope.stopped
     if counts.skipped > left_out or counts.total == 0 or (scope is not None and scope.ran == 0):
         return "incomplete"
-    if scope is not None and (scope.deselected or scope.stopped):
-        return "incomplete"  # a selection (a shard's too) or a stop left cases out
+    if scope is not None and scope.stopped:
+        return "incomplete"
+    if scope is not None and scope.deselected:
+        # a selection (a shard's too) left cases out: incomplete of the suite, as cer run
+        # exits 3, unless the front end exits 0 for a selection that passed (pytest -k)
+        return "passed" if selection_passes else "incomplete"
     if scope is not None and scope.kind == "shard":
         return "passed"
     if coverage is not None and not coverage.complete:
@@ -256,7 +265,8 @@ class Conformance:
             elif scope.kind == "stopped":
                 parts.append(f"stopped early: {scope.stopped} of {scope.total} cases not run")
             elif scope.kind == "selection":
-                parts.append(f"selection passed: {ran}" if clean else f"selection of {ran}")
+                passed = clean and self.word == "incomplete"
+                parts.append(f"selection passed: {ran}" if passed else f"selection of {ran}")
         if self.coverage is not None:
             parts.append(self.coverage.phrase())
         if not parts:
@@ -312,10 +322,14 @@ def conformance_of(
     coverage: Coverage | CoverageCount | None = None,
     baseline: BaselineCheck | None = None,
     needs_repair: int = 0,
+    *,
+    selection_passes: bool = False,
 ) -> Conformance:
     """The verdict of ``run`` with this coverage and baseline check: the one place its
     word is decided. Given only a :class:`~cer.model.Summary`, the run is taken to be
-    the whole suite."""
+    the whole suite. ``selection_passes``: the front end exits 0 for a selection whose
+    cases all passed (the pytest plugin under ``-k``), so such a run is ``passed``, not
+    ``incomplete`` (it is never ``conformant``)."""
     if isinstance(coverage, Coverage):
         count: CoverageCount | None = CoverageCount.of(coverage, needs_repair)
     else:
@@ -328,7 +342,11 @@ def conformance_of(
     else:
         summary, scope = run, None
     return Conformance(
-        summary.verdict, baseline, count, scope=scope, decided=_word(summary, scope, count)
+        summary.verdict,
+        baseline,
+        count,
+        scope=scope,
+        decided=_word(summary, scope, count, selection_passes),
     )
 
 
