@@ -243,7 +243,9 @@ def test_a_shard_speaks_of_its_own_cases_and_the_merge_of_the_run(
     assert "— conformant, 1 of 1 constraints covered" in capsys.readouterr().out
 
 
-def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(folder: Path) -> None:
+def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (folder / "commonsformat.md").write_text(
         "<constraints>\n- adds-numbers: it adds\n- keeps-it: it keeps\n</constraints>\n",
         encoding="utf-8",
@@ -254,9 +256,13 @@ def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(folder: Path)
     run = _run(PASS, PASS)
     verdict = run_verdict(suite, run, read_doc(folder / "evals.toml"), None)
     assert verdict.statement == "passed, coverage incomplete: 1 of 2 constraints without a case"
-    done = pytest_run("evals.toml", "--cer-impl", "impl:run", cwd=folder)
+    done = pytest_run("evals.toml", "--cer-impl", "impl:run", "--cer-history", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "— passed, coverage incomplete: 1 of 2 constraints without a case" in done.stdout
+    assert main(["history", "--format", "json"]) == ExitCode.OK
+    (recorded,) = json.loads(capsys.readouterr().out)["runs"]
+    assert recorded["summary"]["verdict"] == "passed"
+    assert recorded["conformance"] == verdict.statement
     # pytest exits 0 for a -k selection that passed, and the word agrees (never conformant)
     done = pytest_run("evals.toml", "--cer-impl", "impl:run", "-k", "adds", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr

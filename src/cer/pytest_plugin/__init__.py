@@ -64,7 +64,7 @@ from cer.results.baseline import (
     never_ran,
     unmatched_entries,
 )
-from cer.results.conformance import UNREADABLE, CoverageCount, conformance_of
+from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.safetext import for_terminal
 from cer.suite.loader import SuiteError, load_suite
 
@@ -637,7 +637,8 @@ class CerPlugin:
             for note in run.notes:
                 terminalreporter.write_line(for_terminal(f"  note: {note}"))
             if history_wanted:
-                terminalreporter.write_line(for_terminal(f"  {self.record(run, history_path)}"))
+                recorded = self.record(run, history_path, conformance)
+                terminalreporter.write_line(for_terminal(f"  {recorded}"))
         skipped = self.skipped_count()
         if skipped:
             cases = f"{skipped} case{'s' if skipped != 1 else ''}"
@@ -676,8 +677,11 @@ class CerPlugin:
         except ValueError:
             return path
 
-    def record(self, run: RunResult, database: str | None) -> str:
-        """Record ``run`` in cer's history, as ``cer run`` does; a line saying where."""
+    def record(
+        self, run: RunResult, database: str | None, verdict: Conformance | None = None
+    ) -> str:
+        """Record ``run`` in cer's history, as ``cer run`` does, with the verdict the
+        session stated; a line saying where."""
         path = Path(database) if database else default_history_path(run.suite_path)
         try:
             suite = load_suite(run.suite_path)
@@ -685,7 +689,7 @@ class CerPlugin:
             suite = None
         try:
             with History.open(path, max_bytes=self.history_max_bytes()) as history:
-                history.record(run, suite)
+                history.record(run, suite, verdict=verdict)
         except HistoryError as exc:
             return f"cer: warning: history: {exc}; this run is not recorded"
         return f"recorded in {path}"
