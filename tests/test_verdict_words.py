@@ -246,6 +246,8 @@ def test_a_shard_speaks_of_its_own_cases_and_the_merge_of_the_run(
 def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Starts pytest twice (a whole session and a ``-k`` one): the plugin's summary and
+    its exit code live in the pytest process."""
     (folder / "commonsformat.md").write_text(
         "<constraints>\n- adds-numbers: it adds\n- keeps-it: it keeps\n</constraints>\n",
         encoding="utf-8",
