@@ -20,7 +20,8 @@ The word is one of :data:`WORDS`:
   repair, no ``verifies`` names an unknown constraint, the constraint block is well
   formed and declares at least one constraint);
 - ``passed`` when every case the run answers for passed but that does not make the
-  whole conformant: the coverage is incomplete, or the run is one shard of several;
+  whole conformant: the coverage is incomplete, or the run is one shard of several (or
+  a selection that its front end ends with 0: the pytest plugin under ``-k``);
 - ``incomplete`` when nothing failed but a case was skipped, or the run ran a selection
   of the suite (``--case``, ``--category``, ``--failed``, ...);
 - ``nonconformant`` when a case failed or errored (a known failure is still one).
@@ -37,7 +38,7 @@ from typing import Any, Literal
 
 from cer.coverage import Coverage
 from cer.engine.options import OTHER_SHARD, STOPPED
-from cer.model import RunResult, Status, Summary
+from cer.model import CaseResult, RunResult, Status, Summary
 from cer.results.baseline import BaselineCheck
 
 __all__ = [
@@ -186,8 +187,8 @@ def scope_of(run: RunResult) -> Scope:
     return Scope(len(run.results), Summary.of(owned), shard, deselected, stopped)
 
 
-def _reason_is(result: Any, reason: str) -> bool:
-    return bool(result.status is Status.SKIPPED and result.reason == reason)
+def _reason_is(result: CaseResult, reason: str) -> bool:
+    return result.status is Status.SKIPPED and result.reason == reason
 
 
 def _word(
@@ -196,6 +197,8 @@ def _word(
     coverage: CoverageCount | None,
     selection_passes: bool = False,
 ) -> Word:
+    """The word (see the module): failures first, then what was skipped or left out,
+    then what a pass stands for."""
     counts = summary if scope is None else scope.owned
     if counts.failed or counts.errored:
         return "nonconformant"
