@@ -296,7 +296,8 @@ def test_merged_shards_are_judged_against_the_baseline_as_a_run_is(
     assert code == ExitCode.UNCOVERED
     assert "3 of 3 constraints have no case" in captured.err
     assert stated(captured.out) == (
-        "nonconformant: 3 known failures, no regressions, 0 of 3 constraints covered, 3 need repair"
+        "nonconformant: 3 known failures, no regressions, coverage incomplete: "
+        "3 of 3 constraints without a case, 3 need repair"
     )
 
 
@@ -309,7 +310,7 @@ def test_a_deselected_listed_case_is_neither_known_nor_stale(
     assert code == ExitCode.INCOMPLETE
     assert document["baseline"]["not_run"] == ["crashes"]
     assert document["conformance"]["statement"] == (
-        "nonconformant: 2 known failures, no regressions"
+        "nonconformant: 2 known failures, no regressions, selection of 2 of 4 cases"
     )
 
 
@@ -448,7 +449,7 @@ def test_require_coverage_exits_four_on_an_uncovered_constraint(
     (folder / "evals.toml").write_text(suite, encoding="utf-8")
     assert run(folder, "--case", "adds", "--no-history") == ExitCode.INCOMPLETE
     out = capsys.readouterr().out
-    assert "1 of 3 constraints covered" in out.splitlines()[-1]
+    assert "2 of 3 constraints without a case" in out.splitlines()[-1]
     assert "1 unknown constraint in verifies" in out.splitlines()[-1]
     baseline(folder, ALL_KNOWN)
     code = run(folder, "--baseline", "known-failures.toml", "--require-coverage", "--no-history")

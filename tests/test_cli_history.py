@@ -60,7 +60,8 @@ def f(x):
 DOC = "<constraints>\n- doubles: twice the input.\n- never-negative: not below 0.\n</constraints>\n"
 
 VERDICT = (
-    "nonconformant, 1 of 2 constraints covered, 1 needs repair, 1 unknown constraint in verifies"
+    "nonconformant, coverage incomplete: 1 of 2 constraints without a case, 1 needs repair, "
+    "1 unknown constraint in verifies"
 )
 
 
@@ -118,10 +119,10 @@ def test_runs_are_recorded_beside_the_suite_and_listed(
     # the verdict is the sentence the run stated, as it stated it
     statement = document["conformance"]["statement"]
     assert statement.startswith("nonconformant") and lines[1].endswith(f"  {statement}")
-    assert "  conformant, " in lines[2]
+    assert "  passed, coverage incomplete: " in lines[2]
     code, out, _ = cer(capsys, "history", "--format", "json")  # ./evals.toml by default
     listed = json.loads(out)["runs"]
-    assert [r["summary"]["verdict"] for r in listed] == ["nonconformant", "conformant"]
+    assert [r["summary"]["verdict"] for r in listed] == ["nonconformant", "passed"]
     assert listed[0]["conformance"] == statement
     code, out, _ = cer(capsys, "history", "--case", "doubles-three")
     assert "✘ FAIL" in out.splitlines()[2] and "✔ PASS" in out.splitlines()[3]

@@ -149,7 +149,7 @@ def test_cli_x_exits_failed_and_the_verdict_says_stopped(module: Module) -> None
         module.root,
     )
     assert done.returncode == ExitCode.FAILED, done.stderr
-    assert "nonconformant (stopped early: 8 not run)" in done.stdout
+    assert "nonconformant, stopped early: 8 of 10 cases not run" in done.stdout
     as_json = cli(
         [
             "run",

@@ -114,5 +114,5 @@ def test_the_reports_show_measurements_for_people_and_compared_values_exactly(
         assert "0.30000000000000004" in document, name  # compared for equality: exact
     assert re.search(r"elapsed_ms = \d+ ms\b", page)  # the observed panel
     assert "parse_duration_s = 0.7 s" in page
-    assert re.search(r"elapsed_ms: \d+ ms", markdown)
+    assert re.search(r"elapsed_ms = \d+ ms", markdown)
     assert "output = 0.30000000000000004" in page

@@ -597,7 +597,8 @@ def test_manifest_validates_and_holds_the_evidence(context: ReportContext) -> No
     ]
     assert (
         document["conformance"]
-        == "nonconformant, 1 of 2 constraints covered, 1 unknown constraint in verifies"
+        == "nonconformant, selection of 4 of 5 cases, coverage incomplete: 1 of 2 constraints "
+        "without a case, 1 unknown constraint in verifies"
     )
     assert document["coverage"]["needs_a_case"] == ["never-negative"]
     assert not {"trusted", "approved", "signature", "signed"} & _all_keys(document)
@@ -615,8 +616,14 @@ def _all_keys(value: Any) -> set[str]:
     ("statuses", "conformance"),
     [
         ([Status.PASS] * 4, "conformant"),
-        ([Status.PASS, Status.PASS, Status.SKIPPED, Status.PASS], "incomplete"),
-        ([Status.PASS, Status.FAIL, Status.SKIPPED, Status.PASS], "nonconformant"),
+        (
+            [Status.PASS, Status.PASS, Status.SKIPPED, Status.PASS],
+            "incomplete, selection passed: 3 of 4 cases",
+        ),
+        (
+            [Status.PASS, Status.FAIL, Status.SKIPPED, Status.PASS],
+            "nonconformant, selection of 3 of 4 cases",
+        ),
         ([Status.PASS, Status.PASS, Status.PASS, Status.ERRORED], "nonconformant"),
     ],
 )

@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from cer.cli.exits import ExitCode
-from cer.results.jsonlines import read_lines
+from cer.events import CaseFinished
+from cer.model import CaseResult, Status, Suite
+from cer.results.jsonlines import LineWriter, read_lines
+from cer.suite.loader import load_suite
 from support import Module
 from test_reports import validate_json
 
@@ -96,7 +99,8 @@ def test_a_finished_run_streams_header_results_trailer_and_merges(module: Module
     assert header["conditions"]["jobs"] == 2
     assert trailer["run"]["run_id"] == header["run_id"]
     assert trailer["summary"]["verdict"] == "nonconformant"
-    assert sorted(line["position"] for line in lines[1:-1]) == list(range(1, CASES + 1))
+    # two workers finish cases out of order: the lines are in declared order all the same
+    assert [line["position"] for line in lines[1:-1]] == list(range(1, CASES + 1))
     # Merged, it is the run the JSON report describes.
     merged = cer(["merge", str(target), "--format", "json"], module.root)
     assert merged.returncode == ExitCode.FAILED, merged.stderr
@@ -312,3 +316,26 @@ def test_the_lines_schema_keeps_up_with_the_json_report_schema() -> None:
             assert lines["$defs"][name] == definition, f"$defs/{name} differs"
     conditions = report["$defs"]["run"]["properties"]["conditions"]
     assert lines["$defs"]["header_line"]["properties"]["conditions"] == conditions
+
+
+def _finished(suite: Suite, position: int) -> CaseFinished:
+    case = suite.cases[position - 1]
+    result = CaseResult(case.name, case.case_class, case.category, Status.PASS, position=position)
+    return CaseFinished(result, 0, len(suite.cases))
+
+
+def test_lines_are_written_in_declared_order_whatever_order_results_come_in(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "evals.toml").write_text(suite_text(5), encoding="utf-8")
+    suite = load_suite(tmp_path / "evals.toml")
+    written: list[int] = []
+    writer = LineWriter(lambda data: written.append(json.loads(data)["position"]), suite)
+    for position in (3, 1, 5):
+        writer(_finished(suite, position))
+    assert written == [1]  # 3 and 5 wait for 2 and 4
+    writer(_finished(suite, 2))
+    assert written == [1, 2, 3]
+    # a run stopped before case 4 finished: what waits is written, still in order
+    writer.flush()
+    assert written == [1, 2, 3, 5] and writer.written == 4

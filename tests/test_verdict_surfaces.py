@@ -1,8 +1,10 @@
 """Every surface states one verdict: for a run with known failures and no regressions,
-one with a regression, one with a stale baseline entry and one conformant with part of
-the module's constraints covered, the summary line, the JSON results, the JSON-lines
-trailer, the manifest, the HTML, Markdown, JUnit, TAP and GitHub reports, the history,
-``cer history`` (text, JSON and HTML) and ``cer diff`` all say the same sentence."""
+one with a regression, one with a stale baseline entry, one whose cases all pass with
+part of the module's constraints covered (``passed``, never ``conformant``) and one
+shard of two, the summary line, the JSON results (their ``summary.verdict`` too), the
+JSON-lines trailer, the manifest, the HTML (its badge too), Markdown, JUnit, TAP and
+GitHub reports, the history, ``cer history`` (text, JSON and HTML) and ``cer diff`` all
+say the same sentence, and the exit code goes with its word."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 
 from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.results.conformance import word_of
 
 SUITE = """
 commonsformat_evals = "0.2"
@@ -90,7 +93,7 @@ status = "fail"
 reason = "was broken once"
 """
 
-COVERED = "1 of 3 constraints covered, 2 need repair"
+COVERED = "coverage incomplete: 2 of 3 constraints without a case, 2 need repair"
 
 SCENARIOS = {
     "known failures, no regressions": (
@@ -111,8 +114,16 @@ SCENARIOS = {
         ExitCode.FAILED,
         f"nonconformant: 3 known failures, no regressions, 1 stale baseline entry, {COVERED}",
     ),
-    "conformant with partial coverage": ("good", None, ExitCode.OK, f"conformant, {COVERED}"),
+    "every case passed, partial coverage": ("good", None, ExitCode.OK, f"passed, {COVERED}"),
+    "one shard of two": (
+        "good",
+        None,
+        ExitCode.OK,
+        f"shard 1/2: passed, 2 of 4 cases; cer merge of every shard gives the run's verdict, "
+        f"{COVERED}",
+    ),
 }
+EXTRA = {"one shard of two": ["--shard", "1/2"]}
 
 
 def _cer(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -128,6 +139,14 @@ def _html_statement(page: str) -> str:
     return html.unescape(found.group(1))
 
 
+def _html_badge(page: str) -> str:
+    found = re.search(
+        r'<header class="top v-([a-z]+)">.*?<span class="badge">(.*?)</span>', page, re.S
+    )
+    assert found is not None and found.group(1) == found.group(2)
+    return found.group(2)
+
+
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_every_surface_states_the_same_verdict(
     scenario: str,
@@ -136,7 +155,8 @@ def test_every_surface_states_the_same_verdict(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     impl, known, exit_code, sentence = SCENARIOS[scenario]
-    word = sentence.split(",")[0].split(":")[0]
+    word = word_of(sentence, "")
+    assert word in ("passed", "nonconformant")
     (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
     (tmp_path / "commonsformat.md").write_text(MODULE_DOC, encoding="utf-8")
     (tmp_path / "sloppy.py").write_text(SLOPPY, encoding="utf-8")
@@ -167,6 +187,7 @@ def test_every_surface_states_the_same_verdict(
         "lines.jsonl",
         *(f"--report={name}={path}" for name, path in reports.items()),
         "--report=github",
+        *EXTRA.get(scenario, []),
     )
     assert code == exit_code
     said: dict[str, str] = {}
@@ -186,9 +207,10 @@ def test_every_surface_states_the_same_verdict(
     said["manifest"] = json.loads(reports["manifest"].read_text(encoding="utf-8"))["conformance"]
     page = reports["html"].read_text(encoding="utf-8")
     said["html"] = _html_statement(page)
-    markdown = html.unescape(reports["markdown"].read_text(encoding="utf-8"))
+    assert _html_badge(page) == word
+    markdown = reports["markdown"].read_text(encoding="utf-8")
     bold = next(line for line in markdown.splitlines() if line.startswith("**"))
-    said["markdown"] = re.sub(r"</?code>", "", bold.strip("*"))
+    said["markdown"] = bold.removeprefix("**").removesuffix("**")
     junit = ET.parse(reports["junit"]).getroot()
     stated = {p.get("value") for p in junit.iter("property") if p.get("name") == "verdict"}
     assert len(stated) == 1
@@ -205,7 +227,9 @@ def test_every_surface_states_the_same_verdict(
     said["cer history --format json"] = recorded["conformance"]
     assert recorded["baseline"] == (None if known is None else "known.toml")
     assert _cer(capsys, "history", "--html", "history.html")[0] == ExitCode.OK
-    said["cer history --html"] = _html_statement(Path("history.html").read_text(encoding="utf-8"))
+    recorded_page = Path("history.html").read_text(encoding="utf-8")
+    said["cer history --html"] = _html_statement(recorded_page)
+    assert _html_badge(recorded_page) == word
     code, out = _cer(capsys, "diff")
     to_line = next(line for line in out.splitlines() if line.startswith("  to "))
     said["cer diff"] = to_line.split(", ", 2)[2].removesuffix(")")

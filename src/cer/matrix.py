@@ -675,9 +675,13 @@ def matrix_to_dict(
                 "implementation_id": column.implementation_id,
                 "origin": None if column.run.origin is None else column.run.origin.to_dict(),
                 "run_id": column.run.run_id,
-                "summary": serialize.summary_to_dict(column.summary),
+                # the word its run's document states (decided with its coverage and scope)
+                "summary": {
+                    **serialize.summary_to_dict(column.summary),
+                    "verdict": document["summary"]["verdict"],
+                },
             }
-            for column in matrix.columns
+            for column, document in zip(matrix.columns, run_documents, strict=True)
         ],
         "ranking": ranking_to_dict(matrix),
         "runs": [dict(document) for document in run_documents],

@@ -1,21 +1,29 @@
 """The Markdown report shows what the implementation sent as inert text: no HTML, no
-Markdown syntax, no table pipe, no mention and no code fence of its can take effect on
-the page (a job summary or a pull request comment)."""
+Markdown syntax, no link, no table pipe, no mention and no code fence of its can take
+effect on the page (a job summary or a pull request comment). The report is parsed as
+GitHub parses it (CommonMark with tables and raw HTML): the implementation's text must
+come out only as the content of code spans, code blocks and escaped HTML text, whole,
+and never as markup."""
 
 from __future__ import annotations
 
-import re
+import html
 from pathlib import Path
+from typing import Any
 
 import pytest
+from markdown_inert import PARSER, assert_markdown_inert, walk
 
 from cer.cli.commands import main
-from cer.reports.markdown import block, inline
+from cer.reports.markdown import block, html_inline, inline
+from cer.safetext import for_terminal
 
 HOSTILE = (
     "</code></pre><script>alert(1)</script> | x | ![img](https://evil/x.png) "
     "[click](javascript:alert(1)) @octocat #1 **bold** `tick` ~~~\n```\n# heading\x1b[2J\u202e"
 )
+MARKERS = ("script", "evil", "javascript", "octocat", "bold", "tick", "heading", "click")
+"""Words of HOSTILE that must never be in the page's plain text."""
 
 SUITE = """
 commonsformat_evals = "0.2"
@@ -28,53 +36,53 @@ input = { x = 1 }
 expect = { output = 1 }
 """
 
-IMPL = f"""
+IMPL_RAISES = f"""
 def run(x):
     raise ValueError({HOSTILE!r})
 """
 
-IMPL_VALUE = f"""
+IMPL_KEYS = f"""
 def run(x):
     return {{{HOSTILE!r}: {HOSTILE!r}}}
 """
 
+IMPL_OUTPUT = f"""
+def run(x):
+    return {{"output": {HOSTILE!r}}}
+"""
 
-def _assert_inert(text: str) -> None:
-    # a <pre> block starts its own line and Markdown leaves it unparsed (an HTML block
-    # that ends only at </pre>): it holds no tag, so the implementation's text in it
-    # cannot end it early; what it says there is plain text
-    for found in re.findall(r"^<pre>(.*?)</pre>$", text, re.DOTALL | re.MULTILINE):
-        assert "<" not in found and ">" not in found
-        assert "\x1b" not in found and "\u202e" not in found
-    text = re.sub(r"^<pre>.*?</pre>$", "<pre></pre>", text, flags=re.DOTALL | re.MULTILINE)
-    # the only tags are the report's own
-    tags = set(re.findall(r"</?([a-zA-Z]+)", text))
-    assert tags <= {"code", "pre", "details", "summary"}, tags
-    assert "<script" not in text and "javascript:" not in text
-    assert "![" not in text and "](" not in text
-    assert "@octocat" not in text and "**bold**" not in text and "`tick`" not in text
-    assert "```" not in text and "~~~" not in text and "\x1b" not in text
-    assert "\u202e" not in text
-    for line in text.splitlines():
-        assert not line.startswith("# heading")
-        if line.startswith("|"):
-            # a row has exactly the report's columns: no pipe of the implementation's
-            assert line.count("|") - line.count("&#124;") in (4, 5, 6, 7)
+_PARSER = PARSER
+_walk = walk
 
 
-def test_inline_and_block_neutralise_everything() -> None:
-    shown = inline(HOSTILE, 10_000)
-    assert shown.startswith("<code>") and shown.endswith("</code>")
+def _assert_inert(text: str) -> list[Any]:
+    return assert_markdown_inert(text, MARKERS)
+
+
+def test_inline_keeps_any_text_whole_in_one_code_span() -> None:
+    for text in (HOSTILE, "`", "``a``", " `x` ", "a |b| c", "a\\|b", "  ", "tail`"):
+        expected = for_terminal(text, multiline=False)
+        (paragraph,) = [t for t in _PARSER.parse(inline(text, 10_000)) if t.type == "inline"]
+        assert [(t.type, t.content) for t in paragraph.children] == [("code_inline", expected)]
+        row = f"| a |\n| --- |\n| {inline(text, 10_000, cell=True)} |\n"
+        cells = [t for t in _walk(_PARSER.parse(row)) if t.type == "code_inline"]
+        assert [t.content for t in cells] == [expected]
+
+
+def test_block_keeps_any_text_whole_in_one_code_block() -> None:
+    for text in (HOSTILE, "````\n```", "~~~\n"):
+        (fence,) = _PARSER.parse(block(text))
+        assert fence.type == "fence" and fence.content == for_terminal(text) + "\n"
+
+
+def test_html_inline_is_escaped_text() -> None:
+    shown = html_inline(HOSTILE, 10_000)
     assert shown.count("<") == 2 and "\n" not in shown
-    pre = block(HOSTILE)
-    assert pre.count("</pre>") == 1 and "<script" not in pre
-    _assert_inert(shown)
+    inner = shown.removeprefix("<code>").removesuffix("</code>")
+    assert html.unescape(inner) == for_terminal(HOSTILE, multiline=False)
 
 
-@pytest.mark.parametrize("source", [IMPL, IMPL_VALUE])
-def test_the_report_of_a_hostile_implementation_is_inert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
-) -> None:
+def _report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> str:
     (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
     (tmp_path / "impl.py").write_text(source, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -83,6 +91,33 @@ def test_the_report_of_a_hostile_implementation_is_inert(
          "--report", "markdown=out.md"]
     )  # fmt: skip
     assert code == 1
-    text = (tmp_path / "out.md").read_text(encoding="utf-8")
+    return (tmp_path / "out.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("source", [IMPL_RAISES, IMPL_KEYS, IMPL_OUTPUT])
+def test_the_report_of_a_hostile_implementation_is_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    text = _report(tmp_path, monkeypatch, source)
     assert "lies" in text and "#### Failures (1)" in text
-    _assert_inert(text)
+    tokens = _assert_inert(text)
+    # what it sent is on the page, whole, as the content of code
+    code = [t.content for t in tokens if t.type in ("fence", "code_inline")]
+    assert any("<script>alert(1)</script> | x |" in content for content in code)
+
+
+def test_a_pipe_in_a_table_cell_stays_in_its_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _report(tmp_path, monkeypatch, IMPL_OUTPUT)
+    tokens = _walk(_PARSER.parse(text))
+    rows: list[list[str]] = []
+    for token in tokens:
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and rows and token.level >= 3:
+            rows[-1].append(token.content)
+    mismatch = next(row for row in rows if row and row[0] == "`output`")
+    assert len(mismatch) == 3
+    observed = [t for t in tokens if t.type == "code_inline" and "alert(1)</script>" in t.content]
+    assert any(" | x | " in t.content for t in observed)

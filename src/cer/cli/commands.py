@@ -75,7 +75,7 @@ from cer.results.baseline import (
     load_baseline,
     unmatched_entries,
 )
-from cer.results.conformance import Conformance, conformance_of
+from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.safetext import for_json
 from cer.suite.cache import load_suite_cached
 from cer.suite.loader import SuiteError, load_suite
@@ -486,7 +486,7 @@ class _Verdicts:
         self,
         suite: Suite,
         run: RunResult,
-        coverage: Coverage | None,
+        coverage: Coverage | CoverageCount | None,
         figures: CoverageFigures | None,
         label: str,
         others: Sequence[str] = (),
@@ -495,7 +495,7 @@ class _Verdicts:
             None if self.baseline is None else check_run(self.baseline, suite, run, label, others)
         )
         needs_repair = 0 if figures is None else figures.needs_repair
-        return conformance_of(run.summary, coverage, check, needs_repair)
+        return conformance_of(run, coverage, check, needs_repair)
 
     def exit_code(self, run: RunResult, conformance: Conformance) -> ExitCode:
         return exit_code_for(run, conformance, require_coverage=self.require_coverage)
@@ -658,6 +658,7 @@ class _LineStream:
         """Close the output (once); a run that did not finish leaves it without a trailer."""
         close, self._close = self._close, None
         if close is not None:
+            self.writer.flush()
             close()
 
 
@@ -787,7 +788,8 @@ def _run_matrix(
     ]
     matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
     contexts = _contexts(output, history, suite, finished_runs)
-    summary_line = console.matrix_summary_line(matrix, suite) + "\n"
+    words = [conformance.word for conformance in concluded]
+    summary_line = console.matrix_summary_line(matrix, suite, words) + "\n"
     if output.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
         text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
@@ -803,6 +805,7 @@ def _run_matrix(
             flaky=flaky,
             group_by=output.group_by,
             baselines=[None if c.baseline is None else c.baseline.phrase() for c in concluded],
+            verdict_words=words,
         )
     code = (
         ExitCode.USAGE
@@ -852,7 +855,9 @@ def _conclude(
     could not be read; ``others``: the labels of the implementations run beside it)."""
     coverage = module_doc.coverage(suite, run, warn=warn)
     figures = _figures(coverage, suite)
-    conformance = verdicts.conformance(suite, run, coverage, figures, label, others)
+    # An unreadable commonsformat.md covers nothing: the verdict is never conformant.
+    judged = UNREADABLE if coverage is None and module_doc.problem is not None else coverage
+    conformance = verdicts.conformance(suite, run, judged, figures, label, others)
     flaky, untrusted = _record(history, run, suite, figures, conformance)
     return _Concluded(run, coverage, conformance, flaky, untrusted)
 
@@ -1023,7 +1028,8 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     if run.conditions is not None:  # what the merged run is held against, not the shards
         run = replace(run, conditions=replace(run.conditions, **verdicts.held()))
     coverage = module_doc.coverage(suite, run)
-    conformance = verdicts.conformance(suite, run, coverage, _figures(coverage, suite), "")
+    judged = UNREADABLE if coverage is None and module_doc.problem is not None else coverage
+    conformance = verdicts.conformance(suite, run, judged, _figures(coverage, suite), "")
     context = ReportContext(run, suite, coverage, conformance=conformance)
     if args.format == "json":
         text = render_report("json", context)

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cer.coverage import describe_unknown
-from cer.engine.options import STOPPED
+from cer.engine.options import OTHER_SHARD, STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.judge.verdict import REPORTED_NOTE
 from cer.model import (
@@ -291,6 +291,7 @@ def render_report(
     if skipped:
         details = ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()))
         lines.append(for_terminal(f"{SYMBOLS[Status.SKIPPED]} skipped: {details}"))
+        lines.extend(for_terminal(line) for line in _skipped_names(run, verbose))
     if coverage is not None:
         lines.extend(
             for_terminal(line)
@@ -318,6 +319,33 @@ def render_report(
     return "\n".join(lines) + "\n"
 
 
+SKIPPED_NAMED = 10
+"""Skipped cases of one reason the text report names without ``-v``."""
+
+
+def _skipped_names(run: RunResult, verbose: bool) -> list[str]:
+    """``  category not supported: x: a, b, c``: the cases skipped for each reason
+    other than being left out (deselected, another shard, a stopped run), by name, so
+    that the report says which cases it could not verify and why."""
+    from cer.results.conformance import DESELECTED
+
+    by_reason: dict[str, list[str]] = {}
+    for result in run.results:
+        reason = result.reason or ""
+        if result.status is not Status.SKIPPED or reason in (DESELECTED, OTHER_SHARD):
+            continue
+        if reason.startswith(STOPPED):
+            continue
+        by_reason.setdefault(reason, []).append(result.case_name)
+    lines = []
+    for reason, names in by_reason.items():
+        shown = names if verbose else names[:SKIPPED_NAMED]
+        more = len(names) - len(shown)
+        tail = f" and {more} more (-v names them)" if more else ""
+        lines.append(f"  {reason}: {', '.join(shown)}{tail}")
+    return lines
+
+
 def summary_line(
     run: RunResult, *, colour: bool = False, conformance: Conformance | None = None
 ) -> str:
@@ -338,15 +366,12 @@ def summary_line(
             (Status.SKIPPED, summary.skipped, "skipped"),
         )
     )
-    verdict = summary.verdict if conformance is None else conformance.statement
+    if conformance is None:
+        from cer.results.conformance import conformance_of  # the one place a word is decided
+
+        conformance = conformance_of(run)
+    verdict = conformance.statement
     line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {verdict}"
-    not_run = sum(
-        1
-        for result in run.results
-        if result.status is Status.SKIPPED and (result.reason or "").startswith(STOPPED)
-    )
-    if not_run:
-        line += f" (stopped early: {not_run} not run)"
     if run.conditions is not None:
         line += f" · sandbox: {run.conditions.sandbox}"
         if not run.conditions.selection.is_everything:
@@ -705,6 +730,7 @@ def render_matrix(
     flaky: Sequence[frozenset[str] | None] = (),
     group_by: GroupBy | None = None,
     baselines: Sequence[str | None] = (),
+    verdict_words: Sequence[str] = (),
 ) -> str:
     """The text report of several implementations: the matrix (its rows under each
     tag or array with ``group_by``), the totals, the ranking, the legend, the
@@ -813,9 +839,10 @@ def render_matrix(
     lines.append("implementations:")
     label_w = max(len(label) for label in labels)
     for index, column in enumerate(matrix.columns):
+        word = _word(verdict_words, index, column.summary.verdict)
         text = for_terminal(
             f"  {column.label.ljust(label_w)}  {column.implementation_id}"
-            f"{_origin_text(column.run.origin)} — {column.summary.verdict}"
+            f"{_origin_text(column.run.origin)} — {word}"
             f"{_said(baselines, index)}",
             multiline=False,
         )
@@ -935,16 +962,24 @@ def render_matrix(
     if suite.target_version:
         target += f" {suite.target_version}"
     lines.append(f"{target} · {len(labels)} implementations")
-    lines.append(matrix_summary_line(matrix, suite))
+    lines.append(matrix_summary_line(matrix, suite, verdict_words))
     return "\n".join(lines) + "\n"
 
 
-def matrix_summary_line(matrix: Matrix, suite: Suite) -> str:
-    """The matrix report's closing line: verdicts per implementation and disagreements."""
-    verdicts = Counter(column.summary.verdict for column in matrix.columns)
-    verdict_text = ", ".join(
-        f"{verdicts[v]} {v}" for v in ("conformant", "nonconformant", "incomplete") if verdicts[v]
+def _word(words: Sequence[str], index: int, counted: str) -> str:
+    """The verdict word of column ``index`` as decided with its coverage and scope
+    (:func:`cer.results.conformance.conformance_of`), else the one its counts give."""
+    return words[index] if index < len(words) else counted
+
+
+def matrix_summary_line(matrix: Matrix, suite: Suite, words: Sequence[str] = ()) -> str:
+    """The matrix report's closing line: verdicts per implementation and disagreements
+    (``words``: each column's decided verdict word, in column order)."""
+    verdicts = Counter(
+        _word(words, index, column.summary.verdict) for index, column in enumerate(matrix.columns)
     )
+    order = ("conformant", "passed", "nonconformant", "incomplete")
+    verdict_text = ", ".join(f"{verdicts[v]} {v}" for v in order if verdicts[v])
     count = len(matrix.disagreements)
     worded = len(matrix.words_differ)
     tail = f", {worded} worded differently" if worded else ""

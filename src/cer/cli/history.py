@@ -28,6 +28,7 @@ from cer.reports import (
     iso_time,
     write_report,
 )
+from cer.results.conformance import word_of
 from cer.safetext import for_json
 
 
@@ -70,7 +71,7 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
             "cases_failed": s.failed,
             "cases_skipped": s.skipped,
             "cases_errored": s.errored,
-            "verdict": s.verdict,
+            "verdict": word_of(record.statement, s.verdict),
         },
         "conformance": record.statement,
         "partial": record.partial,

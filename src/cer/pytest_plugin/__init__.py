@@ -34,6 +34,7 @@ from cer.config import (
     history_max_bytes,
     resolve_run,
 )
+from cer.coverage import Coverage, CoverageError, suite_coverage
 from cer.engine.kinds import KINDS
 from cer.engine.options import (
     DEFAULT_ISOLATION,
@@ -77,7 +78,7 @@ from cer.results.baseline import (
     never_ran,
     unmatched_entries,
 )
-from cer.results.conformance import conformance_of
+from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.safetext import for_terminal
 from cer.suite.loader import SuiteError, load_suite
 
@@ -845,17 +846,19 @@ class CerPlugin:
             heading = f"{self.shown(run.suite_path)} · {run.implementation_id}"
             terminalreporter.write_line(for_terminal(heading, multiline=False))
             conformance = None
-            if self.baseline is not None:
-                suite = self.suite_of(run)
-                if suite is not None:
-                    check = check_run(self.baseline, suite, run)
-                    conformance = conformance_of(run.summary, baseline=check)
+            suite = self.suite_of(run)
+            if suite is not None:
+                check = None if self.baseline is None else check_run(self.baseline, suite, run)
+                # pytest exits 0 for a -k selection that passed: the word says so too
+                coverage = _coverage_of(suite, run)
+                conformance = conformance_of(run, coverage, check, selection_passes=True)
             line = console.summary_line(run, conformance=conformance)
             terminalreporter.write_line(f"  {for_terminal(line)}")
             for note in run.notes:
                 terminalreporter.write_line(for_terminal(f"  note: {note}"))
             if history_wanted:
-                terminalreporter.write_line(for_terminal(f"  {self.record(run, history_path)}"))
+                recorded = self.record(run, history_path, conformance)
+                terminalreporter.write_line(for_terminal(f"  {recorded}"))
         skipped = self.skipped_count()
         if skipped:
             cases = f"{skipped} case{'s' if skipped != 1 else ''}"
@@ -894,8 +897,11 @@ class CerPlugin:
         except ValueError:
             return path
 
-    def record(self, run: RunResult, database: str | None) -> str:
-        """Record ``run`` in cer's history, as ``cer run`` does; a line saying where."""
+    def record(
+        self, run: RunResult, database: str | None, verdict: Conformance | None = None
+    ) -> str:
+        """Record ``run`` in cer's history, as ``cer run`` does, with the verdict the
+        session stated; a line saying where."""
         path = Path(database) if database else default_history_path(run.suite_path)
         try:
             suite = load_suite(run.suite_path)
@@ -903,10 +909,19 @@ class CerPlugin:
             suite = None
         try:
             with History.open(path, max_bytes=self.history_max_bytes()) as history:
-                history.record(run, suite)
+                history.record(run, suite, verdict=verdict)
         except HistoryError as exc:
             return f"cer: warning: history: {exc}; this run is not recorded"
         return f"recorded in {path}"
+
+
+def _coverage_of(suite: Suite, run: RunResult) -> Coverage | CoverageCount | None:
+    """The run's constraint coverage for its verdict (None without a commonsformat.md;
+    a document that cannot be read covers nothing)."""
+    try:
+        return suite_coverage(suite, run)
+    except CoverageError:
+        return UNREADABLE
 
 
 def unmatched_in_all(baseline: Baseline, suites: Sequence[Suite]) -> tuple[str, ...]:

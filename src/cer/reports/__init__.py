@@ -87,6 +87,8 @@ def results_document(context: ReportContext) -> dict[str, Any]:
         item["expected"] = None if case is None else serialize.value_to_json(dict(case.expect))
     document["coverage"] = None if context.coverage is None else context.coverage.to_dict()
     verdict = context.verdict()
+    # The summary's word is the verdict's, decided once (cer.results.conformance).
+    document["summary"]["verdict"] = verdict.word
     document["conformance"] = verdict.to_dict()
     document["baseline"] = None if verdict.baseline is None else verdict.baseline.to_dict()
     if context.flaky is None:

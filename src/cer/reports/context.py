@@ -39,7 +39,7 @@ class ReportContext:
         """The verdict every report states (:mod:`cer.results.conformance`)."""
         if self.conformance is not None:
             return self.conformance
-        return conformance_of(self.run.summary, self.coverage)
+        return conformance_of(self.run, self.coverage)
 
 
 def iso_time(ms: int) -> str:

@@ -9,6 +9,7 @@ require: ``%``, CR and LF everywhere, and also ``:`` and ``,`` in properties.
 
 from __future__ import annotations
 
+from cer.engine.options import OTHER_SHARD
 from cer.model import Status
 from cer.reports.context import ReportContext, suite_display_path
 from cer.safetext import for_terminal
@@ -75,7 +76,8 @@ def render(context: ReportContext) -> str:
                     title=f"cer: {result.case_name} {word}{marker}",
                 )
             )
-        elif result.status is Status.SKIPPED and result.reason != "deselected":
+        elif result.status is Status.SKIPPED and result.reason not in ("deselected", OTHER_SHARD):
+            # a case left out on purpose (a selection, another shard's) is no finding
             commands.append(
                 _command(
                     "warning",

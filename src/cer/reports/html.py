@@ -740,7 +740,6 @@ def _baseline(check: BaselineCheck | None) -> tuple[tuple[str, tuple[str, ...]],
 def page_model(context: ReportContext) -> Page:
     """What the page shows, computed from the context (no markup)."""
     run = context.run
-    summary = run.summary
     skipped = Counter(r.reason or "" for r in run.results if r.status is Status.SKIPPED)
     flaky = context.flaky or frozenset()
     target = run.target_module
@@ -758,7 +757,7 @@ def page_model(context: ReportContext) -> Page:
         title=f"{target} · {run.implementation_id} · {verdict.statement}",
         target=target,
         implementation=run.implementation_id,
-        verdict=summary.verdict,
+        verdict=verdict.word,
         statement=verdict.statement,
         baseline=_baseline(verdict.baseline),
         seconds=(run.completed_at_ms - run.started_at_ms) / 1000,

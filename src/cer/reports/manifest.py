@@ -138,7 +138,7 @@ def manifest_document(context: ReportContext) -> dict[str, Any]:
         },
         "case_classes": [name for name in CASE_CLASSES if name in present],
         "assertions": assertions,
-        "summary": serialize.summary_to_dict(summary),
+        "summary": {**serialize.summary_to_dict(summary), "verdict": verdict.word},
         "coverage": None if context.coverage is None else context.coverage.to_dict(),
         "baseline": None if verdict.baseline is None else verdict.baseline.to_dict(),
         "conformance": verdict.statement,

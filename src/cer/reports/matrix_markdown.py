@@ -7,21 +7,30 @@ cases with the same verdict in different words, and the cases every implementati
 errored. Every value goes through :func:`cer.reports.markdown.inline`, the same helper
 the single-run summary uses, so nothing an implementation said (a harness's declared
 name, a distribution's metadata) can start Markdown or HTML on the page.
+
+Every list is shown whole as long as the page stays within
+:data:`cer.reports.markdown.SIZE_LIMIT` bytes (GitHub's 1 MiB job-summary limit); past
+it the page stops, saying so and where every case is (the JSON results, the matrix's
+HTML page).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from cer.matrix import Matrix, Row, describe_agree_on
 from cer.model import Suite
 from cer.reports.context import suite_display_path
-from cer.reports.markdown import inline
+from cer.reports.markdown import Page, inline
 
-__all__ = ["ROWS", "render"]
+__all__ = ["WHERE_THE_REST_IS", "render"]
 
-ROWS = 50
-"""Disagreements (and other lists) shown before the rest is counted."""
+WHERE_THE_REST_IS = (
+    "every case of every implementation is in the JSON results (`cer run --format json`, "
+    "or `--report json=PATH`: a file per implementation) and the matrix's HTML page "
+    "(`--report html=PATH`)"
+)
+"""Where a matrix page cut for size sends its reader."""
 _CHIPS = {
     "pass": "✅ pass",
     "fail": "❌ fail",
@@ -32,18 +41,8 @@ _CHIPS = {
 }
 
 
-def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
-    head = list(header)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
 def _names(rows: Sequence[Row]) -> str:
-    shown = ", ".join(inline(row.case_name) for row in rows[:ROWS])
-    if len(rows) > ROWS:
-        shown += f", … {len(rows) - ROWS} more"
-    return shown
+    return ", ".join(inline(row.case_name) for row in rows)
 
 
 def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None) -> str:
@@ -53,7 +52,8 @@ def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None
     if suite.target_version:
         target += f" {suite.target_version}"
     worded = matrix.words_differ
-    lines = [
+    page = Page(where=WHERE_THE_REST_IS)
+    page.add(
         f"## {inline(target)}: {len(matrix.columns)} implementations",
         "",
         f"{len(matrix.rows)} cases of {inline(suite_display_path(suite))} · "
@@ -61,7 +61,7 @@ def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None
         + (f", {len(worded)} worded differently" if worded else "")
         + f" (compared on {describe_agree_on(matrix.agree_on)})",
         "",
-    ]
+    )
     columns = {column.label: (index, column) for index, column in enumerate(matrix.columns)}
     ranking = []
     for standing in matrix.ranking:
@@ -69,14 +69,14 @@ def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None
         origin = column.run.origin
         what = ""
         if origin is not None:
-            what = inline(f"{origin.name} {origin.version}")
+            what = inline(f"{origin.name} {origin.version}", cell=True)
             if origin.source == "harness":
                 what += " (declared)"
         verdict = statements[index] if statements else column.summary.verdict
         ranking.append(
             [
                 str(standing.rank),
-                inline(standing.label),
+                inline(standing.label, cell=True),
                 what,
                 f"{standing.percent:.1f}%",
                 str(standing.passed),
@@ -84,10 +84,10 @@ def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None
                 str(standing.errored),
                 str(standing.skipped),
                 str(standing.known),
-                inline(verdict),
+                inline(verdict, cell=True),
             ]
         )
-    lines += _table(
+    page.table(
         [
             "#",
             "implementation",
@@ -102,25 +102,18 @@ def render(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = None
         ],
         ranking,
     )
-    lines.append("")
+    page.add("A known failure is one its implementation's baseline lists; it is never a pass.", "")
     if matrix.disagreements:
-        lines += [f"### Disagreements ({len(matrix.disagreements)})", ""]
-        rows = [
-            [inline(row.case_name), *(_CHIPS[state] for state in row.states)]
-            for row in matrix.disagreements[:ROWS]
-        ]
-        lines += _table(["case", *(inline(label) for label in matrix.labels)], rows)
-        if len(matrix.disagreements) > ROWS:
-            lines.append(f"\n… {len(matrix.disagreements) - ROWS} more disagreements")
-        lines.append("")
+        page.add(f"### Disagreements ({len(matrix.disagreements)})", "")
+        rows = (
+            [inline(row.case_name, cell=True), *(_CHIPS[state] for state in row.states)]
+            for row in matrix.disagreements
+        )
+        page.table(["case", *(inline(label, cell=True) for label in matrix.labels)], rows)
     if worded:
-        lines += [f"### Same verdict, different words ({len(worded)})", "", _names(worded), ""]
+        page.add(f"### Same verdict, different words ({len(worded)})", "")
+        page.add(_names(worded), "")
     if matrix.all_errored:
-        lines += [
-            f"### Every implementation errored ({len(matrix.all_errored)})",
-            "",
-            _names(matrix.all_errored),
-            "",
-        ]
-    lines.append("A known failure is one its implementation's baseline lists; it is never a pass.")
-    return "\n".join(lines) + "\n"
+        page.add(f"### Every implementation errored ({len(matrix.all_errored)})", "")
+        page.add(_names(matrix.all_errored), "")
+    return page.text()

@@ -18,7 +18,7 @@ from cer.history.database import History
 from cer.history.records import RunRecord
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_CLASS_TO_ARRAY, Case, RunResult, Suite
 from cer.reports.context import ReportContext
-from cer.results.conformance import Conformance
+from cer.results.conformance import Conformance, word_of
 from cer.suite.loader import SuiteError, load_suite
 
 __all__ = ["RecordedContext", "recorded_context", "stand_in_suite"]
@@ -94,7 +94,8 @@ def recorded_context(
                 suite = None
     stated = None
     if newest.statement is not None:
-        stated = Conformance(run.summary.verdict, recorded=newest.statement)
+        word = word_of(newest.statement, run.summary.verdict)
+        stated = Conformance(word, recorded=newest.statement)
     if suite is None:
         context = ReportContext(
             run, stand_in_suite(run, newest), None, flaky, records, conformance=stated

@@ -7,14 +7,17 @@ goes, one line per fact as soon as it is known, each line flushed on its own:
 - a ``header`` line when the run starts: the format, the run's id, the suite (path,
   content hash, format version), the implementation as named, the conditions it runs
   under as known then, and how many cases the suite declares;
-- a ``result`` line for every case as its result is known (in the order results come
-  in, which with several workers is not declared order: each line has its
-  ``position``), with the same fields as a result of the JSON report;
+- a ``result`` line for every case, in declared order: a case's line is written as
+  soon as its result and the results of every case declared before it are known (with
+  several workers a result that comes in early waits for those before it), with the
+  same fields as a result of the JSON report, its ``position`` included;
 - a ``trailer`` line when the run ends: the ``run`` table, the ``summary``, ``coverage``
   and ``flaky`` of the JSON report.
 
 A file without its trailer is the record of a run that did not finish: every line in it
-is whole and true, but it says nothing about the cases it does not list, and
+is whole and true (the results that were waiting for an earlier case when the run was
+stopped are written then, still in declared order, after the gap), but it says nothing
+about the cases it does not list, and
 :func:`read_lines` reports it as unfinished (``cer merge`` refuses it, saying so). The
 schema is docs/results-lines.schema.json; docs/reports.md describes it.
 """
@@ -55,6 +58,12 @@ class LineWriter:
     def __init__(self, write: Callable[[bytes], None], suite: Suite) -> None:
         self._write = write
         self._cases: dict[str, Case] = {case.name: case for case in suite.cases}
+        self._order = sorted({case.position for case in suite.cases})
+        """The declared positions, in order: lines go out in this order."""
+        self._next = 0
+        """Index in ``_order`` of the first position whose line is not written yet."""
+        self._waiting: dict[int, bytes] = {}
+        """Lines of results that came in before a result declared earlier, by position."""
         self.written = 0
         """Result lines written so far."""
 
@@ -85,12 +94,29 @@ class LineWriter:
             case = self._cases.get(event.result.case_name)
             item["input"] = None if case is None else serialize.value_to_json(dict(case.input))
             item["expected"] = None if case is None else serialize.value_to_json(dict(case.expect))
-            self._write(_line({"type": "result", **item}))
-            self.written += 1
+            position = event.result.position
+            if position in self._waiting or position not in self._order:
+                self._emit(_line({"type": "result", **item}))  # not a declared position
+                return
+            self._waiting[position] = _line({"type": "result", **item})
+            while self._next < len(self._order) and self._order[self._next] in self._waiting:
+                self._emit(self._waiting.pop(self._order[self._next]))
+                self._next += 1
+
+    def _emit(self, line: bytes) -> None:
+        self._write(line)
+        self.written += 1
+
+    def flush(self) -> None:
+        """Write the lines still waiting for an earlier case (a run that did not
+        finish), in declared order."""
+        for position in sorted(self._waiting):
+            self._emit(self._waiting.pop(position))
 
     def finish(self, document: Mapping[str, Any]) -> None:
         """The trailer, from the run's full results document (see
         :func:`cer.reports.results_document`): everything but its results."""
+        self.flush()
         self._write(
             _line(
                 {

@@ -25,14 +25,14 @@ from watchfiles import awatch
 
 from cer import events, frontend
 from cer.config import configured_history_max_bytes
-from cer.coverage import MODULE_DOC, CoverageFigures, compute_coverage
+from cer.coverage import MODULE_DOC, Coverage, CoverageFigures, compute_coverage
 from cer.engine.options import RunCancelled, RunOptions
 from cer.history.database import History
 from cer.history.records import HistoryError
 from cer.matrix import Known, build_matrix
 from cer.model import CaseResult, RunResult, Suite
 from cer.results.baseline import Baseline, check_run
-from cer.results.conformance import Conformance, conformance_of
+from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.review.derive import coverage_figures
 from cer.safetext import for_terminal
 from cer.suite.loader import SuiteError
@@ -725,15 +725,17 @@ def run_verdict(
     implementation, ``label``, beside the lanes labelled ``others``), and K of N
     constraints covered when the module
     declares them."""
-    coverage = None
+    coverage: Coverage | CoverageCount | None = None
     if doc is not None and doc.declared is not None:
         try:
             coverage = compute_coverage(suite, doc.declared, run)
         except Exception:  # coverage is extra: the verdict then states the word alone
             coverage = None
+    elif doc is not None and doc.problem is not None:
+        coverage = UNREADABLE  # a commonsformat.md that cannot be read covers nothing
     needs_repair = 0 if figures is None else figures.needs_repair
     check = None if baseline is None else check_run(baseline, suite, run, label or None, others)
-    return conformance_of(run.summary, coverage, check, needs_repair)
+    return conformance_of(run, coverage, check, needs_repair)
 
 
 TREND_RUNS = 40

@@ -22,7 +22,8 @@ from rich.style import Style
 from rich.text import Text
 
 from cer.matrix import Agreement, CellState, Matrix, Row
-from cer.model import Status
+from cer.model import RunResult, Status
+from cer.results.conformance import conformance_of
 from cer.tomltext import inline
 from cer.tui.state.formatting import SYMBOLS
 
@@ -131,6 +132,15 @@ Entry = str | Row
 case's row. Rows are the matrix's own, so that 65,000 of them cost no new objects."""
 
 
+def legend_word(run: RunResult) -> str:
+    """The verdict word a lane's legend shows: decided as every surface decides it
+    (:func:`cer.results.conformance.conformance_of`), but ``passed`` where that would
+    be ``conformant``: the matrix does not judge the module's coverage, so it never
+    claims conformance (cer run's verdict and the Coverage pane do)."""
+    word = conformance_of(run).word
+    return "passed" if word == "conformant" else word
+
+
 @dataclass
 class MatrixLayout:
     """Column widths for a matrix, and its lines as styled text."""
@@ -229,10 +239,10 @@ class MatrixLayout:
         lines.append(Text(""))
         lines.extend(self.ranking())
         lines.append(Text(""))
-        for column, summary in zip(self.matrix.columns, summaries, strict=True):
+        for column in self.matrix.columns:
             legend = Text("   ")
             legend.append(column.label.ljust(width + 2), self.heading)
-            legend.append(f"{column.implementation_id} — {summary.verdict}", self.muted)
+            legend.append(f"{column.implementation_id} — {legend_word(column.run)}", self.muted)
             if not column.observed:
                 legend.append("  (observed nothing: left out of the comparison)", self.muted)
             lines.append(legend)
