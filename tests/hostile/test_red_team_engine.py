@@ -1,0 +1,204 @@
+"""A hostile implementation against the engine's restarts, per-case refusals and
+implementations given as objects.
+
+A callable given to ``run_suite`` lives in the supervisor's own process, so the
+supervisor must name and identify it without running any of its code (a property, a
+metaclass, a ``__format__``), name it in printable words only, and give it an id that
+changes whenever the code that runs changes. A restarted harness must not let slow or
+hanging starts cost the run more than a few start timeouts. A per-case command that
+refuses cases must not make the run any less failed.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from typing import Any
+
+from cer.engine.provided import describe
+
+
+def _defined(source: str, name: str) -> Any:
+    """``name`` from ``source`` compiled with no file behind it (as in a notebook or
+    an ``exec``): only the code itself can tell two versions apart."""
+    module = types.ModuleType("hostile_impl")
+    sys.modules["hostile_impl"] = module  # where a dataclass looks its module up
+    try:
+        exec(compile(source, "<hostile>", "exec"), vars(module))
+    finally:
+        del sys.modules["hostile_impl"]
+    return vars(module)[name]
+
+
+# ------------------------------------------------------------- no code runs in describe
+
+
+def test_describing_a_callable_runs_none_of_its_code() -> None:
+    ran: list[str] = []
+
+    class Meta(type):
+        def __getattribute__(cls, name: str) -> Any:
+            ran.append(f"metaclass {name}")
+            return super().__getattribute__(name)
+
+    class Hooked(metaclass=Meta):
+        def __call__(self, x: int) -> int:
+            return x
+
+    class LiesAboutItsClass:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            ran.append("__class__")
+            return types.FunctionType
+
+        def __call__(self, x: int) -> int:
+            return x
+
+    class Formats(str):
+        def __format__(self, spec: str) -> str:
+            ran.append("__format__")
+            return "formatted"
+
+    class Truthy:
+        def __bool__(self) -> bool:
+            ran.append("__bool__")
+            return True
+
+    def plain(x: int) -> int:
+        return x
+
+    plain.__qualname__ = Formats("plain")
+    plain.__module__ = Truthy()  # type: ignore[assignment]
+
+    class Partial(functools.partial[Any]):
+        @property  # type: ignore[override]
+        def func(self) -> Any:
+            ran.append("func")
+            return plain
+
+    for obj in (Hooked(), Hooked, LiesAboutItsClass(), plain, Partial(plain)):
+        describe(obj)
+    assert ran == []
+
+
+def test_a_callable_whose_attributes_raise_gets_a_name_not_a_traceback() -> None:
+    class Raises:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            raise RuntimeError("never read")
+
+        def __call__(self, x: int) -> int:
+            return x
+
+    assert describe(Raises()).name.endswith("Raises instance")
+
+
+# ------------------------------------------------------------------- ids it cannot pick
+
+
+def test_a_callable_cannot_lend_itself_the_id_of_other_code() -> None:
+    def borrowed(x: int) -> int:
+        return x
+
+    class Impostor:
+        """Claims to be a function whose code is ``borrowed``'s."""
+
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            return types.FunctionType
+
+        __code__ = borrowed.__code__
+        __module__ = borrowed.__module__
+        __qualname__ = borrowed.__qualname__
+
+        def __call__(self, x: int) -> int:
+            return -x
+
+    class Partial(functools.partial[Any]):
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            return 42  # what runs: not borrowed
+
+    genuine = describe(borrowed).identity.implementation_id
+    assert describe(Impostor()).identity.implementation_id != genuine
+    assert describe(Partial(borrowed)).identity.implementation_id != genuine
+
+
+# --------------------------------------------------- ids that follow the code that runs
+
+CLASS_V1 = """
+from dataclasses import dataclass
+
+@dataclass
+class Impl:
+    scale: int = 1
+
+    def run_case(self, case):
+        return 1
+"""
+
+
+def test_the_id_of_a_class_covers_the_run_case_it_calls() -> None:
+    first = describe(_defined(CLASS_V1, "Impl")).identity.implementation_id
+    edited = describe(_defined(CLASS_V1.replace("return 1", "return 2"), "Impl"))
+    assert edited.identity.implementation_id != first
+
+
+INSTANCE_V1 = """
+class Impl:
+    def __call__(self, x):
+        return x
+
+    def run_case(self, case):
+        return 1
+
+impl = Impl()
+"""
+
+
+def test_the_id_of_an_instance_covers_its_run_case_not_only_its_call() -> None:
+    first = describe(_defined(INSTANCE_V1, "impl")).identity.implementation_id
+    edited = describe(_defined(INSTANCE_V1.replace("return 1", "return 2"), "impl"))
+    assert edited.identity.implementation_id != first
+
+
+FUNCTION_V1 = """
+def f(x):
+    return x
+
+f.run_case = lambda case: 1
+"""
+
+
+def test_the_id_of_a_function_covers_a_run_case_it_carries() -> None:
+    first = describe(_defined(FUNCTION_V1, "f")).identity.implementation_id
+    edited = describe(_defined(FUNCTION_V1.replace(": 1", ": 2"), "f"))
+    assert edited.identity.implementation_id != first
+
+
+def test_a_run_case_decided_at_run_time_makes_the_id_a_one_off() -> None:
+    class Dynamic:
+        def __call__(self, x: int) -> int:
+            return x
+
+        def __getattr__(self, name: str) -> Any:
+            return lambda case: 1
+
+    described = describe(Dynamic())
+    assert not described.identity.known
+    assert describe(Dynamic()).identity.implementation_id != described.identity.implementation_id
+
+
+# ----------------------------------------------------------------------- printable names
+
+
+def test_a_callables_names_reach_no_surface_as_control_characters() -> None:
+    def f(x: int) -> int:
+        return x
+
+    f.__module__ = "\x1b]0;owned\x07mod"
+    f.__qualname__ = "q\x1b[2J\nname\u202e"
+    described = describe(f)
+    for text in (described.name, described.identity.implementation_id, described.note):
+        assert not any(ord(c) < 32 or c == "\u202e" for c in text), repr(text)
+    assert "\\x1b" in described.name
