@@ -13,10 +13,29 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 import types
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cer.engine import pool, restarts
+from cer.engine.command import harness
 from cer.engine.provided import describe
+from cer.model import Status
+from support import Module
+
+
+def numbered_suite(count: int) -> str:
+    """``count`` cases ``c1`` … ``cN``, each with input ``n`` and expecting ``n``."""
+    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
+    for n in range(1, count + 1):
+        parts.append(
+            f'[[cases]]\nname = "c{n}"\ncategory = "functional"\n'
+            f"input = {{ n = {n} }}\nexpect = {{ output = {n} }}\n"
+        )
+    return "\n".join(parts)
 
 
 def _defined(source: str, name: str) -> Any:
@@ -202,3 +221,71 @@ def test_a_callables_names_reach_no_surface_as_control_characters() -> None:
     for text in (described.name, described.identity.implementation_id, described.note):
         assert not any(ord(c) < 32 or c == "\u202e" for c in text), repr(text)
     assert "\\x1b" in described.name
+
+
+# ------------------------------------------------------- restarts that hang on start
+
+# Starts 1, 4, 7, … answer; every other start hangs (never answers start). Every case
+# crashes the harness. Each case after the first would cost two start timeouts.
+SLOW_STARTS = """\
+n=$(cat "$0.count" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$0.count"
+if [ "$n" -gt 1 ] && [ $((n % 3)) -ne 1 ]; then exec sleep 30; fi
+read -r line
+echo '{"op": "started", "protocol": 1, "implementation": {"name": "h", "version": "1"}}'
+read -r line
+exit 3
+"""
+
+
+def test_restarts_that_hang_on_start_cost_the_run_a_few_start_timeouts_in_all(
+    module: Module, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(harness, "START_TIMEOUT_MIN", 0.25)
+    script = tmp_path / "slow-starts.sh"
+    script.write_text(SLOW_STARTS, encoding="utf-8")
+    module.suite(numbered_suite(8))
+    began = time.monotonic()
+    run = module.run(f"sh {script}", kind="command", timeout=0.25, sandbox="off")
+    took = time.monotonic() - began
+    reasons = [r.reason or "" for r in run.results]
+    assert all(r.status is Status.ERRORED for r in run.results), reasons
+    # Failed starts may take START_ATTEMPTS start timeouts of the run, not two per case.
+    assert took < restarts.START_ATTEMPTS * 0.25 + 1.0, (took, reasons)
+    assert "exited with status 3 while running this case" in reasons[0]
+    assert reasons[-1].startswith("not run: the harness could not be restarted"), reasons
+    assert "did not answer start within 0.25 s" in reasons[-1]
+
+
+# Imports 1, 4, 7, … load; every other import hangs past the load timeout. Every case
+# crashes its worker. Each case after the first would cost two load timeouts.
+SLOW_IMPORTS = """
+import os, time
+
+COUNT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "imports")
+with open(COUNT, "a") as handle:
+    handle.write("x")
+with open(COUNT) as handle:
+    n = len(handle.read())
+if n > 1 and n % 3 != 1:
+    time.sleep(30)
+
+def f(n):
+    os._exit(9)
+"""
+
+
+def test_restarted_workers_that_hang_on_import_cost_a_few_load_timeouts_in_all(
+    module: Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # About 2.5 s: every restart starts an interpreter, and the hanging imports must
+    # each be waited for up to the (shortened) load timeout.
+    monkeypatch.setattr(pool, "LOAD_TIMEOUT_MIN", 0.5)
+    module.suite(numbered_suite(4))
+    run = module.run(f"{module.impl(SLOW_IMPORTS)}:f", isolation="none", sandbox="off", timeout=0.5)
+    imports = len((module.root / "imports").read_text())
+    reasons = [r.reason or "" for r in run.results]
+    assert all(r.status is Status.ERRORED for r in run.results), reasons
+    # The failed loads may take START_ATTEMPTS load timeouts of the run, not two per case.
+    assert imports <= 1 + 2 * restarts.START_ATTEMPTS, (imports, reasons)
+    assert reasons[-1].startswith("not run"), reasons
+    assert any("were not tried again" in note for note in run.notes), run.notes

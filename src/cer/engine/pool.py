@@ -548,15 +548,23 @@ class WorkerPool(Execution):
         """
         self.kill_lane(lane)
         if lane.restart_began:
-            self.restarts.started(time.monotonic() - lane.restart_began)
+            self.restarts.start_failed(time.monotonic() - lane.restart_began)
             lane.restart_began = 0.0
+        load_limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
+        allowed = self.restarts.failed_time < START_ATTEMPTS * load_limit
         others = [
             other
             for other in self.lanes
             if other is not lane and not other.retired and other.worker is not None
         ]
         body = message.body if message is not None else {}
-        if self.announced and not others and lane.failed_loads + 1 < START_ATTEMPTS:
+        if self.announced and not others and not allowed:
+            self.note_once(
+                "restarted workers were not tried again: those that could not load the "
+                f"implementation took {self.restarts.failed_time:.2f} s in this run, the "
+                f"{START_ATTEMPTS * load_limit:g} s they may take"
+            )
+        if self.announced and not others and allowed and lane.failed_loads + 1 < START_ATTEMPTS:
             # A restarted worker could not load the implementation it loaded before:
             # tried again, so that no case after it is left out for one failed start.
             lane.failed_loads += 1

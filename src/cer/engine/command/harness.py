@@ -31,7 +31,7 @@ from cer.engine.command.values import (
     ProtocolError,
 )
 from cer.engine.execution import Execution
-from cer.engine.restarts import START_ATTEMPTS, Restarts
+from cer.engine.restarts import Restarts
 from cer.events import ImplementationLoaded
 from cer.judge.verdict import Outcome, errored, judge
 from cer.model import Status
@@ -139,7 +139,7 @@ class Harness:
             raise _StartFailed(f"cannot run {self.words[0]!r}: {exc.strerror or exc}", "") from None
         self.process = process
         process.send(start_request(self.execution.suite.target))
-        limit = max(START_TIMEOUT_MIN, self.options.timeout)
+        limit = self.start_timeout()
         kind, line = process.next_line(time.monotonic() + limit, self.execution.check_cancel)
         if kind == "line":
             try:
@@ -163,6 +163,10 @@ class Harness:
         else:
             reason = f"the harness answered start with a line over {MAX_MESSAGE_BYTES} bytes"
         raise _StartFailed(reason + stderr_hint(stderr), stderr)
+
+    def start_timeout(self) -> float:
+        """How long the harness may take to answer ``start``."""
+        return max(START_TIMEOUT_MIN, self.options.timeout)
 
     def _check_started(self, line: bytes) -> dict[str, Any]:
         message = parse_message(line)
@@ -201,8 +205,10 @@ class Harness:
         """Run every case of ``pending`` in order. A case that fails the harness (a
         crash, a timeout, a protocol violation) is recorded and the harness restarted
         for the next one: every case gets its own try. Only a harness that cannot be
-        started again :data:`~cer.engine.restarts.START_ATTEMPTS` times in a row leaves
-        the cases after it errored ``not run``, with the cause."""
+        started again :data:`~cer.engine.restarts.START_ATTEMPTS` times in a row (or
+        whose failed starts used up the run's allowance for them,
+        :meth:`~cer.engine.restarts.Restarts.may_retry`) leaves the cases after it
+        errored ``not run``, with the cause."""
         restarts = Restarts("the harness", len(pending))
         self.restarts = restarts
         in_a_row = 0
@@ -232,22 +238,22 @@ class Harness:
     def restart(self, restarts: Restarts, in_a_row: int, pending: deque[Planned]) -> bool:
         """Start the harness again for the next case, after a wait that grows with the
         failures in a row (:class:`~cer.engine.restarts.Restarts`). A start that fails is
-        tried again; after :data:`~cer.engine.restarts.START_ATTEMPTS` in a row the
-        harness cannot be started, and the cases left are errored with the cause
-        (False)."""
+        tried again; after :data:`~cer.engine.restarts.START_ATTEMPTS` in a row, or once
+        the failed starts of the run took their allowance of time
+        (:meth:`~cer.engine.restarts.Restarts.may_retry`), the harness cannot be
+        started, and the cases left are errored with the cause (False)."""
         while True:
             restarts.wait(in_a_row, self.execution.check_cancel)
             began = time.monotonic()
             try:
                 self.start()
             except _StartFailed as failed:
-                restarts.started(time.monotonic() - began)
-                restarts.failed_starts += 1
+                restarts.start_failed(time.monotonic() - began)
                 in_a_row += 1
-                if restarts.failed_starts < START_ATTEMPTS:
+                if restarts.may_retry(self.start_timeout()):
                     continue
                 self.flush()
-                attempts = f"{restarts.failed_starts} attempts in a row"
+                attempts = restarts.why_not(self.start_timeout())
                 for item in pending:
                     self.execution.record(
                         errored(
