@@ -289,3 +289,27 @@ def test_restarted_workers_that_hang_on_import_cost_a_few_load_timeouts_in_all(
     assert imports <= 1 + 2 * restarts.START_ATTEMPTS, (imports, reasons)
     assert reasons[-1].startswith("not run"), reasons
     assert any("were not tried again" in note for note in run.notes), run.notes
+
+
+# --------------------------------------------------------------- per-case refusals
+
+# Refuses every case, in words of its own each time (its process id).
+REFUSES_IN_NEW_WORDS = """\
+read -r line
+printf '{"op": "refused", "protocol": 2, "reason": "refusal %s"}\\n' "$$"
+"""
+
+
+def test_refusals_in_new_words_each_time_make_one_note_not_one_per_case(
+    module: Module, tmp_path: Path
+) -> None:
+    script = tmp_path / "refuses.sh"
+    script.write_text(REFUSES_IN_NEW_WORDS, encoding="utf-8")
+    module.suite(numbered_suite(5))
+    run = module.run(f"sh {script}", kind="command-per-case", sandbox="off")
+    reasons = [r.reason or "" for r in run.results]
+    assert all(r.status is Status.ERRORED for r in run.results), reasons
+    assert all(why.startswith("not run: the command refused protocol version") for why in reasons)
+    refusals = [note for note in run.notes if "refused" in note]
+    assert len(refusals) == 1, run.notes
+    assert refusals[0].endswith("5 cases were refused, so not run")
