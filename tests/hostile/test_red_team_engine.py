@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from cer import RunOptions, load_suite, run_suite
 from cer.engine import pool, restarts
 from cer.engine.command import harness
 from cer.engine.provided import describe
@@ -313,3 +314,57 @@ def test_refusals_in_new_words_each_time_make_one_note_not_one_per_case(
     refusals = [note for note in run.notes if "refused" in note]
     assert len(refusals) == 1, run.notes
     assert refusals[0].endswith("5 cases were refused, so not run")
+
+
+# ------------------------------------------------ a restarted harness that is another
+
+# Declares its version as the number of its start; crashes on the first case.
+NEW_VERSION_EACH_START = """\
+n=$(cat "$0.count" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$0.count"
+read -r line
+printf '{"op": "started", "protocol": 1, "implementation": {"name": "h", "version": "%s"}}\\n' "$n"
+while read -r line; do
+  [ "$n" -eq 1 ] && exit 3
+  seq=$(printf '%s' "$line" | sed 's/.*"seq": *\\([0-9]*\\).*/\\1/')
+  printf '{"op": "result", "seq": %s, "observation": {"type": "integer", "value": "1"}}\\n' "$seq"
+done
+"""
+
+
+def test_a_restarted_harness_that_declares_other_code_makes_the_id_a_one_off(
+    module: Module, tmp_path: Path
+) -> None:
+    script = tmp_path / "versions.sh"
+    script.write_text(NEW_VERSION_EACH_START, encoding="utf-8")
+    module.suite(numbered_suite(2))
+    run = module.run(f"sh {script}", kind="command", sandbox="off")
+    assert [r.status for r in run.results] == [Status.ERRORED, Status.FAIL], [
+        r.reason for r in run.results
+    ]
+    assert "@unknown-" in run.implementation_id, run.implementation_id
+    assert any("restarted harness declared itself 'h' version '2'" in n for n in run.notes)
+
+
+def test_a_callable_given_as_impl_that_claims_to_be_a_string_is_run_as_a_callable(
+    module: Module,
+) -> None:
+    ran: list[str] = []
+
+    class PosesAsText:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            ran.append("__class__")
+            return str
+
+        def __bool__(self) -> bool:
+            ran.append("__bool__")
+            return True
+
+        def __call__(self, n: int) -> int:
+            return n
+
+    path = module.suite(numbered_suite(1))
+    result = run_suite(load_suite(path), RunOptions(impl=PosesAsText(), timeout=5.0))  # type: ignore[arg-type]
+    assert [r.status for r in result.results] == [Status.PASS], result.results
+    assert result.implementation.endswith("PosesAsText instance")
+    assert ran == []

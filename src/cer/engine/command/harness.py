@@ -6,6 +6,7 @@ harness costs the case it was running and no other (see :mod:`cer.engine.restart
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, replace
@@ -31,6 +32,7 @@ from cer.engine.command.values import (
     ProtocolError,
 )
 from cer.engine.execution import Execution
+from cer.engine.identity import UNKNOWN
 from cer.engine.restarts import Restarts
 from cer.events import ImplementationLoaded
 from cer.judge.verdict import Outcome, errored, judge
@@ -90,6 +92,9 @@ class Harness:
         self.words = words
         self.process: CommandProcess | None = None
         self.held: _Held | None = None
+        self.first_declared: tuple[str, str, tuple[str, ...]] | None = None
+        """What the first harness declared itself (:meth:`declaration`), which every
+        restarted one must declare too (:meth:`check_declared`)."""
         self.restarts: Restarts | None = None
         """The run's restarts of the harness (see :meth:`loop`)."""
         self.first_sent: dict[int, float] = {}
@@ -103,6 +108,7 @@ class Harness:
             except _StartFailed as failed:
                 fail_all(self.execution, planned, failed.reason, failed.stderr)
                 return
+            self.first_declared = self.declaration(info)
             files = info.get("files", [])
             identity, sources = command_identity(
                 self.options.kind,
@@ -246,7 +252,7 @@ class Harness:
             restarts.wait(in_a_row, self.execution.check_cancel)
             began = time.monotonic()
             try:
-                self.start()
+                info = self.start()
             except _StartFailed as failed:
                 restarts.start_failed(time.monotonic() - began)
                 in_a_row += 1
@@ -267,7 +273,30 @@ class Harness:
                 return False
             restarts.started(time.monotonic() - began)
             restarts.failed_starts = 0
+            self.check_declared(info)
             return True
+
+    @staticmethod
+    def declaration(info: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+        """What a harness's ``started`` says it is: its name, version and files."""
+        return (str(info.get("name")), str(info.get("version")), tuple(info.get("files", [])))
+
+    def check_declared(self, info: dict[str, Any]) -> None:
+        """A restarted harness must declare itself as the first one did: the run's id
+        was made of the first declaration, so one that differs makes the id a one-off
+        (the cases after it may have run other code), with a note."""
+        if self.first_declared is None or self.declaration(info) == self.first_declared:
+            return
+        self.first_declared = None  # said once
+        execution = self.execution
+        prefix = execution.implementation_id.rpartition("@")[0] or execution.implementation_id
+        execution.implementation_id = f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}"
+        name, version, _ = self.declaration(info)
+        execution.notes.append(
+            f"a restarted harness declared itself {name!r} version {version!r} (with its "
+            "files), not as the first one did: cases after a restart may have run other "
+            "code, so the run's id is a one-off"
+        )
 
     def held_stops_the_run(self) -> bool:
         """Whether the held answer, once recorded, reaches ``--max-fail``: then no next
