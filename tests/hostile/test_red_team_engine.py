@@ -255,6 +255,8 @@ def test_restarts_that_hang_on_start_cost_the_run_a_few_start_timeouts_in_all(
     assert "exited with status 3 while running this case" in reasons[0]
     assert reasons[-1].startswith("not run: the harness could not be restarted"), reasons
     assert "did not answer start within 0.25 s" in reasons[-1]
+    (note,) = [note for note in run.notes if "started again" in note]
+    assert note.endswith("then it could not be started again, and the cases left were not run")
 
 
 # Imports 1, 4, 7, … load; every other import hangs past the load timeout. Every case
@@ -290,6 +292,8 @@ def test_restarted_workers_that_hang_on_import_cost_a_few_load_timeouts_in_all(
     assert imports <= 1 + 2 * restarts.START_ATTEMPTS, (imports, reasons)
     assert reasons[-1].startswith("not run"), reasons
     assert any("were not tried again" in note for note in run.notes), run.notes
+    (note,) = [note for note in run.notes if "started again" in note]
+    assert "every case after a lost one still got its own try" not in note
 
 
 # --------------------------------------------------------------- per-case refusals

@@ -588,6 +588,7 @@ class WorkerPool(Execution):
         items.extend(self.pending)
         self.pending.clear()
         items.sort(key=lambda item: item.case.position)
+        self.restarts.gave_up = self.announced  # a restarted worker, not the first
         self.finished = True
         self.imports.fail_import(items, message, failure)
 

@@ -63,6 +63,9 @@ class Restarts:
         """Restarts in a row that could not start the process."""
         self.failed_time = 0.0
         """Seconds the restarts that failed took, in the whole run."""
+        self.gave_up = False
+        """The process could not be started again: the cases left were not run (the
+        note then does not say that every case got its own try)."""
 
     def delay(self, in_a_row: int) -> float:
         """How long to wait before the restart that follows ``in_a_row`` losses with no
@@ -128,7 +131,12 @@ class Restarts:
         text = (
             f"{self.what} was started again {self.count} {times} after it was lost or killed "
             f"({self.starting:.2f} s starting it again, {self.waited:.2f} s waiting "
-            "between restarts); every case after a lost one still got its own try"
+            "between restarts); "
+        )
+        text += (
+            "then it could not be started again, and the cases left were not run"
+            if self.gave_up
+            else "every case after a lost one still got its own try"
         )
         if self.waited >= self.budget > 0:
             text += (

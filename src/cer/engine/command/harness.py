@@ -259,6 +259,7 @@ class Harness:
                 if restarts.may_retry(self.start_timeout()):
                     continue
                 self.flush()
+                restarts.gave_up = True
                 attempts = restarts.why_not(self.start_timeout())
                 for item in pending:
                     self.execution.record(
