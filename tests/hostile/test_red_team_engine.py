@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from cer import RunOptions, load_suite, run_suite
-from cer.engine import pool, restarts
+from cer.engine import identity, pool, provided, restarts
 from cer.engine.command import harness
 from cer.engine.provided import describe
 from cer.model import Status
@@ -372,3 +372,16 @@ def test_a_callable_given_as_impl_that_claims_to_be_a_string_is_run_as_a_callabl
     assert [r.status for r in result.results] == [Status.PASS], result.results
     assert result.implementation.endswith("PosesAsText instance")
     assert ran == []
+
+
+def test_a_callable_whose_files_are_too_much_to_read_gets_a_one_off_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def f(x: int) -> int:
+        return x
+
+    monkeypatch.setattr(provided, "Budget", lambda: identity.Budget(size=16))
+    described = describe(f)
+    assert "@unverified-" in described.identity.implementation_id
+    assert not described.identity.known
+    assert "could not verify its identity" in described.note

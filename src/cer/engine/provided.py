@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from importlib.machinery import SOURCE_SUFFIXES
 from typing import Any
 
-from cer.engine.identity import UNKNOWN, Identity, file_digest
+from cer.engine.identity import UNKNOWN, UNVERIFIED, Budget, Identity, file_digest
 from cer.safetext import for_terminal
 
 __all__ = ["LOAD_NAME", "Provided", "describe", "serve_forked"]
@@ -277,13 +277,21 @@ def describe(obj: Callable[..., Any]) -> Provided:
     name = f"callable:{module}:{qualname}"
     files: list[str] = []
     digests: list[bytes] = []
+    budget = Budget()  # a class of many functions in many large files is read within it
     for function in functions:
         path = _source_file(function)
         if path is not None and path not in files:
-            content = file_digest(path)
+            content = file_digest(path, budget)
             digest.update(content)
             files.append(path)
             digests.append(content)
+    if budget.over is not None:
+        name_id = f"{name}@{UNVERIFIED}{os.urandom(5).hex()}"
+        note = (
+            f"the implementation {name} was {how}; cer could not verify its identity "
+            f"({budget.over}), so its id is a one-off"
+        )
+        return Provided(name, Identity(name_id, (), problem=budget.over), note)
     identity = Identity(f"{name}@{digest.hexdigest()[:10]}", tuple(files), tuple(digests))
     where = f" and the files it is defined in ({', '.join(files)})" if files else ""
     note = (
