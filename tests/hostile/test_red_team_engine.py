@@ -12,6 +12,7 @@ refuses cases must not make the run any less failed.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 import types
@@ -24,6 +25,7 @@ from cer import RunOptions, load_suite, run_suite
 from cer.engine import identity, pool, provided, restarts
 from cer.engine.command import harness
 from cer.engine.provided import describe
+from cer.events import CaseFinished
 from cer.model import Status
 from support import Module
 
@@ -385,3 +387,26 @@ def test_a_callable_whose_files_are_too_much_to_read_gets_a_one_off_id(
     assert "@unverified-" in described.identity.implementation_id
     assert not described.identity.known
     assert "could not verify its identity" in described.note
+
+
+def test_a_callable_whose_code_is_swapped_during_the_run_gets_a_one_off_id(
+    module: Module,
+) -> None:
+    def impl(n: int) -> int:
+        os._exit(9)  # ends the worker: the next case runs on a worker forked anew
+
+    def other(n: int) -> int:
+        return n
+
+    def swap(event: object) -> None:
+        if isinstance(event, CaseFinished):  # in the calling process, mid-run
+            impl.__code__ = other.__code__
+
+    path = module.suite(numbered_suite(2))
+    options = RunOptions(implementation=impl, isolation="none", timeout=5.0)
+    named = describe(impl).identity.implementation_id
+    result = run_suite(load_suite(path), options, on_event=swap)
+    assert [r.status for r in result.results] == [Status.ERRORED, Status.PASS]
+    assert result.implementation_id != named
+    assert "@unknown-" in result.implementation_id
+    assert any("changed during the run" in note for note in result.notes), result.notes

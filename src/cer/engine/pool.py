@@ -9,21 +9,24 @@ a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
 
 from __future__ import annotations
 
+import os
 import select
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cer.engine.alone import AloneCases
 from cer.engine.execution import Execution
+from cer.engine.identity import UNKNOWN, Identity
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
     resolve_jobs,
 )
 from cer.engine.plan import Planned
+from cer.engine.provided import code_changed
 from cer.engine.restarts import START_ATTEMPTS, Restarts
 from cer.engine.workerproc import (
     POLL,
@@ -156,8 +159,29 @@ class WorkerPool(Execution):
         """A new worker: a fresh interpreter, or for an implementation given as an
         object, a fork of this process that holds it (:mod:`cer.engine.provided`)."""
         if self.provided is not None:
+            self.check_provided_code()
             return WorkerProcess(provided=self.options.implementation)
         return WorkerProcess()
+
+    def check_provided_code(self) -> None:
+        """Before a worker is forked: when the code of the implementation given as an
+        object changed since the run named it (:func:`cer.engine.provided.code_changed`),
+        the run's id becomes a one-off, with a note, since that worker runs other code."""
+        provided = self.provided
+        implementation = self.options.implementation
+        if provided is None or implementation is None or not code_changed(provided, implementation):
+            return
+        prefix = provided.identity.implementation_id.rpartition("@")[0]
+        identity = Identity(f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}", provided.identity.files)
+        self.provided = replace(provided, identity=identity, code=None)
+        self.implementation_id = identity.implementation_id
+        if self.identity is not None:
+            self.identity = identity
+        self.notes.append(
+            f"the code of {provided.name} changed during the run (a function's code or a "
+            "method of its class was replaced in the calling process): the workers "
+            "forked after that ran other code, so the run's id is a one-off"
+        )
 
     def kill_lane(self, lane: _Lane) -> None:
         if lane.worker is not None:

@@ -38,7 +38,7 @@ from typing import Any
 from cer.engine.identity import UNKNOWN, UNVERIFIED, Budget, Identity, file_digest
 from cer.safetext import for_terminal
 
-__all__ = ["LOAD_NAME", "Provided", "describe", "serve_forked"]
+__all__ = ["LOAD_NAME", "Provided", "code_changed", "describe", "serve_forked"]
 
 _MODULE = "_cer_provided_implementation"
 _ATTR = "implementation"
@@ -59,6 +59,9 @@ class Provided:
     identity: Identity
     note: str
     """The run's note: how it was run, and what its id covers (or why it is a one-off)."""
+    code: bytes | None = None
+    """The hash of the code the id was made of (None: the id is a one-off already);
+    see :func:`code_changed`."""
 
 
 _NAME_CHARS = 200
@@ -256,16 +259,37 @@ def _source_file(function: types.FunctionType) -> str | None:
     return os.path.realpath(path) if os.path.isfile(path) else None
 
 
+def _code_digest(functions: list[types.FunctionType]) -> bytes:
+    """The hash of the compiled code of ``functions``, in order; raises ValueError for
+    code that cannot be marshalled."""
+    digest = hashlib.sha256()
+    for function in functions:
+        code = marshal.dumps(function.__code__, 2)  # version 2: no refcount-driven refs
+        digest.update(len(code).to_bytes(8, "big") + code)
+    return digest.digest()
+
+
+def code_changed(provided: Provided, obj: Callable[..., Any]) -> bool:
+    """Whether the code that runs when ``obj`` is called is no longer the code its id
+    was made of (:attr:`Provided.code`): something in the caller's process (a thread
+    of its, a callback of the run) swapped a function's ``__code__`` or a method of its
+    class during the run. Checked before each worker is forked, so that a worker
+    running other code never does so under the run's id."""
+    if provided.code is None:
+        return False
+    try:
+        return _code_digest(_what_runs(obj)[2]) != provided.code
+    except (_NoCode, ValueError, RecursionError):
+        return True
+
+
 def describe(obj: Callable[..., Any]) -> Provided:
     """The name, id and note of the implementation ``obj``: the code that runs when it
     is called, found without running any of it (see :func:`_what_runs`)."""
     how = "given as a Python object, run in workers forked from the caller's process"
     try:
         module, qualname, functions = _what_runs(obj)
-        digest = hashlib.sha256()
-        for function in functions:
-            code = marshal.dumps(function.__code__, 2)  # version 2: no refcount-driven refs
-            digest.update(len(code).to_bytes(8, "big") + code)
+        code = _code_digest(functions)
     except (_NoCode, ValueError, RecursionError):
         name = f"callable <{_type_name(obj)} object>"
         identity = Identity(f"{name}@{UNKNOWN}{os.urandom(5).hex()}", ())
@@ -275,6 +299,7 @@ def describe(obj: Callable[..., Any]) -> Provided:
         )
         return Provided(name, identity, note)
     name = f"callable:{module}:{qualname}"
+    digest = hashlib.sha256(code)
     files: list[str] = []
     digests: list[bytes] = []
     budget = Budget()  # a class of many functions in many large files is read within it
@@ -298,7 +323,7 @@ def describe(obj: Callable[..., Any]) -> Provided:
         f"the implementation {name} was {how}; its id covers its code{where}, not the "
         "values it closes over or the globals it reads"
     )
-    return Provided(name, identity, note)
+    return Provided(name, identity, note, code)
 
 
 def _close_all_but(keep: set[int]) -> None:
