@@ -410,3 +410,33 @@ def test_a_callable_whose_code_is_swapped_during_the_run_gets_a_one_off_id(
     assert result.implementation_id != named
     assert "@unknown-" in result.implementation_id
     assert any("changed during the run" in note for note in result.notes), result.notes
+
+
+# ------------------------------------------------ memory bounds and a forked worker
+
+CRASH_SUITE = """
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "crash"
+category = "functional"
+input = { n = 1 }
+expect = { crashed = true }
+"""
+
+
+def test_a_callable_out_of_memory_under_max_memory_is_no_verified_crash(
+    module: Module,
+) -> None:
+    # The forked worker's address space holds the caller's memory, which --max-memory
+    # counts too: running out of it says nothing of the implementation (about 1 s).
+    def hog(n: int) -> int:
+        held = bytearray(1 << 30)  # never fits in the limit below
+        return n + len(held)
+
+    path = module.suite(CRASH_SUITE)
+    options = RunOptions(implementation=hog, max_memory=512, timeout=5.0)
+    (result,) = run_suite(load_suite(path), options).results
+    assert result.status is Status.ERRORED, result.reason
+    assert (result.reason or "").startswith("could not verify crashed"), result.reason
