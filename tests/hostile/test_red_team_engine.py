@@ -440,3 +440,20 @@ def test_a_callable_out_of_memory_under_max_memory_is_no_verified_crash(
     (result,) = run_suite(load_suite(path), options).results
     assert result.status is Status.ERRORED, result.reason
     assert (result.reason or "").startswith("could not verify crashed"), result.reason
+
+
+def test_a_callables_worker_failing_on_its_own_ends_as_a_worker_does_not_as_a_crash(
+    module: Module,
+) -> None:
+    # The case closes the worker's channel: the worker's own code then fails, and it
+    # ends as `python -m cer.worker` would (status 1), not with the status a worker of
+    # one case ends with after its case crashed (70).
+    def closes_the_channel(n: int) -> int:
+        os.closerange(3, 1000)
+        return n
+
+    path = module.suite(numbered_suite(1))
+    options = RunOptions(implementation=closes_the_channel, isolation="none", timeout=5.0)
+    (result,) = run_suite(load_suite(path), options).results
+    assert result.status is Status.ERRORED
+    assert "exited with status 1" in (result.reason or ""), result.reason

@@ -20,6 +20,7 @@ decides), the name is ``callable <TYPE object>`` and the id a one-off, with a no
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import hashlib
@@ -29,6 +30,7 @@ import marshal
 import os
 import signal
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -375,5 +377,11 @@ def serve_forked(obj: Callable[..., Any], ctrl_in: int, ctrl_out: int) -> None:
         sys.modules[_MODULE] = module
         worker = importlib.import_module("cer.worker.main")
         worker.main([str(ctrl_in), str(ctrl_out)])
+    except BaseException:
+        # As `python -m cer.worker` ends on an exception of its own: the traceback on
+        # the worker's stderr and status 1 (70 is what a worker of one case ends with
+        # after its case crashed).
+        with contextlib.suppress(BaseException):
+            traceback.print_exc(file=sys.stderr)
     finally:
-        os._exit(70)
+        os._exit(1)
