@@ -457,3 +457,21 @@ def test_a_callables_worker_failing_on_its_own_ends_as_a_worker_does_not_as_a_cr
     (result,) = run_suite(load_suite(path), options).results
     assert result.status is Status.ERRORED
     assert "exited with status 1" in (result.reason or ""), result.reason
+
+
+SLOTTED_V1 = """
+class Impl:
+    __slots__ = ("run_case",)
+
+    def __call__(self, x):
+        return x
+
+impl = Impl()
+impl.run_case = lambda case: 1
+"""
+
+
+def test_the_id_of_an_instance_covers_a_run_case_held_in_a_slot() -> None:
+    first = describe(_defined(SLOTTED_V1, "impl")).identity.implementation_id
+    edited = describe(_defined(SLOTTED_V1.replace(": 1", ": 2"), "impl"))
+    assert edited.identity.implementation_id != first

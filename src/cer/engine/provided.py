@@ -191,6 +191,23 @@ def _instance_dict(obj: object, cls: type) -> dict[str, object]:
     return _plain_dict(held)
 
 
+def _held_run_case(obj: object, cls: type) -> object:
+    """The ``run_case`` the instance ``obj`` holds as a value (in a slot, or in its own
+    ``__dict__``), which the worker calls rather than any code of its class; None when
+    it holds none. A ``run_case`` that is any other descriptor (a property, say) gives
+    a value only code of the class's can tell: raises :class:`_NoCode`."""
+    found = _first(cls, "run_case")
+    if type(found) is types.MemberDescriptorType:  # a slot: its value, read in C
+        try:
+            return found.__get__(obj, cls)
+        except AttributeError:  # an empty slot: the worker calls the object itself
+            return None
+    if found is not None and not _unwrapped(found) and _first(type(found), "__get__") is not None:
+        raise _NoCode
+    own = _instance_dict(obj, cls)
+    return own.get("run_case")
+
+
 def _what_runs(obj: Any, depth: int = 0) -> tuple[str, str, list[types.FunctionType]]:
     """The module and qualified name of ``obj`` and the Python functions that run when
     the worker calls it (by the rules of :class:`cer.worker.target.Target`): read from
@@ -234,12 +251,10 @@ def _what_runs(obj: Any, depth: int = 0) -> tuple[str, str, list[types.FunctionT
     if _dynamic(kind):
         raise _NoCode
     functions = _class_code(kind)
-    own = _instance_dict(obj, kind)
-    if "run_case" in own:
-        functions = _what_runs(own["run_case"], depth + 1)[2] + functions
-    elif not any(
-        type(_first(kind, name)) is types.FunctionType for name in ("run_case", "__call__")
-    ):
+    held = _held_run_case(obj, kind)
+    if held is not None:
+        functions = _what_runs(held, depth + 1)[2] + functions
+    elif not any(_unwrapped(_first(kind, name)) for name in ("run_case", "__call__")):
         raise _NoCode
     module, qualname = _class_names(kind)
     return module, f"{qualname} instance", functions
