@@ -61,9 +61,9 @@ class Provided:
     identity: Identity
     note: str
     """The run's note: how it was run, and what its id covers (or why it is a one-off)."""
-    code: bytes | None = None
-    """The hash of the code the id was made of (None: the id is a one-off already);
-    see :func:`code_changed`."""
+    code: tuple[types.CodeType, ...] | None = None
+    """The code objects the id was made of, held (so that none is freed and its place
+    taken), in order (None: the id is a one-off already); see :func:`code_changed`."""
 
 
 _NAME_CHARS = 200
@@ -295,9 +295,14 @@ def code_changed(provided: Provided, obj: Callable[..., Any]) -> bool:
     if provided.code is None:
         return False
     try:
-        return _code_digest(_what_runs(obj)[2]) != provided.code
-    except (_NoCode, ValueError, RecursionError):
+        now = tuple(function.__code__ for function in _what_runs(obj)[2])
+    except (_NoCode, RecursionError):
         return True
+    # Code objects cannot change: the same objects are the same code (and cost no
+    # hashing before each fork).
+    return len(now) != len(provided.code) or any(
+        a is not b for a, b in zip(now, provided.code, strict=True)
+    )
 
 
 def describe(obj: Callable[..., Any]) -> Provided:
@@ -340,7 +345,7 @@ def describe(obj: Callable[..., Any]) -> Provided:
         f"the implementation {name} was {how}; its id covers its code{where}, not the "
         "values it closes over or the globals it reads"
     )
-    return Provided(name, identity, note, code)
+    return Provided(name, identity, note, tuple(function.__code__ for function in functions))
 
 
 def _close_all_but(keep: set[int]) -> None:
