@@ -475,3 +475,18 @@ def test_the_id_of_an_instance_covers_a_run_case_held_in_a_slot() -> None:
     first = describe(_defined(SLOTTED_V1, "impl")).identity.implementation_id
     edited = describe(_defined(SLOTTED_V1.replace(": 1", ": 2"), "impl"))
     assert edited.identity.implementation_id != first
+
+
+def test_a_class_with_an_endless_method_order_cannot_stall_describing_it() -> None:
+    class Endless(type):
+        def mro(cls) -> list[type]:
+            return [cls, *([object] * 100_000)]
+
+    class Impl(metaclass=Endless):
+        def __call__(self, x: int) -> int:
+            return x
+
+    began = time.monotonic()
+    described, again = describe(Impl()), describe(Impl)
+    assert time.monotonic() - began < 1.0
+    assert not described.identity.known and not again.identity.known

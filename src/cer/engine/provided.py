@@ -72,6 +72,8 @@ _MAX_DEPTH = 16
 """How deep wrappers (bound methods, partials, a ``run_case`` attribute) are followed."""
 _MAX_FUNCTIONS = 4096
 """The most functions one implementation's id hashes; past it, the id is a one-off."""
+_MAX_MRO = 256
+"""The longest method resolution order read (a real one is a few dozen classes)."""
 _DYNAMIC = ("__getattr__", "__getattribute__")
 """Hooks that decide at run time what an attribute (``run_case``) is."""
 
@@ -118,7 +120,11 @@ def _class_dict(cls: type) -> dict[str, object]:
 
 
 def _mro(cls: type) -> tuple[type, ...]:
+    """``cls``'s method resolution order as the interpreter holds it (a metaclass's
+    ``mro()`` made it, so it is bounded: a longer one is no class cer can read)."""
     mro: tuple[type, ...] = _TYPE_MRO.__get__(cls, type)
+    if len(mro) > _MAX_MRO:
+        raise _NoCode
     return mro
 
 
