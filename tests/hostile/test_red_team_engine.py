@@ -486,7 +486,12 @@ def test_a_class_with_an_endless_method_order_cannot_stall_describing_it() -> No
         def __call__(self, x: int) -> int:
             return x
 
+    def call(self: Any, x: int) -> int:
+        return x
+
+    crowded = type("Crowded", (), {f"a{n}": n for n in range(30_000)} | {"__call__": call})
     began = time.monotonic()
-    described, again = describe(Impl()), describe(Impl)
+    described, again, full = describe(Impl()), describe(Impl), describe(crowded())
     assert time.monotonic() - began < 1.0
     assert not described.identity.known and not again.identity.known
+    assert not full.identity.known

@@ -72,6 +72,8 @@ _MAX_DEPTH = 16
 """How deep wrappers (bound methods, partials, a ``run_case`` attribute) are followed."""
 _MAX_FUNCTIONS = 4096
 """The most functions one implementation's id hashes; past it, the id is a one-off."""
+_MAX_NAMES = 20_000
+"""The most names one class's namespace may hold to be read (a real one holds hundreds)."""
 _MAX_MRO = 256
 """The longest method resolution order read (a real one is a few dozen classes)."""
 _DYNAMIC = ("__getattr__", "__getattribute__")
@@ -113,6 +115,8 @@ def _plain_dict(mapping: object) -> dict[str, object]:
 def _class_dict(cls: type) -> dict[str, object]:
     """A class's own namespace, copied (a plain dict behind the proxy)."""
     proxy = _TYPE_DICT.__get__(cls, type)
+    if len(proxy) > _MAX_NAMES:
+        raise _NoCode
     keys = list(iter(proxy))
     if any(type(key) is not str for key in keys):
         raise _NoCode
