@@ -104,7 +104,7 @@ def _text(value: object) -> str:
 def _plain_dict(mapping: object) -> dict[str, object]:
     """A namespace whose keys are all exactly strings (so that looking a name up in it
     calls no ``__eq__`` or ``__hash__`` of the implementation's), copied."""
-    if type(mapping) is not dict:
+    if type(mapping) is not dict or len(mapping) > _MAX_NAMES:
         raise _NoCode
     keys = list(_DICT_KEYS(mapping))
     if any(type(key) is not str for key in keys):
