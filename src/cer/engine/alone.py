@@ -54,6 +54,16 @@ def _peak_resident_mb(pid: int) -> float | None:
 _MIB = 1024.0 * 1024.0
 
 
+PROVIDED_CRASH = (
+    "could not verify crashed: the implementation was given as an object, so its worker "
+    "is a fork of the calling process, and --max-memory limits that fork's whole address "
+    "space, the caller's memory included: the worker running out of it, or ending, is "
+    "not shown to be the implementation's crash"
+)
+"""The reason of a case expecting ``crashed = true`` that a callable's worker "passed"
+under a memory limit."""
+
+
 @dataclass
 class MemoryAccount:
     """How one case's memory is counted (see :mod:`cer.sandbox.memory_cgroup`): the cgroup its
@@ -308,6 +318,14 @@ class AloneCases:
             if account is not None and account.unseen and "memory_mb" in memory:
                 memory = {"memory_note": account.unseen}
             outcome = replace(outcome, **memory)
+        if (
+            outcome.kind == "crashed"
+            and execution.provided is not None
+            and options.max_memory is not None
+            and case.expect.get("crashed") is True
+        ):
+            execution.record(errored(case, PROVIDED_CRASH))
+            return
         execution.record(judge(case, outcome))
 
     @staticmethod

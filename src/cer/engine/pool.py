@@ -9,21 +9,24 @@ a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
 
 from __future__ import annotations
 
+import os
 import select
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cer.engine.alone import AloneCases
 from cer.engine.execution import Execution
+from cer.engine.identity import UNKNOWN, Identity
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
     resolve_jobs,
 )
 from cer.engine.plan import Planned
+from cer.engine.provided import code_changed
 from cer.engine.restarts import START_ATTEMPTS, Restarts
 from cer.engine.workerproc import (
     POLL,
@@ -156,8 +159,29 @@ class WorkerPool(Execution):
         """A new worker: a fresh interpreter, or for an implementation given as an
         object, a fork of this process that holds it (:mod:`cer.engine.provided`)."""
         if self.provided is not None:
+            self.check_provided_code()
             return WorkerProcess(provided=self.options.implementation)
         return WorkerProcess()
+
+    def check_provided_code(self) -> None:
+        """Before a worker is forked: when the code of the implementation given as an
+        object changed since the run named it (:func:`cer.engine.provided.code_changed`),
+        the run's id becomes a one-off, with a note, since that worker runs other code."""
+        provided = self.provided
+        implementation = self.options.implementation
+        if provided is None or implementation is None or not code_changed(provided, implementation):
+            return
+        prefix = provided.identity.implementation_id.rpartition("@")[0]
+        identity = Identity(f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}", provided.identity.files)
+        self.provided = replace(provided, identity=identity, code=None)
+        self.implementation_id = identity.implementation_id
+        if self.identity is not None:
+            self.identity = identity
+        self.notes.append(
+            f"the code of {provided.name} changed during the run (a function's code or a "
+            "method of its class was replaced in the calling process): the workers "
+            "forked after that ran other code, so the run's id is a one-off"
+        )
 
     def kill_lane(self, lane: _Lane) -> None:
         if lane.worker is not None:
@@ -549,15 +573,23 @@ class WorkerPool(Execution):
         """
         self.kill_lane(lane)
         if lane.restart_began:
-            self.restarts.started(time.monotonic() - lane.restart_began)
+            self.restarts.start_failed(time.monotonic() - lane.restart_began)
             lane.restart_began = 0.0
+        load_limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
+        allowed = self.restarts.failed_time < START_ATTEMPTS * load_limit
         others = [
             other
             for other in self.lanes
             if other is not lane and not other.retired and other.worker is not None
         ]
         body = message.body if message is not None else {}
-        if self.announced and not others and lane.failed_loads + 1 < START_ATTEMPTS:
+        if self.announced and not others and not allowed:
+            self.note_once(
+                "restarted workers were not tried again: those that could not load the "
+                f"implementation took {self.restarts.failed_time:.2f} s in this run, the "
+                f"{START_ATTEMPTS * load_limit:g} s they may take"
+            )
+        if self.announced and not others and allowed and lane.failed_loads + 1 < START_ATTEMPTS:
             # A restarted worker could not load the implementation it loaded before:
             # tried again, so that no case after it is left out for one failed start.
             lane.failed_loads += 1
@@ -581,6 +613,7 @@ class WorkerPool(Execution):
         items.extend(self.pending)
         self.pending.clear()
         items.sort(key=lambda item: item.case.position)
+        self.restarts.gave_up = self.announced  # a restarted worker, not the first
         self.finished = True
         self.imports.fail_import(items, message, failure)
 

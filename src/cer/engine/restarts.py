@@ -37,7 +37,10 @@ WAIT_CAP = 10.0
 START_ATTEMPTS = 3
 """Failed starts in a row (the process could not be started again, or could not load
 the implementation again) after which it truly cannot be started: the cases left are
-then errored ``not run`` with the cause."""
+then errored ``not run`` with the cause. Failed starts also share one allowance of
+time in a whole run, :data:`START_ATTEMPTS` times the start timeout
+(:meth:`Restarts.may_retry`): a process whose restarts hang until the start timeout,
+but not in a row, would otherwise cost the run that timeout for every case."""
 
 _SLICE = 0.05
 """The longest sleep between two checks for cancellation while waiting to restart."""
@@ -58,6 +61,11 @@ class Restarts:
         """The most this run waits before restarts, in all."""
         self.failed_starts = 0
         """Restarts in a row that could not start the process."""
+        self.failed_time = 0.0
+        """Seconds the restarts that failed took, in the whole run."""
+        self.gave_up = False
+        """The process could not be started again: the cases left were not run (the
+        note then does not say that every case got its own try)."""
 
     def delay(self, in_a_row: int) -> float:
         """How long to wait before the restart that follows ``in_a_row`` losses with no
@@ -90,6 +98,31 @@ class Restarts:
         self.count += 1
         self.starting += max(0.0, seconds)
 
+    def start_failed(self, seconds: float) -> None:
+        """A restart that could not start the process (or load the implementation),
+        after ``seconds``."""
+        self.started(seconds)
+        self.failed_starts += 1
+        self.failed_time += max(0.0, seconds)
+
+    def may_retry(self, start_timeout: float) -> bool:
+        """Whether a failed start is tried again: fewer than :data:`START_ATTEMPTS`
+        failed in a row, and the failed ones took less than :data:`START_ATTEMPTS`
+        times ``start_timeout`` in the whole run."""
+        return (
+            self.failed_starts < START_ATTEMPTS
+            and self.failed_time < START_ATTEMPTS * start_timeout
+        )
+
+    def why_not(self, start_timeout: float) -> str:
+        """Why a failed start was not tried again (see :meth:`may_retry`), in words."""
+        if self.failed_starts >= START_ATTEMPTS:
+            return f"{self.failed_starts} attempts in a row"
+        return (
+            f"the restarts that failed took {self.failed_time:.2f} s in this run, the "
+            f"{START_ATTEMPTS * start_timeout:g} s they may take"
+        )
+
     def note(self) -> str | None:
         """The run's note about its restarts, or None when there were none."""
         if not self.count:
@@ -98,7 +131,12 @@ class Restarts:
         text = (
             f"{self.what} was started again {self.count} {times} after it was lost or killed "
             f"({self.starting:.2f} s starting it again, {self.waited:.2f} s waiting "
-            "between restarts); every case after a lost one still got its own try"
+            "between restarts); "
+        )
+        text += (
+            "then it could not be started again, and the cases left were not run"
+            if self.gave_up
+            else "every case after a lost one still got its own try"
         )
         if self.waited >= self.budget > 0:
             text += (

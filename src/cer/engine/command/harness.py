@@ -6,6 +6,7 @@ harness costs the case it was running and no other (see :mod:`cer.engine.restart
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, replace
@@ -31,7 +32,8 @@ from cer.engine.command.values import (
     ProtocolError,
 )
 from cer.engine.execution import Execution
-from cer.engine.restarts import START_ATTEMPTS, Restarts
+from cer.engine.identity import UNKNOWN
+from cer.engine.restarts import Restarts
 from cer.events import ImplementationLoaded
 from cer.judge.verdict import Outcome, errored, judge
 from cer.model import Status
@@ -90,6 +92,9 @@ class Harness:
         self.words = words
         self.process: CommandProcess | None = None
         self.held: _Held | None = None
+        self.first_declared: tuple[str, str, tuple[str, ...]] | None = None
+        """What the first harness declared itself (:meth:`declaration`), which every
+        restarted one must declare too (:meth:`check_declared`)."""
         self.restarts: Restarts | None = None
         """The run's restarts of the harness (see :meth:`loop`)."""
         self.first_sent: dict[int, float] = {}
@@ -103,6 +108,7 @@ class Harness:
             except _StartFailed as failed:
                 fail_all(self.execution, planned, failed.reason, failed.stderr)
                 return
+            self.first_declared = self.declaration(info)
             files = info.get("files", [])
             identity, sources = command_identity(
                 self.options.kind,
@@ -139,7 +145,7 @@ class Harness:
             raise _StartFailed(f"cannot run {self.words[0]!r}: {exc.strerror or exc}", "") from None
         self.process = process
         process.send(start_request(self.execution.suite.target))
-        limit = max(START_TIMEOUT_MIN, self.options.timeout)
+        limit = self.start_timeout()
         kind, line = process.next_line(time.monotonic() + limit, self.execution.check_cancel)
         if kind == "line":
             try:
@@ -163,6 +169,10 @@ class Harness:
         else:
             reason = f"the harness answered start with a line over {MAX_MESSAGE_BYTES} bytes"
         raise _StartFailed(reason + stderr_hint(stderr), stderr)
+
+    def start_timeout(self) -> float:
+        """How long the harness may take to answer ``start``."""
+        return max(START_TIMEOUT_MIN, self.options.timeout)
 
     def _check_started(self, line: bytes) -> dict[str, Any]:
         message = parse_message(line)
@@ -201,8 +211,10 @@ class Harness:
         """Run every case of ``pending`` in order. A case that fails the harness (a
         crash, a timeout, a protocol violation) is recorded and the harness restarted
         for the next one: every case gets its own try. Only a harness that cannot be
-        started again :data:`~cer.engine.restarts.START_ATTEMPTS` times in a row leaves
-        the cases after it errored ``not run``, with the cause."""
+        started again :data:`~cer.engine.restarts.START_ATTEMPTS` times in a row (or
+        whose failed starts used up the run's allowance for them,
+        :meth:`~cer.engine.restarts.Restarts.may_retry`) leaves the cases after it
+        errored ``not run``, with the cause."""
         restarts = Restarts("the harness", len(pending))
         self.restarts = restarts
         in_a_row = 0
@@ -232,22 +244,23 @@ class Harness:
     def restart(self, restarts: Restarts, in_a_row: int, pending: deque[Planned]) -> bool:
         """Start the harness again for the next case, after a wait that grows with the
         failures in a row (:class:`~cer.engine.restarts.Restarts`). A start that fails is
-        tried again; after :data:`~cer.engine.restarts.START_ATTEMPTS` in a row the
-        harness cannot be started, and the cases left are errored with the cause
-        (False)."""
+        tried again; after :data:`~cer.engine.restarts.START_ATTEMPTS` in a row, or once
+        the failed starts of the run took their allowance of time
+        (:meth:`~cer.engine.restarts.Restarts.may_retry`), the harness cannot be
+        started, and the cases left are errored with the cause (False)."""
         while True:
             restarts.wait(in_a_row, self.execution.check_cancel)
             began = time.monotonic()
             try:
-                self.start()
+                info = self.start()
             except _StartFailed as failed:
-                restarts.started(time.monotonic() - began)
-                restarts.failed_starts += 1
+                restarts.start_failed(time.monotonic() - began)
                 in_a_row += 1
-                if restarts.failed_starts < START_ATTEMPTS:
+                if restarts.may_retry(self.start_timeout()):
                     continue
                 self.flush()
-                attempts = f"{restarts.failed_starts} attempts in a row"
+                restarts.gave_up = True
+                attempts = restarts.why_not(self.start_timeout())
                 for item in pending:
                     self.execution.record(
                         errored(
@@ -262,7 +275,30 @@ class Harness:
                 return False
             restarts.started(time.monotonic() - began)
             restarts.failed_starts = 0
+            self.check_declared(info)
             return True
+
+    @staticmethod
+    def declaration(info: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+        """What a harness's ``started`` says it is: its name, version and files."""
+        return (str(info.get("name")), str(info.get("version")), tuple(info.get("files", [])))
+
+    def check_declared(self, info: dict[str, Any]) -> None:
+        """A restarted harness must declare itself as the first one did: the run's id
+        was made of the first declaration, so one that differs makes the id a one-off
+        (the cases after it may have run other code), with a note."""
+        if self.first_declared is None or self.declaration(info) == self.first_declared:
+            return
+        self.first_declared = None  # said once
+        execution = self.execution
+        prefix = execution.implementation_id.rpartition("@")[0] or execution.implementation_id
+        execution.implementation_id = f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}"
+        name, version, _ = self.declaration(info)
+        execution.notes.append(
+            f"a restarted harness declared itself {name!r} version {version!r} (with its "
+            "files), not as the first one did: cases after a restart may have run other "
+            "code, so the run's id is a one-off"
+        )
 
     def held_stops_the_run(self) -> bool:
         """Whether the held answer, once recorded, reaches ``--max-fail``: then no next

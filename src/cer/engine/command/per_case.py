@@ -56,6 +56,13 @@ class PerCase:
         self.execution = execution
         self.options = execution.options
         self.words = words
+        self.refusals = 0
+        self.first_refusal = ""
+        self.refusal_note = 0
+        """Where the note about refusals is in the run's notes."""
+        """Cases the command refused (see :class:`Refused`): the run's note is made of
+        the first refusal, and says how many there were, so that a command that words
+        each refusal differently cannot add a note per case."""
 
     def run(self, planned: list[Planned]) -> None:
         program = self.words[0]
@@ -99,7 +106,7 @@ class PerCase:
                 )
                 continue
             if isinstance(outcome, Refused):
-                self.execution.note_once(f"{outcome.reason}; its cases were not run")
+                self.note_refusal(outcome)
                 self.execution.record(
                     errored(
                         item.case,
@@ -138,6 +145,18 @@ class PerCase:
         if not any(note.startswith(line) for note in execution.notes):
             execution.notes.append(startup.note(line, outcome.stderr))
         return line
+
+    def note_refusal(self, refused: Refused) -> None:
+        """Say the command's refusals in one note: the first one's words, and how many
+        cases were refused."""
+        notes = self.execution.notes
+        if not self.refusals:
+            self.first_refusal = refused.reason
+            notes.append("")
+            self.refusal_note = len(notes) - 1
+        self.refusals += 1
+        cases = "1 case was" if self.refusals == 1 else f"{self.refusals} cases were"
+        notes[self.refusal_note] = f"{self.first_refusal}; {cases} refused, so not run"
 
     def run_one(self, request: bytes, seq: int) -> Outcome | Refused:
         """Run the command once for one case and say what happened."""
