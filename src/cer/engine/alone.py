@@ -324,7 +324,7 @@ class AloneCases:
             and options.max_memory is not None
             and case.expect.get("crashed") is True
         ):
-            execution.record(errored(case, PROVIDED_CRASH))
+            execution.record(errored(case, PROVIDED_CRASH, fail_class="unverifiable"))
             return
         execution.record(judge(case, outcome))
 
