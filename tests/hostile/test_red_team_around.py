@@ -4,6 +4,9 @@ Each test here failed before the fix it stands for."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from cer.review.derive import derive
 from cer.review.drafts import add_drafts, drafts_path
 from cer.review.observe import proposal_from
 from cer.suite.loader import load_suite
+from support import NO_TEST_PLUGINS
 
 # --- approval ------------------------------------------------------------------------------
 
@@ -91,3 +95,109 @@ def test_a_rejection_lookalike_is_still_refused(tmp_path: Path, observed: dict[s
     with pytest.raises(ApprovalError, match="is spelled like the operator"):
         approve_draft(suite_path, name, approver="me", use_observed=True)
     assert suite_path.read_text(encoding="utf-8") == before
+
+
+# --- the pytest plugin ---------------------------------------------------------------------
+
+PYTEST_SUITE = """\
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "good"
+category = "functional"
+input = { x = 1 }
+expect = { output = 2 }
+
+[[cases]]
+name = "bad"
+category = "functional"
+input = { x = 2 }
+expect = { output = 4 }
+
+[[cases]]
+name = "boom"
+category = "functional"
+input = { x = 3 }
+expect = { output = 6 }
+"""
+
+PYTEST_IMPL = """
+def double(x):
+    if x == 3:
+        raise RuntimeError("kaboom")
+    return 5 if x == 2 else x * 2
+"""
+
+SESSIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    # (conftest.py, more arguments, what the overruled section says)
+    "count-zeroed": (
+        """
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    result = yield
+    session.testsfailed = 0  # the reports stay honest; the exit code follows the count
+    return result
+""",
+        (),
+        "cer's verdict fails cases, yet pytest was to exit 0",
+    ),
+    "never-reported": (
+        """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    items[:] = [item for item in items if item.name != "boom"]  # gone, not deselected
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.name == "bad":
+        return True  # "ran": no report at all
+""",
+        (),
+        "evals.toml::bad: pytest's report says nothing (no report), cer's verdict is failed",
+    ),
+    "code-swapped": (
+        """
+import cer.judge.compare as compare
+
+compare.compare.__code__ = (lambda expect, observation: ()).__code__
+""",
+        ("-k", "not boom"),
+        "cer's cer.judge.compare.compare was replaced at run time",
+    ),
+    "stopped-honestly": ("", ("-x",), ""),
+}
+
+
+@pytest.mark.slow(reason="a pytest session each, as a user starts it")
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_a_conftest_cannot_lower_the_exit_code_around_the_reports(
+    tmp_path: Path, name: str
+) -> None:
+    """Reports left as cer made them, with the count pytest exits by zeroed; items the
+    session never reports (dropped from its items without deselecting them, or a
+    protocol that runs nothing); a judge whose code was swapped under its name. Each
+    exited 0 before; a run that stops at its first failure (-x) is not overruled."""
+    conftest, args, said = SESSIONS[name]
+    (tmp_path / "evals.toml").write_text(PYTEST_SUITE, encoding="utf-8")
+    (tmp_path / "doubling_impl.py").write_text(PYTEST_IMPL, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(conftest, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env["NO_COLOR"] = "1"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", *NO_TEST_PLUGINS, "-p", "no:cacheprovider",
+            "evals.toml", "--cer-impl", "doubling_impl:double", *args,
+        ],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    if not said:
+        assert "overruled" not in out, out
+        return
+    assert "cer: reports overruled" in out, out
+    assert said in out, out
