@@ -335,6 +335,9 @@ class CerPlugin:
         self.flagged: set[str] = set()
         """The items whose teardown report already says their reports are not cer's."""
         self.found: list[Mismatch] = []
+        self.collected: set[str] = set()
+        """The cer items this session collected to run (matching its arguments),
+        before any ``pytest_collection_modifyitems``."""
         self.deselected: set[str] = set()
         """The cer items pytest was told were deselected (``-k``, ``-m``, ``--lf``...)."""
         self.handed_out: set[str] = set()
@@ -657,18 +660,18 @@ class CerPlugin:
         deselected (under xdist, every one the workers collected to run)."""
         if hasattr(self.config, "workerinput"):
             return set()
-        return (set(self.case_items) - self.deselected) | self.handed_out
+        return (self.collected - self.deselected) | self.handed_out
 
     def unreported(self) -> list[str]:
         """The cer items that must have reports and have none: a conftest that removed
-        them from the session's items, or replaced the protocol that runs them. Not
-        counted in a session that stopped early (``-x``, an interrupt) and does not
-        exit as if it succeeded, nor with ``--collect-only``."""
+        them from the session's items, or replaced the protocol that runs them. Only
+        while the session is to exit as if it succeeded (a session that stopped early,
+        ``-x``, ``--maxfail`` or an interrupt, exits 1 or 2 by itself), and never with
+        ``--collect-only``."""
         session = self.session
         if session is None or self.config.getoption("collectonly", False):
             return []
-        stopped = bool(session.shouldstop or session.shouldfail)
-        if stopped and session.exitstatus not in _OVERRULED:
+        if session.exitstatus not in _OVERRULED:
             return []
         return sorted(self.must_report() - set(self.logged))
 
@@ -712,6 +715,12 @@ class CerPlugin:
             if key is not None:
                 found.append(Mismatch(nodeid, self.expected(key, ran), "nothing", "no report"))
         return found
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        """Note each cer item the session collected to run."""
+        if item.nodeid in self.case_items:
+            self.collected.add(item.nodeid)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
