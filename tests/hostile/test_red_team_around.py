@@ -5,6 +5,7 @@ Each test here failed before the fix it stands for."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 import tomlkit
 
+from cer.cli.github_action import cer_environment
 from cer.coverage import suite_coverage
 from cer.model import CaseResult, Status
 from cer.review.approve import ApprovalError, approve_draft
@@ -20,7 +22,7 @@ from cer.review.derive import derive
 from cer.review.drafts import add_drafts, drafts_path
 from cer.review.observe import proposal_from
 from cer.suite.loader import load_suite
-from support import NO_TEST_PLUGINS
+from support import NO_TEST_PLUGINS, ROOT
 
 # --- approval ------------------------------------------------------------------------------
 
@@ -201,3 +203,101 @@ def test_a_conftest_cannot_lower_the_exit_code_around_the_reports(
         return
     assert "cer: reports overruled" in out, out
     assert said in out, out
+
+
+# --- the GitHub Action -----------------------------------------------------------------------
+
+ACTION_SUITE = """\
+commonsformat_evals = "0.2"
+target = "t"
+
+[[cases]]
+name = "doubles"
+category = "functional"
+input = { x = 2 }
+expect = { output = 4 }
+"""
+
+# Runs wherever it is imported (the real module is then loaded in its place), and
+# says so in a file outside the workspace.
+STDLIB_LOOKALIKE = """
+import os, sys
+with open(os.environ["HIJACK_MARKER"], "a") as marker:
+    marker.write(f"{__name__} ran in {sys.argv[0]}\\n")
+if __name__ != "sitecustomize":
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    del sys.modules[__name__]
+    sys.modules[__name__] = __import__(__name__)
+"""
+
+
+def test_the_job_pythonpath_does_not_reach_cer_worker(tmp_path: Path) -> None:
+    """A job that sets ``PYTHONPATH: .`` (many do): ``cer run`` is isolated, but its
+    worker is started with the environment it was given, before the sandbox, so a
+    committed ``json.py`` (which the worker imports) and ``sitecustomize.py`` ran there."""
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    (folder / "evals.toml").write_text(ACTION_SUITE, encoding="utf-8")
+    (folder / "doubling.py").write_text("def double(x):\n    return x * 3\n", encoding="utf-8")
+    for name in ("json.py", "sitecustomize.py"):
+        (folder / name).write_text(STDLIB_LOOKALIKE, encoding="utf-8")
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    (line,) = re.findall(r"^\s+run: '(.*cer\.cli\.github_action.*)'$", text, re.MULTILINE)
+    marker, output = tmp_path / "hijacked.txt", tmp_path / "output.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CER_", "GITHUB_"))}
+    env.update(
+        CER_PYTHON=sys.executable,
+        CER_SUITE="evals.toml",
+        CER_IMPL="doubling:double",
+        CER_ARGS="--no-history",
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+        HIJACK_MARKER=str(marker),
+        PYTHONPATH=".",
+    )
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=folder, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert not marker.exists(), marker.read_text(encoding="utf-8")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "exit-code=1\n" in output.read_text(encoding="utf-8")
+
+
+def test_cer_run_gets_no_path_variable_and_no_step_file() -> None:
+    job = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/runner",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": "/w",
+        "PYTHONHASHSEED": "0",
+        "PYTHONUTF8": "1",
+        **{
+            key: "/w"
+            for key in (
+                "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONSTARTUP",
+                "PYTHONPLATLIBDIR", "PYTHONEXECUTABLE", "PYTHONSAFEPATH_NOT_A_VARIABLE",
+                "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH",
+                "GITHUB_STATE",
+            )
+        },
+    }  # fmt: skip
+    assert cer_environment(job) == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/runner",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": "/w",
+        "PYTHONHASHSEED": "0",
+        "PYTHONUTF8": "1",
+    }
+
+
+def test_cer_packages_are_never_taken_from_the_job_site_packages() -> None:
+    """The environment sees the job's site-packages: without ``--ignore-installed``
+    pip leaves a package the job already installed (a dependency of cer, or cer
+    itself given by version in ``install``) where it is, and cer imports the job's."""
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    installs = re.findall(r"-m pip install ([^\n]*)", text)
+    assert len(installs) == 2
+    for words in installs:
+        assert "--ignore-installed" in words.split(), words
