@@ -170,6 +170,28 @@ compare.compare.__code__ = (lambda expect, observation: ()).__code__
         ("-k", "not boom"),
         "cer's cer.judge.compare.compare was replaced at run time",
     ),
+    "cleanup-lowers": (
+        """
+import pytest
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+def pytest_configure(config):
+    # cleanups run last registered first: this one, registered before the plugin's,
+    # ran after it
+    config.add_cleanup(lambda: setattr(config.cer_session, "exitstatus", 0))
+
+def pytest_sessionstart(session):
+    session.config.cer_session = session
+""",
+        (),
+        "evals.toml::bad: pytest's report says passed (as logged), cer's verdict is failed",
+    ),
     "stopped-honestly": ("", ("-x",), ""),
 }
 
@@ -181,8 +203,9 @@ def test_a_conftest_cannot_lower_the_exit_code_around_the_reports(
 ) -> None:
     """Reports left as cer made them, with the count pytest exits by zeroed; items the
     session never reports (dropped from its items without deselecting them, or a
-    protocol that runs nothing); a judge whose code was swapped under its name. Each
-    exited 0 before; a run that stops at its first failure (-x) is not overruled."""
+    protocol that runs nothing); a judge whose code was swapped under its name; a
+    cleanup that lowers the exit code after the plugin's last check. Each exited 0
+    before; a run that stops at its first failure (-x) is not overruled."""
     conftest, args, said = SESSIONS[name]
     (tmp_path / "evals.toml").write_text(PYTEST_SUITE, encoding="utf-8")
     (tmp_path / "doubling_impl.py").write_text(PYTEST_IMPL, encoding="utf-8")

@@ -1018,12 +1018,32 @@ def _plugin(config: pytest.Config) -> CerPlugin:
     return plugin
 
 
+_SESSION_PLUGIN = pytest.StashKey[list["CerPlugin"]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any ``conftest.py`` is imported: the configuration's cleanups run last
+    registered first, so one registered now runs after every cleanup a
+    ``conftest.py`` can register, and there has the last word on the exit code
+    (:meth:`CerPlugin.enforce`)."""
+    plugins: list[CerPlugin] = []
+    early_config.stash[_SESSION_PLUGIN] = plugins
+
+    def enforce_last() -> None:
+        for plugin in plugins:
+            plugin.enforce()
+
+    early_config.add_cleanup(enforce_last)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     try:
         plugin = CerPlugin(config)
     except UsageError as exc:
         raise pytest.UsageError(f"cer: {exc}") from None
     config.pluginmanager.register(plugin, "cer-session")
+    config.stash.get(_SESSION_PLUGIN, []).append(plugin)
 
 
 class SuiteFile(pytest.File):
