@@ -192,6 +192,34 @@ def pytest_sessionstart(session):
         (),
         "evals.toml::bad: pytest's report says passed (as logged), cer's verdict is failed",
     ),
+    "plugin-shadowed": (
+        """
+import pytest
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    plugin = config.pluginmanager.get_plugin("cer-session")
+    shadows = {
+        "check_reports": lambda **kwargs: [],
+        "enforce": lambda: None,
+        "expected": lambda key, ran: "passed",
+    }
+    for name, value in shadows.items():  # on the object: the class stays as pinned
+        try:
+            setattr(plugin, name, value)
+        except AttributeError:
+            pass
+""",
+        (),
+        "evals.toml::bad: pytest's report says passed (as logged), cer's verdict is failed",
+    ),
     "stopped-honestly": ("", ("-x",), ""),
 }
 
@@ -204,8 +232,9 @@ def test_a_conftest_cannot_lower_the_exit_code_around_the_reports(
     """Reports left as cer made them, with the count pytest exits by zeroed; items the
     session never reports (dropped from its items without deselecting them, or a
     protocol that runs nothing); a judge whose code was swapped under its name; a
-    cleanup that lowers the exit code after the plugin's last check. Each exited 0
-    before; a run that stops at its first failure (-x) is not overruled."""
+    cleanup that lowers the exit code after the plugin's last check; the plugin's
+    checking methods shadowed on its object. Each exited 0 before; a run that stops
+    at its first failure (-x) is not overruled."""
     conftest, args, said = SESSIONS[name]
     (tmp_path / "evals.toml").write_text(PYTEST_SUITE, encoding="utf-8")
     (tmp_path / "doubling_impl.py").write_text(PYTEST_IMPL, encoding="utf-8")

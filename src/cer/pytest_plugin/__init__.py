@@ -287,6 +287,40 @@ def _marker_names(lines: Sequence[str] | str | None) -> set[str]:
 class CerPlugin:
     """The plugin's state for one pytest session (one per process with xdist)."""
 
+    # No instance dict: a conftest.py cannot shadow one of the methods that check the
+    # reports on the plugin object (``plugin.enforce = ...``); the class's own are
+    # pinned (:data:`_PINNED`).
+    __slots__ = (
+        "__weakref__",
+        "_case_names",
+        "_foreign_markers",
+        "_listed_cache",
+        "_our_markers",
+        "_positions",
+        "active",
+        "adopted",
+        "baseline",
+        "case_items",
+        "collected",
+        "config",
+        "deselected",
+        "entries",
+        "explicit",
+        "flagged",
+        "found",
+        "given",
+        "handed_out",
+        "logged",
+        "lowered",
+        "project",
+        "replaced",
+        "replaced_in_workers",
+        "session",
+        "states",
+        "warm",
+        "worker_runs",
+    )
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.given = _command_line_implementation(config)
