@@ -94,7 +94,6 @@ _INCOMPLETE = 3
 incomplete run."""
 _BATCHED = ("worksteal", "loadgroup")
 """The xdist modes that hand a process the cases of a suite in several batches."""
-_TESTS_FAILED = 1
 _OVERRULED_HEAD = (
     "cer: pytest's reports are not cer's verdict: a conftest.py or another plugin "
     "changed them; cer's verdict stands and the session fails"
@@ -102,6 +101,13 @@ _OVERRULED_HEAD = (
 _OVERRULED = (0, _INCOMPLETE, 5)
 """The exit codes a session whose reports are not cer's verdict never keeps: pytest's
 success, the incomplete run's, and no tests collected; it exits 1 instead."""
+
+
+def _overruled(status: int) -> bool:
+    """Whether ``status`` is one of :data:`_OVERRULED`, spelled out here: the checks
+    read no global a ``conftest.py`` could set to ``()`` (the pins name one that was
+    replaced, and the checks still hold)."""
+    return status in (0, 3, 5)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -705,7 +711,7 @@ class CerPlugin:
         session = self.session
         if session is None or self.config.getoption("collectonly", False):
             return []
-        if session.exitstatus not in _OVERRULED:
+        if not _overruled(session.exitstatus):
             return []
         return sorted(self.must_report() - set(self.logged))
 
@@ -845,20 +851,20 @@ class CerPlugin:
         session = self.session
         if session is None or hasattr(self.config, "workerinput"):
             return
-        if not (self.logged or self.must_report()) or session.exitstatus not in _OVERRULED:
+        if not (self.logged or self.must_report()) or not _overruled(session.exitstatus):
             return
         if not (self.found or self.replaced):
             self.found = self.check_reports(terminal=False)
             self.replaced = _PINNED.replaced() + self.replaced_in_workers
         if self.found or self.replaced:
-            session.exitstatus = _TESTS_FAILED
+            session.exitstatus = 1
         elif self.verdict_fails(self.worker_results()):
             # The reports are cer's, but the count pytest exits by is not (a hook set
             # session.testsfailed, or patched what counts as failed).
             self.lowered = int(session.exitstatus)
-            session.exitstatus = _TESTS_FAILED
+            session.exitstatus = 1
         elif session.exitstatus == 0 and self.skipped_count() and not self.accept_skips():
-            session.exitstatus = _INCOMPLETE
+            session.exitstatus = 3
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_terminal_summary")
     def pytest_terminal_summary_overruled(self, terminalreporter: Any) -> None:
@@ -1206,16 +1212,14 @@ _PINNED = Pinned.of(
         outcomes.Logged,
         outcomes.Mismatch,
         outcomes.Pinned,
-        outcomes,
-        suite_module,
-        sys.modules[__name__],
         # what decides the verdict the plugin holds the reports against
         sys.modules["cer.engine.runner"],
         sys.modules["cer.engine.execution"],
         sys.modules["cer.judge.compare"],
         sys.modules["cer.judge.equality"],
         sys.modules["cer.judge.verdict"],
-    )
+    ),
+    whole=(outcomes, suite_module, sys.modules[__name__]),
 )
 """The plugin's functions, and those of the runner and the judge, as imported before
 any conftest.py: see :class:`Pinned`."""

@@ -169,17 +169,21 @@ class Pinned:
     still running ``body`` (:func:`_body`)."""
 
     @staticmethod
-    def of(owners: Iterable[object]) -> Pinned:
+    def of(owners: Iterable[object], whole: Iterable[ModuleType] = ()) -> Pinned:
         """Every function defined on ``owners`` (classes and modules), and every class
-        a module names, pinned."""
+        a module names, pinned; of the ``whole`` modules (the plugin's own), every
+        global but the interpreter's ``__dunder__`` ones, constants too (a conftest
+        setting the plugin's table of exit codes to ``()`` is caught)."""
         functions = []
-        for owner in owners:
+        whole = tuple(whole)
+        for owner in (*owners, *whole):
             where = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", "?")
             module = isinstance(owner, ModuleType)
+            everything = any(owner is each for each in whole)
             for name, value in vars(owner).items():
-                if isinstance(value, FunctionType | staticmethod | classmethod) or (
-                    module and isinstance(value, type)
-                ):
+                dunder = name.startswith("__") and name.endswith("__")
+                function = isinstance(value, FunctionType | staticmethod | classmethod)
+                if (everything and not dunder) or function or (module and isinstance(value, type)):
                     functions.append((str(where), owner, name, value, _body(value)))
         return Pinned(tuple(functions))
 
