@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cer.engine.kinds import KINDS
 
-__all__ = ["ActionInputs", "InputError", "cer_command", "main"]
+__all__ = ["ActionInputs", "InputError", "cer_command", "cer_environment", "main"]
 
 SUMMARY_LIMIT = 1_000_000
 """Bytes of Markdown appended to the job summary at most (GitHub refuses more than
@@ -128,6 +128,43 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+KEPT_PYTHON_VARIABLES = frozenset(
+    {
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONFAULTHANDLER",
+        "PYTHONHASHSEED",
+        "PYTHONIOENCODING",
+        "PYTHONNOUSERSITE",
+        "PYTHONUNBUFFERED",
+        "PYTHONUTF8",
+    }
+)
+"""The ``PYTHON*`` variables of the job that reach ``cer run``: none that puts a folder
+on an interpreter's path or runs code at its start."""
+
+STEP_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE")
+"""The files through which a step talks to the runner: this script writes them; ``cer
+run``, its worker and the implementation are not told where they are."""
+
+
+def cer_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``cer run`` gets: the job's, without ``PYTHONPATH``,
+    ``PYTHONHOME``, ``PYTHONUSERBASE``, ``PYTHONSTARTUP`` or any other ``PYTHON*``
+    variable but :data:`KEPT_PYTHON_VARIABLES`, and without :data:`STEP_FILES`.
+
+    ``cer run`` itself runs isolated (``-I``) and reads none of them, but its worker
+    is started with the environment it was given, before the sandbox: a
+    ``PYTHONPATH`` holding the workspace (``.``, as many jobs set it) would put a
+    committed ``json.py`` or ``sitecustomize.py`` ahead of the standard library
+    there, and ``PYTHONUSERBASE`` a folder of ``.pth`` files. The implementation's
+    folders are named with ``--path`` or ``[tool.cer] paths`` instead."""
+    return {
+        key: value
+        for key, value in env.items()
+        if key not in STEP_FILES and (not key.startswith("PYTHON") or key in KEPT_PYTHON_VARIABLES)
+    }
+
+
 def _verdict(results: Path) -> str:
     """The verdict sentence from the JSON results, or "" when there are none."""
     try:
@@ -155,7 +192,7 @@ def run_action(env: Mapping[str, str], python: str = sys.executable, cwd: str | 
     (base / inputs.report_dir).mkdir(parents=True, exist_ok=True)
     sys.stdout.write(f"cer action: {shlex.join(command[1:])}\n")
     sys.stdout.flush()
-    code = subprocess.run(command, cwd=cwd, env=dict(env), check=False).returncode
+    code = subprocess.run(command, cwd=cwd, env=cer_environment(env), check=False).returncode
     markdown = base / paths["markdown"]
     try:
         text = markdown.read_text(encoding="utf-8")

@@ -95,7 +95,6 @@ _INCOMPLETE = 3
 incomplete run."""
 _BATCHED = ("worksteal", "loadgroup")
 """The xdist modes that hand a process the cases of a suite in several batches."""
-_TESTS_FAILED = 1
 _OVERRULED_HEAD = (
     "cer: pytest's reports are not cer's verdict: a conftest.py or another plugin "
     "changed them; cer's verdict stands and the session fails"
@@ -103,6 +102,13 @@ _OVERRULED_HEAD = (
 _OVERRULED = (0, _INCOMPLETE, 5)
 """The exit codes a session whose reports are not cer's verdict never keeps: pytest's
 success, the incomplete run's, and no tests collected; it exits 1 instead."""
+
+
+def _overruled(status: int) -> bool:
+    """Whether ``status`` is one of :data:`_OVERRULED`, spelled out here: the checks
+    read no global a ``conftest.py`` could set to ``()`` (the pins name one that was
+    replaced, and the checks still hold)."""
+    return status in (0, 3, 5)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -288,6 +294,40 @@ def _marker_names(lines: Sequence[str] | str | None) -> set[str]:
 class CerPlugin:
     """The plugin's state for one pytest session (one per process with xdist)."""
 
+    # No instance dict: a conftest.py cannot shadow one of the methods that check the
+    # reports on the plugin object (``plugin.enforce = ...``); the class's own are
+    # pinned (:data:`_PINNED`).
+    __slots__ = (
+        "__weakref__",
+        "_case_names",
+        "_foreign_markers",
+        "_listed_cache",
+        "_our_markers",
+        "_positions",
+        "active",
+        "adopted",
+        "baseline",
+        "case_items",
+        "collected",
+        "config",
+        "deselected",
+        "entries",
+        "explicit",
+        "flagged",
+        "found",
+        "given",
+        "handed_out",
+        "logged",
+        "lowered",
+        "project",
+        "replaced",
+        "replaced_in_workers",
+        "session",
+        "states",
+        "warm",
+        "worker_runs",
+    )
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.given = _command_line_implementation(config)
@@ -336,6 +376,15 @@ class CerPlugin:
         self.flagged: set[str] = set()
         """The items whose teardown report already says their reports are not cer's."""
         self.found: list[Mismatch] = []
+        self.collected: set[str] = set()
+        """The cer items this session collected to run (matching its arguments),
+        before any ``pytest_collection_modifyitems``."""
+        self.deselected: set[str] = set()
+        """The cer items pytest was told were deselected (``-k``, ``-m``, ``--lf``...)."""
+        self.handed_out: set[str] = set()
+        """Under xdist, on the controller: the cer items the workers collected to run."""
+        self.lowered: int | None = None
+        """The exit code pytest was about to keep although cer's verdict fails."""
         self.replaced: tuple[str, ...] = ()
         self.replaced_in_workers: tuple[str, ...] = ()
         self.session: pytest.Session | None = None
@@ -642,9 +691,8 @@ class CerPlugin:
             result, failure = ran.get(key), None
         return expected_outcome(result, failure, self.listed_status(path, name))
 
-    def check_reports(self, *, terminal: bool = True) -> list[Mismatch]:
-        """Every cer item whose reports (as logged, as they are now, as the terminal
-        counted them) are not cer's verdict."""
+    def worker_results(self) -> dict[tuple[Path, str], CaseResult]:
+        """Under xdist, on the controller: each case's result from the workers' runs."""
         ran: dict[tuple[Path, str], CaseResult] = {}
         if not self.states:
             for run in self.session_runs():
@@ -652,6 +700,53 @@ class CerPlugin:
                 for result in run.results:
                     if not (result.status is Status.SKIPPED and result.reason == "deselected"):
                         ran[(where, result.case_name)] = result
+        return ran
+
+    def must_report(self) -> set[str]:
+        """The cer items that must have reports: every one collected and not
+        deselected (under xdist, every one the workers collected to run)."""
+        if hasattr(self.config, "workerinput"):
+            return set()
+        return (self.collected - self.deselected) | self.handed_out
+
+    def unreported(self) -> list[str]:
+        """The cer items that must have reports and have none: a conftest that removed
+        them from the session's items, or replaced the protocol that runs them. Only
+        while the session is to exit as if it succeeded (a session that stopped early,
+        ``-x``, ``--maxfail`` or an interrupt, exits 1 or 2 by itself), and never with
+        ``--collect-only``."""
+        session = self.session
+        if session is None or self.config.getoption("collectonly", False):
+            return []
+        if not _overruled(session.exitstatus):
+            return []
+        return sorted(self.must_report() - set(self.logged))
+
+    def verdict_fails(self, ran: dict[tuple[Path, str], CaseResult]) -> bool:
+        """Whether cer's verdict fails an item of the session (one that reported, or
+        whose case cer ran): then the session cannot exit as if it succeeded, whatever
+        pytest's own count of failures says."""
+        for nodeid in set(self.logged) | self.must_report():
+            key = self.case_of(nodeid)
+            if key is None:
+                continue
+            if nodeid not in self.logged:
+                state = self.states.get(key[0])
+                known = (
+                    key in ran
+                    if state is None
+                    else key[1] in state.results or key[1] in state.failures
+                )
+                if not known:
+                    continue
+            if self.expected(key, ran) in ("failed", "error"):
+                return True
+        return False
+
+    def check_reports(self, *, terminal: bool = True) -> list[Mismatch]:
+        """Every cer item whose reports (as logged, as they are now, as the terminal
+        counted them) are not cer's verdict, or that has none."""
+        ran = self.worker_results()
         reporter = self.config.pluginmanager.get_plugin("terminalreporter") if terminal else None
         stats = getattr(reporter, "stats", None)
         counted = terminal_phases(stats, set(self.logged)) if isinstance(stats, dict) else None
@@ -662,7 +757,31 @@ class CerPlugin:
                 continue
             shown = None if counted is None else counted.get(nodeid, {})
             found.extend(mismatches_of(nodeid, self.expected(key, ran), logged, shown))
+        for nodeid in self.unreported():
+            key = self.case_of(nodeid)
+            if key is not None:
+                found.append(Mismatch(nodeid, self.expected(key, ran), "nothing", "no report"))
         return found
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        """Note each cer item the session collected to run."""
+        if item.nodeid in self.case_items:
+            self.collected.add(item.nodeid)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        """Note the cer items deselected: they need no report."""
+        for item in items:
+            if item.nodeid in self.case_items:
+                self.deselected.add(item.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        """Under xdist, on the controller: the cer items a worker collected to run."""
+        for nodeid in ids:
+            if isinstance(nodeid, str) and self.case_of(nodeid) is not None:
+                self.handed_out.add(nodeid)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -701,7 +820,7 @@ class CerPlugin:
             # A worker's own conftest.py may patch what the controller cannot see.
             workeroutput[_REPLACED_KEY] = json.dumps(_PINNED.replaced())
             return
-        if not self.logged:
+        if not (self.logged or self.must_report()):
             return
         self.found = self.check_reports()
         self.replaced = _PINNED.replaced() + self.replaced_in_workers
@@ -737,21 +856,35 @@ class CerPlugin:
         (after the session's finish, at unconfigure, at the config's cleanup), as a
         hook of another plugin may change the exit code after this one did."""
         session = self.session
-        if session is None or hasattr(self.config, "workerinput") or not self.logged:
+        if session is None or hasattr(self.config, "workerinput"):
+            return
+        if not (self.logged or self.must_report()) or not _overruled(session.exitstatus):
             return
         if not (self.found or self.replaced):
             self.found = self.check_reports(terminal=False)
             self.replaced = _PINNED.replaced() + self.replaced_in_workers
-        if (self.found or self.replaced) and session.exitstatus in _OVERRULED:
-            session.exitstatus = _TESTS_FAILED
+        if self.found or self.replaced:
+            session.exitstatus = 1
+        elif self.verdict_fails(self.worker_results()):
+            # The reports are cer's, but the count pytest exits by is not (a hook set
+            # session.testsfailed, or patched what counts as failed).
+            self.lowered = int(session.exitstatus)
+            session.exitstatus = 1
+        elif session.exitstatus == 0 and self.skipped_count() and not self.accept_skips():
+            session.exitstatus = 3
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_terminal_summary")
     def pytest_terminal_summary_overruled(self, terminalreporter: Any) -> None:
         """Name the items whose reports are not cer's verdict, and replaced code."""
-        if not (self.found or self.replaced):
+        if not (self.found or self.replaced or self.lowered is not None):
             return
         terminalreporter.section("cer: reports overruled", red=True)
         terminalreporter.write_line(_OVERRULED_HEAD)
+        if self.lowered is not None:
+            terminalreporter.write_line(
+                f"  cer's verdict fails cases, yet pytest was to exit {self.lowered}: "
+                "its count of failures is not cer's"
+            )
         for each in self.found:
             terminalreporter.write_line(for_terminal(f"  {each.text()}", multiline=False))
         for name in self.replaced:
@@ -946,12 +1079,32 @@ def _plugin(config: pytest.Config) -> CerPlugin:
     return plugin
 
 
+_SESSION_PLUGIN = pytest.StashKey[list["CerPlugin"]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any ``conftest.py`` is imported: the configuration's cleanups run last
+    registered first, so one registered now runs after every cleanup a
+    ``conftest.py`` can register, and there has the last word on the exit code
+    (:meth:`CerPlugin.enforce`)."""
+    plugins: list[CerPlugin] = []
+    early_config.stash[_SESSION_PLUGIN] = plugins
+
+    def enforce_last() -> None:
+        for plugin in plugins:
+            plugin.enforce()
+
+    early_config.add_cleanup(enforce_last)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     try:
         plugin = CerPlugin(config)
     except UsageError as exc:
         raise pytest.UsageError(f"cer: {exc}") from None
     config.pluginmanager.register(plugin, "cer-session")
+    config.stash.get(_SESSION_PLUGIN, []).append(plugin)
 
 
 class SuiteFile(pytest.File):
@@ -1091,15 +1244,14 @@ _PINNED = Pinned.of(
         outcomes.Logged,
         outcomes.Mismatch,
         outcomes.Pinned,
-        outcomes,
-        suite_module,
-        sys.modules[__name__],
         # what decides the verdict the plugin holds the reports against
         sys.modules["cer.engine.runner"],
         sys.modules["cer.engine.execution"],
         sys.modules["cer.judge.compare"],
+        sys.modules["cer.judge.equality"],
         sys.modules["cer.judge.verdict"],
-    )
+    ),
+    whole=(outcomes, suite_module, sys.modules[__name__]),
 )
 """The plugin's functions, and those of the runner and the judge, as imported before
 any conftest.py: see :class:`Pinned`."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import FunctionType
+from types import FunctionType, ModuleType
 from typing import Any, Literal
 
 from cer.model import CaseResult, Status
@@ -148,30 +148,54 @@ def mismatch_text(found: Iterable[Mismatch]) -> str:
     return "\n".join(each.text() for each in found)
 
 
+def _body(value: object) -> tuple[object, ...]:
+    """What a function runs: its code and its defaults (a replaced ``__code__`` is a
+    replaced function, though the object is the same); a class stands for itself."""
+    function = getattr(value, "__func__", value)
+    if not isinstance(function, FunctionType):
+        return ()
+    return (function.__code__, function.__defaults__, function.__kwdefaults__)
+
+
 @dataclass(frozen=True)
 class Pinned:
     """The plugin's own functions as they were when it was imported (before any
     ``conftest.py``): a class attribute or module global that is no longer the same
-    object was replaced at run time, and the plugin's outcomes cannot be vouched for."""
+    object, or a function whose code or defaults were swapped, was replaced at run
+    time, and the plugin's outcomes cannot be vouched for."""
 
-    functions: tuple[tuple[str, object, str, object], ...]
-    """``(where, owner, name, function)``: ``owner.__dict__[name]`` must be ``function``."""
+    functions: tuple[tuple[str, object, str, object, tuple[object, ...]], ...]
+    """``(where, owner, name, value, body)``: ``owner.__dict__[name]`` must be ``value``,
+    still running ``body`` (:func:`_body`)."""
 
     @staticmethod
-    def of(owners: Iterable[object]) -> Pinned:
-        """Every function defined on ``owners`` (classes and modules), pinned."""
+    def of(owners: Iterable[object], whole: Iterable[ModuleType] = ()) -> Pinned:
+        """Every function defined on ``owners`` (classes and modules), and every class
+        a module names, pinned; of the ``whole`` modules (the plugin's own), every
+        global but the interpreter's ``__dunder__`` ones, constants too (a conftest
+        setting the plugin's table of exit codes to ``()`` is caught)."""
         functions = []
-        for owner in owners:
+        whole = tuple(whole)
+        for owner in (*owners, *whole):
             where = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", "?")
+            module = isinstance(owner, ModuleType)
+            everything = any(owner is each for each in whole)
             for name, value in vars(owner).items():
-                if isinstance(value, FunctionType | staticmethod | classmethod):
-                    functions.append((str(where), owner, name, value))
+                dunder = name.startswith("__") and name.endswith("__")
+                function = isinstance(value, FunctionType | staticmethod | classmethod)
+                if (everything and not dunder) or function or (module and isinstance(value, type)):
+                    functions.append((str(where), owner, name, value, _body(value)))
         return Pinned(tuple(functions))
 
     def replaced(self) -> tuple[str, ...]:
         """The pinned functions that are no longer the plugin's own."""
         out = []
-        for where, owner, name, function in self.functions:
-            if vars(owner).get(name) is not function:
+        for where, owner, name, value, body in self.functions:
+            now = _body(value)
+            if (
+                vars(owner).get(name) is not value
+                or len(now) != len(body)
+                or any(a is not b for a, b in zip(now, body, strict=True))
+            ):
                 out.append(f"{where}.{name}")
         return tuple(out)

@@ -52,6 +52,7 @@ __all__ = [
     "discard_draft",
     "insert_case",
     "operator_spelled",
+    "rejection_proposal",
 ]
 
 
@@ -97,7 +98,13 @@ def operator_spelled(observed: Mapping[str, Any]) -> str | None:
     :func:`~cer.judge.compare.operator_of` knows). Written into the suite, such a key
     is judged as that operator for every implementation that does not report the key
     itself (``output`` containing ``""``), a check weaker than equality with what was
-    observed; the format has no way to write it as a literal key, so it is refused."""
+    observed; the format has no way to write it as a literal key, so it is refused.
+
+    The one exception is the rejection cer proposes itself (:func:`rejection_proposal`):
+    ``error_includes`` there holds the whole message observed, the check the format
+    has for a rejection's message."""
+    if rejection_proposal(observed):
+        return None
     for key in observed:
         found = operator_of(key) if type(key) is str else None
         if found is not None:
@@ -110,6 +117,20 @@ def operator_spelled(observed: Mapping[str, Any]) -> str | None:
                 "in the drafts file by hand"
             )
     return None
+
+
+_REJECTION_PROPOSAL = frozenset({"rejects", "error_type", "error_includes"})
+
+
+def rejection_proposal(observed: Mapping[str, Any]) -> bool:
+    """Whether ``observed`` is the expectation cer proposes for a rejected input:
+    ``rejects = true``, with at most ``error_type`` and ``error_includes`` (the
+    observed error's type and its whole, non-empty message) beside it."""
+    if observed.get("rejects") is not True or not set(observed) <= _REJECTION_PROPOSAL:
+        return False
+    message = observed.get("error_includes", "x")
+    kind = observed.get("error_type", "x")
+    return type(message) is str and message != "" and type(kind) is str and kind != ""
 
 
 def case_fields_of(draft: Draft, *, use_observed: bool) -> dict[str, Any]:
