@@ -64,3 +64,28 @@ def test_cer_run_x_then_a_full_run_marks_nothing_flaky(
     full = json.loads(capsys.readouterr().out)
     assert full["flaky"] == []
     assert not any(r.get("flaky") for r in full["results"])
+
+
+def test_a_stopped_run_is_partial_and_stands_for_no_lost_run(
+    module: Module, tmp_path: Path
+) -> None:
+    """A run that stopped before some cases ran part of the suite: ``cer history`` marks
+    it partial, and it does not stand in for a run the history lost (the gap mark that
+    sends ``cer run --failed`` over the whole suite stays)."""
+    from cer.history.gaps import has_gap, mark_gap, ran_whole_suite
+
+    path = module.suite(f'commonsformat_evals = "0.2"\ntarget = "t"\n\n{SUITE}')
+    suite = load_suite(path)
+    name = module.impl(IMPL)
+    stopped = module.run(f"{name}:double", jobs=1, max_fail=1)
+    full = module.run(f"{name}:double", jobs=1)
+    assert not ran_whole_suite(stopped)
+    assert ran_whole_suite(full)
+    db = tmp_path / "history.sqlite"
+    with History.open(db) as history:
+        record_run(history, full, suite)
+        mark_gap(db, suite.path)
+        record_run(history, stopped, suite)
+        assert has_gap(db, suite.path)
+        partial = {record.run_id: record.partial for record in history.runs(2)}
+    assert partial == {stopped.run_id: True, full.run_id: False}

@@ -671,15 +671,18 @@ class History:
 
     def _partial_runs(self, run_ids: list[str]) -> frozenset[str]:
         """Which of ``run_ids`` left a case out for not selecting it (``s``, ``n``,
-        ``--case``, a shard): runs of part of the suite."""
+        ``--case``, a shard) or for stopping before it (``-x``, ``--max-fail``): runs of
+        part of the suite."""
         found: set[str] = set()
         for start in range(0, len(run_ids), 500):
             chunk = run_ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             rows = self._access.db.execute(
                 "SELECT DISTINCT run_id FROM eval_case_results WHERE status = 'skipped'"
-                f" AND COALESCE(reason, '') IN (?, ?) AND run_id IN ({marks})",
-                (*NOT_SELECTED, *chunk),
+                " AND (COALESCE(reason, '') IN (?, ?)"
+                " OR substr(COALESCE(reason, ''), 1, ?) = ?)"
+                f" AND run_id IN ({marks})",
+                (*NOT_SELECTED, len(STOPPED), STOPPED, *chunk),
             ).fetchall()
             found.update(row[0] for row in rows)
         return frozenset(found)

@@ -19,6 +19,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from cer.engine.options import STOPPED
 from cer.history.records import NOT_SELECTED, suite_key
 from cer.model import RunResult, Status
 
@@ -55,8 +56,11 @@ def clear_gap(history_path: str | Path, suite_path: str | Path) -> None:
 
 
 def ran_whole_suite(run: RunResult) -> bool:
-    """Whether ``run`` ran every case it could (none left out as deselected or to
-    another shard): only such a run stands for the suite in place of one lost."""
+    """Whether ``run`` ran every case it could (none left out as deselected, to
+    another shard, or not reached because the run stopped at ``-x`` or ``--max-fail``):
+    only such a run stands for the suite in place of one lost."""
     return not any(
-        result.status is Status.SKIPPED and result.reason in NOT_SELECTED for result in run.results
+        result.status is Status.SKIPPED
+        and (result.reason in NOT_SELECTED or (result.reason or "").startswith(STOPPED))
+        for result in run.results
     )
