@@ -326,7 +326,9 @@ def _rejection_expect(text: str) -> dict[str, Any]:
     error_type = _ERROR_TYPE.search(text)
     if error_type is not None:
         expect["error_type"] = error_type[1]
-    quoted = _QUOTED.search(text)
+    # A quote inside backticks is part of an input (`ext="abc`), never a phrase.
+    outside_code = re.sub(r"`[^`]*`", lambda code: " " * len(code[0]), text)
+    quoted = _QUOTED.search(outside_code)
     if quoted is not None:
         expect["error_includes"] = quoted[1] or quoted[2]
     return expect
