@@ -281,6 +281,20 @@ def _toml_value(text: str) -> tuple[bool, Any]:
         return False, None
 
 
+def _example_expect(value: Any, shape: SuiteShape) -> dict[str, Any]:
+    """The expectation of an example whose text gives ``value``. A table that holds the
+    suite's value key (`{ directives = { … } }` where cases compare ``directives``) is
+    the whole returned table, the observation itself, never the value of that key; a
+    table with a key spelled like an operator or a runner-observed key stays a value."""
+    if (
+        isinstance(value, dict)
+        and shape.value_key in value
+        and not any(is_operator_key(k) or k in RUNNER_OBSERVED_KEYS for k in value)
+    ):
+        return dict(value)
+    return {shape.value_key: value}
+
+
 def _bound_ms(text: str) -> int | None:
     match = _BOUND.search(text)
     if match is None:
@@ -367,7 +381,7 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
                 _Proposal(
                     "example",
                     None,
-                    {shape.value_key: value},
+                    _example_expect(value, shape),
                     f"the text's example {example}, but the suite's cases take no single "
                     "string input to hold it",
                     "needs-input",
@@ -378,7 +392,7 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
                 _Proposal(
                     "example",
                     {key: match["input"]},
-                    {shape.value_key: value},
+                    _example_expect(value, shape),
                     f"the text's example {example}",
                     "mechanical",
                 )
