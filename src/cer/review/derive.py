@@ -371,9 +371,11 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
         [*(m for m in _EXAMPLE.finditer(text) if m.start("value") not in claimed), *inputs_after],
         key=lambda m: m.start(),
     )
+    not_toml: str | None = None
     for match in examples:
         ok, value = _toml_value(match["value"])
         if not ok:
+            not_toml = not_toml or match["value"]
             continue
         example = f"`{match['input']}` is `{match['value']}`" + _from(text, match.start())
         if key is None:
@@ -439,6 +441,19 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
                 None,
                 {"elapsed_ms_max": bound},
                 f"the text states a time bound ({bound} ms) but no input to time",
+                "needs-input",
+            )
+        )
+    if not found and not_toml is not None:
+        shown = not_toml if len(not_toml) <= 60 else not_toml[:57] + "..."
+        found.append(
+            _Proposal(
+                "open",
+                None,
+                None,
+                f"the text's example gives `{shown}`, which is not a TOML value (written as "
+                'one, `{ key = 1 }` rather than `{"key": 1}`, it becomes a draft): a person '
+                "must write an input and an expectation",
                 "needs-input",
             )
         )
