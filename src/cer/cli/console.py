@@ -505,9 +505,11 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
     """``cer diff``: regressions, fixes, other changes, new and removed cases."""
 
     def describe(record: RunRecord) -> str:
+        partial = ", partial run: the cases it did not run are skipped in it"
         return (
             f"{record.short_id} ({record.implementation_id}, "
-            f"{_local_time(record.started_at_ms)}, {record.verdict})"
+            f"{_local_time(record.started_at_ms)}, {record.verdict}"
+            f"{partial if record.partial else ''})"
         )
 
     lines = [for_terminal(f"from {describe(before)}"), for_terminal(f"  to {describe(after)}")]
