@@ -235,6 +235,11 @@ def test_use_observed_takes_the_observation_on_purpose(
     assert code == 0
     assert "observed (1):\n  + floor-semantics-case" in out
     assert '{"value": -4} (from calc_ref:evaluate)' in out
+    # What to do with it is said where it is shown.
+    assert (
+        "\n      to take it as the expectation: cer approve floor-semantics-case --use-observed\n"
+        in out
+    )
     draft = load_drafts(drafts).get("floor-semantics-case")
     assert draft.observed == {"value": -4}
     assert draft.expect is None

@@ -128,6 +128,9 @@ def _draft_line(draft: Draft) -> str:
     line = _shown(f"  + {draft.name}  [{draft.standing}]  {draft.constraint}: {draft.why}")
     if draft.observed is not None:
         line += f"\n      observed: {_inline(draft.observed)} (from {_shown(draft.observed_from)})"
+        if not draft.expect:
+            approve = _shown(f"cer approve {draft.name} --use-observed")
+            line += f"\n      to take it as the expectation: {approve}"
     elif draft.observed_note:
         line += f"\n      nothing observed: {_shown(draft.observed_note)}"
     return line
