@@ -910,3 +910,15 @@ def test_repeated_values_are_shared_between_cases(tmp_path: Path) -> None:
         assert other.category is first.category
         assert other.tags is first.tags
         assert other.severity is first.severity
+
+
+def test_an_unclosed_inline_table_names_the_line_it_opened_on(tmp_path: Path) -> None:
+    """An inline table may span lines, so the parser gives up far below the missing
+    brace, at the next case's header; the message says where the table opened."""
+    text = HEAD + '[[cases]]\nname = "a"\ncategory = "functional"\ninput = { x = "}{" }\n'
+    text += 'expect = { v = { no-store = true }  # a } in a comment\n\n[[cases]]\nname = "b"\n'
+    (problem,) = refuse(tmp_path, text).problems
+    assert problem == (
+        "9:1: invalid TOML: Unclosed inline table; the table opened at line 7 is not closed "
+        "(it ends with })"
+    )

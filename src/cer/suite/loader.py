@@ -195,8 +195,32 @@ def _describe_toml_error(exc: ValueError, source: str) -> str:
             line = source.count("\n") + 1
             column = len(source) - (source.rfind("\n") + 1) + 1
     if isinstance(line, int) and isinstance(column, int):
-        return f"{line}:{column}: invalid TOML: {reason or message}"
+        return (
+            f"{line}:{column}: invalid TOML: {reason or message}{_opened_at(reason, line, source)}"
+        )
     return f"invalid TOML: {reason or message}"
+
+
+_QUOTED_TEXT = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
+"""A TOML basic or literal string on one line, whose braces are text."""
+
+
+def _opened_at(reason: str | None, line: int, source: str) -> str:
+    """Where the inline table an ``Unclosed inline table`` error is about was opened:
+    the parser reads on past the line break (an inline table may span lines) and
+    reports where it gave up, often the next case's header, far below the missing
+    brace. The nearest line above with more ``{`` than ``}`` outside strings and
+    comments is named; nothing when there is none."""
+    if reason != "Unclosed inline table":
+        return ""
+    depth = 0
+    lines = source.splitlines()[: line - 1]
+    for number in range(len(lines), 0, -1):
+        text = _QUOTED_TEXT.sub("", lines[number - 1]).split("#", 1)[0]
+        depth += text.count("{") - text.count("}")
+        if depth > 0:
+            return f"; the table opened at line {number} is not closed (it ends with }})"
+    return ""
 
 
 def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash: str) -> Suite:
