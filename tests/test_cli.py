@@ -311,3 +311,17 @@ def test_a_mistyped_path_option_is_a_usage_error(
     monkeypatch.chdir(tmp_path)
     assert main(["run", "evals.toml", "--impl", "m:f", *args]) == ExitCode.USAGE
     assert said in capsys.readouterr().err
+
+
+def test_a_wrong_timeout_in_tool_cer_names_the_file_and_the_key(tmp_path: Path) -> None:
+    from cer.config import ProjectConfig, UsageError, configured_timeout
+
+    config = ProjectConfig({"timeout": "5"}, tmp_path / "pyproject.toml")
+    with pytest.raises(UsageError) as caught:
+        configured_timeout(None, config)
+    assert str(caught.value) == (
+        f"{tmp_path / 'pyproject.toml'}: [tool.cer] timeout must be a number of seconds above "
+        "0 and at most 86400, e.g. timeout = 5, not '5'"
+    )
+    assert configured_timeout(None, ProjectConfig({"timeout": 3})) == 3.0
+    assert configured_timeout(2.5, config) == 2.5

@@ -407,3 +407,15 @@ def test_coverage_is_judged_on_the_files_as_read_before_the_run(
     assert after["coverage"]["constraints_total"] == 2
     assert [u["constraint"] for u in after["coverage"]["unknown_references"]] == ["dobules"]
     assert after["run"]["suite_hash"] == before["run"]["suite_hash"]
+
+
+def test_a_reason_cut_for_cer_diff_says_it_was_cut() -> None:
+    from cer.cli.console import _change_line
+    from cer.history.records import CaseChange
+
+    long = "rejects: expected a rejection, but the implementation returned " + "x" * 200
+    line = _change_line("+", CaseChange("c", None, "fail", long, None, "mismatch"))
+    assert line.endswith("…)")
+    assert len(line.split("  (", 1)[1]) == 121
+    short = _change_line("+", CaseChange("c", None, "fail", "a: no\nb: no", None, "mismatch"))
+    assert short.endswith("(a: no b: no)")

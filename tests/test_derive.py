@@ -237,6 +237,11 @@ def test_use_observed_takes_the_observation_on_purpose(
     assert code == 0
     assert "observed (1):\n  + floor-semantics-case" in out
     assert '{"value": -4} (from calc_ref:evaluate)' in out
+    # What to do with it is said where it is shown.
+    assert (
+        "\n      to take it as the expectation: cer approve floor-semantics-case --use-observed\n"
+        in out
+    )
     draft = load_drafts(drafts).get("floor-semantics-case")
     assert draft.observed == {"value": -4}
     assert draft.expect is None
@@ -579,3 +584,31 @@ def test_a_changed_text_keeps_the_input_a_person_wrote(tmp_path: Path) -> None:
     assert draft.why == reworded.why and draft.input == {"expr": "7 // -2"}
     assert draft.observed == {"value": -4} and draft.enforceability == "mechanical"
     assert follow_text(path, [reworded])[1] == []
+
+
+@pytest.mark.parametrize(("given", "expected"), [((), 3.0), (("--timeout", "7"), 7.0)])
+def test_derive_impl_takes_the_timeout_of_tool_cer_unless_given(
+    calc: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    given: tuple[str, ...],
+    expected: float,
+) -> None:
+    import cer.review.observe as observe_module
+
+    (calc / "pyproject.toml").write_text("[tool.cer]\ntimeout = 3\n", encoding="utf-8")
+    seen: list[float] = []
+
+    def observe(suite: Any, drafts: Any, options: Any, source: str) -> Any:
+        seen.append(options.timeout)
+        return tuple(drafts)
+
+    def run_drafts(suite: Any, drafts: Any, options: Any) -> Any:
+        seen.append(options.timeout)
+        return []
+
+    monkeypatch.setattr(observe_module, "observe", observe)
+    monkeypatch.setattr(observe_module, "run_drafts", run_drafts)
+    code, _, err = cer(capsys, "derive", "--impl", "calc_ref:evaluate", *given)
+    assert code == 0, err
+    assert seen and set(seen) == {expected}

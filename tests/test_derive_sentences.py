@@ -54,3 +54,12 @@ def test_the_sentence_quoted_is_the_one_that_gave_the_draft() -> None:
     whys = {p.input["text"]: p.why for p in _proposals(text, SHAPE) if p.input}
     assert whys["01.2.3"].endswith('(from "`01.2.3` is malformed.")')
     assert '(from "`1.2.3-beta` must be rejected with a `RangeError`.")' in whys["1.2.3-beta"]
+
+
+def test_an_example_that_is_not_toml_is_named_as_such() -> None:
+    text = '`immutable` gives `{"directives": {"immutable": true}}`.'
+    (found,) = _proposals(text, SHAPE)
+    assert found.label == "needs-input"
+    assert found.why.startswith(
+        'the text\'s example gives `{"directives": {"immutable": true}}`, which is not a TOML value'
+    )

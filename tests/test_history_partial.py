@@ -64,3 +64,22 @@ def test_the_json_says_which_runs_were_partial(
     assert main(["history", "--history", str(history)]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[1].endswith("· partial run") and not table[2].endswith("partial run")
+
+
+def test_cer_diff_says_which_of_its_runs_was_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "twice.py").write_text("def twice(n):\n    return 2 * n\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    history = tmp_path / "h.sqlite"
+    common = ["evals.toml", "--impl", "twice:twice", "--history", str(history), "-q"]
+    main(["run", *common, "--case", "doubles-one"])
+    main(["run", *common])
+    capsys.readouterr()
+    assert main(["diff", "--suite", "evals.toml", "--history", str(history)]) == 0
+    before, after = capsys.readouterr().out.splitlines()[:2]
+    assert before.startswith("from ") and before.endswith(
+        ", partial run: the cases it did not run are skipped in it)"
+    )
+    assert after.startswith("  to ") and "partial" not in after

@@ -402,10 +402,10 @@ def test_missing_or_empty_name_and_category(tmp_path: Path) -> None:
     text += '[[cases]]\nname = ""\ncategory = "  "\n'
     problems = refuse(tmp_path, text).problems
     assert problems == (
-        "[[cases]] #1: name is required",
-        '[[cases]] #2 "x": category is required',
-        "[[cases]] #3: name must be a non-empty string",
-        "[[cases]] #3: category must be a non-empty string",
+        "[[cases]] #1 (line 3): name is required",
+        '[[cases]] #2 "x" (line 5): category is required',
+        "[[cases]] #3 (line 7): name must be a non-empty string",
+        "[[cases]] #3 (line 7): category must be a non-empty string",
     )
 
 
@@ -414,10 +414,10 @@ def test_duplicate_names_name_both_positions(tmp_path: Path) -> None:
     text += case("cases", "same") + case("generator_adversary", "same")
     problems = refuse(tmp_path, text).problems
     assert problems == (
-        '[[cases]] #2 "same" (position 4): duplicate name, '
-        "already used by [[adversarial]] #2 (position 3)",
-        '[[generator_adversary]] #1 "same" (position 5): duplicate name, '
-        "already used by [[adversarial]] #2 (position 3)",
+        '[[cases]] #2 "same" (line 15, position 4): duplicate name, '
+        "already used by [[adversarial]] #2 (line 11, position 3)",
+        '[[generator_adversary]] #1 "same" (line 19, position 5): duplicate name, '
+        "already used by [[adversarial]] #2 (line 11, position 3)",
     )
 
 
@@ -427,20 +427,22 @@ def test_input_and_expect_must_be_tables(tmp_path: Path) -> None:
     text += case("adversarial", "name-here", extra="expect = [1, 2]")
     err = refuse(tmp_path, text)
     assert err.problems == (
-        '[[cases]] #2 "b": input must be a table, not a string',
-        '[[adversarial]] #3 "name-here": expect must be a table, not an array',
+        '[[cases]] #2 "b" (line 7): input must be a table, not a string',
+        '[[adversarial]] #3 "name-here" (line 19): expect must be a table, not an array',
     )
-    assert 'evals.toml: [[adversarial]] #3 "name-here": expect must be a table' in str(err)
+    assert 'evals.toml: [[adversarial]] #3 "name-here" (line 19): expect must be a table' in str(
+        err
+    )
 
 
 def test_field_type_problems(tmp_path: Path) -> None:
     extra = 'tags = "one"\nverifies = ["a", 2]\ndescription = 5\nseverity = ["critical"]'
     problems = refuse(tmp_path, HEAD + case("generator_adversary", "g", extra=extra)).problems
     assert problems == (
-        '[[generator_adversary]] #1 "g": description must be a string, not an integer',
-        '[[generator_adversary]] #1 "g": severity must be a string, not an array',
-        '[[generator_adversary]] #1 "g": verifies must be a list of strings',
-        '[[generator_adversary]] #1 "g": tags must be a list of strings',
+        '[[generator_adversary]] #1 "g" (line 3): description must be a string, not an integer',
+        '[[generator_adversary]] #1 "g" (line 3): severity must be a string, not an array',
+        '[[generator_adversary]] #1 "g" (line 3): verifies must be a list of strings',
+        '[[generator_adversary]] #1 "g" (line 3): tags must be a list of strings',
     )
 
 
@@ -465,12 +467,14 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     err = refuse(tmp_path, text)
     assert len(err.problems) == 5
     assert err.problems[0].startswith("commonsformat_evals must be a string")
-    assert '[[cases]] #2 "dup": input must be a table, not an integer' in err.problems
-    assert '[[adversarial]] #1 "x": category is required' in err.problems
-    assert '[[generator_adversary]] #1 "y": tags must be a list of strings' in err.problems
+    assert '[[cases]] #2 "dup" (line 6): input must be a table, not an integer' in err.problems
+    assert '[[adversarial]] #1 "x" (line 10): category is required' in err.problems
     assert (
-        '[[cases]] #2 "dup" (position 2): duplicate name, already used by [[cases]] #1 '
-        "(position 1)" in err.problems
+        '[[generator_adversary]] #1 "y" (line 12): tags must be a list of strings' in err.problems
+    )
+    assert (
+        '[[cases]] #2 "dup" (line 6, position 2): duplicate name, already used by [[cases]] #1 '
+        "(line 2, position 1)" in err.problems
     )
     lines = str(err).splitlines()
     assert len(lines) == len(err.problems)
@@ -482,7 +486,7 @@ def test_duplicate_is_reported_alongside_other_problems(tmp_path: Path) -> None:
     problems = refuse(tmp_path, text).problems
     assert len(problems) == 2
     assert "duplicate name" in problems[0]
-    assert problems[1] == '[[cases]] #3 "z": category is required'
+    assert problems[1] == '[[cases]] #3 "z" (line 11): category is required'
 
 
 def test_suite_error_survives_pickling(tmp_path: Path) -> None:
@@ -906,3 +910,15 @@ def test_repeated_values_are_shared_between_cases(tmp_path: Path) -> None:
         assert other.category is first.category
         assert other.tags is first.tags
         assert other.severity is first.severity
+
+
+def test_an_unclosed_inline_table_names_the_line_it_opened_on(tmp_path: Path) -> None:
+    """An inline table may span lines, so the parser gives up far below the missing
+    brace, at the next case's header; the message says where the table opened."""
+    text = HEAD + '[[cases]]\nname = "a"\ncategory = "functional"\ninput = { x = "}{" }\n'
+    text += 'expect = { v = { no-store = true }  # a } in a comment\n\n[[cases]]\nname = "b"\n'
+    (problem,) = refuse(tmp_path, text).problems
+    assert problem == (
+        "9:1: invalid TOML: Unclosed inline table; the table opened at line 7 is not closed "
+        "(it ends with })"
+    )

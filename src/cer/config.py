@@ -567,6 +567,24 @@ def _check_implementation(item: Implementation) -> None:
             raise UsageError(f"the implementation command is empty ({named.option})")
 
 
+def configured_timeout(given: float | None, config: ProjectConfig) -> float:
+    """The per-case timeout: ``given`` on the command line, else ``timeout`` in
+    ``[tool.cer]``, else the default. One timeout for cer run, cer-tui, cer derive and
+    the pytest plugin: a case that passes in CI passes in the watch loop too."""
+    timeout = given if given is not None else config.values.get("timeout", DEFAULT_TIMEOUT)
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        where = "--timeout" if given is not None else f"{config.path}: [tool.cer] timeout"
+        raise UsageError(
+            f"{where} must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, "
+            f"e.g. timeout = 5, not {timeout!r}"
+        )
+    return float(timeout)
+
+
 def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -> ResolvedRun:
     """Merge parsed arguments with ``[tool.cer]``; UsageError when something is missing.
 
@@ -583,18 +601,10 @@ def resolve_run(args: argparse.Namespace, config: ProjectConfig | None = None) -
         )
     for item in given:
         _check_implementation(item)
-    # One timeout for cer run, cer-tui and the pytest plugin: a case that passes in CI
-    # passes in the watch loop too.
-    timeout = args.timeout if args.timeout is not None else values.get("timeout", DEFAULT_TIMEOUT)
+    timeout = configured_timeout(args.timeout, config)
     isolation = args.isolation or values.get("isolation", DEFAULT_ISOLATION)
     if isolation not in ISOLATION_MODES:
         raise UsageError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
-    if (
-        not isinstance(timeout, int | float)
-        or isinstance(timeout, bool)
-        or not 0 < timeout <= MAX_TIMEOUT
-    ):
-        raise UsageError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
     max_memory = args.max_memory
     if max_memory is None and values.get("max_memory") is not None:
         max_memory = _config_size(values["max_memory"], "max_memory")

@@ -80,3 +80,19 @@ def test_every_pane_of_the_table_has_a_part_of_the_details() -> None:
     fields = set(Details.__dataclass_fields__)
     assert len({pane.name for pane in details.PANES}) == len(details.PANES)
     assert {pane.name for pane in details.PANES} == fields
+
+
+def test_a_case_of_the_first_run_not_run_yet_claims_no_previous_run() -> None:
+    from cer.suite.selection import Selection
+    from cer.tui.state.board import Board
+    from cer.tui.state.styles import DetailStyles
+
+    suite = triage_suite()
+    board = Board()
+    board.set_suite(suite)
+    board.begin_run(Selection())
+    row = board.rows[0]
+    assert row.stale and row.status is None
+    reason = details.render_reason(row, DetailStyles()).plain
+    assert "not run yet" in reason
+    assert "previous run" not in reason

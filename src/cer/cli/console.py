@@ -379,6 +379,13 @@ def summary_line(
     return line
 
 
+def _reason_line(reason: str, limit: int = 120) -> str:
+    """A recorded reason on one line, cut after ``limit`` characters with ``…`` so that a
+    cut reason never reads as a whole one."""
+    line = " ".join(reason.splitlines())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _local_time(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -493,7 +500,7 @@ def render_case_history(name: str, entries: Sequence[CaseEntry], where: str) -> 
                 f"{SYMBOLS[status]} {LABELS[status]}"
                 + (f" ({entry.fail_class})" if entry.fail_class else ""),
                 "flaky" if entry.flaky else "",
-                " ".join((entry.reason or "").splitlines())[:120],
+                _reason_line(entry.reason or ""),
             ]
         )
     lines = [f"{name}: {len(entries)} run{'s' if len(entries) != 1 else ''}"]
@@ -515,7 +522,7 @@ def _change_line(symbol: str, change: CaseChange) -> str:
         after += f" ({change.after_class})"
     text = f"  {symbol} {change.case_name}  {before} → {after}"
     if change.reason and change.after not in (None, Status.PASS.value):
-        text += f"  ({' '.join(change.reason.splitlines())[:120]})"
+        text += f"  ({_reason_line(change.reason)})"
     return text
 
 
@@ -523,9 +530,11 @@ def render_diff(diff: RunDiff, before: RunRecord, after: RunRecord) -> str:
     """``cer diff``: regressions, fixes, other changes, new and removed cases."""
 
     def describe(record: RunRecord) -> str:
+        partial = ", partial run: the cases it did not run are skipped in it"
         return (
             f"{record.short_id} ({record.implementation_id}, "
-            f"{_local_time(record.started_at_ms)}, {record.verdict})"
+            f"{_local_time(record.started_at_ms)}, {record.verdict}"
+            f"{partial if record.partial else ''})"
         )
 
     lines = [for_terminal(f"from {describe(before)}"), for_terminal(f"  to {describe(after)}")]

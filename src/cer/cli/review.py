@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cer.config import SUITE_HELP, UsageError, find_project_config, resolve_suite
+from cer.config import (
+    SUITE_HELP,
+    UsageError,
+    configured_timeout,
+    find_project_config,
+    resolve_suite,
+)
 from cer.coverage import CoverageError, suite_coverage
 from cer.engine.options import DEFAULT_TIMEOUT, RunOptions
 from cer.history.database import History, default_history_path
@@ -57,9 +63,9 @@ def add_review_commands(commands: Any) -> None:
     derive_parser.add_argument(
         "--timeout",
         type=float,
-        default=DEFAULT_TIMEOUT,
+        default=None,
         metavar="SECONDS",
-        help=f"per draft (default {DEFAULT_TIMEOUT:g})",
+        help=f"per draft, with --impl (default: timeout in [tool.cer], else {DEFAULT_TIMEOUT:g})",
     )
     derive_parser.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -122,6 +128,9 @@ def _draft_line(draft: Draft) -> str:
     line = _shown(f"  + {draft.name}  [{draft.standing}]  {draft.constraint}: {draft.why}")
     if draft.observed is not None:
         line += f"\n      observed: {_inline(draft.observed)} (from {_shown(draft.observed_from)})"
+        if not draft.expect:
+            approve = _shown(f"cer approve {draft.name} --use-observed")
+            line += f"\n      to take it as the expectation: {approve}"
     elif draft.observed_note:
         line += f"\n      nothing observed: {_shown(draft.observed_note)}"
     return line
@@ -243,7 +252,8 @@ def cmd_derive(args: argparse.Namespace) -> int:
         observed_drafts: list[Draft] = []
         checked: list[tuple[str, str, str]] = []
         if args.impl:
-            options = RunOptions(impl=args.impl, timeout=args.timeout)
+            timeout = configured_timeout(args.timeout, find_project_config())
+            options = RunOptions(impl=args.impl, timeout=timeout)
             observed = observe(suite, after.drafts, options, args.impl)
             ran = {
                 d.name: d

@@ -281,6 +281,20 @@ def _toml_value(text: str) -> tuple[bool, Any]:
         return False, None
 
 
+def _example_expect(value: Any, shape: SuiteShape) -> dict[str, Any]:
+    """The expectation of an example whose text gives ``value``. A table that holds the
+    suite's value key (`{ directives = { … } }` where cases compare ``directives``) is
+    the whole returned table, the observation itself, never the value of that key; a
+    table with a key spelled like an operator or a runner-observed key stays a value."""
+    if (
+        isinstance(value, dict)
+        and shape.value_key in value
+        and not any(is_operator_key(k) or k in RUNNER_OBSERVED_KEYS for k in value)
+    ):
+        return dict(value)
+    return {shape.value_key: value}
+
+
 def _bound_ms(text: str) -> int | None:
     match = _BOUND.search(text)
     if match is None:
@@ -326,7 +340,9 @@ def _rejection_expect(text: str) -> dict[str, Any]:
     error_type = _ERROR_TYPE.search(text)
     if error_type is not None:
         expect["error_type"] = error_type[1]
-    quoted = _QUOTED.search(text)
+    # A quote inside backticks is part of an input (`ext="abc`), never a phrase.
+    outside_code = re.sub(r"`[^`]*`", lambda code: " " * len(code[0]), text)
+    quoted = _QUOTED.search(outside_code)
     if quoted is not None:
         expect["error_includes"] = quoted[1] or quoted[2]
     return expect
@@ -355,9 +371,11 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
         [*(m for m in _EXAMPLE.finditer(text) if m.start("value") not in claimed), *inputs_after],
         key=lambda m: m.start(),
     )
+    not_toml: str | None = None
     for match in examples:
         ok, value = _toml_value(match["value"])
         if not ok:
+            not_toml = not_toml or match["value"]
             continue
         example = f"`{match['input']}` is `{match['value']}`" + _from(text, match.start())
         if key is None:
@@ -365,7 +383,7 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
                 _Proposal(
                     "example",
                     None,
-                    {shape.value_key: value},
+                    _example_expect(value, shape),
                     f"the text's example {example}, but the suite's cases take no single "
                     "string input to hold it",
                     "needs-input",
@@ -376,7 +394,7 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
                 _Proposal(
                     "example",
                     {key: match["input"]},
-                    {shape.value_key: value},
+                    _example_expect(value, shape),
                     f"the text's example {example}",
                     "mechanical",
                 )
@@ -423,6 +441,19 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
                 None,
                 {"elapsed_ms_max": bound},
                 f"the text states a time bound ({bound} ms) but no input to time",
+                "needs-input",
+            )
+        )
+    if not found and not_toml is not None:
+        shown = not_toml if len(not_toml) <= 60 else not_toml[:57] + "..."
+        found.append(
+            _Proposal(
+                "open",
+                None,
+                None,
+                f"the text's example gives `{shown}`, which is not a TOML value (written as "
+                'one, `{ key = 1 }` rather than `{"key": 1}`, it becomes a draft): a person '
+                "must write an input and an expectation",
                 "needs-input",
             )
         )

@@ -195,8 +195,32 @@ def _describe_toml_error(exc: ValueError, source: str) -> str:
             line = source.count("\n") + 1
             column = len(source) - (source.rfind("\n") + 1) + 1
     if isinstance(line, int) and isinstance(column, int):
-        return f"{line}:{column}: invalid TOML: {reason or message}"
+        return (
+            f"{line}:{column}: invalid TOML: {reason or message}{_opened_at(reason, line, source)}"
+        )
     return f"invalid TOML: {reason or message}"
+
+
+_QUOTED_TEXT = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
+"""A TOML basic or literal string on one line, whose braces are text."""
+
+
+def _opened_at(reason: str | None, line: int, source: str) -> str:
+    """Where the inline table an ``Unclosed inline table`` error is about was opened:
+    the parser reads on past the line break (an inline table may span lines) and
+    reports where it gave up, often the next case's header, far below the missing
+    brace. The nearest line above with more ``{`` than ``}`` outside strings and
+    comments is named; nothing when there is none."""
+    if reason != "Unclosed inline table":
+        return ""
+    depth = 0
+    lines = source.splitlines()[: line - 1]
+    for number in range(len(lines), 0, -1):
+        text = _QUOTED_TEXT.sub("", lines[number - 1]).split("#", 1)[0]
+        depth += text.count("{") - text.count("}")
+        if depth > 0:
+            return f"; the table opened at line {number} is not closed (it ends with }})"
+    return ""
 
 
 def _build_suite(document: dict[str, Any], source: str, path: Path, content_hash: str) -> Suite:
@@ -238,7 +262,7 @@ def _build_suite_columns(
         entries.sort(key=lambda item: 0 if item[3] is None else item[3])
 
     rows: list[tuple[Any, ...]] = []
-    first_seen: dict[str, tuple[int, str, int]] = {}
+    first_seen: dict[str, tuple[int, str, int, int | None]] = {}
     for position, (array, index, entry, line) in enumerate(entries, start=1):
         case_class = ARRAY_TO_CASE_CLASS[array]
         row = _case_row(entry, case_class, index, position, line)
@@ -250,13 +274,13 @@ def _build_suite_columns(
             name = entry.get("name") if isinstance(entry, dict) else None
             if not isinstance(name, str) or not name.strip():
                 continue
-        earlier = first_seen.setdefault(name, (position, array, index))
+        earlier = first_seen.setdefault(name, (position, array, index, line))
         if earlier[0] != position:
-            first_position, first_array, first_index = earlier
+            first_position, first_array, first_index, first_line = earlier
             problems.append(
-                f'[[{array}]] #{index} "{name}" (position {position}): duplicate name, '
-                f"already used by [[{first_array}]] #{first_index} "
-                f"(position {first_position})"
+                f'[[{array}]] #{index} "{name}" ({_at_line(line)}position {position}): '
+                f"duplicate name, already used by [[{first_array}]] #{first_index} "
+                f"({_at_line(first_line)}position {first_position})"
             )
 
     if problems:
@@ -603,6 +627,11 @@ def _case_row(
     )
 
 
+def _at_line(line: int | None) -> str:
+    """``line 12, `` before a case's position when its header's line is known."""
+    return f"line {line}, " if line is not None else ""
+
+
 def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list[str]:
     """Every problem of an entry that :func:`_build_case` refused, in field order."""
     if not isinstance(entry, dict):
@@ -612,11 +641,12 @@ def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list
     label = f"[[{array}]] #{index}"
     if isinstance(name, str) and name.strip():
         label += f' "{name}"'
+    if line is not None:
+        label += f" (line {line})"
     for key in entry:
         if key not in _CASE_KEYS:
-            where = f" (line {line})" if line is not None else ""
             problems.append(
-                f"{label}{where}: unknown field {key!r}{_did_you_mean(key, _CASE_KEYS)}; "
+                f"{label}: unknown field {key!r}{_did_you_mean(key, _CASE_KEYS)}; "
                 f"a case holds only {', '.join(sorted(_CASE_KEYS))}"
             )
 
@@ -632,9 +662,8 @@ def _case_problems(entry: Any, array: str, index: int, line: int | None) -> list
             problems.append(f"{label}: {key} must be a table, not {_type_name(value)}")
     expect = entry.get("expect")
     if isinstance(expect, dict) and not _declares_well(expect):
-        where = f" (line {line})" if line is not None else ""
         problems.append(
-            f"{label}{where}: expect.{SELF_REPORTED} must be a non-empty array of the "
+            f"{label}: expect.{SELF_REPORTED} must be a non-empty array of the "
             "names of keys the case compares whose values are the implementation's own "
             f'figures, e.g. {SELF_REPORTED} = ["count"], {_declared_wrong(expect[SELF_REPORTED])}'
         )

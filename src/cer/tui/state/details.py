@@ -126,7 +126,7 @@ def render_reason(
     text.append(f"{SYMBOLS[status]} {word}", status_style + styles.heading)
     if result is not None and result.elapsed_ms is not None:
         text.append(f"  in {format_ms(result.elapsed_ms)}", styles.label)
-    if row.stale:
+    if row.stale and status is not None:  # a case never run has no previous result
         text.append("  (from the previous run)", styles.label)
     change = row.change
     if change is Change.FIXED:
