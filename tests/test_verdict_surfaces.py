@@ -233,6 +233,10 @@ def test_every_surface_states_the_same_verdict(
     assert _html_badge(recorded_page) == word
     code, out = _cer(capsys, "diff")
     to_line = next(line for line in out.splitlines() if line.startswith("  to "))
-    said["cer diff"] = to_line.split(", ", 2)[2].removesuffix(")")
+    said["cer diff"] = (
+        to_line.split(", ", 2)[2]
+        .removesuffix(")")
+        .removesuffix(", partial run: the cases it did not run are skipped in it")
+    )
 
     assert said == dict.fromkeys(said, sentence)
