@@ -17,7 +17,7 @@ from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import Status
-from cer.sandbox import landlock
+from cer.sandbox import landlock, world
 from cer.suite.loader import load_suite
 
 LANDLOCK = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here")
@@ -129,10 +129,28 @@ def test_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @LANDLOCK
-def test_auto_and_require_use_landlock_here() -> None:
+def test_auto_and_require_use_the_world_and_landlock_here() -> None:
     found = sandbox.status()
-    assert confinement.decide("auto", "allow").description == f"landlock ABI {found.abi}"
+    if sandbox.world_refused() is not None:
+        pytest.skip(f"no world here: {sandbox.world_refused()}")
+    decision = confinement.decide("auto", "allow")
+    assert decision.description == f"namespaces + landlock ABI {found.abi}"
+    assert decision.world
     assert confinement.decide("require", "deny").abi == found.abi
+
+
+@LANDLOCK
+def test_without_namespaces_auto_is_landlock_only_and_require_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(world.DISABLE_ENV, "1")
+    decision = confinement.decide("auto", "allow")
+    assert not decision.world and decision.abi == sandbox.status().abi
+    assert decision.description == (
+        f"landlock only: namespaces turned off ({world.DISABLE_ENV} is set)"
+    )
+    with pytest.raises(confinement.SandboxUnavailable, match=r"world .* cannot be made here"):
+        confinement.decide("require", "allow")
 
 
 def test_require_without_landlock_is_a_usage_error(
@@ -175,10 +193,15 @@ def test_the_sandbox_keeps_the_suite_out_of_reach(tmp_path: Path, mode: str) -> 
     (result,) = run.results
     assert result.status is Status.ERRORED
     suite = tmp_path.resolve() / "evals.toml"
+    # In the implementation's world the suite is absent; under Landlock alone, refused.
+    refusal = (
+        f"FileNotFoundError: [Errno 2] No such file or directory: '{suite}'"
+        if sandbox.world_refused() is None
+        else f"PermissionError: [Errno 13] Permission denied: '{suite}'"
+    )
     assert result.reason == (
-        f"the implementation raised PermissionError: [Errno 13] Permission denied: "
-        f"'{suite}'; the sandbox denied access to {suite} (not in the implementation's "
-        "allowed paths)"
+        f"the implementation raised {refusal}; the sandbox denied access to {suite} (not "
+        "in the implementation's allowed paths)"
     )
 
 
