@@ -294,7 +294,9 @@ def build(
 
 _DENIED = re.compile(
     r"(?:\[Errno 13\] Permission denied: |\[Errno 1\] Operation not permitted: "
-    r"|EACCES: permission denied, \w+ |EPERM: operation not permitted, \w+ )'([^']+)'"
+    r"|\[Errno 30\] Read-only file system: "
+    r"|EACCES: permission denied, \w+ |EPERM: operation not permitted, \w+ "
+    r"|EROFS: read-only file system, \w+ )'([^']+)'"
 )
 
 
