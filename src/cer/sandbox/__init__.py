@@ -225,6 +225,15 @@ def expand(
     read: list[str] = []
     for root in read_roots:
         _allow(root, refused, refused_ids, read, listable)
+    # The links in a folder lent entry by entry (a module linked into the project):
+    # made again in the world, where they lead to what they lead to here if that is
+    # lent, and to nothing otherwise.
+    for folder in listable:
+        try:
+            with os.scandir(folder) as entries:
+                aliases.extend(entry.path for entry in entries if entry.is_symlink())
+        except OSError:
+            continue
     return Policy(
         tuple(dict.fromkeys(read)),
         tuple(dict.fromkeys(write)),

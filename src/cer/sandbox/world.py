@@ -191,6 +191,8 @@ def enter(
     if private_scratch:
         own = os.path.join(private_scratch, f"world-{os.urandom(8).hex()}")
         os.mkdir(own, 0o700)
+        # As the run's folder is: written to and searched, never listed.
+        os.chmod(own, os.stat(private_scratch).st_mode & 0o7777)
         scratch_source = own
     else:
         scratch_source = ""
