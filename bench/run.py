@@ -653,11 +653,11 @@ def section_fork(root: Path, quick: bool) -> dict[str, Any]:
             result["trivial_landlock_only_ms"] = both[LANDLOCK_ONLY].wall_ms
             result["trivial_landlock_only_cpu_ms"] = both[LANDLOCK_ONLY].cpu_ms
             # A worker's start, world included: the one-case run, with and without it.
-            starts = {True: [], False: []}
+            starts: dict[bool, list[float]] = {True: [], False: []}
             for _ in range(5):
                 for world in (True, False):
                     with _landlock_only(not world):
-                        starts[world].append(cer_run(one, impl, *fork).wall_s)
+                        starts[world].append(cer_run(one, impl, *fork).wall)
             result["one_case_run_s"] = statistics.median(starts[True])
             result["one_case_run_landlock_only_s"] = statistics.median(starts[False])
         else:
