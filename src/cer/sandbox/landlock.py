@@ -325,7 +325,7 @@ def main(argv: list[str]) -> int:
         if world:
             # Process 1 of the world stays to reap; this returns in its child.
             _sibling("world").enter(
-                found["r"], found["w"], found["l"], found["a"], network=deny, pids=True, init=True
+                found["r"], found["w"], found["l"], found["a"], network=deny, pids=True
             )
         else:
             privileges.private_shm()  # before the rules: a confined process cannot mount

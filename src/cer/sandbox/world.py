@@ -25,12 +25,12 @@ is simply absent:
 
 Root makes the namespaces directly; any other user inside a user namespace of its own,
 its user and group mapped to themselves. With a PID namespace the calling process
-forks: the parent stays outside as a relay (it waits for the child and ends as it
-ended, passing on the signals it gets), and the child, process 1 of the new namespace,
-goes on (:func:`enter` returns there): every process it starts is inside, and when it
-ends the kernel ends them all. ``init=True`` forks once more, so that the program the
-launcher executes is not process 1 (which the kernel spares signals it has no handler
-for): process 1 then only reaps, and ends as that program ended.
+forks twice: the first parent stays outside as a relay, the second is process 1 of the
+new namespace, which only reaps; the grandchild goes on (:func:`enter` returns there),
+as process 2, so that it is not the process the kernel spares every signal it has no
+handler for (an ``abort()`` or a stop it sends itself would do nothing). Both parents
+pass on the signals they get and end as the grandchild ended; every process it starts
+is inside, and when it ends, process 1 ends and the kernel ends every process left.
 
 Run as a script (``world.py --probe``), it tries the whole construction in a child and
 says whether it can be had here (:func:`probe`). Like :mod:`cer.sandbox.landlock`, this
@@ -173,7 +173,6 @@ def enter(
     network: bool,
     pids: bool,
     private_scratch: str = "",
-    init: bool = False,
 ) -> None:
     """Move this process into a world built from the paths given (see the module's
     docstring): ``read`` bound read-only, ``write`` read-write, ``listable`` made as
@@ -182,6 +181,8 @@ def enter(
     and ``/proc`` (the caller forks; see the module's docstring); ``private_scratch``:
     a folder (one of ``write``) whose content is this world's own (a fresh folder in it
     is bound in its place, so that no other world sees what this one writes there).
+    With ``pids``, this returns in a grandchild of the caller (see the module's
+    docstring).
 
     WorldError when a step fails: the process may then be half-way (in a user namespace
     with no world), and must not run the implementation."""
@@ -218,18 +219,24 @@ def enter(
             except OSError as exc:
                 raise WorldError(f"writing /proc/self/{name}: {exc.strerror or exc}") from None
     if pids:
-        _split()
+        report_r, report_w = os.pipe2(os.O_CLOEXEC)
+        _split(report_r, init=False)  # returns in the child, which keeps the write end
     if network:
         _loopback_up()
     _build(read, write, listable, aliases, cwd, scratch_source, private_scratch, proc=pids)
-    if init:
-        _split(init=True)
+    if pids:
+        _split(report_w, init=True)  # returns in process 1's child
 
 
-def _split(init: bool = False) -> None:
+def _split(report: int, *, init: bool) -> None:
     """Fork; the parent waits for the child and ends as it ended (it never returns),
-    the child returns. The relay (``init=False``) is outside the PID namespace and
-    passes on the signals it gets; process 1 (``init=True``) also reaps every orphan."""
+    the child returns. Both parents pass on to their child the signals they get.
+
+    The relay (``init=False``) is outside the PID namespace; it keeps the read end of
+    ``report``, the pipe through which process 1 tells how the program ended.
+    Process 1 (``init=True``) reaps every orphan of the world and, when its child
+    ends, writes that child's wait status to ``report``: process 1 cannot end by a
+    signal it sends itself, so the relay ends as the status says."""
     # Opened and imported before the fork: the relay shares the mount namespace in
     # which the child is about to replace the root, and must need no path after it.
     import resource
@@ -242,36 +249,49 @@ def _split(init: bool = False) -> None:
         raise WorldError(f"fork: {exc.strerror or exc}") from None
     if child == 0:
         os.close(null)
-        if not init:
-            _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        os.close(report)  # the relay's end, or process 1's
+        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         return
-    _wait_as_parent(child, init, null, resource)
+    _wait_as_parent(child, init, null, report, resource)
 
 
-def _wait_as_parent(child: int, init: bool, null: int, resource: types.ModuleType) -> None:
+def _wait_as_parent(
+    child: int, init: bool, null: int, report: int, resource: types.ModuleType
+) -> None:
     """The parent's part of :func:`_split`: nothing of the implementation's, no
-    descriptor but its standard error, then the child's end passed on as its own."""
+    descriptor but its standard error (and ``report``), then the child's end passed on
+    as its own."""
     try:
         os.dup2(null, 0)
         os.dup2(null, 1)
         if init:
             os.dup2(null, 2)
-        os.closerange(3, 1 << 20)
-        if not init:
-            for number in _RELAYED:
-                signal.signal(number, lambda got, _frame: _pass_on(child, got))
-        code = 1
+        os.dup2(report, 3)
+        os.closerange(4, 1 << 20)
+        for number in _RELAYED:
+            signal.signal(number, lambda got, _frame: _pass_on(child, got))
+        status = -1
         while True:
             try:
-                pid, status = os.waitpid(-1 if init else child, 0)
+                pid, found = os.waitpid(-1 if init else child, 0)
             except ChildProcessError:
                 break
             except InterruptedError:
                 continue
             if pid == child:
-                code = _end_code(status)
+                status = found
                 break
-        _end_as(code, resource)
+        if init:
+            if status >= 0:
+                os.write(3, status.to_bytes(4, "little"))
+            os._exit(0)
+        try:
+            told = os.read(3, 4)
+        except OSError:
+            told = b""
+        if len(told) == 4:
+            status = int.from_bytes(told, "little")
+        _end_as(_end_code(status) if status >= 0 else 1, resource)
     finally:
         os._exit(1)
 
