@@ -191,9 +191,14 @@ def enter(
     cwd = os.getcwd()
     if private_scratch:
         own = os.path.join(private_scratch, f"world-{os.urandom(8).hex()}")
-        os.mkdir(own, 0o700)
-        # As the run's folder is: written to and searched, never listed.
-        os.chmod(own, os.stat(private_scratch).st_mode & 0o7777)
+        try:
+            os.mkdir(own, 0o700)
+            # As the run's folder is: written to and searched, never listed.
+            os.chmod(own, os.stat(private_scratch).st_mode & 0o7777)
+        except OSError as exc:
+            raise WorldError(
+                f"the cases' scratch folder could not be made: {exc.strerror or exc}"
+            ) from None
         scratch_source = own
     else:
         scratch_source = ""
