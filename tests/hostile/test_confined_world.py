@@ -14,7 +14,9 @@ policy lends) by absence, and where no world can be built by Landlock's refusal.
 
 The attacks run for every way an implementation runs (Python with fork isolation and
 without, a command harness, a per-case command, a case whose memory is measured), as
-root, as root without namespaces, and as the ordinary user ``nobody``.
+root, as root without namespaces, and as the ordinary user ``nobody``: each test is a
+few real runs (about 8 s), because each way builds its world differently and only a
+real run builds it.
 """
 
 from __future__ import annotations
