@@ -87,7 +87,7 @@ def _udp(port):
 
 
 def attack(kind, arg=""):
-    if kind == "socket":
+    if kind in ("socket", "project-socket"):
         return _reached(lambda: _connect(arg))
     if kind == "abstract":
         return _reached(lambda: _connect("\0" + arg))
@@ -103,7 +103,18 @@ def attack(kind, arg=""):
     raise ValueError(kind)
 """
 
-ATTACKS = ("socket", "abstract", "udp", "proc", "signal", "git", "merged", "page", "home")
+ATTACKS = (
+    "socket",
+    "project-socket",
+    "abstract",
+    "udp",
+    "proc",
+    "signal",
+    "git",
+    "merged",
+    "page",
+    "home",
+)
 
 
 @dataclass
@@ -116,11 +127,14 @@ class Servers:
     unix: socket.socket
     hidden: socket.socket
     udp: socket.socket
+    beside: list[socket.socket]
+    """A server's socket in the project's folder (a database's, say)."""
 
     def reached(self) -> list[str]:
         """Which of the servers something reached."""
         found = []
-        for name, server in (("socket", self.unix), ("abstract", self.hidden)):
+        named = [("socket", self.unix), ("abstract", self.hidden)]
+        for name, server in [*named, *(("project-socket", extra) for extra in self.beside)]:
             server.setblocking(False)
             try:
                 server.accept()[0].close()
@@ -161,8 +175,9 @@ def servers(base: Path) -> Iterator[Servers]:
     hidden.listen(8)
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
-    yield Servers(path, abstract, unix, hidden, udp)
-    for server in (unix, hidden, udp):
+    found = Servers(path, abstract, unix, hidden, udp, [])
+    yield found
+    for server in (unix, hidden, udp, *found.beside):
         server.close()
 
 
@@ -182,8 +197,14 @@ def _project(base: Path, servers: Servers) -> tuple[Path, dict[str, str]]:
     for folder in (base, project, tools, tools / ".git", home):
         folder.chmod(0o755)
     (project / "probe.py").write_text(PROBE, encoding="utf-8")
+    beside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    beside.bind(str(project / "db.sock"))
+    os.chmod(project / "db.sock", 0o777)
+    beside.listen(8)
+    servers.beside.append(beside)
     args = {
         "socket": servers.path,
+        "project-socket": str(project / "db.sock"),
         "abstract": servers.abstract,
         "udp": str(servers.udp.getsockname()[1]),
         "proc": str(os.getpid()),

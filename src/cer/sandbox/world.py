@@ -18,7 +18,8 @@ is simply absent:
   measured, which may start no process anyway);
 - the old root detached: the home folder, the checkout, its ``.git``, reports, caches,
   ``/run`` and every Unix socket path are not there, and neither is what anybody writes
-  later outside the paths bound;
+  later outside the paths bound; a socket lent as an entry of a folder lent entry by
+  entry is not bound either;
 - an IPC namespace (System V shared memory, semaphores, queues), and, when the network
   is denied, a network namespace holding only a loopback interface (up), so that no
   socket reaches a server outside, UDP or abstract Unix ones included.
@@ -44,6 +45,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import stat
 import sys
 import types
 
@@ -445,7 +447,10 @@ def _build(
                 os.makedirs(target, 0o755, exist_ok=True)
         else:
             source = _OLD + (scratch_source if kind == "rw" and path == scratch else path)
-            if not os.path.lexists(source):
+            try:
+                if stat.S_ISSOCK(os.lstat(source).st_mode):
+                    continue  # a server's socket, lent as an entry of a folder: not bound
+            except OSError:
                 continue
             _bind(source, target, writable=kind == "rw")
             bound.add(path)
