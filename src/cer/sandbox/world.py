@@ -323,12 +323,12 @@ def _end_as(code: int, resource: types.ModuleType) -> None:
         number = -code
         with contextlib.suppress(OSError, ValueError):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        try:
-            signal.signal(number, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # no handler to reset
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(number, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
+        with contextlib.suppress(OSError):
             os.kill(os.getpid(), number)
-        except (OSError, ValueError):
-            pass
         os._exit(128 + number)
     os._exit(code)
 
