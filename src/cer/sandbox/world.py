@@ -346,7 +346,7 @@ def _loopback_up() -> None:
     libc = _libc()
     # A Unix socket: a case whose memory is measured may open no other (its worker is
     # under that filter before its world is built).
-    fd = libc.socket(1, 2 | 0o2000000, 0)  # AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC
+    fd = libc.socket(1, 1 | 0o2000000, 0)  # AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC
     if fd < 0:
         raise _fail("socket")
     try:
