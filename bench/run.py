@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -54,7 +55,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -571,6 +572,24 @@ def marginal(
     )
 
 
+LANDLOCK_ONLY = "landlock-only"
+"""The variant of :func:`marginals` run without the implementation's world (Landlock
+and seccomp alone), as where namespaces are refused."""
+
+
+@contextlib.contextmanager
+def _landlock_only(wanted: bool) -> Iterator[None]:
+    """Runs started meanwhile build no world (``CER_SANDBOX_NO_NAMESPACES``)."""
+    if not wanted:
+        yield
+        return
+    os.environ["CER_SANDBOX_NO_NAMESPACES"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("CER_SANDBOX_NO_NAMESPACES", None)
+
+
 def marginals(
     folder: Path, one: Path, cases: int, impl: str, variants: dict[str, tuple[str, ...]]
 ) -> dict[str, Marginal]:
@@ -580,8 +599,9 @@ def marginals(
     small: dict[str, list[Measured]] = {name: [] for name in variants}
     for _ in range(3):
         for name, extra in variants.items():
-            big[name].append(cer_run(folder, impl, *extra))
-            small[name].append(cer_run(one, impl, *extra))
+            with _landlock_only(name == LANDLOCK_ONLY):
+                big[name].append(cer_run(folder, impl, *extra))
+                small[name].append(cer_run(one, impl, *extra))
     found = {}
     for name in variants:
         many, few = medians(big[name]), medians(small[name])
@@ -625,12 +645,21 @@ def section_fork(root: Path, quick: bool) -> dict[str, Any]:
         fork = ("--isolation", "fork", "-j", "1")
         floor = fork_floor(folder, module, attr, key)
         if label == "trivial":  # the sandbox's share, on and off alternating
-            both = marginals(
-                folder, one, cases, impl, {"on": fork, "off": (*fork, "--sandbox", "off")}
-            )
+            variants = {"on": fork, "off": (*fork, "--sandbox", "off"), LANDLOCK_ONLY: fork}
+            both = marginals(folder, one, cases, impl, variants)
             cer = both["on"]
             result["trivial_sandbox_off_ms"] = both["off"].wall_ms
             result["trivial_sandbox_off_cpu_ms"] = both["off"].cpu_ms
+            result["trivial_landlock_only_ms"] = both[LANDLOCK_ONLY].wall_ms
+            result["trivial_landlock_only_cpu_ms"] = both[LANDLOCK_ONLY].cpu_ms
+            # A worker's start, world included: the one-case run, with and without it.
+            starts: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(5):
+                for world in (True, False):
+                    with _landlock_only(not world):
+                        starts[world].append(cer_run(one, impl, *fork).wall)
+            result["one_case_run_s"] = statistics.median(starts[True])
+            result["one_case_run_landlock_only_s"] = statistics.median(starts[False])
         else:
             cer = marginal(folder, one, cases, impl, *fork)
         floor_after = fork_floor(folder, module, attr, key)
@@ -1333,6 +1362,20 @@ def print_table(results: dict[str, Any]) -> None:
             f"  the sandbox's cost per case: {on - off:.3f} ms (on {on:.3f}, off {off:.3f}), "
             f"beside the fork floor's {floor:.3f} ms (target 0.45 ms or less)"
         )
+        alone = results["fork"].get("trivial_landlock_only_ms")
+        if alone is not None:
+            print(
+                f"  the world's cost per case: {on - alone:.3f} ms (namespaces + Landlock "
+                f"{on:.3f}, Landlock only {alone:.3f})"
+            )
+            start, start_alone = (
+                results["fork"]["one_case_run_s"],
+                results["fork"]["one_case_run_landlock_only_s"],
+            )
+            print(
+                f"  a one-case run (a worker's start): {start * 1000:.0f} ms with the world, "
+                f"{start_alone * 1000:.0f} ms with Landlock only"
+            )
         off_cpu = results["fork"].get("trivial_sandbox_off_cpu_ms")
         if off_cpu is not None:
             on_cpu = results["fork"]["trivial"]["cer_fork_cpu_ms"]

@@ -1040,7 +1040,8 @@ def test_single_implementation_output_is_unchanged(
     assert lines[-2].startswith(f"demo · {impl}:f@")
     assert re.fullmatch(
         r"2 cases: 1 passed, 1 failed, 0 errored, 0 skipped in \d+\.\d\ds "
-        r"— nonconformant · sandbox: (landlock ABI \d+|none: .*)",
+        r"— nonconformant · sandbox: "
+        r"(namespaces \+ landlock ABI \d+|landlock only: .*|landlock ABI \d+|none: .*)",
         lines[-1],
     )
     assert "agreement" not in text and "implementations:" not in text

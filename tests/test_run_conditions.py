@@ -19,6 +19,7 @@ import cer
 from cer import sandbox
 from cer.cli.commands import main
 from cer.cli.console import summary_line
+from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.history.database import History
@@ -64,10 +65,9 @@ def _run(suite_path: Path, **options: object) -> RunResult:
 
 def test_a_run_records_its_conditions(suite_path: Path) -> None:
     run = _run(suite_path, isolation="none", category_models={"special": "call"})
-    found = sandbox.status()
     assert run.conditions == RunConditions(
         isolation="none",
-        sandbox=found.describe(),
+        sandbox=confinement.decide("auto", "allow").description,
         network="allow",
         timeout=3.0,
         jobs=1,

@@ -4,6 +4,8 @@ The attacks themselves are in tests/hostile/test_sandbox_battery.py."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import Status
-from cer.sandbox import landlock
+from cer.sandbox import landlock, world
 from cer.suite.loader import load_suite
 
 LANDLOCK = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here")
@@ -129,10 +131,28 @@ def test_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @LANDLOCK
-def test_auto_and_require_use_landlock_here() -> None:
+def test_auto_and_require_use_the_world_and_landlock_here() -> None:
     found = sandbox.status()
-    assert confinement.decide("auto", "allow").description == f"landlock ABI {found.abi}"
+    if sandbox.world_refused() is not None:
+        pytest.skip(f"no world here: {sandbox.world_refused()}")
+    decision = confinement.decide("auto", "allow")
+    assert decision.description == f"namespaces + landlock ABI {found.abi}"
+    assert decision.world
     assert confinement.decide("require", "deny").abi == found.abi
+
+
+@LANDLOCK
+def test_without_namespaces_auto_is_landlock_only_and_require_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(world.DISABLE_ENV, "1")
+    decision = confinement.decide("auto", "allow")
+    assert not decision.world and decision.abi == sandbox.status().abi
+    assert decision.description == (
+        f"landlock only: namespaces turned off ({world.DISABLE_ENV} is set)"
+    )
+    with pytest.raises(confinement.SandboxUnavailable, match=r"world .* cannot be made here"):
+        confinement.decide("require", "allow")
 
 
 def test_require_without_landlock_is_a_usage_error(
@@ -175,10 +195,15 @@ def test_the_sandbox_keeps_the_suite_out_of_reach(tmp_path: Path, mode: str) -> 
     (result,) = run.results
     assert result.status is Status.ERRORED
     suite = tmp_path.resolve() / "evals.toml"
+    # In the implementation's world the suite is absent; under Landlock alone, refused.
+    refusal = (
+        f"FileNotFoundError: [Errno 2] No such file or directory: '{suite}'"
+        if sandbox.world_refused() is None
+        else f"PermissionError: [Errno 13] Permission denied: '{suite}'"
+    )
     assert result.reason == (
-        f"the implementation raised PermissionError: [Errno 13] Permission denied: "
-        f"'{suite}'; the sandbox denied access to {suite} (not in the implementation's "
-        "allowed paths)"
+        f"the implementation raised {refusal}; the sandbox denied access to {suite} (not "
+        "in the implementation's allowed paths)"
     )
 
 
@@ -303,3 +328,72 @@ def test_sandbox_and_network_come_from_the_command_line_or_the_file() -> None:
         _resolve([], {"sandbox": "maybe"})
     with pytest.raises(UsageError, match="--network deny needs the sandbox"):
         _resolve(["--network", "deny"], {"sandbox": "off"})
+
+
+# --------------------------------------------------------------------------- the world
+
+
+def test_a_policy_keeps_its_world_and_aliases_across_the_pipe(tmp_path: Path) -> None:
+    target = tmp_path / "real"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    policy = sandbox.expand([str(tmp_path / "link")], [], [])
+    assert policy.read == (str(target),)
+    assert policy.aliases == (str(tmp_path / "link"),)
+    sent = dataclasses.replace(policy, world=True)
+    assert sandbox.Policy.from_json(sent.to_json()) == sent
+
+
+WORLD = pytest.mark.skipif(
+    sandbox.world_refused() is not None, reason=f"no world here: {sandbox.world_refused()}"
+)
+
+
+@WORLD
+def test_a_world_holds_only_what_it_is_lent(tmp_path: Path) -> None:
+    """Built in a child: the lent file is there under its own name, through its link;
+    the file beside it, the folder around it, a socket and the other processes are not."""
+    lent = tmp_path / "project" / "module.py"
+    lent.parent.mkdir()
+    lent.write_text("VALUE = 1\n", encoding="utf-8")
+    (tmp_path / "project" / "secret.txt").write_text("expected values", encoding="utf-8")
+    (tmp_path / "alias").symlink_to(tmp_path / "project")
+    here = os.path.dirname(os.__file__)
+    read = sorted({os.path.realpath(p) for p in ("/usr", "/lib", "/lib64", "/etc", here)})
+    listable = [str(tmp_path / "project")]
+    (tmp_path / "notes.txt").write_text("not lent", encoding="utf-8")
+    read_w, write_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports what it sees, then ends
+        os.close(read_w)
+        try:
+            world.enter(
+                [*read, str(lent)],
+                [],
+                listable,
+                [str(tmp_path / "alias"), "/lib64", "/bin"],
+                network=True,
+                pids=True,
+            )
+            seen = {
+                "module": (tmp_path / "alias" / "module.py").read_text(encoding="utf-8"),
+                "listing": sorted(os.listdir(tmp_path / "project")),
+                "secret": os.path.exists(tmp_path / "project" / "secret.txt"),
+                "around": sorted(os.listdir(tmp_path)),
+                "pids": sorted(int(n) for n in os.listdir("/proc") if n.isdigit()),
+                "root": sorted(os.listdir("/")),
+            }
+            os.write(write_w, json.dumps(seen).encode())
+        finally:
+            os._exit(0)
+    os.close(write_w)
+    with os.fdopen(read_w, "rb") as handle:
+        seen = json.loads(handle.read() or b"{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert seen["module"] == "VALUE = 1\n"
+    assert seen["listing"] == ["module.py"] and not seen["secret"]
+    assert seen["pids"] == [1, 2]  # process 1 of the world, and the child itself
+    assert seen["around"] == ["alias", "project"]  # the folder around: only the way in
+    assert "home" not in seen["root"] and "run" not in seen["root"]
+    assert {"proc", "dev", "tmp", "usr"} <= set(seen["root"])

@@ -261,6 +261,11 @@ def test_a_bare_bin_folder_lends_no_more_than_a_toolchain(tmp_path: Path) -> Non
 # --- one cause, one message -------------------------------------------------------------
 
 
+_REFUSED = "not in its world" if sandbox.world_refused() is None else "permission denied"
+"""How a path the sandbox does not lend is refused: absent from the implementation's
+world, or refused by Landlock where there is none."""
+
+
 def _hidden_manager(home: Path) -> str:
     """A shim whose manager sits where nothing names it (its path is built at run time)."""
     _script(home / ".hidden" / "libexec" / "manager", 'exec python3 "$@"\n')
@@ -275,9 +280,8 @@ def test_a_harness_that_cannot_start_under_the_sandbox_says_so_once_in_words(
     home = project.parent / "home"
     monkeypatch.setenv("PATH", f"{_hidden_manager(home)}{os.pathsep}{os.environ['PATH']}")
     cause = (
-        "the harness could not start under the sandbox: ~/.hidden/libexec/manager: permission "
-        "denied (allow it with --sandbox-read ~/.hidden/libexec/manager, or run with "
-        "--sandbox off)"
+        f"the harness could not start under the sandbox: ~/.hidden/libexec/manager: {_REFUSED} "
+        "(allow it with --sandbox-read ~/.hidden/libexec/manager, or run with --sandbox off)"
     )
     assert _run(project, "py harness.py") == [(Status.ERRORED, f"not run: {cause}")] * 2
     code = main(["run", "evals.toml", "--impl-cmd", "py harness.py"])
@@ -307,7 +311,7 @@ def test_a_per_case_command_that_cannot_start_under_the_sandbox_says_so_once(
     monkeypatch.setenv("PATH", f"{_hidden_manager(home)}{os.pathsep}{os.environ['PATH']}")
     cause = (
         "the per-case command could not start under the sandbox: ~/.hidden/libexec/manager: "
-        "permission denied (allow it with --sandbox-read ~/.hidden/libexec/manager, or run "
+        f"{_REFUSED} (allow it with --sandbox-read ~/.hidden/libexec/manager, or run "
         "with --sandbox off)"
     )
     result = run_suite(

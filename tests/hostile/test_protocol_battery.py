@@ -508,8 +508,9 @@ def test_resident_memory_is_the_kernels_account_never_the_implementations(
     assert got[2] == (
         ERRORED,
         "could not verify resident_memory_mb: the case tried to start a process, or to "
-        "open a network socket or io_uring (killed by SIGSYS), and a case whose memory is "
-        "measured runs alone in one process that keeps its data to itself",
+        "open a network socket or io_uring, or to reach another process through a Unix "
+        "socket (killed by SIGSYS), and a case whose memory is measured runs alone in one "
+        "process that keeps its data to itself",
     )
     assert got[3] == (PASS, "")
     assert got[4][0] is ERRORED

@@ -332,8 +332,8 @@ def f(x):
     os.remove(path)
     try:
         open("notes.txt").close()
-    except PermissionError:
-        return x  # the rest of the folder is still refused
+    except (PermissionError, FileNotFoundError):
+        return x  # the rest of the folder is still refused (or absent from its world)
     return -1
 """
 

@@ -123,7 +123,8 @@ def _assert_denied(run: RunResult, root: Path) -> None:
     assert run.summary.passed == 0
     assert result.status is Status.ERRORED, result.reason
     assert f"the sandbox denied access to {root}/evals.toml" in (result.reason or "")
-    assert run.conditions is not None and run.conditions.sandbox.startswith("landlock")
+    assert run.conditions is not None
+    assert run.conditions.sandbox.startswith(("landlock", "namespaces + landlock"))
 
 
 # ------------------------------------------------------- code that runs before the sandbox

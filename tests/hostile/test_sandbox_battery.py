@@ -186,17 +186,18 @@ EVERY_ATTACK = (
     "tcp",
 )
 
-REASONS = {
+REASONS: dict[str, str | tuple[str, ...]] = {
     "read-suite": "the sandbox denied access to {root}/evals.toml (not in the implementation's",
     "read-module-doc": "the sandbox denied access to {root}/commonsformat.md (not in",
     "write-history": "the sandbox denied access to {root}/.cer/history.sqlite (not in",
     "write-report": "the sandbox denied access to {root}/out/report.json",
     "write-outside": "the sandbox denied access to {root}/lib/planted.txt (the implementation "
     "may only read there",
-    "signal-supervisor": "Operation not permitted",
+    # In the implementation's world the supervisor is not even there to be signalled.
+    "signal-supervisor": ("Operation not permitted", "No such process"),
     "signal-parent": "Operation not permitted",
-    "proc-fd": "Permission denied",
-    "proc-mem": "Permission denied",
+    "proc-fd": ("Permission denied", "No such file or directory"),
+    "proc-mem": ("Permission denied", "No such file or directory"),
     "ptrace-parent": "ptrace refused",
     "ptrace-supervisor": "ptrace refused",
     "tcp": "Permission denied",
@@ -229,8 +230,13 @@ def test_every_attack_is_refused_under_the_sandbox(probe: Probe, kind: str, isol
     for name in expected:
         result = results[name]
         assert result.status is Status.ERRORED, (name, result.status, result.reason)
-        fragment = REASONS[name].format(root=probe.root.resolve())
-        assert fragment in (result.reason or ""), (name, result.reason)
+        wanted = REASONS[name]
+        fragments = (wanted,) if isinstance(wanted, str) else wanted
+        found = [
+            fragment.format(root=probe.root.resolve()) in (result.reason or "")
+            for fragment in fragments
+        ]
+        assert any(found), (name, result.reason)
     _assert_nothing_changed(probe)
 
 

@@ -88,7 +88,7 @@ def attack(kind, mark=""):
         try:
             with open(os.path.join(os.path.dirname(here), "beside"), "w") as handle:
                 handle.write("x")
-        except PermissionError:
+        except OSError:  # refused by Landlock, or a read-only folder of its world
             return "refused"
         return "written"
     if kind == "list":  # the run's folder, where every case's own folder is made

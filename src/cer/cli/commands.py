@@ -1002,6 +1002,17 @@ def cmd_check(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK if report.ok else ExitCode.FAILED
 
 
+def _remember_output(path: str) -> None:
+    """Add ``path``, a file this command writes that holds expected values, to the
+    record of files cer wrote, so that no later run's implementation may read it
+    (:mod:`cer.sandbox.readset`); a record that cannot be kept is said, not fatal."""
+    from cer.sandbox import readset
+
+    why = readset.remember_outputs([path])
+    if why is not None:
+        print_warning(why)
+
+
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
     """Merge shard results, then judge and report the whole run as ``cer run`` does:
     against ``--baseline`` (known failures, regressions, stale entries, each counted
@@ -1043,6 +1054,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     if shortfall is not None and verdicts.require_coverage:
         print_error(f"--require-coverage: {shortfall}")
     if args.output is not None:
+        _remember_output(str(args.output))
         try:
             write_report(text, args.output)
         except OSError as exc:

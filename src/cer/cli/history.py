@@ -148,6 +148,13 @@ def _history_html(args: argparse.Namespace) -> ExitCode:
         return ExitCode.USAGE
     for warning in found.warnings:
         print_warning(warning)
+    from cer.sandbox import readset
+
+    # The page holds every expected value it charts: no later run's implementation
+    # may read it.
+    unrecorded = readset.remember_outputs([str(args.html)])
+    if unrecorded is not None:
+        print_warning(unrecorded)
     try:
         write_report(html.render(found.context), args.html)
     except OSError as exc:

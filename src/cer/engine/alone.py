@@ -307,9 +307,10 @@ class AloneCases:
                     errored(
                         case,
                         "could not verify resident_memory_mb: the case tried to start a "
-                        "process, or to open a network socket or io_uring (killed by "
-                        "SIGSYS), and a case whose memory is measured runs alone in one "
-                        "process that keeps its data to itself",
+                        "process, or to open a network socket or io_uring, or to reach "
+                        "another process through a Unix socket (killed by SIGSYS), and a "
+                        "case whose memory is measured runs alone in one process that "
+                        "keeps its data to itself",
                         fail_class="unverifiable",
                     )
                 )

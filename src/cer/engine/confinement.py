@@ -33,7 +33,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cer import sandbox
@@ -69,11 +69,14 @@ class SandboxUnavailable(ValueError):
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether a run is sandboxed: the Landlock ABI to use (0: not sandboxed) and how
-    run records name it (``landlock ABI 7``, ``none: disabled``, ``none: <why>``)."""
+    """Whether a run is sandboxed: the Landlock ABI to use (0: not sandboxed), whether
+    the implementation's side lives in a world of its own (:mod:`cer.sandbox.world`),
+    and how run records name it (``namespaces + landlock ABI 7``, ``landlock only:
+    <why no world>``, ``none: disabled``, ``none: <why>``)."""
 
     abi: int
     description: str
+    world: bool = False
 
 
 def decide(mode: str, network: str) -> Decision:
@@ -106,7 +109,15 @@ def decide(mode: str, network: str) -> Decision:
         raise SandboxUnavailable(
             f"--network deny needs Landlock ABI 4 or later; this kernel has ABI {found.abi}"
         )
-    return Decision(found.abi, found.describe())
+    refused = sandbox.world_refused()
+    if refused is None:
+        return Decision(found.abi, f"namespaces + {found.describe()}", True)
+    if mode == "require":
+        raise SandboxUnavailable(
+            "--sandbox require: the implementation's world (its own namespaces and a root "
+            f"built from what it needs) cannot be made here: {refused}"
+        )
+    return Decision(found.abi, f"landlock only: {refused}")
 
 
 def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
@@ -185,17 +196,18 @@ def _lendable(folder: str, roots: set[str]) -> bool:
 
 
 def build_policy(
-    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str]
+    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str], *, world: bool = False
 ) -> sandbox.Policy:
     """The policy of one run: see the module's docstring."""
-    return build(suite, options, scratch, import_roots)[0]
+    return build(suite, options, scratch, import_roots, world=world)[0]
 
 
 def build(
-    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str]
+    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str], *, world: bool = False
 ) -> tuple[sandbox.Policy, list[readset.Refusal]]:
     """The policy of one run, and what it leaves out of the folders the implementation
-    is imported from (:mod:`cer.sandbox.readset`), for the reasons of refused reads."""
+    is imported from (:mod:`cer.sandbox.readset`), for the reasons of refused reads;
+    ``world``: the implementation's side lives in a world built from it."""
     import cer
 
     named = [*_command_folders(options)]
@@ -207,8 +219,18 @@ def build(
     named.extend({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     named.extend(entry for entry in sys.path if entry)
     named.append(os.path.dirname(os.path.realpath(sys.executable)))
+    named.append(sys.executable)
     path_folders = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
     named.extend(path_folders)
+    # A folder on cer's own path or on PATH that is a checkout is lent like the folders
+    # the implementation is imported from: whole but for its version-control metadata
+    # and what cer keeps (a checkout on PATH once lent its .git, and the committed
+    # suite in it).
+    checkouts = [
+        entry
+        for entry in dict.fromkeys([*sys.path, *path_folders])
+        if entry and os.path.isdir(entry) and sandbox.in_checkout(entry)
+    ]
     named.append(str(suite.fixtures_dir))
     named.extend(_SYSTEM_READ)
     for link in ("/etc/resolv.conf", "/etc/localtime"):
@@ -235,15 +257,31 @@ def build(
     # version-control metadata and what cer keeps (a harness at a checkout's root once
     # lent its .git, and with it the committed suite).
     refusal_roots = [*import_roots, *_script_folders(options)]
-    roots |= set(map(os.path.realpath, refusal_roots))
+    roots |= set(map(os.path.realpath, [*refusal_roots, *checkouts]))
+    others = [path for path in named if os.path.realpath(path) not in roots]
+    outputs = readset.remembered_outputs()
     refused = readset.refusals(
         refusal_roots,
         python=kind_named(options.kind).python,
         kept=kept,
-        named=[path for path in named if os.path.realpath(path) not in roots],
+        named=others,
         extra=options.sandbox_read,
-        outputs=readset.remembered_outputs(),
+        outputs=outputs,
     )
+    if checkouts:
+        found = {refusal.path for refusal in refused}
+        refused += [
+            refusal
+            for refusal in readset.refusals(
+                checkouts,
+                python=False,
+                kept=kept,
+                named=others,
+                extra=options.sandbox_read,
+                outputs=outputs,
+            )
+            if refusal.path not in found
+        ]
     policy = sandbox.expand(
         [*import_roots, *named, *options.sandbox_read],
         [scratch, *_SYSTEM_WRITE],
@@ -251,13 +289,22 @@ def build(
         network="deny" if options.network == "deny" else "allow",
         scratch=scratch,
     )
-    return policy, refused
+    return replace(policy, world=world), refused
 
 
 _DENIED = re.compile(
     r"(?:\[Errno 13\] Permission denied: |\[Errno 1\] Operation not permitted: "
-    r"|EACCES: permission denied, \w+ |EPERM: operation not permitted, \w+ )'([^']+)'"
+    r"|\[Errno 30\] Read-only file system: "
+    r"|EACCES: permission denied, \w+ |EPERM: operation not permitted, \w+ "
+    r"|EROFS: read-only file system, \w+ )'([^']+)'"
 )
+
+
+_ABSENT = re.compile(
+    r"(?:\[Errno 2\] No such file or directory: |ENOENT: no such file or directory, \w+ )'([^']+)'"
+)
+"""A path not found: in the implementation's world, what the policy does not lend is
+absent, not refused."""
 
 
 _NETWORK_DENIED = re.compile(
@@ -278,6 +325,10 @@ def explain_denial(
             "(--network deny; --network allow lets the implementation use TCP)"
         )
     match = _DENIED.search(reason)  # Python's wording, then Node's
+    if match is None and policy.world:
+        match = _ABSENT.search(reason)
+        if match is not None and not os.path.lexists(os.path.join(os.getcwd(), match.group(1))):
+            return reason  # not there outside the world either: simply missing
     if match is None or "the sandbox denied access" in reason:
         return reason
     path = match.group(1)

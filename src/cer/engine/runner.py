@@ -146,7 +146,7 @@ def _run_suite(
         execution.notes.append(provided.note)
     if scratch is not None:
         execution.policy, execution.refused = confinement.build(
-            suite, options, scratch, search_paths(suite, options)
+            suite, options, scratch, search_paths(suite, options), world=decision.world
         )
         unrecorded = readset.remember_outputs(options.protected)
         if unrecorded:

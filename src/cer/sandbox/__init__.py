@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cer.sandbox import landlock, privileges, seccomp
+from cer.sandbox import landlock, privileges, seccomp, world
 
 __all__ = [
     "DISABLE_ENV",
@@ -38,6 +38,7 @@ __all__ = [
     "in_checkout",
     "launcher_command",
     "status",
+    "world_refused",
 ]
 
 VCS_NAMES = (".git", ".hg", ".svn", ".jj")
@@ -82,6 +83,18 @@ class SandboxStatus:
         return f"landlock ABI {self.abi}" if self.abi > 0 else f"none: {self.why_not}"
 
 
+_WORLD_REFUSED: dict[tuple[int, str, str], str | None] = {}
+
+
+def world_refused() -> str | None:
+    """Why no world (:mod:`cer.sandbox.world`) can be built here, or None when one can:
+    tried once per process, user and setting of :data:`cer.sandbox.world.DISABLE_ENV`."""
+    key = (os.geteuid(), os.environ.get(world.DISABLE_ENV, ""), sys.executable)
+    if key not in _WORLD_REFUSED:
+        _WORLD_REFUSED[key] = world.probe()
+    return _WORLD_REFUSED[key]
+
+
 def status() -> SandboxStatus:
     """What Landlock this process can use (asked of the kernel every time)."""
     version, why_not = landlock.abi()
@@ -103,6 +116,13 @@ class Policy:
     listable: tuple[str, ...] = ()
     """Folders allowed entry by entry: their names may be listed (Python's import
     system lists every folder on ``sys.path``), their denied entries not read."""
+    aliases: tuple[str, ...] = ()
+    """Allowed paths as they were named, where a symbolic link leads to them (``/bin``,
+    ``/lib64``, a virtual environment's ``python``): made again in the world."""
+    world: bool = False
+    """Whether the implementation's side lives in a world built from this policy
+    (:mod:`cer.sandbox.world`), Landlock and seccomp inside it; else Landlock and
+    seccomp alone, on the real file system."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -112,6 +132,8 @@ class Policy:
                 "network": self.network,
                 "scratch": self.scratch,
                 "listable": list(self.listable),
+                "aliases": list(self.aliases),
+                "world": self.world,
             }
         )
 
@@ -127,6 +149,8 @@ class Policy:
             network,
             str(data.get("scratch", "")),
             tuple(str(p) for p in data.get("listable", ())),
+            tuple(str(p) for p in data.get("aliases", ())),
+            data.get("world") is True,
         )
 
     def with_scratch(self, folder: str) -> Policy:
@@ -190,17 +214,33 @@ def expand(
             refused_ids.add((info.st_dev, info.st_ino))
     write: list[str] = []
     listable: list[str] = []
+    read_roots, write_roots = list(read_roots), list(write_roots)
+    aliases = [
+        os.path.abspath(root)
+        for root in (*read_roots, *write_roots)
+        if root and os.path.abspath(root) != os.path.realpath(root)
+    ]
     for root in write_roots:
         _allow(root, refused, refused_ids, write, listable)
     read: list[str] = []
     for root in read_roots:
         _allow(root, refused, refused_ids, read, listable)
+    # The links in a folder lent entry by entry (a module linked into the project):
+    # made again in the world, where they lead to what they lead to here if that is
+    # lent, and to nothing otherwise.
+    for folder in listable:
+        try:
+            with os.scandir(folder) as entries:
+                aliases.extend(entry.path for entry in entries if entry.is_symlink())
+        except OSError:
+            continue
     return Policy(
         tuple(dict.fromkeys(read)),
         tuple(dict.fromkeys(write)),
         network,
         scratch,
         tuple(dict.fromkeys(listable)),
+        tuple(dict.fromkeys(aliases)),
     )
 
 
@@ -254,19 +294,37 @@ def _allow(
 # --------------------------------------------------------------------------- applying
 
 
-def apply(policy: Policy, abi: int | None = None) -> int:
+def apply(policy: Policy, abi: int | None = None, *, pids: bool = True) -> int:
     """Confine this process (and everything it starts from now on) to ``policy``;
-    returns the ABI used. SandboxError when Landlock is unavailable or refuses.
+    returns the ABI used. SandboxError when Landlock is unavailable or refuses, or the
+    world cannot be built.
 
-    Around the Landlock rules: a private ``/dev/shm`` first, while mounting is still
-    possible (:func:`cer.sandbox.privileges.private_shm`), then every capability dropped
-    (:func:`cer.sandbox.privileges.drop`) and the seccomp filter (:mod:`cer.sandbox.seccomp`)."""
+    First, while mounting is still possible, the world (:mod:`cer.sandbox.world`) when
+    the policy asks for one (``pids``: with a PID namespace and its ``/proc``; the
+    process forks, and this returns in the child), else a private ``/dev/shm``
+    (:func:`cer.sandbox.privileges.private_shm`); then the Landlock rules, every
+    capability dropped (:func:`cer.sandbox.privileges.drop`) and the seccomp filter
+    (:mod:`cer.sandbox.seccomp`)."""
     if abi is None:
         found = status()
         if not found.available:
             raise SandboxError(found.why_not)
         abi = found.abi
-    privileges.private_shm()
+    if policy.world:
+        try:
+            world.enter(
+                list(policy.read),
+                list(policy.write),
+                list(policy.listable),
+                list(policy.aliases),
+                network=policy.network == "deny",
+                pids=pids,
+                private_scratch=os.path.realpath(policy.scratch) if policy.scratch else "",
+            )
+        except (world.WorldError, OSError) as exc:
+            raise SandboxError(f"the world could not be built: {exc}") from None
+    else:
+        privileges.private_shm()
     try:
         landlock.restrict(
             abi,
@@ -338,8 +396,14 @@ def enter_case(ruleset: int) -> None:
 
 def launcher_command(policy: Policy, words: Sequence[str], abi: int) -> list[str]:
     """The command line that runs ``words`` confined to ``policy`` (the launcher is
-    :mod:`cer.sandbox.landlock` run as a script: it applies the rules, then executes)."""
+    :mod:`cer.sandbox.landlock` run as a script: it builds the world when the policy
+    asks for one, applies the rules, then executes)."""
     rules = landlock.encode(
-        abi, list(policy.read), list(policy.write), list(policy.listable), policy.network == "deny"
+        abi,
+        list(policy.read),
+        list(policy.write),
+        list(policy.listable),
+        policy.network == "deny",
+        aliases=list(policy.aliases) if policy.world else None,
     )
     return [sys.executable, "-I", "-S", "-B", landlock.__file__, rules, "--", *words]

@@ -249,31 +249,50 @@ def enter(ruleset: int) -> None:
 
 
 def encode(
-    version: int, read: list[str], write: list[str], listable: list[str], deny_network: bool
+    version: int,
+    read: list[str],
+    write: list[str],
+    listable: list[str],
+    deny_network: bool,
+    aliases: list[str] | None = None,
 ) -> str:
     """The rules as one line-based text (for an argument or a message): a header
-    ``landlock VERSION allow|deny``, then one ``r``, ``w`` or ``l`` line per path.
-    Paths holding a line break are left out (they are then simply not allowed)."""
-    lines = [f"landlock {version} {'deny' if deny_network else 'allow'}"]
-    for tag, paths in (("r", read), ("w", write), ("l", listable)):
+    ``landlock VERSION allow|deny`` (``world`` after it: build the world first, with
+    ``a`` lines naming the aliases; see :mod:`cer.sandbox.world`), then one ``r``,
+    ``w`` or ``l`` line per path. Paths holding a line break are left out (they are
+    then simply not allowed)."""
+    header = f"landlock {version} {'deny' if deny_network else 'allow'}"
+    lines = [header if aliases is None else f"{header} world"]
+    for tag, paths in (("r", read), ("w", write), ("l", listable), ("a", aliases or [])):
         lines.extend(f"{tag} {path}" for path in paths if "\n" not in path)
     return "\n".join(lines)
 
 
-def apply_encoded(text: str) -> int:
-    """Apply rules made by :func:`encode`; returns the ABI version used."""
+def decode(text: str) -> tuple[int, bool, bool, dict[str, list[str]]]:
+    """The rules of :func:`encode`: the ABI version, whether the network is denied,
+    whether a world is built, and the paths by tag (``r``, ``w``, ``l``, ``a``)."""
     header, *rest = text.split("\n")
     words = header.split(" ")
-    if len(words) != 3 or words[0] != "landlock" or words[2] not in ("allow", "deny"):
+    if (
+        len(words) not in (3, 4)
+        or words[0] != "landlock"
+        or words[2] not in ("allow", "deny")
+        or words[3:] not in ([], ["world"])
+    ):
         raise LandlockError(f"not a Landlock rule text: {header[:80]!r}")
-    version = int(words[1])
-    found: dict[str, list[str]] = {"r": [], "w": [], "l": []}
+    found: dict[str, list[str]] = {"r": [], "w": [], "l": [], "a": []}
     for line in rest:
         tag, _, path = line.partition(" ")
         if tag not in found:
             raise LandlockError(f"not a Landlock rule: {line[:80]!r}")
         found[tag].append(path)
-    restrict(version, found["r"], found["w"], found["l"], deny_network=words[2] == "deny")
+    return int(words[1]), words[2] == "deny", words[3:] == ["world"], found
+
+
+def apply_encoded(text: str) -> int:
+    """Apply rules made by :func:`encode` (not the world); returns the ABI version used."""
+    version, deny, _, found = decode(text)
+    restrict(version, found["r"], found["w"], found["l"], deny_network=deny)
     return version
 
 
@@ -301,16 +320,23 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: landlock.py RULES -- COMMAND [ARGS]\n")
         return 2
     privileges, seccomp = _sibling("privileges"), _sibling("seccomp")
-    privileges.private_shm()  # before the rules: a confined process cannot mount
     try:
-        apply_encoded(argv[0])
+        version, deny, world, found = decode(argv[0])
+        if world:
+            # Process 1 of the world stays to reap; this returns in its child.
+            _sibling("world").enter(
+                found["r"], found["w"], found["l"], found["a"], network=deny, pids=True
+            )
+        else:
+            privileges.private_shm()  # before the rules: a confined process cannot mount
+        restrict(version, found["r"], found["w"], found["l"], deny_network=deny)
         why = privileges.drop()
         code = seccomp.program()
         if why is None and code is not None:
             why = seccomp.install(code)
         if why is not None:
             raise LandlockError(why)
-    except (LandlockError, ValueError) as exc:
+    except (LandlockError, ValueError, OSError) as exc:
         sys.stderr.write(f"cer sandbox: cannot confine the command: {exc}\n")
         return 126
     words = argv[2:]

@@ -18,7 +18,8 @@ left out (:func:`refusals` names what, and why, for :func:`cer.sandbox.expand`):
 - Everywhere, whatever the kind: version-control metadata (``.git``, ``.hg``,
   ``.svn``, ``.jj``), ``.cer`` folders, the suite's drafts file and every file cer has
   written as a report or result, in this run or an earlier one, wherever the user
-  pointed it (:func:`remember_outputs` keeps their list).
+  pointed it (:func:`remember_outputs` keeps their list: ``cer run``'s reports, the
+  merged results of ``cer merge -o``, the page of ``cer history --html``).
 
 An entry that holds something the rest of the policy allows (a virtual environment's
 ``.venv`` holding the interpreter, a folder on ``PATH``) stays allowed; so does every

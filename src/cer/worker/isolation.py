@@ -58,7 +58,8 @@ def rehearse() -> None:
 def confine_memory_case() -> str | None:
     """Keep this process's memory where the kernel's account of it sees it, with a
     seccomp filter: no new process (threads it still may start) and no other program,
-    so that this one process is all its case used; no socket but a Unix one, so that
+    so that this one process is all its case used; no socket but a Unix stream one
+    (or a pair), and no ``connect``, so that
     it can neither hand its data to another process over the network (a helper that
     another worker of the run started) nor keep it in the kernel's network buffers,
     which cgroup v1 does not charge; and no ``io_uring``, which opens sockets without
@@ -73,26 +74,34 @@ def confine_memory_case() -> str | None:
     forks: tuple[int, ...]
     if machine == "x86_64":
         arch, forks, clone, clone3, socket = 0xC000003E, (57, 58, 59, 322), 56, 435, 41
+        connect = 42
     elif machine in ("aarch64", "arm64"):
         arch, forks, clone, clone3, socket = 0xC00000B7, (221, 281), 220, 435, 198
+        connect = 203
     else:
         return f"no seccomp filter is written for {machine}"
     io_uring = (425, 426, 427)  # io_uring_setup, io_uring_enter, io_uring_register
     af_unix = 1
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    ld, jeq, jge, jset, ret, and_ = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
     # An attempt is not refused but ends the process (SIGSYS): a refusal the runner
     # caused must never look like the implementation's own failure or refusal.
     allow, kill, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 38
     program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld, 0, 0, 0)]
     if arch == 0xC000003E:
         program += [(jge, 0, 1, 0x40000000), (ret, 0, 0, kill)]  # the x32 system calls
-    for number in (*forks, *io_uring):
+    # connect: a Unix socket reaches a server by its path (a helper another worker
+    # started, which would hold the case's memory for it), and Landlock does not check
+    # that path; a socket pair is connected already.
+    for number in (*forks, *io_uring, connect):
         program += [(jeq, 0, 1, number), (ret, 0, 0, kill)]
     program += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]  # threads fall back to clone
     program += [
-        (jeq, 0, 4, socket),
+        (jeq, 0, 7, socket),
         (ld, 0, 0, 16),  # the socket's family
-        (jeq, 0, 1, af_unix),
+        (jeq, 0, 4, af_unix),
+        (ld, 0, 0, 24),  # its type: a datagram one sends to a path without connect
+        (and_, 0, 0, 0xF),
+        (jeq, 1, 0, 2),  # SOCK_DGRAM
         (ret, 0, 0, allow),
         (ret, 0, 0, kill),
     ]

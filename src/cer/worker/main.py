@@ -204,7 +204,12 @@ class Worker:
                 resource.setrlimit(resource.RLIMIT_AS, limit)
             else:  # applied in each case's process; imported here, not once per case
                 self.set_memory_limit = lambda: resource.setrlimit(resource.RLIMIT_AS, limit)
-        failure = self._confine(message.get("sandbox"), message.get("sandbox_abi"))
+        # A case whose memory is measured gets no PID namespace: its worker may start
+        # no process (see confine_memory_case), and stays the process the supervisor
+        # measures.
+        failure = self._confine(
+            message.get("sandbox"), message.get("sandbox_abi"), pids=not message.get("confine")
+        )
         if failure is not None:
             self.send({"op": "loaded", "ok": False, "reason": failure, "files": []})
             return
@@ -276,10 +281,13 @@ class Worker:
             self._make_case_ruleset()
             self.spare = self._fork_child()  # ready before the first case arrives
 
-    def _confine(self, policy_text: Any, abi: Any) -> str | None:
+    def _confine(self, policy_text: Any, abi: Any, *, pids: bool = True) -> str | None:
         """Apply the run's sandbox policy before anything of the implementation is
         imported, so that the import, every case process and everything they start
-        are confined; the reason when it cannot be applied (the run then errors)."""
+        are confined; the reason when it cannot be applied (the run then errors).
+        Where the policy asks for a world, it is built here, once for this worker and
+        every case process it forks (with ``pids``, this process forks: the parent
+        stays outside as a relay, and the worker goes on as process 1 of its world)."""
         if not policy_text:
             return None
         try:
@@ -291,7 +299,7 @@ class Worker:
                 self.case_write = tuple(path for path in policy.write if path != run)
             if "tempfile" in sys.modules:  # forget a temporary folder chosen earlier
                 vars(sys.modules["tempfile"])["tempdir"] = None
-            self.sandbox_abi = sandbox.apply(policy, int(abi) if abi else None)
+            self.sandbox_abi = sandbox.apply(policy, int(abi) if abi else None, pids=pids)
         except (sandbox.SandboxError, ValueError, KeyError) as exc:
             return f"the sandbox could not be applied: {exc}"
         return None

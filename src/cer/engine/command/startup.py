@@ -22,6 +22,14 @@ _DENIALS = (
     re.compile(r"\[Errno 13\] Permission denied: '(/[^']+)'"),
     re.compile(r"EACCES: permission denied, \w+ '(/[^']+)'"),  # node
 )
+_ABSENCES = (
+    re.compile(r"(/[^\s:'\"]+): (?:not found|No such file or directory)"),  # sh, bash, exec
+    re.compile(r"'(/[^']+)': \[Errno 2\] No such file or directory"),  # python
+    re.compile(r"\[Errno 2\] No such file or directory: '(/[^']+)'"),
+    re.compile(r"ENOENT: no such file or directory, \w+ '(/[^']+)'"),  # node
+)
+"""In the implementation's world what the sandbox does not lend is absent: a path
+not found there that exists outside is one it refused."""
 
 
 def denied_path(stderr: str, policy: Policy | None, refused: Sequence[Refusal] = ()) -> str:
@@ -36,6 +44,13 @@ def denied_path(stderr: str, policy: Policy | None, refused: Sequence[Refusal] =
             if _lent(path, policy, refused):
                 continue
             return path
+    if policy.world:
+        for pattern in _ABSENCES:
+            for match in pattern.finditer(stderr):
+                path = os.path.abspath(match.group(1))
+                if not os.path.lexists(path) or _lent(path, policy, refused):
+                    continue
+                return path
     return ""
 
 
@@ -74,8 +89,9 @@ def headline(
     who = kind_named(kind).noun
     if path:
         shown = _home(path)
+        what = "not in its world" if policy is not None and policy.world else "permission denied"
         return (
-            f"{who} could not start under the sandbox: {shown}: permission denied (allow "
+            f"{who} could not start under the sandbox: {shown}: {what} (allow "
             f"it with --sandbox-read {shown}, or run with --sandbox off)"
         )
     hint = stderr_hint(stderr)
