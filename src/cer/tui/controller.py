@@ -86,6 +86,38 @@ class RunFunction(Protocol):
 
 LoadFunction = Callable[[Path], Suite]
 
+FRAME_SECONDS = 0.05
+"""How often, at most, a run's results are handed to the screen: one message a frame
+with every result since the last. The screen redraws no faster than it is told, and
+the event loop stays free for the keys and for the run's own thread, which shares the
+interpreter with it (each message handled is time the run does not get)."""
+
+
+class Pacer:
+    """Posts a :class:`messages.CasesFinished` for a run's stream at most once a
+    frame, from a thread of its own, while results are waiting and the last one was
+    handled; :meth:`stop` ends it and posts what is left."""
+
+    def __init__(self, stream: messages.ResultStream, post: Callable[[], None]) -> None:
+        self._stream = stream
+        self._post = post
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cer-tui-pacer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopped.wait(FRAME_SECONDS):
+            if self._stream.claim():
+                self._post()
+
+    def stop(self) -> None:
+        """Stop posting, and post once more if results wait (the caller's thread, so
+        that the message comes before anything it posts next)."""
+        self._stopped.set()
+        self._thread.join()
+        if self._stream.claim():
+            self._post()
+
 
 @dataclass
 class SuiteCache:
@@ -269,8 +301,7 @@ class RunController:
                     streamed.extend([None] * (max(position, event.total) + 1 - len(streamed)))
                 if position >= 0:
                     streamed[position] = event.result
-                if stream.add(keep(event.result), event.done, event.total):
-                    post(messages.CasesFinished(generation, stream, index))
+                stream.add(keep(event.result), event.done, event.total)
             elif isinstance(event, events.RunStarted):
                 post(messages.RunStarted(generation, event.total, index))
             elif isinstance(event, events.ImplementationLoaded):
@@ -289,8 +320,13 @@ class RunController:
                     )
                 )
 
+        pacer = Pacer(stream, lambda: post(messages.CasesFinished(generation, stream, index)))
         try:
-            run = self._run(suite, options, on_event=on_event, cancel=cancel)
+            try:
+                run = self._run(suite, options, on_event=on_event, cancel=cancel)
+            finally:
+                # Every streamed result reaches the screen before the run's end does.
+                pacer.stop()
         except RunCancelled:
             post(messages.RunCancelled(generation))
             return None
