@@ -619,9 +619,9 @@ def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup,
     brief_passes = len(results) > FULL_PASSES
     for result in results[:CASE_ROWS]:
         labels = (f"class {result.case_class}", f"category {result.category}")
-        groups = " ".join(f"g{numbers[label]}" for label in labels)
+        classes = " ".join(f"g{numbers[label]}" for label in labels)
         if brief_passes and result.status is Status.PASS:
-            rows.append(CaseRow(result.case_name, "pass", "", "", "", "", "", groups, brief=True))
+            rows.append(CaseRow(result.case_name, "pass", "", "", "", "", "", classes, brief=True))
             continue
         case = declared.get(result.case_name)
         where = file + (f":{case.line}" if case is not None and case.line else "")
@@ -636,7 +636,7 @@ def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup,
                 observed=""
                 if result.observation is None
                 else _observed_lines(result.observation, {} if case is None else case.expect),
-                groups=groups,
+                groups=classes,
             )
         )
     groups = tuple(CaseGroup(number, label, counts[label]) for label, number in numbers.items())
