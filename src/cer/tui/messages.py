@@ -18,6 +18,7 @@ from textual.message import Message
 from cer.coverage import CoverageFigures
 from cer.matrix import Matrix
 from cer.model import RunResult, Suite
+from cer.suite.selection import Selection
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc
 from cer.tui.state.details import Details
 from cer.tui.state.kept import KeptResult
@@ -74,6 +75,9 @@ class SuiteLoaded(RunMessage):
     suite: Suite
     module_doc: ModuleDoc
     """The module's commonsformat.md, read with the suite before the run."""
+    selection: Selection | None = None
+    """What the cycle runs, when the load narrowed it: after an edit of the suite file
+    alone, the cases whose definition changed and those that failed."""
 
 
 @dataclass

@@ -154,6 +154,8 @@ class RunScreen(Screen[None]):
         control = self.cer.control
         if not control.is_current(message):
             return
+        if message.selection is not None:  # the cycle narrowed what it runs
+            control.selection = message.selection
         changed = self.cer.session.load(message.suite, control.selection)
         control.module_doc = message.module_doc
         unmatched = self.cer.session.unmatched_entries() if changed else ()
