@@ -86,7 +86,7 @@ class RunFunction(Protocol):
 
 LoadFunction = Callable[[Path], Suite]
 
-FRAME_SECONDS = 0.05
+FRAME_SECONDS = 0.1
 """How often, at most, a run's results are handed to the screen: one message a frame
 with every result since the last. The screen redraws no faster than it is told, and
 the event loop stays free for the keys and for the run's own thread, which shares the
