@@ -182,6 +182,10 @@ class RunController:
         """Counts matrix requests; only the answer to the latest one is shown."""
         self._suite_edited = False
         """Set by a change of the suite file alone, for the cycle it starts."""
+        self._cycle_complete = False
+        """Whether the last cycle loaded the suite and ran every lane to its end: only
+        then do the rows hold a result of that suite for every case, and only then may
+        an edit of the suite rerun less than every case."""
 
     # -- runs -------------------------------------------------------------------------
 
@@ -196,8 +200,8 @@ class RunController:
         firsts = tuple(lane.board.failed_names() for lane in self.session.lanes)
         # After an edit of the suite file alone, the cycle runs what the edit changed
         # and what failed, once the new file is loaded (see _narrowed).
-        edited = self.session.suite if self._suite_edited else None
-        self._suite_edited = False
+        edited = self.session.suite if self._suite_edited and self._cycle_complete else None
+        self._suite_edited = self._cycle_complete = False
         self.session.begin(trigger)
         generation = self.generation
         self._worker(
@@ -275,6 +279,8 @@ class RunController:
             if outcome is None:
                 return
             completed += outcome
+        if completed == len(self.implementations) and not cancel.is_set():
+            self._cycle_complete = True
         post(messages.RunsFinished(generation, completed))
 
     def _run_lane(
