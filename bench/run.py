@@ -31,7 +31,13 @@ runnable alone with ``--only``:
   last row, with the failed cases first (as cer-tui runs them) and in declared order;
 - ``tui-memory``: the TUI's peak memory holding a 100,000-case run, and a keypress
   while it streams in;
-- ``jobs``: ``-j 2`` against ``-j 1`` on a CPU-bound implementation.
+- ``jobs``: ``-j 2`` against ``-j 1`` on a CPU-bound implementation;
+- ``scale``: suites the size of test262 and WPT (100,000 cases; ``--quick``: 20,000),
+  each ratio beside its target: ``--isolation none`` against the plain loop (parse the
+  TOML, call, compare), fork mode ``-j 2`` against the fork floor with two in flight, a
+  cached load against tomllib's parse, cer-tui to "all passed" against ``cer run``, a
+  keypress while the rows stream in, a one-case start-up, the supervisor's memory per
+  case (tracemalloc) and the sizes of the HTML and Markdown reports.
 
 Prints a table and writes ``bench/results.json`` (git-ignored). Never part of the test
 suite. Every child process runs without ``PYTHONDONTWRITEBYTECODE``, as on a user's
@@ -339,6 +345,8 @@ def tui_child(kind: str, folder: str, extra: str) -> None:
     if kind == "watch":
         order, saves = extra.split(":")
         result = asyncio.run(_tui_watch(Path(folder), order == "first", int(saves)))
+    elif kind == "allpassed":
+        result = asyncio.run(_tui_to_all_passed(Path(folder)))
     else:
         result = asyncio.run(_tui_large(Path(folder), "bench_impl:render", int(extra)))
     print(json.dumps(result))
@@ -1238,6 +1246,253 @@ def section_jobs(root: Path, quick: bool) -> dict[str, Any]:
     return jobs_speedup(root)
 
 
+# --- scale: suites the size of the large conformance suites --------------------------
+
+PLAIN_LOOP = """
+import importlib, sys, time, tomllib
+folder, module, attr = sys.argv[1:4]
+sys.path.insert(0, folder)
+started = time.perf_counter()
+with open(folder + "/evals.toml", "rb") as handle:
+    cases = tomllib.load(handle)["cases"]
+function = getattr(importlib.import_module(module), attr)
+for case in cases:
+    observed = function(**case["input"])
+    for key, value in case["expect"].items():
+        if observed[key] != value:
+            raise AssertionError(case["name"])
+print(time.perf_counter() - started)
+"""
+"""The plain loop of the ``scale`` section: a process that parses the TOML, calls the
+implementation on every case and compares with ``==``."""
+
+MEMORY_CHILD = """
+import json, sys, tracemalloc
+from pathlib import Path
+folder = Path(sys.argv[1])
+sys.path.insert(0, str(folder))
+from cer.engine.options import RunOptions
+from cer.engine.runner import run_suite
+from cer.suite.loader import load_suite
+suite = load_suite(folder / "evals.toml")
+options = RunOptions(impl="bench_impl:render", isolation="none", jobs=1)
+tracemalloc.start()
+base = tracemalloc.take_snapshot()
+before = tracemalloc.get_traced_memory()[0]
+run = run_suite(suite, options)
+held = tracemalloc.get_traced_memory()[0] - before
+peak = tracemalloc.get_traced_memory()[1] - before
+print(json.dumps({"cases": len(suite.cases), "held": held, "peak": peak,
+                  "passed": run.summary.passed}))
+"""
+"""The supervisor's memory beyond the parsed suite, with tracemalloc: what a finished
+run of ``--isolation none`` holds (its results) and its peak while it ran."""
+
+MIXED_IMPL = """
+import bench_impl
+
+
+def render(text, depth, count):
+    number = int(text.split()[1].split("\\t")[0])
+    if number % 333 == 0:
+        raise ValueError(f"no value for {number}")
+    observed = bench_impl.render(text, depth, count)
+    if number % 100 == 0:
+        observed = dict(observed, total=-1)
+    return observed
+"""
+"""The trivial implementation failing one case in a hundred and erroring one in 333:
+a report of a large run with a few hundred cases to show in full."""
+
+
+async def _tui_to_all_passed(folder: Path) -> dict[str, Any]:
+    """cer-tui from its start to "all passed" on the suite in ``folder``, recording
+    the run in the history as the ``cer-tui`` command does (``--isolation none``)."""
+    from cer.engine.options import RunOptions
+    from cer.tui.app import create_app
+
+    options = RunOptions(impl="bench_impl:render", isolation="none")
+    started = time.perf_counter()
+    app = create_app(
+        folder / "evals.toml", options, watch=False, history=folder / ".cer" / "history.sqlite"
+    )
+    async with app.run_test(size=TUI_SIZE):
+        await _until(lambda: app.runs_finished >= 1 and not app.board.running, 1800)
+        elapsed = time.perf_counter() - started
+        passed = app.board.counts.passed
+    return {"seconds": elapsed, "passed": passed}
+
+
+def cache_entry(folder: Path) -> None:
+    """Write the suite cache's entry for the suite in ``folder``, as a first run would,
+    so that the compared runs all load it cached."""
+    code = "import sys; from cer.suite.cache import load_suite_cached as l; l(sys.argv[1])"
+    subprocess.run(
+        [sys.executable, "-c", code, str(folder / "evals.toml")], check=True, env=child_env()
+    )
+
+
+def section_scale(root: Path, quick: bool) -> dict[str, Any]:
+    """Suites at the scale of test262 and WPT, each figure beside its floor or peer in
+    the same run, as a ratio against its target (docs/benchmarks.md)."""
+    big = 20_000 if quick else 100_000
+    mid = 20_000
+    fork_n = 2_000 if quick else 20_000
+    impl = "bench_impl:render"
+    out: dict[str, Any] = {"cases_none": big, "cases_tui": mid, "cases_fork": fork_n}
+
+    step(f"scale: {big} cases, --isolation none against the plain loop")
+    folder = make_module(root / "scale", big)
+    cache_entry(folder)
+    plain, cer_none = [], []
+    for _ in range(1 if big > 20_000 else 2):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", PLAIN_LOOP, str(folder), "bench_impl", "render"],
+            check=True,
+            capture_output=True,
+            env=child_env(),
+        )
+        plain.append(time.perf_counter() - started)
+        cer_none.append(cer_run(folder, impl, "--isolation", "none").wall)
+    out["plain_loop_s"] = statistics.median(plain)
+    out["cer_none_s"] = statistics.median(cer_none)
+
+    step(f"scale: loading the cached {big}-case suite against tomllib's parse")
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_CHILD, str(folder / "evals.toml"), "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
+    load = json.loads(done.stdout)
+    out["tomllib_s"], out["cached_s"] = load["tomli_s"], load["cached_s"]
+
+    step(f"scale: {fork_n} cases, fork mode -j 2 against the fork floor, two in flight")
+    forked = make_module(root / "scale-fork", fork_n)
+    cache_entry(forked)
+    out["fork_floor_s"] = parallel_fork_floor(forked, "bench_impl", "render", "output").wall
+    out["cer_fork_s"] = cer_run(forked, impl, "-j", "2").wall
+
+    step(f"scale: cer-tui to all passed on {mid} cases against cer run")
+    tui_folder = folder if mid == big else make_module(root / "scale-tui", mid)
+    if tui_folder is not folder:
+        cache_entry(tui_folder)
+    tui, run = [], []
+    for _ in range(2):
+        run.append(cer_run(tui_folder, impl, "--isolation", "none").wall)
+        tui.append(run_tui_child("allpassed", tui_folder, "0")["seconds"])
+    out["tui_s"], out["cer_run_tui_s"] = statistics.median(tui), statistics.median(run)
+
+    step(f"scale: a keypress while {big} rows stream in")
+    keys = run_tui_child("large", folder, "0")
+    out["keypress_median_ms"] = keys["keypress_median_ms"]
+    out["keypress_max_ms"] = keys["keypress_max_ms"]
+    out["tui_peak_rss_mib"] = keys["peak_rss_mib"]
+
+    step("scale: start-up, a one-case cer run")
+    one = make_module(root / "scale-one", 1)
+    cer_run(one, impl)
+    starts, bare = [], []
+    for _ in range(5):
+        starts.append(cer_run(one, impl).wall)
+        bare.append(run_process([sys.executable, "-c", "pass"], one).wall)
+    out["startup_ms"] = statistics.median(starts) * 1000
+    out["python_ms"] = statistics.median(bare) * 1000
+
+    step(f"scale: the supervisor's memory on {mid} cases (tracemalloc)")
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(tui_folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
+    memory = json.loads(done.stdout)
+    out["held_bytes_per_case"] = memory["held"] / memory["cases"]
+    out["peak_bytes_per_case"] = memory["peak"] / memory["cases"]
+
+    step(f"scale: the reports of {mid} cases, a few hundred failing")
+    (tui_folder / "bench_mixed.py").write_text(MIXED_IMPL, encoding="utf-8")
+    html_path, markdown_path = tui_folder / "report.html", tui_folder / "report.md"
+    cer_run(
+        tui_folder,
+        "bench_mixed:render",
+        "--isolation",
+        "none",
+        "--no-history",
+        "--report",
+        f"html={html_path}",
+        "--report",
+        f"markdown={markdown_path}",
+    )
+    out["html_mib"] = html_path.stat().st_size / 2**20
+    out["markdown_mib"] = markdown_path.stat().st_size / 2**20
+    return out
+
+
+def print_scale(row: dict[str, Any]) -> None:
+    """Each ratio of the ``scale`` section beside its target."""
+
+    def line(what: str, value: float, target: float, unit: str = "x") -> None:
+        verdict = "met" if value <= target else "NOT met"
+        print(f"  {what:<58} {value:8.2f}{unit}  target {target:g}{unit}  {verdict}")
+
+    print("\nscale: suites the size of test262 and WPT")
+    print(
+        f"  {row['cases_none']} cases --isolation none {row['cer_none_s']:.2f} s, plain loop "
+        f"{row['plain_loop_s']:.2f} s; cached load {row['cached_s']:.3f} s, tomllib "
+        f"{row['tomllib_s']:.3f} s"
+    )
+    line(
+        f"{row['cases_none']} cases, --isolation none / plain loop",
+        row["cer_none_s"] / row["plain_loop_s"],
+        2,
+    )
+    print(
+        f"  {row['cases_fork']} cases -j 2 {row['cer_fork_s']:.2f} s, "
+        f"fork floor two in flight {row['fork_floor_s']:.2f} s"
+    )
+    line(
+        f"{row['cases_fork']} cases, fork mode -j 2 / fork floor",
+        row["cer_fork_s"] / row["fork_floor_s"],
+        1.5,
+    )
+    line(
+        f"cached load of {row['cases_none']} cases / tomllib's parse",
+        row["cached_s"] / row["tomllib_s"],
+        0.2,
+    )
+    print(f"  cer-tui {row['tui_s']:.2f} s to all passed, cer run {row['cer_run_tui_s']:.2f} s")
+    line(
+        f"{row['cases_tui']} cases, cer-tui to all passed / cer run",
+        row["tui_s"] / row["cer_run_tui_s"],
+        1.5,
+    )
+    line(
+        f"keypress while {row['cases_none']} rows stream in (max)",
+        row["keypress_max_ms"],
+        100,
+        " ms",
+    )
+    line(
+        f"start-up, one-case cer run (python alone {row['python_ms']:.0f} ms)",
+        row["startup_ms"],
+        100,
+        " ms",
+    )
+    line(
+        "supervisor memory held per case beyond the suite",
+        row["held_bytes_per_case"] / 1024,
+        1,
+        " KiB",
+    )
+    print(f"  (its peak while running: {row['peak_bytes_per_case'] / 1024:.2f} KiB a case)")
+    line(f"HTML report of {row['cases_tui']} cases", row["html_mib"], 4, " MiB")
+    line(f"Markdown report of {row['cases_tui']} cases", row["markdown_mib"], 1, " MiB")
+
+
 SECTIONS: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
     "fork": section_fork,
     "none": section_none,
@@ -1249,6 +1504,7 @@ SECTIONS: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
     "watch": section_watch,
     "tui-memory": section_tui_memory,
     "jobs": section_jobs,
+    "scale": section_scale,
 }
 
 
@@ -1521,6 +1777,8 @@ def print_table(results: dict[str, Any]) -> None:
             f"\n-j 2 on a CPU-bound implementation ({jobs['cases']} cases): "
             f"{jobs['j1_s']:.2f} s → {jobs['j2_s']:.2f} s, speed-up {jobs['speedup']:.2f}x"
         )
+    if "scale" in results:
+        print_scale(results["scale"])
 
 
 if __name__ == "__main__":

@@ -151,3 +151,26 @@ def test_a_report_imports_its_writer_when_asked_for(module: Module) -> None:
     modules = run_modules(module, "--report", f"junit={module.root / 'junit.xml'}")
     assert loaded(modules, "cer.reports.junit")
     assert not loaded(modules, "cer.reports.html")
+
+
+VERSION_ONLY = """
+import json, sys
+sys.argv = ["cer", "--version"]
+from cer.cli.entry import main
+code = main()
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_the_version_is_answered_before_the_command_line_is_imported() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", VERSION_ONLY], capture_output=True, text=True, check=True
+    )
+    version, found = done.stdout.splitlines()
+    assert version == f"cer {cer.__version__}"
+    result = json.loads(found)
+    assert result["code"] == 0
+    modules = set(result["modules"])
+    assert sorted(m for m in modules if m.startswith("cer")) == ["cer", "cer.cli", "cer.cli.entry"]
+    heavy = ("argparse", "sqlite3", "textual", "rich", "jinja2", "tomlkit", "dataclasses")
+    assert [name for name in heavy if loaded(modules, name)] == []

@@ -141,7 +141,7 @@ def test_the_html_page_of_a_matrix(matrix_and_suite: tuple[Matrix, Suite]) -> No
     assert "bee 2.0" in page and "nonconformant: 1 known" in page
     assert "only what b fails (1)" in page and "only what b knows to fail (1)" in page
     assert "only what c errors on (1)" in page
-    assert "#f-1-known:checked ~ .rows > details:not(.c1-known) { display: none; }" in page
+    assert "#f-1-known:checked ~ .rows > .row:not(.c1-known) { display: none; }" in page
     assert "[[adversarial]] (1)" in page and "tag core (1)" in page
     assert 'class="chip known"' in page
     assert "off by one" in page and "https://example.invalid/7" in page
@@ -215,3 +215,28 @@ def test_one_page_per_matrix_one_file_per_implementation_otherwise(
     ]
     assert "only what bad fails (1)" in (out / "matrix.html").read_text()
     assert "`bad`" in (out / "matrix.md").read_text()
+
+
+def test_a_large_matrix_lists_the_cases_passed_alike_by_name(
+    matrix_and_suite: tuple[Matrix, Suite], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past FULL_CELLS cells, a case every implementation passed with the same
+    observation is one line; a disagreement and every failure stay whole."""
+    _, suite = matrix_and_suite
+    runs = [
+        _run(impl, [_result("one", P, 1), _result("two", P, 2), _result("three", status)], suite)
+        for impl, status in (("a:f", P), ("b:f", F))
+    ]
+    matrix = build_matrix(suite, runs, ["a", "b"])
+    monkeypatch.setattr(matrix_html, "FULL_CELLS", 5)
+    page = matrix_html.render(matrix, suite)
+    tags = _Tags()
+    tags.feed(page)
+    assert tags.open == []
+    assert [c.split()[0] for c in tags.details if c.startswith("row")] == ["row"]
+    assert page.count('<div class="row ') == 2
+    assert "two went wrong" not in page and "three went wrong" in page
+    assert "listed by name" in page
+    monkeypatch.setattr(matrix_html, "FULL_CELLS", 6)
+    whole = matrix_html.render(matrix, suite)
+    assert '<div class="row ' not in whole and "listed by name" not in whole

@@ -610,3 +610,45 @@ def test_huge_failures_are_cut_but_every_one_is_listed(monkeypatch: pytest.Monke
     assert len(page.find("details", "case")) == 4
     assert "output of 1" in page.text and "output of 2" not in page.text
     assert "shown for the first 2 failures" in page.text
+
+
+def test_a_large_run_lists_its_passes_by_name_and_its_failures_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past FULL_PASSES cases, a pass is one line (its name, escaped as every name is)
+    that the status and group picks still narrow; failures, errors and skips keep
+    their whole row; a run of 20,000 cases then makes a page of a few megabytes."""
+    from cer.reports import html
+
+    monkeypatch.setattr(html, "FULL_PASSES", 3)
+    suite = load_suite(DATA / "greet" / "evals.toml")
+    nasty = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\udc80\x1b[2J'
+    results = (
+        CaseResult("pass " + nasty, "functional", "cat", Status.PASS),
+        CaseResult("pass-2", "functional", "cat", Status.PASS),
+        CaseResult("broken", "functional", "cat", Status.FAIL, "wrong " + nasty),
+        CaseResult("crashes", "adversarial", "other", Status.ERRORED, "boom"),
+        CaseResult("skips", "functional", "cat", Status.SKIPPED, "deselected"),
+    )
+    run = RunResult("r", "greet", "greet:greet@abc", 0, 1, results)
+    text = render_report("html", ReportContext(run, suite))
+    page = Page(text)
+    brief = page.find("div", "b")
+    assert [" ".join(e.text) for e in brief] == ["pass " + visible(nasty), "pass-2"]
+    assert all({"row", "pass", "g1", "g2"} <= e.classes for e in brief)
+    whole = page.find("details", "row")
+    assert [sorted(e.classes & {"fail", "errored", "skipped"}) for e in whole] == [
+        ["fail"],
+        ["errored"],
+        ["skipped"],
+    ]
+    assert "passes are listed by name" in page.text
+    assert not page.find("script") and not page.find("img")
+    assert "\\udc80" in page.text and "\udc80" not in text
+    assert "#st-fail:checked ~ .rows > .row:not(.fail)" in text
+    assert_self_contained(text)
+    # Small runs still show each pass's values.
+    monkeypatch.setattr(html, "FULL_PASSES", 5)
+    page = Page(render_report("html", ReportContext(run, suite)))
+    assert not page.find("div", "b") and len(page.find("details", "row")) == 5
+    assert "passes are listed by name" not in page.text

@@ -173,6 +173,20 @@ for _name in ("input", "expect"):
     setattr(Case, _name, _packed_table(_name))
 
 
+_DEFINITION = tuple(
+    _SLOTS[name].__get__
+    for name in CASE_FIELDS
+    if name not in ("name", "position", "array_index", "line")
+)
+
+
+def same_definition(case: Case, other: Case) -> bool:
+    """Whether two cases are declared alike, wherever they sit in their files: the
+    same class, category, input, expect, description, constraints, tags and severity
+    (packed tables compared as packed, without decoding them)."""
+    return all(read(case, Case) == read(other, Case) for read in _DEFINITION)
+
+
 def pack_table(table: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
     """``table`` packed for :func:`build_cases`: its ``marshal`` bytes, or the table
     itself when it holds a value ``marshal`` cannot (a TOML date or time)."""

@@ -1053,6 +1053,16 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     shortfall = conformance.shortfall()
     if shortfall is not None and verdicts.require_coverage:
         print_error(f"--require-coverage: {shortfall}")
+    for request in args.reports:  # one report of the whole run, as cer run writes them
+        report = render_report(request.format, context)
+        if request.to_stdout:
+            sys.stdout.write(report)
+            continue
+        try:
+            write_report(report, request.path)
+        except OSError as exc:
+            print_error(f"cannot write the {request.format} report {request.path}: {exc}")
+            return ExitCode.USAGE
     if args.output is not None:
         _remember_output(str(args.output))
         try:

@@ -48,6 +48,16 @@ def early_workers(argv: Sequence[str]) -> WarmWorkers | None:
     return pool
 
 
+def answers_alone(argv: Sequence[str]) -> str | None:
+    """What ``cer --version`` prints, answered before the command line is imported
+    (importing it is most of a short command's time); None for any other command line."""
+    if list(argv) == ["--version"]:
+        from cer import __version__
+
+        return f"cer {__version__}\n"
+    return None
+
+
 def main() -> int:
     """The ``cer`` program (see :func:`cer.cli.commands.main`).
 
@@ -68,6 +78,10 @@ def main() -> int:
             "removed or made unreadable; change to a folder that exists and run again\n"
         )
         return 2
+    answer = answers_alone(sys.argv[1:])
+    if answer is not None:
+        sys.stdout.write(answer)
+        return 0
     gc.disable()
     try:
         pool = early_workers(sys.argv[1:])

@@ -292,6 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the merged report to FILE instead of stdout",
     )
+    merge.add_argument(
+        "--report",
+        dest="reports",
+        action="append",
+        default=[],
+        type=argument_type(parse_report_spec),
+        metavar="FORMAT[=PATH]",
+        help="also write a report of the merged run, as cer run --report does (html, "
+        "markdown for a job summary, ...); repeatable; PATH - is standard output",
+    )
     add_baseline_command(commands)
     add_review_commands(commands)
     add_init_command(commands)

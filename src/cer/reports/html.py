@@ -74,6 +74,11 @@ only, so that a huge failing suite still makes a page a browser can open."""
 """Characters of an expected or observed value shown when it is not a string."""
 CASE_ROWS = 20_000
 """Cases the list of every case shows; past them it says how many it left out."""
+FULL_PASSES = 2_000
+"""Runs of up to this many cases show each pass with what it was given, expected and
+observed; a larger run lists its passes by name, one line each (its failures, errors
+and skips stay whole), so that the page of a suite of 20,000 cases stays a few
+megabytes: the json report has every pass's values."""
 CHART_WIDTH = 720
 CHART_HEIGHT = 160
 CHART_LEFT = 36
@@ -276,6 +281,8 @@ class CaseRow:
     observed: str
     groups: str
     """The CSS classes of the filter groups it is in (``g1 g4``)."""
+    brief: bool = False
+    """A pass of a large run (:data:`FULL_PASSES`): shown by its name alone."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +337,11 @@ class Page:
     notes: tuple[str, ...]
     generated: str
     version: str
+
+    @property
+    def brief_passes(self) -> bool:
+        """Whether the list shows passes by name alone (:data:`FULL_PASSES`)."""
+        return any(row.brief for row in self.rows)
 
 
 def _bar(label: str, statuses: Iterable[Status]) -> Bar:
@@ -604,10 +616,15 @@ def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup,
             numbers.setdefault(label, len(numbers) + 1)
             counts[label] += 1
     rows = []
+    brief_passes = len(results) > FULL_PASSES
     for result in results[:CASE_ROWS]:
+        labels = (f"class {result.case_class}", f"category {result.category}")
+        classes = " ".join(f"g{numbers[label]}" for label in labels)
+        if brief_passes and result.status is Status.PASS:
+            rows.append(CaseRow(result.case_name, "pass", "", "", "", "", "", classes, brief=True))
+            continue
         case = declared.get(result.case_name)
         where = file + (f":{case.line}" if case is not None and case.line else "")
-        labels = (f"class {result.case_class}", f"category {result.category}")
         rows.append(
             CaseRow(
                 name=result.case_name,
@@ -619,7 +636,7 @@ def _rows(context: ReportContext) -> tuple[tuple[CaseRow, ...], tuple[CaseGroup,
                 observed=""
                 if result.observation is None
                 else _observed_lines(result.observation, {} if case is None else case.expect),
-                groups=" ".join(f"g{numbers[label]}" for label in labels),
+                groups=classes,
             )
         )
     groups = tuple(CaseGroup(number, label, counts[label]) for label, number in numbers.items())
@@ -817,6 +834,12 @@ def render(context: ReportContext) -> str:
     text = (
         _environment()
         .get_template(TEMPLATE)
-        .render(page=page, words=WORDS, Status=Status, detailed_failures=DETAILED_FAILURES)
+        .render(
+            page=page,
+            words=WORDS,
+            Status=Status,
+            detailed_failures=DETAILED_FAILURES,
+            full_passes=f"{FULL_PASSES:,}",
+        )
     )
     return text if text.endswith("\n") else text + "\n"

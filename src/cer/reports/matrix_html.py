@@ -14,7 +14,7 @@ and known-failure entry. Everything the implementations said is untrusted text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from cer import __version__
@@ -28,6 +28,12 @@ __all__ = ["TEMPLATE", "page_model", "render"]
 TEMPLATE = "matrix.html.j2"
 CASE_ROWS = 20_000
 """Cases the page lists; past them it says how many it left out."""
+FULL_CELLS = 2_000
+"""Matrices of up to this many cells (cases times implementations) show every case
+whole; a larger one lists the cases every implementation passed alike by name, one
+line each (disagreements, failures, errors and skips stay whole), so that the page of
+700 cases by 12 implementations stays a few megabytes: the json document has the
+values of every cell."""
 _VERBS = {"fail": "fails", "errored": "errors on", "known": "knows to fail", "skipped": "skips"}
 WORDS = {"pass": "pass", "fail": "fail", "errored": "error", "skipped": "skip", "known": "known"}
 
@@ -84,6 +90,9 @@ class Case:
     agreement: str
     classes: str
     cells: tuple[Cell, ...]
+    brief: bool = False
+    """Every implementation passed it alike in a large matrix (:data:`FULL_CELLS`):
+    shown by its name alone."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,8 @@ class Page:
     cut: int
     version: str
     generated: str
+    brief: bool = False
+    """Whether some cases are listed by name alone (:data:`FULL_CELLS`)."""
 
 
 def _segments(counts: Sequence[tuple[str, int]]) -> tuple[Segment, ...]:
@@ -212,6 +223,7 @@ def page_model(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = 
             shown = f"[[{name}]]" if by == "array" else f"tag {name}"
             groups.append(Filter(f"g-{numbers[key]}", f"{shown} ({len(rows)})", f"g{numbers[key]}"))
     cases = []
+    large = len(matrix.rows) * len(matrix.columns) > FULL_CELLS
     for row in matrix.declared[:CASE_ROWS]:
         case = cases_by_name.get(row.case_name)
         classes = ["row"]
@@ -224,6 +236,16 @@ def page_model(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = 
         classes += [f"g{numbers[f'tag:{tag}']}" for tag in row.tags if f"tag:{tag}" in numbers]
         if not row.tags and "tag:(no tag)" in numbers:
             classes.append(f"g{numbers['tag:(no tag)']}")
+        if (
+            large
+            and row.agreement is Agreement.AGREE
+            and not row.words_differ
+            and row.states
+            and all(state == "pass" for state in row.states)
+        ):
+            brief = Case(row.case_name, row.array, row.category, "", "", "", "", "", "", "", ())
+            cases.append(replace(brief, classes=" ".join(classes), brief=True))
+            continue
         where = suite_display_path(suite)
         if case is not None and case.line:
             where += f":{case.line}"
@@ -270,6 +292,7 @@ def page_model(matrix: Matrix, suite: Suite, statements: Sequence[str] | None = 
         groups=tuple(groups),
         cases=tuple(cases),
         cut=max(len(matrix.rows) - CASE_ROWS, 0),
+        brief=any(case.brief for case in cases),
         version=__version__,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     )

@@ -45,7 +45,7 @@ from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
 from cer.tui.state.side_by_side import render_selected
 from cer.tui.state.styles import DetailStyles
-from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan
+from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases
 
 
 class RunHost(Protocol):
@@ -85,6 +85,38 @@ class RunFunction(Protocol):
 
 
 LoadFunction = Callable[[Path], Suite]
+
+FRAME_SECONDS = 0.1
+"""How often, at most, a run's results are handed to the screen: one message a frame
+with every result since the last. The screen redraws no faster than it is told, and
+the event loop stays free for the keys and for the run's own thread, which shares the
+interpreter with it (each message handled is time the run does not get)."""
+
+
+class Pacer:
+    """Posts a :class:`messages.CasesFinished` for a run's stream at most once a
+    frame, from a thread of its own, while results are waiting and the last one was
+    handled; :meth:`stop` ends it and posts what is left."""
+
+    def __init__(self, stream: messages.ResultStream, post: Callable[[], None]) -> None:
+        self._stream = stream
+        self._post = post
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cer-tui-pacer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopped.wait(FRAME_SECONDS):
+            if self._stream.claim():
+                self._post()
+
+    def stop(self) -> None:
+        """Stop posting, and post once more if results wait (the caller's thread, so
+        that the message comes before anything it posts next)."""
+        self._stopped.set()
+        self._thread.join()
+        if self._stream.claim():
+            self._post()
 
 
 @dataclass
@@ -148,6 +180,12 @@ class RunController:
         """Counts coverage requests; only the answer to the latest one is shown."""
         self.matrix_token = 0
         """Counts matrix requests; only the answer to the latest one is shown."""
+        self._suite_edited = False
+        """Set by a change of the suite file alone, for the cycle it starts."""
+        self._cycle_complete = False
+        """Whether the last cycle loaded the suite and ran every lane to its end: only
+        then do the rows hold a result of that suite for every case, and only then may
+        an edit of the suite rerun less than every case."""
 
     # -- runs -------------------------------------------------------------------------
 
@@ -160,10 +198,14 @@ class RunController:
         # What failed last time runs first (read before begin() marks the rows stale);
         # the list keeps declared order, so the rows that matter turn green first.
         firsts = tuple(lane.board.failed_names() for lane in self.session.lanes)
+        # After an edit of the suite file alone, the cycle runs what the edit changed
+        # and what failed, once the new file is loaded (see _narrowed).
+        edited = self.session.suite if self._suite_edited and self._cycle_complete else None
+        self._suite_edited = self._cycle_complete = False
         self.session.begin(trigger)
         generation = self.generation
         self._worker(
-            lambda: self._run_cycle(generation, selection, cancel, firsts),
+            lambda: self._run_cycle(generation, selection, cancel, firsts, edited),
             "run",
             "load and run the suite",
         )
@@ -189,12 +231,13 @@ class RunController:
         selection: Selection,
         cancel: threading.Event,
         firsts: Sequence[frozenset[str]] = (),
+        edited: Suite | None = None,
     ) -> None:
         with self._one_run:
             if cancel.is_set():  # cancelled while the previous cycle was ending
                 self.host.post_to_view(messages.RunCancelled(generation))
                 return
-            self._run_one_cycle(generation, selection, cancel, firsts)
+            self._run_one_cycle(generation, selection, cancel, firsts, edited)
 
     def _run_one_cycle(
         self,
@@ -202,10 +245,13 @@ class RunController:
         selection: Selection,
         cancel: threading.Event,
         firsts: Sequence[frozenset[str]] = (),
+        edited: Suite | None = None,
     ) -> None:
         """Load the suite and run every lane on it in turn, reporting only through
         messages; the cycle ends with :class:`messages.RunsFinished`. ``firsts`` holds,
-        per lane, the cases it hands to its workers before the others."""
+        per lane, the cases it hands to its workers before the others; ``edited``, the
+        suite as it was before an edit of its file alone (the cycle then runs only
+        what the edit changed and what failed)."""
         post = self.host.post_to_view
         try:
             suite = self._load_suite()
@@ -218,7 +264,10 @@ class RunController:
         # Read with the suite, before the implementation runs: coverage is judged on
         # this snapshot, whatever a case does to the file.
         doc = read_doc(self.suite_path)
-        post(messages.SuiteLoaded(generation, suite, doc))
+        narrowed = None if edited is None else _narrowed(selection, edited, suite, firsts)
+        if narrowed is not None:
+            selection = narrowed
+        post(messages.SuiteLoaded(generation, suite, doc, narrowed))
         completed = 0
         for index, options in enumerate(self.implementations):
             if index and cancel.is_set():
@@ -230,6 +279,8 @@ class RunController:
             if outcome is None:
                 return
             completed += outcome
+        if completed == len(self.implementations) and not cancel.is_set():
+            self._cycle_complete = True
         post(messages.RunsFinished(generation, completed))
 
     def _run_lane(
@@ -269,8 +320,7 @@ class RunController:
                     streamed.extend([None] * (max(position, event.total) + 1 - len(streamed)))
                 if position >= 0:
                     streamed[position] = event.result
-                if stream.add(keep(event.result), event.done, event.total):
-                    post(messages.CasesFinished(generation, stream, index))
+                stream.add(keep(event.result), event.done, event.total)
             elif isinstance(event, events.RunStarted):
                 post(messages.RunStarted(generation, event.total, index))
             elif isinstance(event, events.ImplementationLoaded):
@@ -289,8 +339,13 @@ class RunController:
                     )
                 )
 
+        pacer = Pacer(stream, lambda: post(messages.CasesFinished(generation, stream, index)))
         try:
-            run = self._run(suite, options, on_event=on_event, cancel=cancel)
+            try:
+                run = self._run(suite, options, on_event=on_event, cancel=cancel)
+            finally:
+                # Every streamed result reaches the screen before the run's end does.
+                pacer.stop()
         except RunCancelled:
             post(messages.RunCancelled(generation))
             return None
@@ -616,7 +671,15 @@ class RunController:
             self.pending_changes.update(paths)
             self.host.refresh_header()
             return
+        self._suite_edited = self._only_the_suite(paths)
         self.host.start_run(self.host.base_selection, self.describe_trigger(paths))
+
+    def _only_the_suite(self, paths: Sequence[Path]) -> bool:
+        """Whether ``paths`` are the suite file alone (and the implementation's files are
+        not among them: a change to those reruns every case)."""
+        suite = self.suite_path.resolve()
+        sources = {Path(p).resolve() for p in self._sources}
+        return suite not in sources and all(path.resolve() == suite for path in paths)
 
     def toggle_pause(self) -> None:
         """Pause watching, or resume it and rerun for what changed meanwhile."""
@@ -626,6 +689,7 @@ class RunController:
             self.pending_changes.clear()
         self.host.refresh_header()
         if not self.paused and pending:
+            self._suite_edited = self._only_the_suite(pending)
             self.host.start_run(self.host.base_selection, self.describe_trigger(pending))
 
     def describe_watch(self, watching: bool) -> str:
@@ -659,6 +723,26 @@ class RunController:
                 continue
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         return f"rerun: {name}{more} changed"
+
+
+def _narrowed(
+    selection: Selection, before: Suite, after: Suite, failed: Sequence[frozenset[str]]
+) -> Selection | None:
+    """What a cycle after an edit of the suite file runs: the cases whose definition
+    the edit changed (or added) and those some lane failed or errored last time, within
+    ``selection``; None when the edit cannot be told apart (the suite's global fields
+    changed, which every case depends on)."""
+    fields = ("format_version", "target", "target_version", "properties")
+    if any(getattr(before, name) != getattr(after, name) for name in fields):
+        return None
+    names = set(edited_cases(before, after))
+    for lane in failed:
+        names |= lane
+    present = {case.name for case in after.cases}
+    names &= present
+    if selection.names is not None:
+        names &= selection.names
+    return replace(selection, names=frozenset(names))
 
 
 def record_run(

@@ -18,6 +18,7 @@ from textual.message import Message
 from cer.coverage import CoverageFigures
 from cer.matrix import Matrix
 from cer.model import RunResult, Suite
+from cer.suite.selection import Selection
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc
 from cer.tui.state.details import Details
 from cer.tui.state.kept import KeptResult
@@ -26,8 +27,10 @@ from cer.tui.state.kept import KeptResult
 class ResultStream:
     """Results of the run in flight, handed from its thread to the app in batches.
 
-    The worker appends under a lock and posts a :class:`CasesFinished` only when none
-    is pending, so a fast run produces a handful of messages rather than one per case.
+    The run's thread appends under a lock; a :class:`CasesFinished` is posted only when
+    none is pending (:meth:`claim`), and the controller claims at most once a frame
+    (:data:`cer.tui.controller.FRAME_SECONDS`), so that a fast run produces one message
+    a frame with every result since the last, rather than one per case.
     """
 
     def __init__(self) -> None:
@@ -37,12 +40,17 @@ class ResultStream:
         self._total = 0
         self._pending = False
 
-    def add(self, result: KeptResult, done: int, total: int) -> bool:
-        """Queue a result; True when the caller should post a message for it."""
+    def add(self, result: KeptResult, done: int, total: int) -> None:
+        """Queue a result (the next :meth:`claim` posts it)."""
         with self._lock:
             self._results.append(result)
             self._done, self._total = done, total
-            if self._pending:
+
+    def claim(self) -> bool:
+        """True when results are waiting and no message is pending for them: the
+        caller then posts one (and no one else does until it is drained)."""
+        with self._lock:
+            if self._pending or not self._results:
                 return False
             self._pending = True
             return True
@@ -67,6 +75,9 @@ class SuiteLoaded(RunMessage):
     suite: Suite
     module_doc: ModuleDoc
     """The module's commonsformat.md, read with the suite before the run."""
+    selection: Selection | None = None
+    """What the cycle runs, when the load narrowed it: after an edit of the suite file
+    alone, the cases whose definition changed and those that failed."""
 
 
 @dataclass

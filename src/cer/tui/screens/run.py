@@ -92,10 +92,11 @@ class RunScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = list(bindings(screen_keys(several=True)))
     """The view's keys; those of several lanes are hidden (check_action) with one."""
 
-    header_state: reactive[HeaderState] = reactive(HeaderState())
+    header_state: reactive[HeaderState] = reactive(HeaderState(), repaint=False)
     """What the header bar shows (bound to it): set it and the bar repaints."""
-    summary_state: reactive[SummaryState] = reactive(SummaryState())
-    """What the summary bar shows (bound to it): set it and the bar repaints."""
+    summary_state: reactive[SummaryState] = reactive(SummaryState(), repaint=False)
+    """What the summary bar shows (bound to it): set it and the bar repaints (the bar
+    alone: a repaint of the screen would draw every widget again on each batch)."""
 
     def __init__(self, app: RunApp) -> None:
         super().__init__()
@@ -153,6 +154,8 @@ class RunScreen(Screen[None]):
         control = self.cer.control
         if not control.is_current(message):
             return
+        if message.selection is not None:  # the cycle narrowed what it runs
+            control.selection = message.selection
         changed = self.cer.session.load(message.suite, control.selection)
         control.module_doc = message.module_doc
         unmatched = self.cer.session.unmatched_entries() if changed else ()
@@ -230,10 +233,10 @@ class RunScreen(Screen[None]):
         results, done, total = message.stream.drain()
         if not results:
             return
-        app.session.lanes[message.lane].board.record(results, done, total)
+        changed = app.session.lanes[message.lane].board.record(results, done, total)
         if message.lane:
             app.board.refilter()  # a peer's results change what the filters show
-        self.case_list.rows_changed()
+        self.case_list.rows_recorded(changed)
         self.refresh_summary()
         current = self.case_list.cursor_name
         if current is not None and any(r.case_name == current for r in results):

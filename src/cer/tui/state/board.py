@@ -282,11 +282,20 @@ class Board:
         self._last_run_completed = False
         self._recount()
 
-    def record(self, results: Iterable[CaseResult | KeptResult], done: int, total: int) -> None:
+    def record(
+        self, results: Iterable[CaseResult | KeptResult], done: int, total: int
+    ) -> list[int] | None:
         """Take results streamed from the run in flight (a :class:`CaseResult` is kept
-        as a :class:`KeptResult`)."""
+        as a :class:`KeptResult`).
+
+        Returns the indexes into ``rows`` of the rows that took a result, so that the
+        list redraws only those of them on screen; None when the visible rows changed
+        (failures only, and a row started or stopped failing): the list must then be
+        laid out again.
+        """
         self.done, self.total = done, total
         failures_only = self.filters.failures_only
+        changed: list[int] = []
         for result in results:
             kept = result if isinstance(result, KeptResult) else KeptResult.of(result)
             index = self._index.get(kept.case_name)
@@ -302,8 +311,10 @@ class Board:
             row.kept = kept
             row.stale = False
             self._count(row)
+            changed.append(index)
             if failures_only and was_failing != (row.status in FAILING):
                 self._visible = None
+        return None if self._visible is None else changed
 
     def finish_run(
         self,
@@ -468,11 +479,21 @@ class Board:
                 self._visible = range(len(self.rows))
         return self._visible
 
+    @property
+    def visible_settled(self) -> bool:
+        """Whether the visible rows are computed and unchanged since the last look."""
+        return self._visible is not None
+
     def visible_position(self, name: str) -> int | None:
         """Where the row called ``name`` sits among the visible rows, if it is visible."""
         index = self._index.get(name)
         if index is None:
             return None
+        return self.visible_position_of(index)
+
+    def visible_position_of(self, index: int) -> int | None:
+        """Where the row at ``index`` (into ``rows``) sits among the visible rows, if it
+        is visible."""
         visible = self.visible()
         position = bisect_left(visible, index)
         if position < len(visible) and visible[position] == index:

@@ -17,6 +17,7 @@ from pathlib import Path
 from watchfiles import Change
 
 from cer.coverage import MODULE_DOC
+from cer.model import Suite, same_definition
 
 IGNORED_DIRS: frozenset[str] = frozenset(
     {"__pycache__", ".git", ".cer", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
@@ -173,3 +174,15 @@ def _walk(tree: Path) -> list[Path]:
             if len(found) >= MAX_EXPANDED_DIRS:
                 return found
     return found
+
+
+def edited_cases(before: Suite, after: Suite) -> frozenset[str]:
+    """The cases of ``after`` whose definition is new or differs from the same-named
+    case of ``before``: what an edit of the suite file asks to run again (a case that
+    only moved, because a case above it grew or shrank, did not change)."""
+    previous = {case.name: case for case in before.cases}
+    return frozenset(
+        case.name
+        for case in after.cases
+        if (old := previous.get(case.name)) is None or not same_definition(old, case)
+    )

@@ -52,12 +52,28 @@ class SummaryBar(Widget):
     state: reactive[SummaryState] = reactive(SummaryState())
     """What the bar shows; the app binds it to its own (a new value repaints the bar)."""
 
+    _styles: dict[str, Style] | None = None
+    """The components' styles, read once per theme (reading one costs more than
+    drawing the bar, which a streaming run redraws every frame)."""
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+
     def render(self) -> Text:
         state = self.state
         counts = state.counts
+        if self._styles is None:
+            self._styles = {}
+        styles = self._styles
 
         def style(name: str) -> Style:
-            return self.get_component_rich_style(f"summary-bar--{name}", partial=True)
+            found = styles.get(name)
+            if found is None:
+                found = styles[name] = self.get_component_rich_style(
+                    f"summary-bar--{name}", partial=True
+                )
+            return found
 
         if state.lanes:
             return self._render_lanes(state, style)
