@@ -64,7 +64,8 @@ def test_the_sharded_workflow_publishes_one_verdict_report_and_summary(
         inputs = ActionInputs(suite="evals.toml", impl=f"{impl}:f", shard=shard)
         # download-artifact puts each shard's report folder under its artifact's name.
         inputs = ActionInputs(**{**inputs.__dict__, "report_dir": inputs.artifact_name})
-        argv = cer_command(inputs)[3:]  # past `python -m cer.cli`
+        command = cer_command(inputs)
+        argv = command[command.index("cer.cli") + 1 :]  # past `python -I -m cer.cli`
         assert argv[0] == "run" and argv[-2:] == ["--report", "github"]
         main(argv[:-2])  # the annotations go to the log, not to a file
         assert (module.root / inputs.artifact_name / "cer-results.json").is_file()

@@ -61,6 +61,7 @@ def test_worker_imports_only_what_it_needs() -> None:
                 "cer.sandbox.privileges",
                 "cer.sandbox.seccomp",
                 "cer.sandbox.scratch",
+                "cer.sandbox.world",
             ]
         )
     )
