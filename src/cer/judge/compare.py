@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Any
 
 from cer.judge.equality import (
@@ -26,6 +27,7 @@ from cer.judge.equality import (
     equal,
     format_value,
     kind_of,
+    known_tzinfo,
     scalar_equal,
     time_problem,
     type_name,
@@ -366,9 +368,10 @@ def compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[
     """Every way in which ``observation`` fails ``expect``; an empty tuple is a match.
 
     Each key of ``expect`` is checked in order: a declaration (``self_reported``) is
-    skipped; a key present in the observation is compared strictly; otherwise an
-    operator key (one of :data:`OPERATORS`) is applied; otherwise the key was not
-    reported. Keys of the observation that ``expect`` does not mention are ignored.
+    skipped; a key present in the observation is compared strictly when
+    :func:`literal_applies`; otherwise an operator key (one of :data:`OPERATORS`) is
+    applied; otherwise the key was not reported. Keys of the observation that
+    ``expect`` does not mention are ignored.
     Never raises.
     """
     try:
@@ -415,11 +418,11 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
             )
             continue
         path = key_path("", key)
-        whole = OPERATORS.get(key)
-        if whole is not None and whole.declaration:
+        found_operator = operator_of(key)
+        if found_operator is not None and found_operator[0].declaration:
             continue  # says something about the other keys; compares nothing itself
         observed = _get(observation, key)
-        if observed is not MISSING:
+        if observed is not MISSING and literal_applies(key, observation):
             found = _diff(expected, observed, path, 0)
             if not found and not values_equal(expected, observed):
                 found = [
@@ -431,7 +434,7 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                     )
                 ]
             out.extend(found)
-        elif (found_operator := operator_of(key)) is not None:
+        elif found_operator is not None:
             operator, base = found_operator
             out.extend(operator.apply(path, base, expected, observation))
         else:
@@ -444,6 +447,23 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                 )
             )
     return out
+
+
+def literal_applies(key: str, observation: Mapping[str, Any]) -> bool:
+    """Whether ``key`` of an expect table, which the observation also holds, is compared
+    for equality with that observed value rather than applied as its operator.
+
+    A plain key always is. An operator named whole (``error_includes``, ``has_fields``)
+    never is: it looks at the observation's ``error`` or fields, which a key of its own
+    name cannot stand for. A suffix operator (``K_any_of``) is only when the observation
+    lacks ``K``: an implementation that reports ``K`` is held to the operator on it, so
+    that ``{"k": 5, "k_any_of": [1]}`` does not meet ``k_any_of = [1]``.
+    """
+    found = operator_of(key)
+    if found is None:
+        return True
+    operator, base = found
+    return operator.suffix and _get(observation, base) is MISSING
 
 
 def _is_number(value: Any) -> bool:
@@ -933,6 +953,8 @@ def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
         return (kind, value), True
     if kind == "float":
         return ((kind, "nan") if math.isnan(value) else (kind, value)), True
+    if kind in ("datetime", "time"):
+        return _moment_bucket(kind, value)
     if depth >= MAX_EXPLAINED_DEPTH:
         return (kind,), False
     if kind == "list":
@@ -943,6 +965,25 @@ def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
         summary = tuple((key, part) for key, (part, _) in pairs)
         return (kind, summary), all(exact for _, (_, exact) in pairs)
     return (kind,), False
+
+
+def _moment_bucket(kind: str, value: Any) -> tuple[Any, bool]:
+    """The bucket of a date-time or a time of day: its wall-clock reading and its UTC
+    offset, which two equal ones share (equality asks for the same instant and the same
+    offset, or both naive), so that many date-times are paired without comparing each
+    with each. It is never exact: the few sharing one are compared (a zone's comparisons
+    can depend on ``fold``); a value of a zone the runner does not know equals nothing,
+    and shares a coarse bucket."""
+    tz = value.tzinfo
+    if tz is not None and type(tz) is not timezone and not known_tzinfo(tz):
+        return (kind,), False
+    if kind == "datetime":
+        wall: Any = value.replace(tzinfo=None, fold=0)
+        offset = value.utcoffset()
+    else:
+        wall = (value.hour, value.minute, value.second, value.microsecond)
+        offset = value.utcoffset()
+    return (kind, wall, offset), False
 
 
 # ----------------------------------------------------------------------------- operators

@@ -9,6 +9,7 @@ implementation printed or sent can name a status.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from itertools import islice
@@ -17,11 +18,13 @@ from typing import Any, Literal
 from cer import plaindata
 from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.judge.compare import (
+    OPERATORS,
     REJECTION_KEYS,
     RUNNER_OBSERVED_KEYS,
     SELF_REPORTED,
     binding_key,
     compare,
+    is_operator_key,
     key_path,
     operator_of,
     vacuous_bound,
@@ -608,8 +611,14 @@ the runner: the case is errored, and nothing of it is compared."""
 _OWNED_NAMES = frozenset(
     name
     for base in RUNNER_OWNED
-    for name in (base, f"{base}_max", f"{base}_min", f"{base}_contains")
+    for name in (
+        base,
+        *(f"{base}{operator.name}" for operator in OPERATORS.values() if operator.suffix),
+    )
 )
+"""Every name of an observation that speaks for the runner: a runner-owned key, and
+each suffix operator of :data:`~cer.judge.compare.OPERATORS` spelled on one (a new
+operator is covered as soon as the table has it)."""
 
 
 def owned_reason(keys: list[str]) -> str:
@@ -628,8 +637,17 @@ def asks_memory(expect: Mapping[str, Any]) -> bool:
     return any(key in (MEMORY_KEY, f"{MEMORY_KEY}_max", f"{MEMORY_KEY}_min") for key in expect)
 
 
-_MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
-"""Name endings of a measurement of time or memory."""
+_MEASUREMENT_UNITS = frozenset({"ms", "us", "ns", "seconds", "kb", "mb", "gb", "kib", "mib", "gib"})
+"""Last words of the name of a measurement of time or memory (:func:`named_as_measurement`)."""
+
+
+def named_as_measurement(base: str) -> bool:
+    """Whether a key's name ends in a unit of time or memory after another word
+    (:func:`name_words`): ``first_render_ms``, ``first_render_MS``, ``firstRenderMs``
+    and ``render_ｍs`` alike, but not ``ms`` alone nor ``items``."""
+    words = name_words(base)
+    return len(words) > 1 and words[-1] in _MEASUREMENT_UNITS
+
 
 _MEASURED_WORDS = frozenset(
     {
@@ -650,8 +668,35 @@ and at camelCase boundaries (``parseTimeMs``, ``HTTPLatency``)."""
 
 def name_words(name: str) -> list[str]:
     """The words of a key's name, lower-cased: ``parse_time_ms`` and ``parseTimeMs``
-    are ``parse``, ``time``, ``ms``; ``timeout_count`` is ``timeout``, ``count``."""
-    return [word.lower() for word in _NAME_WORD.findall(name)]
+    are ``parse``, ``time``, ``ms``; ``timeout_count`` is ``timeout``, ``count``. The
+    name is read as it looks (:func:`looks_as`): a full-width ``ｍｓ`` is ``ms``, and
+    an invisible character splits no word."""
+    return [word.lower() for word in _NAME_WORD.findall(looks_as(name))]
+
+
+def looks_as(name: str) -> str:
+    """``name`` as it reads: compatibility characters replaced by the ones they look
+    like (NFKC: ``ｍ`` is ``m``) and invisible format characters (a zero-width space, a
+    direction mark) removed."""
+    normal = unicodedata.normalize("NFKC", name)
+    if normal.isascii():
+        return normal
+    return "".join(ch for ch in normal if unicodedata.category(ch) != "Cf")
+
+
+def reads_as_runner_key(name: str) -> str | None:
+    """The runner-observed key ``name`` reads as when it is spelled otherwise (in other
+    case, without its underscores, with lookalike or invisible characters:
+    ``Elapsed_MS``, ``elapsedMs``, ``elapsed_ｍs``), or None."""
+    squashed = _squash(name)
+    return next(
+        (key for key in sorted(RUNNER_OBSERVED_KEYS) if key != name and _squash(key) == squashed),
+        None,
+    )
+
+
+def _squash(name: str) -> str:
+    return looks_as(name).replace("_", "").replace("-", "").casefold()
 
 
 def looks_measured(base: str) -> bool:
@@ -712,6 +757,12 @@ def declaration_problems(expect: Mapping[str, Any]) -> list[str]:
                 f"{SELF_REPORTED} names {name}, which only the runner observes; a value the "
                 "implementation reports for it is never taken"
             )
+        elif (lookalike := reads_as_runner_key(name)) is not None:
+            problems.append(
+                f"{SELF_REPORTED} names {format_value(name)}, which reads as {lookalike}, a "
+                "key only the runner observes; the implementation's own figure cannot go "
+                "by a name that reads as the runner's"
+            )
         elif name not in looked_at:
             compared = ", ".join(looked_at) or "nothing"
             problems.append(
@@ -763,7 +814,7 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
             continue
         found_operator = operator_of(key)
         bound = found_operator is not None and found_operator[0].bound
-        if bound or (base.endswith(_MEASUREMENT_UNITS) and base not in _OWNED_BASES):
+        if bound or (base not in _OWNED_BASES and named_as_measurement(base)):
             found.append(key)
     return found
 
@@ -905,7 +956,7 @@ def _surely_matches(expect: Mapping[str, Any], observation: Mapping[str, Any]) -
     """
     try:
         for key, expected in expect.items():
-            if type(key) is not _str or key not in observation:
+            if type(key) is not _str or key not in observation or is_operator_key(key):
                 return False
             if not _same(expected, observation[key]):
                 return False

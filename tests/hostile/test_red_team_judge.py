@@ -1,0 +1,163 @@
+"""Attacks on the judge's newer rules (what the runner measures, rejections only by a
+raise, ``K_any_of`` and ``K_unordered``), each asserting the truthful outcome.
+
+- An observation spelling an operator on a key only the runner observes
+  (``error_includes``, ``error_contains``, ``rejects_any_of``, ``hung_unordered``,
+  ``resident_memory_mb_any_of``) once met that operator by equality with itself: a
+  function that returned passed an error expectation, and an unmeasured memory bound.
+- An observation reporting both ``K`` and the operator's literal key (``K_any_of``)
+  once had only the literal key compared: ``k = 5`` passed ``k_any_of = [1]``.
+- A key named as a time or memory in capitals, camelCase or a lookalike letter
+  (``first_render_MS``, ``firstRenderMs``, ``render_ｍs``) once passed on the
+  implementation's own figure where ``first_render_ms`` is errored.
+- ``self_reported`` naming a lookalike of a runner-observed key (``Elapsed_MS``,
+  ``elapsed_ｍs``) once let the implementation's own figure pass under a name that
+  reads as the runner's measurement.
+- ``K_unordered`` of date-times once compared every pair: a few thousand timestamps
+  in another order took minutes.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from cer.judge.compare import compare, unmatched
+from cer.judge.verdict import Outcome, declaration_problems, judge, unmeasured_keys
+from cer.model import Case, CaseResult, Status
+from support import Module, single_case_suite
+
+
+def case(expect: dict[str, Any]) -> Case:
+    return Case("c", "functional", "functional", 1, 1, {}, expect)
+
+
+def returned(expect: dict[str, Any], value: Any) -> CaseResult:
+    return judge(case(expect), Outcome("returned", value=value, elapsed_ms=1.0))
+
+
+# ------------------------------------------------- runner-observed keys spelled by operators
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "error_includes",
+        "error_contains",
+        "error_any_of",
+        "error_unordered",
+        "error_type_any_of",
+        "error_type_contains",
+    ],
+)
+def test_a_returned_table_spelling_an_error_operator_is_no_rejection(key: str) -> None:
+    value: Any = ["boom"] if key.endswith(("_any_of", "_unordered")) else "boom"
+    result = returned({key: value}, {key: value})
+    assert result.status is Status.FAIL, result.reason
+    assert result.fail_class == "mismatch"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "rejects_any_of",
+        "crashed_any_of",
+        "hung_unordered",
+        "elapsed_ms_any_of",
+        "elapsed_ms_unordered",
+        "resident_memory_mb_any_of",
+    ],
+)
+def test_a_returned_table_spelling_any_operator_on_a_runner_key_is_errored(key: str) -> None:
+    result = returned({key: [True]}, {key: [True]})
+    assert result.status is Status.ERRORED, result.reason
+    assert result.fail_class == "unverifiable"
+    assert f"`{key}`" in (result.reason or "")
+
+
+def test_an_error_includes_returned_by_a_real_implementation_fails(tmp_path: Any) -> None:
+    module = Module(tmp_path)
+    module.suite(single_case_suite('{ error_includes = "empty" }'))
+    name = module.impl('def f():\n    return {"error_includes": "empty"}\n')
+    (result,) = module.run(f"{name}:f", isolation="none").results
+    assert result.status is Status.FAIL, result.reason
+    assert "expected a rejection" in (result.reason or "")
+
+
+# ------------------------------------------------------ the literal key beside its base
+
+
+@pytest.mark.parametrize(
+    ("expect", "observation"),
+    [
+        ({"k_any_of": [1]}, {"k_any_of": [1], "k": 5}),
+        ({"k_unordered": [1, 2]}, {"k_unordered": [1, 2], "k": [1, 3]}),
+        ({"k_contains": "x"}, {"k_contains": "x", "k": "y"}),
+        ({"k_max": 5}, {"k_max": 5, "k": 100}),
+        ({"k_min": 5}, {"k_min": 5, "k": 1}),
+        ({"has_fields": ["a"]}, {"has_fields": ["a"], "b": 1}),
+    ],
+)
+def test_a_literal_operator_key_does_not_hide_the_key_it_looks_at(
+    expect: dict[str, Any], observation: dict[str, Any]
+) -> None:
+    assert compare(expect, observation), "the operator must still apply"
+    bound = "k_max" in expect or "k_min" in expect
+    declared = {**expect, "self_reported": ["k"]} if bound else expect
+    result = returned(declared, observation)
+    assert result.status is Status.FAIL, result.reason
+
+
+def test_a_literal_operator_key_alone_is_still_compared_literally() -> None:
+    assert compare({"size_max": 5}, {"size_max": 5}) == ()
+    assert compare({"size_max": 5}, {"size_max": 6})
+    assert compare({"k_any_of": [1]}, {"k_any_of": [1], "k": 1}) == ()
+
+
+# --------------------------------------------------------- measurement names, any spelling
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["first_render_MS", "firstRenderMs", "binarySizeMB", "render_ｍs", "parse_time_Ms_any_of"],
+)
+def test_a_time_or_memory_name_in_any_spelling_cannot_be_verified(key: str) -> None:
+    assert unmeasured_keys({key: 5}) == [key]
+    base = key.removesuffix("_any_of")
+    result = returned({key: 5}, {base: 5})
+    assert result.status is Status.ERRORED and result.fail_class == "unverifiable"
+
+
+@pytest.mark.parametrize("name", ["Elapsed_MS", "elapsed_ｍs", "ELAPSED_MS", "Resident_Memory_MB"])
+def test_self_reported_cannot_name_a_lookalike_of_a_runner_key(name: str) -> None:
+    expect = {f"{name}_max": 5, "self_reported": [name]}
+    assert declaration_problems(expect), name
+    result = returned(expect, {name: 1})
+    assert result.status is Status.ERRORED and result.fail_class == "unverifiable"
+
+
+# ------------------------------------------------------------ unordered stays near-linear
+
+
+def test_unordered_date_times_in_another_order_stay_cheap() -> None:
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    expected = [start + timedelta(seconds=i) for i in range(3000)]
+    rows = [{"at": at} for at in expected]
+    began = time.perf_counter()
+    assert compare({"t_unordered": expected}, {"t": expected[::-1]}) == ()
+    assert compare({"t_unordered": rows}, {"t": rows[::-1]}) == ()
+    other = [at - timedelta(days=1) for at in expected]
+    assert compare({"t_unordered": expected}, {"t": other})
+    assert time.perf_counter() - began < 2.0
+
+
+def test_unordered_date_times_keep_their_offsets() -> None:
+    utc = datetime(2020, 1, 1, 12, tzinfo=UTC)
+    plus_one = utc.astimezone(timezone(timedelta(hours=1)))
+    naive = datetime(2020, 1, 1, 12)
+    assert unmatched([utc], [plus_one]) == ([utc], [plus_one])
+    assert unmatched([utc], [naive]) == ([utc], [naive])
+    assert unmatched([utc, plus_one], [plus_one, utc]) == ([], [])
