@@ -917,9 +917,11 @@ def unmatched(expected: Sequence[Any], observed: Sequence[Any]) -> tuple[list[An
     that only elements of one bucket are ever compared with each other, and not even
     those when the bucket says all of a value (no date-time in it, not too deep).
     """
+    # Each bucket's free observed indices, the first last: taking one from the end
+    # costs nothing, however many equal elements share the bucket.
     free: dict[Any, list[int]] = {}
-    for index, item in enumerate(observed):
-        free.setdefault(_bucket(item, 0)[0], []).append(index)
+    for index in range(len(observed) - 1, -1, -1):
+        free.setdefault(_bucket(observed[index], 0)[0], []).append(index)
     taken = [False] * len(observed)
     missing: list[Any] = []
     for item in expected:
@@ -927,11 +929,12 @@ def unmatched(expected: Sequence[Any], observed: Sequence[Any]) -> tuple[list[An
         slots = free.get(key)
         found = None
         if slots:
+            last = len(slots) - 1
             found = (
-                0
+                last
                 if exact
                 else next(
-                    (at for at, index in enumerate(slots) if equal(item, observed[index])), None
+                    (at for at in range(last, -1, -1) if equal(item, observed[slots[at]])), None
                 )
             )
         if slots is None or found is None:
@@ -948,6 +951,11 @@ def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
     the value, so that sharing it is being equal. Values it cannot summarise exactly
     (date-times, whose equality involves their offsets, and anything deeper than the
     explained depth) share a coarse one, and the pairing compares them."""
+    cls = type(value)
+    if cls is str:  # the usual elements first, without looking up their kind
+        return ("str", value), True
+    if cls is int:
+        return ("int", value), True
     kind = kind_of(value)
     if kind in ("str", "int", "bool", "bytes", "None", "date"):
         return (kind, value), True

@@ -410,7 +410,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
                 "but a call that does not fit raises as a refusal does; name the error "
                 "(error_type or error_includes) to tell them apart",
             )
-        if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
+        if asks_about_a_raise(expect):
             return compared(
                 {
                     "rejects": True,
@@ -582,12 +582,29 @@ def _shape_hint(expect: Mapping[str, Any], base: str, returned: Any) -> str:
 
 
 def _names_the_error(expect: Mapping[str, Any]) -> bool:
-    """Whether ``expect`` says which error it expects, beyond that there is one."""
+    """Whether ``expect`` says which error it expects, beyond that there is one: also
+    through an operator on ``error`` or ``error_type`` (``error_type_any_of``)."""
     return (
         "error_includes" in expect
         or expect.get("error_type") is not None
         or expect.get("error") is not None
+        or any(
+            type(key) is str and key != _base_of(key) and _base_of(key) in ("error", "error_type")
+            for key in expect
+        )
     )
+
+
+_RAISE_KEYS = REJECTION_KEYS | HEALTH_KEYS | {"error"}
+"""Keys an exception is compared with rather than errored: what it says (``rejects``,
+``error``, ``error_type``, ``error_includes``) and how the case ended."""
+
+
+def asks_about_a_raise(expect: Mapping[str, Any]) -> bool:
+    """Whether an exception the implementation raised is compared with ``expect``
+    rather than errored: it has a key of :data:`_RAISE_KEYS`, or an operator on one
+    (``error_type_any_of = ["ValueError", "TypeError"]``)."""
+    return any(type(key) is str and _base_of(key) in _RAISE_KEYS for key in expect)
 
 
 def _raised(outcome: Outcome) -> str:
