@@ -186,3 +186,33 @@ def test_an_operator_on_the_error_type_is_compared_with_a_raise() -> None:
     whole = Outcome("raised", error_type="TypeError", error_message="x", call_note="called whole")
     named = {"rejects": True, **expect}
     assert judge(case(named), whole).status is Status.PASS
+
+
+# --------------------------------------------- a literal key that reads as the runner's
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("Rejects", True),
+        ("Error_Type", "ValueError"),
+        ("errorIncludes", "empty"),
+        ("Elapsed_MS_Max", 5),
+        ("hung\u200b", False),
+        ("hasFields", ["a"]),
+    ],
+)
+def test_a_key_reading_as_the_runners_own_cannot_be_verified(key: str, value: Any) -> None:
+    result = returned({key: value}, {key: value})
+    assert result.status is Status.ERRORED, result.reason
+    assert result.fail_class == "unverifiable"
+    assert "reads as" in (result.reason or "")
+
+
+def test_cer_check_reports_a_key_reading_as_the_runners_own(tmp_path: Any) -> None:
+    from cer.cli.check import check_suite
+
+    path = tmp_path / "evals.toml"
+    path.write_text(single_case_suite("{ Rejects = true }"), encoding="utf-8")
+    report = check_suite(path)
+    assert any("'Rejects' reads as rejects" in finding.message for finding in report.findings)

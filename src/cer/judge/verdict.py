@@ -916,15 +916,55 @@ def contradictions(expect: Mapping[str, Any]) -> list[str]:
     ]
 
 
+_SPOKEN_FOR: frozenset[str] = frozenset(
+    {
+        *RUNNER_OBSERVED_KEYS,
+        *(name for name, operator in OPERATORS.items() if not operator.suffix),
+        *(
+            f"{key}{operator.name}"
+            for key in RUNNER_OBSERVED_KEYS
+            for operator in OPERATORS.values()
+            if operator.suffix
+        ),
+    }
+)
+"""The keys of an expect table whose meaning is the runner's: a runner-observed key, an
+operator named whole, an operator on a runner-observed key (``elapsed_ms_max``)."""
+
+_SPOKEN_FOR_SQUASHED: dict[str, str] = {_squash(name): name for name in sorted(_SPOKEN_FOR)}
+
+
+def lookalike_problems(expect: Mapping[str, Any]) -> list[str]:
+    """Each key of ``expect`` that reads as one of the runner's (:data:`_SPOKEN_FOR`)
+    without being it: in other case, without its underscores, with lookalike or
+    invisible characters (``Rejects``, ``errorIncludes``, ``Elapsed_MS_Max``). Such a
+    key is a literal value the implementation reports, which a report would show as
+    though the runner had observed it (``Rejects = true`` passing for a function that
+    returned ``{"Rejects": true}``)."""
+    found: list[str] = []
+    for key in expect:
+        if type(key) is not str or key in _SPOKEN_FOR:
+            continue
+        meant = _SPOKEN_FOR_SQUASHED.get(_squash(key))
+        if meant is not None:
+            found.append(
+                f"{format_value(key)} reads as {meant}, but is a literal key the "
+                f"implementation reports; spell it {meant} to ask the runner"
+            )
+    return found
+
+
 def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
     """The reason of a case whose expect table cannot verify anything whatever the
     implementation does: it holds something that verifies nothing
     (:func:`vacuous_expectations`), a malformed ``self_reported`` declaration
-    (:func:`declaration_problems`), or a contradiction (:func:`contradictions`); or
-    None."""
+    (:func:`declaration_problems`), a key that reads as one of the runner's without
+    being it (:func:`lookalike_problems`), or a contradiction (:func:`contradictions`);
+    or None."""
     found = vacuous_expectations(expect)
     reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
     reasons.extend(f"could not verify: {why}" for why in declaration_problems(expect))
+    reasons.extend(f"could not verify: {why}" for why in lookalike_problems(expect))
     reasons.extend(f"could not verify: {why}" for why in contradictions(expect))
     return "\n".join(reasons) or None
 
