@@ -495,7 +495,9 @@ def _one_rejection_line(
     return (line, *others)
 
 
-_RETURNED_ERROR_KEYS = frozenset({"error", "error_type", "error_message", "message", "exception"})
+_RETURNED_ERROR_KEYS = frozenset(
+    {"error", "error_type", "error_includes", "error_message", "message", "exception"}
+)
 """Keys of a returned table that read like an error the implementation meant as a
 rejection: a value, named in the reason so that the author sees why it is not one."""
 
