@@ -86,9 +86,7 @@ def test_an_error_includes_returned_by_a_real_implementation_fails(tmp_path: Any
     (result,) = module.run(f"{name}:f", isolation="none").results
     assert result.status is Status.FAIL, result.reason
     assert "expected a rejection" in (result.reason or "")
-    assert "error_includes in a returned table is a value, not a rejection" in (
-        result.reason or ""
-    )
+    assert "error_includes in a returned table is a value, not a rejection" in (result.reason or "")
 
 
 # ------------------------------------------------------ the literal key beside its base
