@@ -210,6 +210,22 @@ def test_a_key_reading_as_the_runners_own_cannot_be_verified(key: str, value: An
     assert "reads as" in (result.reason or "")
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "observed"),
+    [
+        ("error_includes_any_of", ["boom"], {"error_includes": "boom"}),
+        ("has_fields_contains", "a", {"has_fields": ["a"]}),
+        ("self_reported_contains", "a", {"self_reported": ["a"]}),
+    ],
+)
+def test_an_operator_on_an_operator_cannot_be_verified(
+    key: str, value: Any, observed: dict[str, Any]
+) -> None:
+    result = returned({key: value}, observed)
+    assert result.status is Status.ERRORED, result.reason
+    assert "which is an operator of expect" in (result.reason or "")
+
+
 def test_cer_check_reports_a_key_reading_as_the_runners_own(tmp_path: Any) -> None:
     from cer.cli.check import check_suite
 

@@ -933,19 +933,31 @@ _SPOKEN_FOR: frozenset[str] = frozenset(
 """The keys of an expect table whose meaning is the runner's: a runner-observed key, an
 operator named whole, an operator on a runner-observed key (``elapsed_ms_max``)."""
 
+_WHOLE_NAMES = frozenset(name for name, operator in OPERATORS.items() if not operator.suffix)
+"""The operators named whole (``error_includes``, ``has_fields``, ``self_reported``)."""
+
 _SPOKEN_FOR_SQUASHED: dict[str, str] = {_squash(name): name for name in sorted(_SPOKEN_FOR)}
 
 
 def lookalike_problems(expect: Mapping[str, Any]) -> list[str]:
     """Each key of ``expect`` that reads as one of the runner's (:data:`_SPOKEN_FOR`)
     without being it: in other case, without its underscores, with lookalike or
-    invisible characters (``Rejects``, ``errorIncludes``, ``Elapsed_MS_Max``). Such a
-    key is a literal value the implementation reports, which a report would show as
-    though the runner had observed it (``Rejects = true`` passing for a function that
-    returned ``{"Rejects": true}``)."""
+    invisible characters (``Rejects``, ``errorIncludes``, ``Elapsed_MS_Max``), or a
+    suffix operator on an operator named whole (``error_includes_any_of``). Such a key
+    asks about a literal value the implementation reports, which a report would show
+    as though the runner had observed it (``Rejects = true`` passing for a function
+    that returned ``{"Rejects": true}``)."""
     found: list[str] = []
     for key in expect:
         if type(key) is not str or key in _SPOKEN_FOR:
+            continue
+        operator = operator_of(key)
+        if operator is not None and operator[0].suffix and operator[1] in _WHOLE_NAMES:
+            found.append(
+                f"{key} applies {operator[0].name} to {operator[1]}, which is an operator of "
+                "expect, not a key of the observation: the implementation would answer it "
+                "with a key of that name"
+            )
             continue
         meant = _SPOKEN_FOR_SQUASHED.get(_squash(key))
         if meant is not None:
