@@ -233,3 +233,15 @@ def test_cer_check_reports_a_key_reading_as_the_runners_own(tmp_path: Any) -> No
     path.write_text(single_case_suite("{ Rejects = true }"), encoding="utf-8")
     report = check_suite(path)
     assert any("'Rejects' reads as rejects" in finding.message for finding in report.findings)
+
+
+def test_a_huge_self_reported_figure_fails_its_bound_with_a_bounded_message() -> None:
+    expect = {"startup_ms_max": 5, "self_reported": ["startup_ms"]}
+    result = returned(expect, {"startup_ms": 10**5000})
+    assert result.status is Status.FAIL
+    reason = result.reason or ""
+    assert "expected startup_ms <= 5, observed <int of 16610 bits> ms" in reason
+    assert "could not be completed" not in reason and len(reason) < 1000
+    huge_bound = {"startup_ms_max": 10**5000, "self_reported": ["startup_ms"]}
+    assert returned(huge_bound, {"startup_ms": 1.5}).status is Status.PASS
+    assert returned({**huge_bound, "startup_ms_min": 10**4000}, {"startup_ms": 1.5}).reason

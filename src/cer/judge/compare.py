@@ -496,13 +496,15 @@ def for_people(base: str, value: Any, *others: Any) -> str:
     as many decimals as it takes to tell it from each of ``others`` (the bounds it is
     held to); a value that is no measurement of a known unit is written as it is."""
     unit = unit_of(base)
-    if unit is None or not _is_number(value) or not math.isfinite(value):
+    if unit is None or not _is_number(value):
         return format_value(value)
-    if type(value) is int:
-        return f"{value} {unit}"
+    if type(value) is int:  # of any size: shown bounded, never converted to a float
+        return f"{format_value(value)} {unit}"
+    if not math.isfinite(value):
+        return format_value(value)
     digits = 0 if abs(value) >= 10 else 1
     for other in others:
-        if not _is_number(other) or not math.isfinite(other):
+        if not _is_number(other) or not _float_sized(other) or not math.isfinite(other):
             continue
         while digits < 6 and value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
             digits += 1
@@ -532,6 +534,11 @@ def shown_mismatch_observed(mismatch: Mismatch) -> str | None:
                 return None
             return for_people(base, mismatch.observed, mismatch.expected)
     return None
+
+
+def _float_sized(value: float) -> bool:
+    """Whether a number can be written as a float (an int of any size cannot)."""
+    return type(value) is float or value.bit_length() <= 1000
 
 
 def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
