@@ -538,7 +538,7 @@ def shown_mismatch_observed(mismatch: Mismatch) -> str | None:
 
 def _float_sized(value: float) -> bool:
     """Whether a number can be written as a float (an int of any size cannot)."""
-    return type(value) is float or value.bit_length() <= 1000
+    return not isinstance(value, int) or value.bit_length() <= 1000
 
 
 def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
