@@ -956,8 +956,9 @@ def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
     """A hashable summary of ``value`` that two strictly equal values always share
     (types included: ``1``, ``1.0`` and ``True`` differ), and whether it says all of
     the value, so that sharing it is being equal. Values it cannot summarise exactly
-    (date-times, whose equality involves their offsets, and anything deeper than the
-    explained depth) share a coarse one, and the pairing compares them."""
+    (date-times, whose equality involves their offsets: by their reading and offset,
+    see :func:`_moment_bucket`; anything deeper than the explained depth: by kind
+    alone) share a bucket that does not say all, and the pairing compares them."""
     cls = type(value)
     if cls is str:  # the usual elements first, without looking up their kind
         return ("str", value), True
