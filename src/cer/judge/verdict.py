@@ -353,7 +353,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     def compared(observation: dict[str, Any]) -> CaseResult:
         reported = reported_facts(expect)
         label = reported_note(reported) if reported else None
-        if _surely_matches(expect, observation):
+        if not _facts(expect).operators and _surely_matches(expect, observation):
             return result(Status.PASS, label, observation)
         mismatches = _one_rejection_line(expect, outcome, compare(expect, observation))
         if outcome.kind == "returned":
@@ -838,10 +838,23 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
     return found
 
 
-_KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
-""":func:`unmeasured_keys` and :func:`asks_memory` by the keys of an expect table (they
-depend on nothing else, unless it declares ``self_reported``): most cases of a suite
-share a handful of key sets."""
+@dataclass(frozen=True)
+class _KeyFacts:
+    """What the verdict needs to know of an expect table's keys alone."""
+
+    unmeasured: tuple[str, ...]
+    memory: bool
+    reported: tuple[str, ...]
+    lookalikes: tuple[str, ...]
+    operators: bool
+    """Some key is an operator: no shortcut of :func:`_surely_matches` applies."""
+
+
+_KEY_FACTS: dict[tuple[Any, ...], _KeyFacts] = {}
+""":func:`unmeasured_keys`, :func:`asks_memory`, :func:`reported_measurements`,
+:func:`lookalike_problems` and whether any key is an operator, by the keys of an expect
+table (they depend on nothing else, unless it declares ``self_reported``): most cases
+of a suite share a handful of key sets."""
 _KEY_FACTS_MAX = 4096
 
 
@@ -849,25 +862,27 @@ def key_facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     """:func:`unmeasured_keys` of ``expect`` and :func:`asks_memory`, remembered by its
     keys."""
     facts = _facts(expect)
-    return facts[0], facts[1]
+    return facts.unmeasured, facts.memory
 
 
 def reported_facts(expect: Mapping[str, Any]) -> tuple[str, ...]:
     """:func:`reported_measurements` of ``expect``, remembered by its keys."""
-    return _facts(expect)[2]
+    return _facts(expect).reported
 
 
-def _facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+def _facts(expect: Mapping[str, Any]) -> _KeyFacts:
     keys = tuple(expect)
     declares = SELF_REPORTED in expect  # then the facts depend on what it declares
     facts = None if declares else _KEY_FACTS.get(keys)
     if facts is None:
         if len(_KEY_FACTS) >= _KEY_FACTS_MAX:
             _KEY_FACTS.clear()
-        facts = (
+        facts = _KeyFacts(
             tuple(unmeasured_keys(expect)),
             asks_memory(expect),
             tuple(reported_measurements(expect)),
+            tuple(lookalike_problems(expect)),
+            any(is_operator_key(key) for key in keys),
         )
         if not declares:
             _KEY_FACTS[keys] = facts
@@ -978,7 +993,7 @@ def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
     found = vacuous_expectations(expect)
     reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
     reasons.extend(f"could not verify: {why}" for why in declaration_problems(expect))
-    reasons.extend(f"could not verify: {why}" for why in lookalike_problems(expect))
+    reasons.extend(f"could not verify: {why}" for why in _facts(expect).lookalikes)
     reasons.extend(f"could not verify: {why}" for why in contradictions(expect))
     return "\n".join(reasons) or None
 
@@ -1019,15 +1034,17 @@ _EXACT_SCALARS = frozenset({_str, _int, _bool, _NoneType})
 def _surely_matches(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
     """Whether every expected key was observed with a strictly equal value.
 
-    A shortcut for the common passing case: True only where :func:`compare` would find
-    no mismatch (each key present and equal under its rules: exact types at every
-    level, floats equal or both NaN, tables with the same string keys). Anything else,
-    including every operator key and every value of another type, answers False and
-    is left to :func:`compare`, which also explains the differences.
+    A shortcut for the common passing case, taken only for an expect table without an
+    operator key (an operator is applied, not compared, when the key it looks at was
+    reported: :func:`~cer.judge.compare.literal_applies`): True only where
+    :func:`compare` would find no mismatch (each key present and equal under its
+    rules: exact types at every level, floats equal or both NaN, tables with the same
+    string keys). Anything else, including every value of another type, answers False
+    and is left to :func:`compare`, which also explains the differences.
     """
     try:
         for key, expected in expect.items():
-            if type(key) is not _str or key not in observation or is_operator_key(key):
+            if type(key) is not _str or key not in observation:
                 return False
             if not _same(expected, observation[key]):
                 return False
