@@ -13,6 +13,12 @@ raise, ``K_any_of`` and ``K_unordered``), each asserting the truthful outcome.
 - ``self_reported`` naming a lookalike of a runner-observed key (``Elapsed_MS``,
   ``elapsed_ｍs``) once let the implementation's own figure pass under a name that
   reads as the runner's measurement.
+- A literal key of ``expect`` that only reads as one of the runner's (``Rejects``,
+  ``errorIncludes``, ``Elapsed_MS_Max``), or an operator on an operator named whole
+  (``error_includes_any_of``), once passed on a key the implementation returned.
+- ``error_type_any_of`` once errored a raise instead of comparing it.
+- A self-reported figure too large for a float once failed its bound with "the
+  comparison could not be completed" instead of the bound it missed.
 - ``K_unordered`` of date-times once compared every pair: a few thousand timestamps
   in another order took minutes; many equal elements were taken from the front of a
   list, one shift of the list each.
