@@ -33,6 +33,7 @@ from cer.judge.verdict import (
     REPORTED_NOTE,
     contradictions,
     declaration_problems,
+    lookalike_problems,
     reported_measurements,
     unmeasured_keys,
     unmeasured_reason,
@@ -219,7 +220,11 @@ def _expect_findings(case: Case) -> list[str]:
         )
     found += [
         f'case "{case.name}": {why} (the case would be errored)'
-        for why in [*declaration_problems(expect), *contradictions(expect)]
+        for why in [
+            *declaration_problems(expect),
+            *lookalike_problems(expect),
+            *contradictions(expect),
+        ]
     ]
     found += [
         f'case "{case.name}": {why}, so it verifies nothing (the case would be errored)'

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Any
 
 from cer.judge.equality import (
@@ -26,6 +27,7 @@ from cer.judge.equality import (
     equal,
     format_value,
     kind_of,
+    known_tzinfo,
     scalar_equal,
     time_problem,
     type_name,
@@ -366,9 +368,10 @@ def compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[
     """Every way in which ``observation`` fails ``expect``; an empty tuple is a match.
 
     Each key of ``expect`` is checked in order: a declaration (``self_reported``) is
-    skipped; a key present in the observation is compared strictly; otherwise an
-    operator key (one of :data:`OPERATORS`) is applied; otherwise the key was not
-    reported. Keys of the observation that ``expect`` does not mention are ignored.
+    skipped; a key present in the observation is compared strictly when
+    :func:`literal_applies`; otherwise an operator key (one of :data:`OPERATORS`) is
+    applied; otherwise the key was not reported. Keys of the observation that
+    ``expect`` does not mention are ignored.
     Never raises.
     """
     try:
@@ -415,11 +418,11 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
             )
             continue
         path = key_path("", key)
-        whole = OPERATORS.get(key)
-        if whole is not None and whole.declaration:
+        found_operator = operator_of(key)
+        if found_operator is not None and found_operator[0].declaration:
             continue  # says something about the other keys; compares nothing itself
         observed = _get(observation, key)
-        if observed is not MISSING:
+        if observed is not MISSING and literal_applies(key, observation):
             found = _diff(expected, observed, path, 0)
             if not found and not values_equal(expected, observed):
                 found = [
@@ -431,7 +434,7 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                     )
                 ]
             out.extend(found)
-        elif (found_operator := operator_of(key)) is not None:
+        elif found_operator is not None:
             operator, base = found_operator
             out.extend(operator.apply(path, base, expected, observation))
         else:
@@ -444,6 +447,23 @@ def _compare(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> list[
                 )
             )
     return out
+
+
+def literal_applies(key: str, observation: Mapping[str, Any]) -> bool:
+    """Whether ``key`` of an expect table, which the observation also holds, is compared
+    for equality with that observed value rather than applied as its operator.
+
+    A plain key always is. An operator named whole (``error_includes``, ``has_fields``)
+    never is: it looks at the observation's ``error`` or fields, which a key of its own
+    name cannot stand for. A suffix operator (``K_any_of``) is only when the observation
+    lacks ``K``: an implementation that reports ``K`` is held to the operator on it, so
+    that ``{"k": 5, "k_any_of": [1]}`` does not meet ``k_any_of = [1]``.
+    """
+    found = operator_of(key)
+    if found is None:
+        return True
+    operator, base = found
+    return operator.suffix and _get(observation, base) is MISSING
 
 
 def _is_number(value: Any) -> bool:
@@ -476,13 +496,15 @@ def for_people(base: str, value: Any, *others: Any) -> str:
     as many decimals as it takes to tell it from each of ``others`` (the bounds it is
     held to); a value that is no measurement of a known unit is written as it is."""
     unit = unit_of(base)
-    if unit is None or not _is_number(value) or not math.isfinite(value):
+    if unit is None or not _is_number(value):
         return format_value(value)
-    if type(value) is int:
-        return f"{value} {unit}"
+    if type(value) is int:  # of any size: shown bounded, never converted to a float
+        return f"{format_value(value)} {unit}"
+    if not math.isfinite(value):
+        return format_value(value)
     digits = 0 if abs(value) >= 10 else 1
     for other in others:
-        if not _is_number(other) or not math.isfinite(other):
+        if not _is_number(other) or not _float_sized(other) or not math.isfinite(other):
             continue
         while digits < 6 and value != other and f"{value:.{digits}f}" == f"{other:.{digits}f}":
             digits += 1
@@ -512,6 +534,11 @@ def shown_mismatch_observed(mismatch: Mismatch) -> str | None:
                 return None
             return for_people(base, mismatch.observed, mismatch.expected)
     return None
+
+
+def _float_sized(value: float) -> bool:
+    """Whether a number can be written as a float (an int of any size cannot)."""
+    return not isinstance(value, int) or value.bit_length() <= 1000
 
 
 def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
@@ -897,9 +924,11 @@ def unmatched(expected: Sequence[Any], observed: Sequence[Any]) -> tuple[list[An
     that only elements of one bucket are ever compared with each other, and not even
     those when the bucket says all of a value (no date-time in it, not too deep).
     """
+    # Each bucket's free observed indices, the first last: taking one from the end
+    # costs nothing, however many equal elements share the bucket.
     free: dict[Any, list[int]] = {}
-    for index, item in enumerate(observed):
-        free.setdefault(_bucket(item, 0)[0], []).append(index)
+    for index in range(len(observed) - 1, -1, -1):
+        free.setdefault(_bucket(observed[index], 0)[0], []).append(index)
     taken = [False] * len(observed)
     missing: list[Any] = []
     for item in expected:
@@ -907,11 +936,12 @@ def unmatched(expected: Sequence[Any], observed: Sequence[Any]) -> tuple[list[An
         slots = free.get(key)
         found = None
         if slots:
+            last = len(slots) - 1
             found = (
-                0
+                last
                 if exact
                 else next(
-                    (at for at, index in enumerate(slots) if equal(item, observed[index])), None
+                    (at for at in range(last, -1, -1) if equal(item, observed[slots[at]])), None
                 )
             )
         if slots is None or found is None:
@@ -926,13 +956,21 @@ def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
     """A hashable summary of ``value`` that two strictly equal values always share
     (types included: ``1``, ``1.0`` and ``True`` differ), and whether it says all of
     the value, so that sharing it is being equal. Values it cannot summarise exactly
-    (date-times, whose equality involves their offsets, and anything deeper than the
-    explained depth) share a coarse one, and the pairing compares them."""
+    (date-times, whose equality involves their offsets: by their reading and offset,
+    see :func:`_moment_bucket`; anything deeper than the explained depth: by kind
+    alone) share a bucket that does not say all, and the pairing compares them."""
+    cls = type(value)
+    if cls is str:  # the usual elements first, without looking up their kind
+        return ("str", value), True
+    if cls is int:
+        return ("int", value), True
     kind = kind_of(value)
     if kind in ("str", "int", "bool", "bytes", "None", "date"):
         return (kind, value), True
     if kind == "float":
         return ((kind, "nan") if math.isnan(value) else (kind, value)), True
+    if kind in ("datetime", "time"):
+        return _moment_bucket(kind, value)
     if depth >= MAX_EXPLAINED_DEPTH:
         return (kind,), False
     if kind == "list":
@@ -943,6 +981,25 @@ def _bucket(value: Any, depth: int) -> tuple[Any, bool]:
         summary = tuple((key, part) for key, (part, _) in pairs)
         return (kind, summary), all(exact for _, (_, exact) in pairs)
     return (kind,), False
+
+
+def _moment_bucket(kind: str, value: Any) -> tuple[Any, bool]:
+    """The bucket of a date-time or a time of day: its wall-clock reading and its UTC
+    offset, which two equal ones share (equality asks for the same instant and the same
+    offset, or both naive), so that many date-times are paired without comparing each
+    with each. It is never exact: the few sharing one are compared (a zone's comparisons
+    can depend on ``fold``); a value of a zone the runner does not know equals nothing,
+    and shares a coarse bucket."""
+    tz = value.tzinfo
+    if tz is not None and type(tz) is not timezone and not known_tzinfo(tz):
+        return (kind,), False
+    if kind == "datetime":
+        wall: Any = value.replace(tzinfo=None, fold=0)
+        offset = value.utcoffset()
+    else:
+        wall = (value.hour, value.minute, value.second, value.microsecond)
+        offset = value.utcoffset()
+    return (kind, wall, offset), False
 
 
 # ----------------------------------------------------------------------------- operators

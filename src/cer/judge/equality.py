@@ -57,7 +57,7 @@ def type_name(value: Any) -> str:
     return name if type(name) is str else "object"
 
 
-def _known_tzinfo(tz: Any) -> bool:
+def known_tzinfo(tz: Any) -> bool:
     """Only tzinfo objects of the standard library are asked for an offset. (zoneinfo
     is imported only when a value has some other tzinfo: it costs a run that compares
     no such value several milliseconds, as it reads the interpreter's configuration.)"""
@@ -139,7 +139,7 @@ def scalar_equal(kind: str, a: Any, b: Any) -> bool:
 
 def datetime_problem(a: datetime, b: datetime) -> str | None:
     """Why two datetimes differ, or None when they are equal."""
-    if not (_known_tzinfo(a.tzinfo) and _known_tzinfo(b.tzinfo)):
+    if not (known_tzinfo(a.tzinfo) and known_tzinfo(b.tzinfo)):
         return "a datetime with an unsupported tzinfo cannot be verified"
     oa, ob = _offset(a), _offset(b)
     if (oa is None) != (ob is None):
@@ -157,7 +157,7 @@ def datetime_problem(a: datetime, b: datetime) -> str | None:
 
 def time_problem(a: time, b: time) -> str | None:
     """Why two times of day differ, or None when they are equal."""
-    if not (_known_tzinfo(a.tzinfo) and _known_tzinfo(b.tzinfo)):
+    if not (known_tzinfo(a.tzinfo) and known_tzinfo(b.tzinfo)):
         return "a time with an unsupported tzinfo cannot be verified"
     oa, ob = _offset(a), _offset(b)
     if (oa is None) != (ob is None):
@@ -206,7 +206,7 @@ def _render(value: Any, limit: int, depth: int) -> str:
     if kind in ("None", "bool", "float"):
         return repr(value)
     if kind in ("datetime", "time"):
-        if _known_tzinfo(value.tzinfo):
+        if known_tzinfo(value.tzinfo):
             return str(value.isoformat())
         naive = value.replace(tzinfo=None).isoformat()
         return f"{naive}<unsupported tzinfo {type_name(value.tzinfo)}>"

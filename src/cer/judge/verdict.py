@@ -9,6 +9,7 @@ implementation printed or sent can name a status.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from itertools import islice
@@ -17,11 +18,13 @@ from typing import Any, Literal
 from cer import plaindata
 from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.judge.compare import (
+    OPERATORS,
     REJECTION_KEYS,
     RUNNER_OBSERVED_KEYS,
     SELF_REPORTED,
     binding_key,
     compare,
+    is_operator_key,
     key_path,
     operator_of,
     vacuous_bound,
@@ -350,7 +353,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     def compared(observation: dict[str, Any]) -> CaseResult:
         reported = reported_facts(expect)
         label = reported_note(reported) if reported else None
-        if _surely_matches(expect, observation):
+        if not _facts(expect).operators and _surely_matches(expect, observation):
             return result(Status.PASS, label, observation)
         mismatches = _one_rejection_line(expect, outcome, compare(expect, observation))
         if outcome.kind == "returned":
@@ -407,7 +410,7 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
                 "but a call that does not fit raises as a refusal does; name the error "
                 "(error_type or error_includes) to tell them apart",
             )
-        if expect.keys() & (REJECTION_KEYS | HEALTH_KEYS | {"error"}):
+        if asks_about_a_raise(expect):
             return compared(
                 {
                     "rejects": True,
@@ -492,7 +495,9 @@ def _one_rejection_line(
     return (line, *others)
 
 
-_RETURNED_ERROR_KEYS = frozenset({"error", "error_type", "error_message", "message", "exception"})
+_RETURNED_ERROR_KEYS = frozenset(
+    {"error", "error_type", "error_includes", "error_message", "message", "exception"}
+)
 """Keys of a returned table that read like an error the implementation meant as a
 rejection: a value, named in the reason so that the author sees why it is not one."""
 
@@ -579,12 +584,29 @@ def _shape_hint(expect: Mapping[str, Any], base: str, returned: Any) -> str:
 
 
 def _names_the_error(expect: Mapping[str, Any]) -> bool:
-    """Whether ``expect`` says which error it expects, beyond that there is one."""
+    """Whether ``expect`` says which error it expects, beyond that there is one: also
+    through an operator on ``error`` or ``error_type`` (``error_type_any_of``)."""
     return (
         "error_includes" in expect
         or expect.get("error_type") is not None
         or expect.get("error") is not None
+        or any(
+            type(key) is str and key != _base_of(key) and _base_of(key) in ("error", "error_type")
+            for key in expect
+        )
     )
+
+
+_RAISE_KEYS = REJECTION_KEYS | HEALTH_KEYS | {"error"}
+"""Keys an exception is compared with rather than errored: what it says (``rejects``,
+``error``, ``error_type``, ``error_includes``) and how the case ended."""
+
+
+def asks_about_a_raise(expect: Mapping[str, Any]) -> bool:
+    """Whether an exception the implementation raised is compared with ``expect``
+    rather than errored: it has a key of :data:`_RAISE_KEYS`, or an operator on one
+    (``error_type_any_of = ["ValueError", "TypeError"]``)."""
+    return any(type(key) is str and _base_of(key) in _RAISE_KEYS for key in expect)
 
 
 def _raised(outcome: Outcome) -> str:
@@ -608,8 +630,14 @@ the runner: the case is errored, and nothing of it is compared."""
 _OWNED_NAMES = frozenset(
     name
     for base in RUNNER_OWNED
-    for name in (base, f"{base}_max", f"{base}_min", f"{base}_contains")
+    for name in (
+        base,
+        *(f"{base}{operator.name}" for operator in OPERATORS.values() if operator.suffix),
+    )
 )
+"""Every name of an observation that speaks for the runner: a runner-owned key, and
+each suffix operator of :data:`~cer.judge.compare.OPERATORS` spelled on one (a new
+operator is covered as soon as the table has it)."""
 
 
 def owned_reason(keys: list[str]) -> str:
@@ -628,8 +656,17 @@ def asks_memory(expect: Mapping[str, Any]) -> bool:
     return any(key in (MEMORY_KEY, f"{MEMORY_KEY}_max", f"{MEMORY_KEY}_min") for key in expect)
 
 
-_MEASUREMENT_UNITS = ("_ms", "_us", "_ns", "_seconds", "_kb", "_mb", "_gb", "_kib", "_mib", "_gib")
-"""Name endings of a measurement of time or memory."""
+_MEASUREMENT_UNITS = frozenset({"ms", "us", "ns", "seconds", "kb", "mb", "gb", "kib", "mib", "gib"})
+"""Last words of the name of a measurement of time or memory (:func:`named_as_measurement`)."""
+
+
+def named_as_measurement(base: str) -> bool:
+    """Whether a key's name ends in a unit of time or memory after another word
+    (:func:`name_words`): ``first_render_ms``, ``first_render_MS``, ``firstRenderMs``
+    and ``render_ｍs`` alike, but not ``ms`` alone nor ``items``."""
+    words = name_words(base)
+    return len(words) > 1 and words[-1] in _MEASUREMENT_UNITS
+
 
 _MEASURED_WORDS = frozenset(
     {
@@ -650,8 +687,35 @@ and at camelCase boundaries (``parseTimeMs``, ``HTTPLatency``)."""
 
 def name_words(name: str) -> list[str]:
     """The words of a key's name, lower-cased: ``parse_time_ms`` and ``parseTimeMs``
-    are ``parse``, ``time``, ``ms``; ``timeout_count`` is ``timeout``, ``count``."""
-    return [word.lower() for word in _NAME_WORD.findall(name)]
+    are ``parse``, ``time``, ``ms``; ``timeout_count`` is ``timeout``, ``count``. The
+    name is read as it looks (:func:`looks_as`): a full-width ``ｍｓ`` is ``ms``, and
+    an invisible character splits no word."""
+    return [word.lower() for word in _NAME_WORD.findall(looks_as(name))]
+
+
+def looks_as(name: str) -> str:
+    """``name`` as it reads: compatibility characters replaced by the ones they look
+    like (NFKC: ``ｍ`` is ``m``) and invisible format characters (a zero-width space, a
+    direction mark) removed."""
+    normal = unicodedata.normalize("NFKC", name)
+    if normal.isascii():
+        return normal
+    return "".join(ch for ch in normal if unicodedata.category(ch) != "Cf")
+
+
+def reads_as_runner_key(name: str) -> str | None:
+    """The runner-observed key ``name`` reads as when it is spelled otherwise (in other
+    case, without its underscores, with lookalike or invisible characters:
+    ``Elapsed_MS``, ``elapsedMs``, ``elapsed_ｍs``), or None."""
+    squashed = _squash(name)
+    return next(
+        (key for key in sorted(RUNNER_OBSERVED_KEYS) if key != name and _squash(key) == squashed),
+        None,
+    )
+
+
+def _squash(name: str) -> str:
+    return looks_as(name).replace("_", "").replace("-", "").casefold()
 
 
 def looks_measured(base: str) -> bool:
@@ -712,6 +776,12 @@ def declaration_problems(expect: Mapping[str, Any]) -> list[str]:
                 f"{SELF_REPORTED} names {name}, which only the runner observes; a value the "
                 "implementation reports for it is never taken"
             )
+        elif (lookalike := reads_as_runner_key(name)) is not None:
+            problems.append(
+                f"{SELF_REPORTED} names {format_value(name)}, which reads as {lookalike}, a "
+                "key only the runner observes; the implementation's own figure cannot go "
+                "by a name that reads as the runner's"
+            )
         elif name not in looked_at:
             compared = ", ".join(looked_at) or "nothing"
             problems.append(
@@ -763,15 +833,28 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
             continue
         found_operator = operator_of(key)
         bound = found_operator is not None and found_operator[0].bound
-        if bound or (base.endswith(_MEASUREMENT_UNITS) and base not in _OWNED_BASES):
+        if bound or (base not in _OWNED_BASES and named_as_measurement(base)):
             found.append(key)
     return found
 
 
-_KEY_FACTS: dict[tuple[Any, ...], tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
-""":func:`unmeasured_keys` and :func:`asks_memory` by the keys of an expect table (they
-depend on nothing else, unless it declares ``self_reported``): most cases of a suite
-share a handful of key sets."""
+@dataclass(frozen=True)
+class _KeyFacts:
+    """What the verdict needs to know of an expect table's keys alone."""
+
+    unmeasured: tuple[str, ...]
+    memory: bool
+    reported: tuple[str, ...]
+    lookalikes: tuple[str, ...]
+    operators: bool
+    """Some key is an operator: no shortcut of :func:`_surely_matches` applies."""
+
+
+_KEY_FACTS: dict[tuple[Any, ...], _KeyFacts] = {}
+""":func:`unmeasured_keys`, :func:`asks_memory`, :func:`reported_measurements`,
+:func:`lookalike_problems` and whether any key is an operator, by the keys of an expect
+table (they depend on nothing else, unless it declares ``self_reported``): most cases
+of a suite share a handful of key sets."""
 _KEY_FACTS_MAX = 4096
 
 
@@ -779,25 +862,27 @@ def key_facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     """:func:`unmeasured_keys` of ``expect`` and :func:`asks_memory`, remembered by its
     keys."""
     facts = _facts(expect)
-    return facts[0], facts[1]
+    return facts.unmeasured, facts.memory
 
 
 def reported_facts(expect: Mapping[str, Any]) -> tuple[str, ...]:
     """:func:`reported_measurements` of ``expect``, remembered by its keys."""
-    return _facts(expect)[2]
+    return _facts(expect).reported
 
 
-def _facts(expect: Mapping[str, Any]) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+def _facts(expect: Mapping[str, Any]) -> _KeyFacts:
     keys = tuple(expect)
     declares = SELF_REPORTED in expect  # then the facts depend on what it declares
     facts = None if declares else _KEY_FACTS.get(keys)
     if facts is None:
         if len(_KEY_FACTS) >= _KEY_FACTS_MAX:
             _KEY_FACTS.clear()
-        facts = (
+        facts = _KeyFacts(
             tuple(unmeasured_keys(expect)),
             asks_memory(expect),
             tuple(reported_measurements(expect)),
+            tuple(lookalike_problems(expect)),
+            any(is_operator_key(key) for key in keys),
         )
         if not declares:
             _KEY_FACTS[keys] = facts
@@ -848,15 +933,67 @@ def contradictions(expect: Mapping[str, Any]) -> list[str]:
     ]
 
 
+_SPOKEN_FOR: frozenset[str] = frozenset(
+    {
+        *RUNNER_OBSERVED_KEYS,
+        *(name for name, operator in OPERATORS.items() if not operator.suffix),
+        *(
+            f"{key}{operator.name}"
+            for key in RUNNER_OBSERVED_KEYS
+            for operator in OPERATORS.values()
+            if operator.suffix
+        ),
+    }
+)
+"""The keys of an expect table whose meaning is the runner's: a runner-observed key, an
+operator named whole, an operator on a runner-observed key (``elapsed_ms_max``)."""
+
+_WHOLE_NAMES = frozenset(name for name, operator in OPERATORS.items() if not operator.suffix)
+"""The operators named whole (``error_includes``, ``has_fields``, ``self_reported``)."""
+
+_SPOKEN_FOR_SQUASHED: dict[str, str] = {_squash(name): name for name in sorted(_SPOKEN_FOR)}
+
+
+def lookalike_problems(expect: Mapping[str, Any]) -> list[str]:
+    """Each key of ``expect`` that reads as one of the runner's (:data:`_SPOKEN_FOR`)
+    without being it: in other case, without its underscores, with lookalike or
+    invisible characters (``Rejects``, ``errorIncludes``, ``Elapsed_MS_Max``), or a
+    suffix operator on an operator named whole (``error_includes_any_of``). Such a key
+    asks about a literal value the implementation reports, which a report would show
+    as though the runner had observed it (``Rejects = true`` passing for a function
+    that returned ``{"Rejects": true}``)."""
+    found: list[str] = []
+    for key in expect:
+        if type(key) is not str or key in _SPOKEN_FOR:
+            continue
+        operator = operator_of(key)
+        if operator is not None and operator[0].suffix and operator[1] in _WHOLE_NAMES:
+            found.append(
+                f"{key} applies {operator[0].name} to {operator[1]}, which is an operator of "
+                "expect, not a key of the observation: the implementation would answer it "
+                "with a key of that name"
+            )
+            continue
+        meant = _SPOKEN_FOR_SQUASHED.get(_squash(key))
+        if meant is not None:
+            found.append(
+                f"{format_value(key)} reads as {meant}, but is a literal key the "
+                f"implementation reports; spell it {meant} to ask the runner"
+            )
+    return found
+
+
 def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
     """The reason of a case whose expect table cannot verify anything whatever the
     implementation does: it holds something that verifies nothing
     (:func:`vacuous_expectations`), a malformed ``self_reported`` declaration
-    (:func:`declaration_problems`), or a contradiction (:func:`contradictions`); or
-    None."""
+    (:func:`declaration_problems`), a key that reads as one of the runner's without
+    being it (:func:`lookalike_problems`), or a contradiction (:func:`contradictions`);
+    or None."""
     found = vacuous_expectations(expect)
     reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
     reasons.extend(f"could not verify: {why}" for why in declaration_problems(expect))
+    reasons.extend(f"could not verify: {why}" for why in _facts(expect).lookalikes)
     reasons.extend(f"could not verify: {why}" for why in contradictions(expect))
     return "\n".join(reasons) or None
 
@@ -897,11 +1034,13 @@ _EXACT_SCALARS = frozenset({_str, _int, _bool, _NoneType})
 def _surely_matches(expect: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
     """Whether every expected key was observed with a strictly equal value.
 
-    A shortcut for the common passing case: True only where :func:`compare` would find
-    no mismatch (each key present and equal under its rules: exact types at every
-    level, floats equal or both NaN, tables with the same string keys). Anything else,
-    including every operator key and every value of another type, answers False and
-    is left to :func:`compare`, which also explains the differences.
+    A shortcut for the common passing case, taken only for an expect table without an
+    operator key (an operator is applied, not compared, when the key it looks at was
+    reported: :func:`~cer.judge.compare.literal_applies`): True only where
+    :func:`compare` would find no mismatch (each key present and equal under its
+    rules: exact types at every level, floats equal or both NaN, tables with the same
+    string keys). Anything else, including every value of another type, answers False
+    and is left to :func:`compare`, which also explains the differences.
     """
     try:
         for key, expected in expect.items():
