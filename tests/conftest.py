@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import gc
+import itertools
 import py_compile
 import sys
 from collections.abc import Iterator
@@ -72,14 +73,21 @@ def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
 
 
+@pytest.fixture(scope="session")
+def _outputs_records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A new path for each test's record of outputs, all in one folder made once: a
+    numbered folder made for every test cost a scan of all the folders made before it
+    (over a second per thousand tests, growing with their number). cer makes the
+    record's folder when it first writes one."""
+    base = tmp_path_factory.mktemp("state")
+    return (base / str(index) / "outputs" for index in itertools.count())
+
+
 @pytest.fixture(autouse=True)
-def _own_outputs_record(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def _own_outputs_record(monkeypatch: pytest.MonkeyPatch, _outputs_records: Iterator[Path]) -> None:
     """Each test keeps its own record of the files cer wrote (cer.sandbox.readset), not the
     user's."""
-    record = tmp_path_factory.mktemp("state") / "outputs"
-    monkeypatch.setenv("CER_OUTPUTS_RECORD", str(record))
+    monkeypatch.setenv("CER_OUTPUTS_RECORD", str(next(_outputs_records)))
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ through its entry point and nothing of this session's own pytest leaks in.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -67,7 +68,10 @@ def junit(path: Path) -> dict[str, tuple[str, str]]:
     return cases
 
 
+@functools.cache
 def cer_results(impl: str) -> dict[str, tuple[Status, str]]:
+    """What cer's own run of calc decides for ``impl``, case by case: run once for the
+    module, however many tests compare a pytest session with it."""
     run = run_suite(load_suite(CALC), RunOptions(impl=impl, timeout=10.0))
     return {r.case_name: (r.status, r.reason or "") for r in run.results}
 

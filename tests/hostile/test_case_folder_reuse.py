@@ -15,6 +15,7 @@ entries cost every later case a read of its empty blocks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -47,7 +48,7 @@ import tempfile
 import time
 
 
-def attack(kind, n=0, victim=""):
+def attack(kind, n=0, victim="", past=0):
     here = tempfile.gettempdir()
     found = sorted(os.listdir(here))
     started = time.monotonic()
@@ -74,10 +75,12 @@ def attack(kind, n=0, victim=""):
             open(os.path.join(folder, "inner", "file"), "w").close()
             os.chmod(os.path.join(folder, "inner"), mode)
             os.chmod(folder, mode)
-    elif kind == "litter":
+    elif kind == "litter":  # n files, or as many as grow the folder past `past` bytes
         fd = os.open(here, os.O_RDONLY)
-        for i in range(n):
+        i = 0
+        while i < n or os.fstat(fd).st_size <= past:
             os.close(os.open(f"f{i}", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+            i += 1
         os.close(fd)
     elif kind == "swap":  # a daemon that outlives its process swaps a folder for a link
         ready_r, ready_w = os.pipe()
@@ -188,7 +191,7 @@ def test_what_a_case_leaves_costs_its_own_time(module: Path, isolation: str) -> 
     """The next case is handed over as soon as a result arrives and timed from there:
     emptying the folder after the result was sent counted to the next case's time (and
     timeout) what the case before it had left."""
-    _module(module, [("litter", 'kind = "litter", n = 20000'), ("after", 'kind = "none"')])
+    _module(module, [("litter", 'kind = "litter", n = 6000'), ("after", 'kind = "none"')])
     run = _run(module, isolation=isolation)
     litter, after = run.results
     outputs = _outputs(run)
@@ -197,13 +200,18 @@ def test_what_a_case_leaves_costs_its_own_time(module: Path, isolation: str) -> 
     assert after.elapsed_ms * 4 < emptying_ms, (litter.elapsed_ms, outputs, after.elapsed_ms)
 
 
+@functools.cache
 def _folders_do_not_shrink(where: str) -> bool:
-    """Whether a folder here stays large once emptied (ext4 does; tmpfs does not)."""
+    """Whether a folder here stays large once emptied (ext4 does; tmpfs does not). It is
+    filled only until it is past :data:`scratch.GROWN` (creating a file is slow on a
+    busy disk), and asked once for every test of the module."""
     probe = tempfile.mkdtemp(dir=where)
+    made = 0
     try:
-        for i in range(5000):
-            Path(probe, f"f{i}").touch()
-        for i in range(5000):
+        while os.stat(probe).st_size <= scratch.GROWN and made < 20000:
+            Path(probe, f"f{made}").touch()
+            made += 1
+        for i in range(made):
             Path(probe, f"f{i}").unlink()
         return os.stat(probe).st_size > scratch.GROWN
     finally:
@@ -212,12 +220,13 @@ def _folders_do_not_shrink(where: str) -> bool:
 
 @pytest.mark.parametrize("isolation", ["fork", "none"])
 def test_a_folder_grown_large_is_not_kept(module: Path, isolation: str) -> None:
-    """An ext4 folder never shrinks: after a case left 5000 files in it, checking that it
-    is empty read its empty blocks after every later case (0.14 ms a case, as much as
-    the rest of the sandbox). Such a folder is replaced once, not read for ever."""
+    """An ext4 folder never shrinks: after a case left thousands of files in it, checking
+    that it is empty read its empty blocks after every later case (0.14 ms a case, as
+    much as the rest of the sandbox). Such a folder is replaced once, not read for ever.
+    The case leaves just enough files to grow its folder past the size that is kept."""
     if not _folders_do_not_shrink(tempfile.gettempdir()):
         pytest.skip("folders here shrink when emptied")
-    cases = [("litter", 'kind = "litter", n = 5000')]
+    cases = [("litter", f'kind = "litter", past = {scratch.GROWN}')]
     _module(module, [*cases, ("next", 'kind = "none"'), ("last", 'kind = "none"')])
     outputs = _outputs(_run(module, isolation=isolation))
     assert [output["found"] for output in outputs] == [[]] * 3, outputs
