@@ -325,3 +325,33 @@ def test_a_wrong_timeout_in_tool_cer_names_the_file_and_the_key(tmp_path: Path) 
     )
     assert configured_timeout(None, ProjectConfig({"timeout": 3})) == 3.0
     assert configured_timeout(2.5, config) == 2.5
+
+
+def test_network_deny_without_a_network_namespace_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Landlock alone refuses TCP only: ``--network deny`` refuses to run rather than
+    say the network was denied while UDP reaches the machine's."""
+    from cer import sandbox
+    from cer.sandbox import world
+
+    if not sandbox.status().available:
+        pytest.skip("no Landlock here")
+    monkeypatch.setenv(world.DISABLE_ENV, "1")
+    code = main(["run", str(CALC), "--impl", "calc_ref:evaluate", "--network", "deny"])
+    assert code == ExitCode.USAGE
+    assert "--network deny needs a network namespace of the implementation's own" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_summary_line_says_what_network_was_lent(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history", "--network", "allow"]
+    )
+    assert code == ExitCode.OK
+    assert (
+        capsys.readouterr()
+        .out.rstrip()
+        .endswith(" · network: the machine's (lent by --network allow)")
+    )

@@ -1041,7 +1041,8 @@ def test_single_implementation_output_is_unchanged(
     assert re.fullmatch(
         r"2 cases: 1 passed, 1 failed, 0 errored, 0 skipped in \d+\.\d\ds "
         r"— nonconformant · sandbox: "
-        r"(namespaces \+ landlock ABI \d+|landlock only: .*|landlock ABI \d+|none: .*)",
+        r"(namespaces \+ landlock ABI \d+|landlock only: .*|landlock ABI \d+|none: .*)"
+        r" · network: .*",
         lines[-1],
     )
     assert "agreement" not in text and "implementations:" not in text

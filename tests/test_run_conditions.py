@@ -67,8 +67,8 @@ def test_a_run_records_its_conditions(suite_path: Path) -> None:
     run = _run(suite_path, isolation="none", category_models={"special": "call"})
     assert run.conditions == RunConditions(
         isolation="none",
-        sandbox=confinement.decide("auto", "allow").description,
-        network="allow",
+        sandbox=confinement.decide("auto", "auto").description,
+        network=confinement.decide("auto", "auto").network_description,
         timeout=3.0,
         jobs=1,
         category_remaps=(("special", "call"),),
@@ -93,7 +93,25 @@ def test_off_and_unavailable_say_why_there_is_no_sandbox(
 def test_the_summary_line_names_the_sandbox(suite_path: Path) -> None:
     run = _run(suite_path, sandbox="off")
     # "special" has no model without the remap: that case is skipped.
-    assert summary_line(run).endswith("— incomplete · sandbox: none: disabled")
+    assert summary_line(run).endswith(
+        "— incomplete · sandbox: none: disabled · network: the machine's (no network "
+        "namespace: --sandbox off)"
+    )
+
+
+def test_the_network_in_force_is_recorded_and_says_what_is_lent(suite_path: Path) -> None:
+    """The default gives the implementation a network of its own where its world is
+    built; ``allow`` lends the machine's, and the record and summary line say so."""
+    conditions = _run(suite_path).conditions
+    assert conditions is not None
+    if sandbox.status().available and sandbox.world_refused() is None:
+        assert conditions.network == "loopback only (a network namespace of its own)"
+    else:
+        assert conditions.network.startswith("the machine's (no network namespace: ")
+    lent = _run(suite_path, network="allow")
+    assert lent.conditions is not None
+    assert lent.conditions.network == "the machine's (lent by --network allow)"
+    assert " · network: the machine's (lent by --network allow)" in summary_line(lent)
 
 
 def test_json_and_manifest_carry_the_conditions(suite_path: Path) -> None:
@@ -152,7 +170,8 @@ def test_the_selection_is_recorded_as_given(suite_path: Path) -> None:
     assert run.conditions is not None
     assert run.conditions.selection == RunSelection(named=1, chosen_by="--failed: last time")
     assert summary_line(run).endswith(
-        "· sandbox: none: disabled · selection: 1 named case (--failed: last time)"
+        "· sandbox: none: disabled · network: the machine's (no network namespace: "
+        "--sandbox off) · selection: 1 named case (--failed: last time)"
     )
     whole = _run(suite_path, sandbox="off").conditions
     assert whole is not None and whole.selection.is_everything
@@ -174,7 +193,7 @@ def test_the_platform_and_what_was_lent_are_recorded(suite_path: Path, tmp_path:
     assert conditions.platform == f"{platform.system()} {platform.release()} {platform.machine()}"
     assert conditions.paths == (str(tmp_path),)
     assert conditions.sandbox_read == (str(lent),)
-    assert conditions.network == "allow"
+    assert conditions.network == "the machine's (no network namespace: --sandbox off)"
 
 
 def _everything(suite_path: Path, tmp_path: Path) -> RunResult:

@@ -93,8 +93,15 @@ def test_a_policy_survives_its_text_form() -> None:
 
 
 def test_the_launcher_rules_round_trip_and_refuse_garbage() -> None:
-    text = landlock.encode(7, ["/r"], ["/w"], ["/l", "/bad\nline"], True)
+    text = landlock.encode(7, ["/r"], ["/w"], ["/l", "/bad\nline"], "deny")
     assert text == "landlock 7 deny\nr /r\nw /w\nl /l"
+    own = landlock.encode(7, ["/r"], [], [], "loopback", aliases=[])
+    assert landlock.decode(own) == (7, "loopback", True, {"r": ["/r"], "w": [], "l": [], "a": []})
+    # A network namespace of its own is made with the world only: never lent silently.
+    with pytest.raises(landlock.LandlockError, match="not a Landlock rule text"):
+        landlock.decode("landlock 7 loopback\nr /r")
+    with pytest.raises(landlock.LandlockError, match="not a network"):
+        landlock.encode(7, [], [], [], "maybe")
     with pytest.raises(landlock.LandlockError, match="not a Landlock rule text"):
         landlock.apply_encoded("something else")
     with pytest.raises(landlock.LandlockError, match="not a Landlock rule"):
@@ -104,6 +111,11 @@ def test_the_launcher_rules_round_trip_and_refuse_garbage() -> None:
 def test_denying_the_network_needs_abi_4() -> None:
     with pytest.raises(sandbox.SandboxError, match="needs ABI 4"):
         sandbox.apply(sandbox.Policy((), (), "deny"), abi=3)
+
+
+def test_a_network_of_its_own_is_refused_without_the_world() -> None:
+    with pytest.raises(sandbox.SandboxError, match="only with the world"):
+        sandbox.apply(sandbox.Policy((), (), "loopback"), abi=7)
 
 
 # --------------------------------------------------------------------------- decide
@@ -117,12 +129,24 @@ def test_the_test_hook_makes_landlock_unavailable(monkeypatch: pytest.MonkeyPatc
 
 
 def test_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert confinement.decide("off", "allow") == confinement.Decision(0, "none: disabled")
+    assert confinement.decide("off", "allow") == confinement.Decision(
+        0, "none: disabled", network_description=confinement.NETWORK_LENT
+    )
+    assert confinement.decide("off", "auto") == confinement.Decision(
+        0,
+        "none: disabled",
+        network_description="the machine's (no network namespace: --sandbox off)",
+    )
     with pytest.raises(confinement.SandboxUnavailable, match="--sandbox off turns off"):
         confinement.decide("off", "deny")
     monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
     assert confinement.decide("auto", "allow").description.startswith(
         "none: Landlock is unavailable"
+    )
+    unconfined = confinement.decide("auto", "auto")
+    assert unconfined.network == "allow"
+    assert unconfined.network_description.startswith(
+        "the machine's (no network namespace: no sandbox: Landlock is unavailable"
     )
     with pytest.raises(confinement.SandboxUnavailable, match="--sandbox require"):
         confinement.decide("require", "allow")
@@ -138,6 +162,17 @@ def test_auto_and_require_use_the_world_and_landlock_here() -> None:
     decision = confinement.decide("auto", "allow")
     assert decision.description == f"namespaces + landlock ABI {found.abi}"
     assert decision.world
+    assert (decision.network, decision.network_description) == (
+        "allow",
+        "the machine's (lent by --network allow)",
+    )
+    own = confinement.decide("auto", "auto")
+    assert (own.network, own.network_description) == (
+        "loopback",
+        "loopback only (a network namespace of its own)",
+    )
+    denied = confinement.decide("auto", "deny")
+    assert (denied.network, denied.network_description) == ("deny", confinement.NETWORK_DENIED)
     assert confinement.decide("require", "deny").abi == found.abi
 
 
@@ -153,6 +188,15 @@ def test_without_namespaces_auto_is_landlock_only_and_require_refuses(
     )
     with pytest.raises(confinement.SandboxUnavailable, match=r"world .* cannot be made here"):
         confinement.decide("require", "allow")
+    # By default the machine's network is lent there, and the run says so and why.
+    lent = confinement.decide("auto", "auto")
+    assert (lent.network, lent.network_description) == (
+        "allow",
+        f"the machine's (no network namespace: namespaces turned off ({world.DISABLE_ENV} is set))",
+    )
+    # --network deny is isolation required: Landlock alone would refuse TCP only.
+    with pytest.raises(confinement.SandboxUnavailable, match="needs a network namespace"):
+        confinement.decide("auto", "deny")
 
 
 def test_require_without_landlock_is_a_usage_error(
@@ -270,6 +314,18 @@ def test_a_denied_path_is_explained_in_python_and_node_wording(
             "--network allow lets the implementation use TCP)"
         )
         assert confinement.explain_denial(refused, policy) == refused
+    # In a network of its own, a server not reached names what it has and the option.
+    own = dataclasses.replace(policy, network="loopback")
+    for unreached in (
+        "the implementation raised OSError: [Errno 101] Network is unreachable",
+        "the implementation raised ConnectionRefusedError: [Errno 111] Connection refused",
+        "raised Error: getaddrinfo EAI_AGAIN example.org",
+    ):
+        assert confinement.explain_denial(unreached, own).endswith(
+            "the implementation has a network of its own, loopback only, in which no server "
+            "of this machine or beyond is (--network allow lends it the machine's network)"
+        )
+        assert confinement.explain_denial(unreached, policy) == unreached
 
 
 # --------------------------------------------------------------------------- launcher
@@ -295,7 +351,7 @@ def test_the_launcher_never_runs_a_command_it_cannot_confine() -> None:
 def test_the_launcher_confines_then_executes(tmp_path: Path) -> None:
     (tmp_path / "secret").write_text("s", encoding="utf-8")
     version = sandbox.status().abi
-    rules = landlock.encode(version, ["/usr", "/lib", "/lib64", "/bin", "/etc"], [], [], False)
+    rules = landlock.encode(version, ["/usr", "/lib", "/lib64", "/bin", "/etc"], [], [], "allow")
     done = _launch(rules, "--", "cat", str(tmp_path / "secret"))
     assert done.returncode != 0
     assert "Permission denied" in done.stderr
@@ -321,7 +377,11 @@ def _resolve(argv: list[str], values: dict[str, object]) -> RunOptions:
 def test_sandbox_and_network_come_from_the_command_line_or_the_file() -> None:
     from cer.config import UsageError
 
-    assert (_resolve([], {}).sandbox, _resolve([], {}).network) == ("auto", "allow")
+    assert (_resolve([], {}).sandbox, _resolve([], {}).network) == ("auto", "auto")
+    assert _resolve([], {"network": "allow"}).network == "allow"
+    assert _resolve(["--network", "auto"], {"network": "allow"}).network == "auto"
+    with pytest.raises(UsageError, match="network must be one of auto, allow, deny"):
+        _resolve([], {"network": "maybe"})
     assert _resolve([], {"sandbox": "off"}).sandbox == "off"
     assert _resolve(["--sandbox", "auto"], {"sandbox": "off"}).sandbox == "auto"
     with pytest.raises(UsageError, match="sandbox must be one of auto, require, off"):

@@ -307,8 +307,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--network",
         choices=NETWORK_MODES,
-        help="deny: the sandboxed implementation may not open TCP connections or listen "
-        "(default allow)",
+        help="the implementation's network: auto (the default) a network namespace of "
+        "its own, loopback only, wherever its world is built, the machine's elsewhere; "
+        "allow lends it the machine's network; deny its own namespace and no TCP, or no run",
     )
     parser.add_argument(
         "--max-memory",

@@ -5,12 +5,15 @@ Landlock allows paths on the real file system and refuses what is listed; whatev
 not listed stayed reachable: a Unix socket by its path (Landlock has no rule for
 connecting to one, so a server of the user's, a terminal multiplexer or an agent, ran
 what the implementation asked), UDP to a server on the loopback interface under
-``--network deny`` (Landlock's network rules are TCP's), ``/proc`` of every process of
+``--network deny`` (Landlock's network rules are TCP's), TCP and UDP to any server of the
+machine's by default (the machine's network was lent unless denied), ``/proc`` of every process of
 the machine, the ``.git`` of a checkout on ``PATH`` (lent whole, and the committed suite
 with it), and the files ``cer merge -o`` and ``cer history --html`` wrote (expected
 values, read by the next run's implementation). Each attack here must be refused: in the
 world (its own mount, PID, IPC and network namespaces, a root holding only what the
-policy lends) by absence, and where no world can be built by Landlock's refusal.
+policy lends) by absence, and where no world can be built by Landlock's refusal. The
+world's network is its own, loopback only, with the default options; ``--network allow``
+lends the machine's, and the run says so.
 
 The attacks run for every way an implementation runs (Python with fork isolation and
 without, a command harness, a per-case command, a case whose memory is measured), as
@@ -29,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +90,26 @@ def _udp(port):
         client.sendto(b"expected values", ("127.0.0.1", int(port)))
 
 
+def _tcp(port):
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=5) as client:
+        client.sendall(b"expected values?")
+        return client.recv(100).decode()
+
+
+def _udp_echo(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
+        client.settimeout(5)
+        client.connect(("127.0.0.1", int(port)))
+        client.send(b"expected values?")
+        return client.recv(100).decode()
+
+
 def attack(kind, arg=""):
+    if kind in ("tcp", "udp-echo"):  # the answer of the server outside, or why not
+        try:
+            return (_tcp if kind == "tcp" else _udp_echo)(arg)
+        except OSError as exc:
+            return f"refused: {exc}"
     if kind in ("socket", "project-socket"):
         return _reached(lambda: _connect(arg))
     if kind == "abstract":
@@ -258,7 +281,7 @@ from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.suite.loader import load_suite
 
-harness = sys.argv[1]
+harness, networks, suite = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 impls = {
     "python": "probe:attack",
     "command": f"{sys.executable} {harness} --module probe.py --function attack",
@@ -266,21 +289,23 @@ impls = {
     "--module probe.py --function attack",
 }
 found = {}
-for name, kind, isolation in (
-    ("python-fork", "python", "fork"),
-    ("python-none", "python", "none"),
-    ("harness", "command", "fork"),
-    ("per-case", "command-per-case", "fork"),
-):
-    run = run_suite(
-        load_suite("evals.toml"),
-        RunOptions(impl=impls[kind], kind=kind, isolation=isolation, timeout=10.0,
-                   network="deny"),
-    )
-    found[name] = {
-        "sandbox": run.conditions.sandbox if run.conditions is not None else "",
-        "cases": {r.case_name: [r.status.value, r.reason or ""] for r in run.results},
-    }
+for network in networks:
+    given = {} if network == "default" else {"network": network}
+    for name, kind, isolation in (
+        ("python-fork", "python", "fork"),
+        ("python-none", "python", "none"),
+        ("harness", "command", "fork"),
+        ("per-case", "command-per-case", "fork"),
+    ):
+        run = run_suite(
+            load_suite(suite),
+            RunOptions(impl=impls[kind], kind=kind, isolation=isolation, timeout=10.0, **given),
+        )
+        found.setdefault(network, {})[name] = {
+            "sandbox": run.conditions.sandbox if run.conditions is not None else "",
+            "network": run.conditions.network if run.conditions is not None else "",
+            "cases": {r.case_name: [r.status.value, r.reason or ""] for r in run.results},
+        }
 print("RESULT " + json.dumps(found))
 """
 
@@ -288,10 +313,15 @@ WAYS = ("python-fork", "python-none", "harness", "per-case")
 
 
 def _driven(
-    project: Path, environment: dict[str, str], *, as_nobody: str = ""
+    project: Path,
+    environment: dict[str, str],
+    *,
+    as_nobody: str = "",
+    networks: tuple[str, ...] = ("default",),
+    suite: str = "evals.toml",
 ) -> dict[str, dict[str, object]]:
     """The run of every way, by the driver, as root or (given its interpreter) as
-    ``nobody``."""
+    ``nobody``, with the default network or each of ``networks`` (then keyed by it)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env.update(environment)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -299,17 +329,21 @@ def _driven(
     )
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     python = as_nobody or sys.executable
-    command = [python, "-c", DRIVER, str(HARNESS)]
+    command = [python, "-c", DRIVER, str(HARNESS), ",".join(networks), suite]
     if as_nobody:
         assert SETPRIV is not None
-        command = [*AS_NOBODY, python, "-c", DRIVER, str(HARNESS)]
+        command = [*AS_NOBODY, *command]
     done = subprocess.run(
         command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, done.stderr[-3000:]
-    found: dict[str, dict[str, object]] = json.loads(lines[-1].removeprefix("RESULT "))
-    return found
+    found: dict[str, dict[str, dict[str, object]]] = json.loads(lines[-1].removeprefix("RESULT "))
+    if networks == ("default",):
+        return found["default"]
+    return {
+        f"{network}/{way}": value for network in networks for way, value in found[network].items()
+    }
 
 
 def _assert_all_refused(found: dict[str, dict[str, object]], servers: Servers) -> None:
@@ -422,3 +456,141 @@ def test_every_way_out_is_closed_for_an_ordinary_user(
             assert status == "pass", (way, name, status, reason)
     if said.startswith("namespaces"):
         assert servers.reached() == []
+
+
+# --------------------------------------------------------------------------- the network
+
+
+@dataclass
+class Listeners:
+    """A TCP and a UDP server of the test's on the machine's loopback interface: each
+    answers whatever reaches it with ``token``, the output the suite expects, and notes
+    that it was reached."""
+
+    token: str
+    tcp: socket.socket
+    udp: socket.socket
+    heard: list[str]
+
+
+def _serve(listeners: Listeners, stop: threading.Event) -> None:
+    listeners.tcp.settimeout(0.1)
+    listeners.udp.settimeout(0.1)
+    answer = listeners.token.encode()
+    while not stop.is_set():
+        try:
+            client, _ = listeners.tcp.accept()
+            with client:
+                client.settimeout(2)
+                client.recv(100)
+                client.sendall(answer)
+            listeners.heard.append("tcp")
+        except OSError:
+            pass
+        try:
+            _, sender = listeners.udp.recvfrom(100)
+            listeners.udp.sendto(answer, sender)
+            listeners.heard.append("udp")
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def listeners() -> Iterator[Listeners]:
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    found = Listeners(f"answer-{os.urandom(6).hex()}", tcp, udp, [])
+    stop = threading.Event()
+    thread = threading.Thread(target=_serve, args=(found, stop), daemon=True)
+    thread.start()
+    yield found
+    stop.set()
+    thread.join(5)
+    tcp.close()
+    udp.close()
+
+
+def _network_project(base: Path, listeners: Listeners) -> Path:
+    """A suite whose cases pass only if the implementation reached the servers
+    outside: each expects the answer only they give."""
+    project = base / "project"
+    project.mkdir()
+    project.chmod(0o755)
+    (project / "probe.py").write_text(PROBE, encoding="utf-8")
+    lines = ['commonsformat_evals = "0.2"', 'target = "probe"', ""]
+    for name, server in (("tcp", listeners.tcp), ("udp-echo", listeners.udp)):
+        lines += [
+            "[[cases]]",
+            f'name = "{name}"',
+            'category = "functional"',
+            f'input = {{ kind = "{name}", arg = "{server.getsockname()[1]}" }}',
+            f'expect = {{ output = "{listeners.token}" }}',
+            "",
+        ]
+    (project / "network.toml").write_text("\n".join(lines), encoding="utf-8")
+    return project
+
+
+OWN_NETWORK = "loopback only (a network namespace of its own)"
+LENT_NETWORK = "the machine's (lent by --network allow)"
+
+
+def _assert_no_network_unless_lent(
+    found: dict[str, dict[str, object]], listeners: Listeners
+) -> None:
+    """By default a server on the machine's loopback interface is out of reach of every
+    way (in the world); with ``--network allow`` it is reached, and the run says what
+    was lent. Where no world is built, the run says it lent the machine's network."""
+    namespaced = str(found["default/python-fork"]["sandbox"]).startswith("namespaces")
+    for way in WAYS:
+        default, lent = found[f"default/{way}"], found[f"allow/{way}"]
+        assert lent["network"] == LENT_NETWORK, (way, lent["network"])
+        for name in ("tcp", "udp-echo"):
+            cases = lent["cases"]
+            assert isinstance(cases, dict)
+            assert cases[name][0] == "pass", (way, name, cases[name])
+        cases = default["cases"]
+        assert isinstance(cases, dict)
+        if namespaced:
+            assert default["network"] == OWN_NETWORK, (way, default["network"])
+            for name in ("tcp", "udp-echo"):
+                status, reason = cases[name]
+                assert status == "fail", (way, name, status, reason)
+                assert "refused: " in reason, reason
+        else:
+            assert str(default["network"]).startswith("the machine's (no network namespace: ")
+    if namespaced:  # only the runs lent the network reached the servers
+        assert sorted(listeners.heard) == ["tcp"] * len(WAYS) + ["udp"] * len(WAYS)
+
+
+def test_the_world_reaches_no_server_of_the_machine_unless_the_network_is_lent(
+    base: Path, listeners: Listeners
+) -> None:
+    project = _network_project(base, listeners)
+    found = _driven(project, {}, networks=("default", "allow"), suite="network.toml")
+    if sandbox.world_refused() is None:
+        assert found["default/python-fork"]["network"] == OWN_NETWORK
+    _assert_no_network_unless_lent(found, listeners)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv")
+def test_an_ordinary_users_world_reaches_no_server_unless_the_network_is_lent(
+    base: Path, listeners: Listeners
+) -> None:
+    """As ``nobody``, the network namespace is made in a user namespace of its own."""
+    python = _interpreter_for_nobody()
+    if python is None:
+        pytest.skip("no interpreter the user nobody can import cer with")
+    project = _network_project(base, listeners)
+    shutil.chown(project, NOBODY, NOBODY)
+    found = _driven(
+        project,
+        {"CER_OUTPUTS_RECORD": str(project / ".outputs")},
+        as_nobody=python,
+        networks=("default", "allow"),
+        suite="network.toml",
+    )
+    _assert_no_network_unless_lent(found, listeners)

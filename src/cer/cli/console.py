@@ -374,6 +374,8 @@ def summary_line(
     line = f"{summary.total} cases: {counts} in {seconds:.2f}s — {verdict}"
     if run.conditions is not None:
         line += f" · sandbox: {run.conditions.sandbox}"
+        if run.conditions.network:
+            line += f" · network: {run.conditions.network}"
         if not run.conditions.selection.is_everything:
             line += f" · selection: {run.conditions.selection.describe()}"
     return line

@@ -67,32 +67,60 @@ class SandboxUnavailable(ValueError):
     """``--sandbox require`` (or ``--network deny``) on a machine that cannot honour it."""
 
 
+NETWORK_OWN = "loopback only (a network namespace of its own)"
+"""The network a run records under ``--network auto`` where the world is built."""
+NETWORK_DENIED = "denied: loopback only, and no TCP (--network deny)"
+"""The network a run records under ``--network deny``."""
+NETWORK_LENT = "the machine's (lent by --network allow)"
+"""The network a run records under ``--network allow``."""
+
+
+def machines_network(why: str) -> str:
+    """The network a run records under ``--network auto`` where no world is built:
+    the machine's, and why it has no namespace of its own."""
+    return f"the machine's (no network namespace: {why})"
+
+
 @dataclass(frozen=True)
 class Decision:
     """Whether a run is sandboxed: the Landlock ABI to use (0: not sandboxed), whether
     the implementation's side lives in a world of its own (:mod:`cer.sandbox.world`),
-    and how run records name it (``namespaces + landlock ABI 7``, ``landlock only:
-    <why no world>``, ``none: disabled``, ``none: <why>``)."""
+    how run records name it (``namespaces + landlock ABI 7``, ``landlock only:
+    <why no world>``, ``none: disabled``, ``none: <why>``), the network its side gets
+    (:data:`cer.sandbox.Network`) and how run records name that (:data:`NETWORK_OWN`,
+    :data:`NETWORK_DENIED`, :data:`NETWORK_LENT`, :func:`machines_network`)."""
 
     abi: int
     description: str
     world: bool = False
+    network: sandbox.Network = "allow"
+    network_description: str = machines_network("no sandbox")
 
 
 def decide(mode: str, network: str) -> Decision:
     """The sandbox a run with ``--sandbox mode`` and ``--network network`` gets here;
-    SandboxUnavailable when the run must not start (``require`` without Landlock, or a
-    network it cannot deny)."""
+    SandboxUnavailable when the run must not start (``require`` without Landlock or
+    the world, or ``--network deny`` without a network namespace of its own).
+
+    The network: ``auto`` gives the implementation's side a network namespace holding
+    only a loopback interface wherever its world is built, and lends the machine's
+    network elsewhere (Landlock alone, no sandbox), which the record says with the
+    reason; ``allow`` lends the machine's network everywhere; ``deny`` needs the world
+    (Landlock's network rules are TCP's only: UDP would still reach the machine's
+    network) and refuses TCP inside it too."""
     if mode not in SANDBOX_MODES:
         raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
     if network not in NETWORK_MODES:
         raise ValueError(f"network must be one of {', '.join(NETWORK_MODES)}, not {network!r}")
+    lent = NETWORK_LENT if network == "allow" else ""
     if mode == "off":
         if network == "deny":
             raise SandboxUnavailable(
                 "--network deny needs the sandbox, which --sandbox off turns off"
             )
-        return Decision(0, "none: disabled")
+        return Decision(
+            0, "none: disabled", network_description=lent or machines_network("--sandbox off")
+        )
     found = sandbox.status()
     if not found.available:
         if mode == "require":
@@ -104,20 +132,46 @@ def decide(mode: str, network: str) -> Decision:
             raise SandboxUnavailable(
                 f"--network deny needs the sandbox, and this machine has none: {found.why_not}"
             )
-        return Decision(0, found.describe())
+        return Decision(
+            0,
+            found.describe(),
+            network_description=lent or machines_network(f"no sandbox: {found.why_not}"),
+        )
     if network == "deny" and found.abi < 4:
         raise SandboxUnavailable(
             f"--network deny needs Landlock ABI 4 or later; this kernel has ABI {found.abi}"
         )
     refused = sandbox.world_refused()
     if refused is None:
-        return Decision(found.abi, f"namespaces + {found.describe()}", True)
+        described = f"namespaces + {found.describe()}"
+        if network == "allow":
+            return Decision(found.abi, described, True, "allow", NETWORK_LENT)
+        if network == "deny":
+            return Decision(found.abi, described, True, "deny", NETWORK_DENIED)
+        return Decision(found.abi, described, True, "loopback", NETWORK_OWN)
     if mode == "require":
         raise SandboxUnavailable(
             "--sandbox require: the implementation's world (its own namespaces and a root "
             f"built from what it needs) cannot be made here: {refused}"
         )
-    return Decision(found.abi, f"landlock only: {refused}")
+    if network == "deny":
+        raise SandboxUnavailable(
+            "--network deny needs a network namespace of the implementation's own (Landlock "
+            f"alone refuses only TCP), and none can be made here: {refused}"
+        )
+    return Decision(
+        found.abi,
+        f"landlock only: {refused}",
+        network_description=lent or machines_network(refused),
+    )
+
+
+def network_of(mode: str, *, world: bool) -> sandbox.Network:
+    """The network of the implementation's side under ``--network mode``: a namespace
+    of its own (``loopback``, or ``deny``) only where its world is built."""
+    if mode == "deny":
+        return "deny"
+    return "loopback" if world and mode == "auto" else "allow"
 
 
 def protected_paths(suite: Suite, options: RunOptions) -> list[str]:
@@ -196,18 +250,34 @@ def _lendable(folder: str, roots: set[str]) -> bool:
 
 
 def build_policy(
-    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str], *, world: bool = False
+    suite: Suite,
+    options: RunOptions,
+    scratch: str,
+    import_roots: list[str],
+    *,
+    world: bool = False,
+    network: sandbox.Network | None = None,
 ) -> sandbox.Policy:
     """The policy of one run: see the module's docstring."""
-    return build(suite, options, scratch, import_roots, world=world)[0]
+    return build(suite, options, scratch, import_roots, world=world, network=network)[0]
 
 
 def build(
-    suite: Suite, options: RunOptions, scratch: str, import_roots: list[str], *, world: bool = False
+    suite: Suite,
+    options: RunOptions,
+    scratch: str,
+    import_roots: list[str],
+    *,
+    world: bool = False,
+    network: sandbox.Network | None = None,
 ) -> tuple[sandbox.Policy, list[readset.Refusal]]:
     """The policy of one run, and what it leaves out of the folders the implementation
     is imported from (:mod:`cer.sandbox.readset`), for the reasons of refused reads;
-    ``world``: the implementation's side lives in a world built from it."""
+    ``world``: the implementation's side lives in a world built from it; ``network``:
+    its network (:attr:`Decision.network`; None: what ``options.network`` gives with
+    ``world``)."""
+    if network is None:
+        network = network_of(options.network, world=world)
     import cer
 
     named = [*_command_folders(options)]
@@ -286,7 +356,7 @@ def build(
         [*import_roots, *named, *options.sandbox_read],
         [scratch, *_SYSTEM_WRITE],
         [refusal.path for refusal in refused],
-        network="deny" if options.network == "deny" else "allow",
+        network=network,
         scratch=scratch,
     )
     return replace(policy, world=world), refused
@@ -313,6 +383,15 @@ _NETWORK_DENIED = re.compile(
 """A refused connect, bind or listen: Python's error names no path, Node's the call."""
 
 
+_UNREACHED = re.compile(
+    r"\[Errno (?:101|111|-2|-3)\]|\b(?:ENETUNREACH|ECONNREFUSED|EAI_AGAIN)\b"
+    r"|Network is unreachable|Connection refused|Temporary failure in name resolution"
+)
+"""A server not reached: no route (Python's ``[Errno 101]``, Node's ``ENETUNREACH``),
+nobody listening (``[Errno 111]``, ``ECONNREFUSED``), or a name not resolved
+(``[Errno -2]``, ``[Errno -3]``, ``EAI_AGAIN``)."""
+
+
 def explain_denial(
     reason: str, policy: sandbox.Policy, refused: Sequence[readset.Refusal] = ()
 ) -> str:
@@ -323,6 +402,12 @@ def explain_denial(
         return (
             f"{reason}; the sandbox refused a TCP connection or listening socket "
             "(--network deny; --network allow lets the implementation use TCP)"
+        )
+    if policy.network != "allow" and _UNREACHED.search(reason):
+        return (
+            f"{reason}; the implementation has a network of its own, loopback only, in "
+            "which no server of this machine or beyond is (--network allow lends it the "
+            "machine's network)"
         )
     match = _DENIED.search(reason)  # Python's wording, then Node's
     if match is None and policy.world:

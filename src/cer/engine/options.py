@@ -20,11 +20,14 @@ worker, or all inline in the worker (docs/execution-model.md)."""
 SandboxMode = Literal["auto", "require", "off"]
 """Whether the implementation runs under Landlock: where the kernel has it, always (or
 refuse to run), or never (see :mod:`cer.engine.confinement`)."""
-NetworkMode = Literal["allow", "deny"]
-"""Whether the implementation may bind and connect TCP sockets (deny needs the sandbox)."""
+NetworkMode = Literal["auto", "allow", "deny"]
+"""What network the implementation gets: ``auto``, a network namespace of its own
+(loopback only) wherever its world is built and the machine's elsewhere; ``allow``, the
+machine's, lent; ``deny``, a network namespace of its own with TCP refused too, or no
+run (see :func:`cer.engine.confinement.decide`)."""
 ISOLATION_MODES: tuple[Isolation, ...] = ("fork", "none")
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "require", "off")
-NETWORK_MODES: tuple[NetworkMode, ...] = ("allow", "deny")
+NETWORK_MODES: tuple[NetworkMode, ...] = ("auto", "allow", "deny")
 
 
 DEFAULT_TIMEOUT = 10.0
@@ -37,8 +40,8 @@ DEFAULT_ISOLATION: Isolation = "fork"
 """How cases are kept apart when nothing says (``--isolation``, ``isolation``)."""
 DEFAULT_SANDBOX: SandboxMode = "auto"
 """Whether the sandbox is used when nothing says (``--sandbox``, ``sandbox``)."""
-DEFAULT_NETWORK: NetworkMode = "allow"
-"""Whether TCP is allowed when nothing says (``--network``, ``network``)."""
+DEFAULT_NETWORK: NetworkMode = "auto"
+"""What network the implementation gets when nothing says (``--network``, ``network``)."""
 
 
 OTHER_SHARD = "in another shard"
@@ -83,7 +86,10 @@ class RunOptions:
     """``auto`` (Landlock where the kernel has it), ``require`` (refuse to run
     without it) or ``off``; see :mod:`cer.engine.confinement`."""
     network: NetworkMode = DEFAULT_NETWORK
-    """``deny`` refuses the implementation TCP bind and connect (needs the sandbox)."""
+    """``auto``: a network namespace of its own (loopback only) where the world is built,
+    the machine's network elsewhere; ``allow``: the machine's network, lent; ``deny``: a
+    network namespace of its own and TCP refused (needs the world); see
+    :func:`cer.engine.confinement.decide`."""
     protected: tuple[str, ...] = ()
     """Paths the implementation may not reach at all besides the suite's own (the
     report outputs, a history database given by path)."""

@@ -146,7 +146,12 @@ def _run_suite(
         execution.notes.append(provided.note)
     if scratch is not None:
         execution.policy, execution.refused = confinement.build(
-            suite, options, scratch, search_paths(suite, options), world=decision.world
+            suite,
+            options,
+            scratch,
+            search_paths(suite, options),
+            world=decision.world,
+            network=decision.network,
         )
         unrecorded = readset.remember_outputs(options.protected)
         if unrecorded:
@@ -290,7 +295,7 @@ def run_conditions(
     return RunConditions(
         isolation=options.isolation if python else "process",
         sandbox=decision.description,
-        network=options.network,
+        network=decision.network_description,
         timeout=options.timeout,
         jobs=resolve_jobs(options.jobs) if python else 1,
         category_remaps=tuple(sorted(options.category_models.items())),

@@ -147,7 +147,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--cer-network",
         choices=NETWORK_MODES,
-        help="deny: the sandboxed implementation may not open TCP connections (default allow)",
+        help="the implementation's network: auto (default; loopback only where its world "
+        "is built), allow (the machine's) or deny, as cer run --network",
     )
     group.addoption(
         "--cer-history",

@@ -24,7 +24,9 @@ from cer.sandbox import landlock, privileges, seccomp, world
 
 __all__ = [
     "DISABLE_ENV",
+    "NETWORKS",
     "VCS_NAMES",
+    "Network",
     "Policy",
     "SandboxError",
     "SandboxStatus",
@@ -60,7 +62,12 @@ DISABLE_ENV = landlock.DISABLE_ENV
 """When set (to any non-empty text), :func:`status` reports Landlock as unavailable:
 how tests and users simulate a kernel without it."""
 
-Network = Literal["allow", "deny"]
+Network = Literal["allow", "loopback", "deny"]
+"""The network of the implementation's side: ``allow``, the machine's; ``loopback``, a
+network namespace of its own holding only a loopback interface (in the world only);
+``deny``, that namespace (where the world is built) and TCP bind and connect refused by
+Landlock too."""
+NETWORKS: tuple[Network, ...] = ("allow", "loopback", "deny")
 
 
 class SandboxError(Exception):
@@ -105,8 +112,8 @@ def status() -> SandboxStatus:
 class Policy:
     """What the implementation's side may reach, as absolute paths already expanded
     (see :func:`expand`): ``read`` may be read and executed, ``write`` may also be
-    written, created and removed; everything else is refused. ``network = "deny"``
-    refuses TCP bind and connect."""
+    written, created and removed; everything else is refused. ``network``: see
+    :data:`Network`."""
 
     read: tuple[str, ...]
     write: tuple[str, ...]
@@ -141,8 +148,8 @@ class Policy:
     def from_json(cls, text: str) -> Policy:
         data = json.loads(text)
         network = data.get("network", "allow")
-        if network not in ("allow", "deny"):
-            raise ValueError(f"network must be allow or deny, not {network!r}")
+        if network not in NETWORKS:
+            raise ValueError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
         return cls(
             tuple(str(p) for p in data["read"]),
             tuple(str(p) for p in data["write"]),
@@ -310,6 +317,8 @@ def apply(policy: Policy, abi: int | None = None, *, pids: bool = True) -> int:
         if not found.available:
             raise SandboxError(found.why_not)
         abi = found.abi
+    if policy.network == "loopback" and not policy.world:
+        raise SandboxError("a network namespace of its own is made only with the world")
     if policy.world:
         try:
             world.enter(
@@ -317,7 +326,7 @@ def apply(policy: Policy, abi: int | None = None, *, pids: bool = True) -> int:
                 list(policy.write),
                 list(policy.listable),
                 list(policy.aliases),
-                network=policy.network == "deny",
+                network=policy.network != "allow",
                 pids=pids,
                 private_scratch=os.path.realpath(policy.scratch) if policy.scratch else "",
             )
@@ -403,7 +412,7 @@ def launcher_command(policy: Policy, words: Sequence[str], abi: int) -> list[str
         list(policy.read),
         list(policy.write),
         list(policy.listable),
-        policy.network == "deny",
+        policy.network,
         aliases=list(policy.aliases) if policy.world else None,
     )
     return [sys.executable, "-I", "-S", "-B", landlock.__file__, rules, "--", *words]

@@ -36,6 +36,8 @@ DISABLE_ENV = "CER_SANDBOX_UNAVAILABLE"
 """When set (to any non-empty text), :func:`abi` answers that Landlock is unavailable:
 how tests and users simulate a kernel without it."""
 
+_NETWORKS = ("allow", "loopback", "deny")
+"""The networks of :data:`cer.sandbox.Network`, as the rules text names them."""
 _SYS_CREATE_RULESET = 444
 _SYS_ADD_RULE = 445
 _SYS_RESTRICT_SELF = 446
@@ -253,30 +255,34 @@ def encode(
     read: list[str],
     write: list[str],
     listable: list[str],
-    deny_network: bool,
+    network: str,
     aliases: list[str] | None = None,
 ) -> str:
     """The rules as one line-based text (for an argument or a message): a header
-    ``landlock VERSION allow|deny`` (``world`` after it: build the world first, with
-    ``a`` lines naming the aliases; see :mod:`cer.sandbox.world`), then one ``r``,
-    ``w`` or ``l`` line per path. Paths holding a line break are left out (they are
-    then simply not allowed)."""
-    header = f"landlock {version} {'deny' if deny_network else 'allow'}"
+    ``landlock VERSION allow|loopback|deny`` (the network, as :data:`cer.sandbox.Network`
+    names it; ``world`` after it: build the world first, with ``a`` lines naming the
+    aliases; see :mod:`cer.sandbox.world`), then one ``r``, ``w`` or ``l`` line per path.
+    Paths holding a line break are left out (they are then simply not allowed)."""
+    if network not in _NETWORKS:
+        raise LandlockError(f"not a network of the sandbox: {network!r}")
+    header = f"landlock {version} {network}"
     lines = [header if aliases is None else f"{header} world"]
     for tag, paths in (("r", read), ("w", write), ("l", listable), ("a", aliases or [])):
         lines.extend(f"{tag} {path}" for path in paths if "\n" not in path)
     return "\n".join(lines)
 
 
-def decode(text: str) -> tuple[int, bool, bool, dict[str, list[str]]]:
-    """The rules of :func:`encode`: the ABI version, whether the network is denied,
-    whether a world is built, and the paths by tag (``r``, ``w``, ``l``, ``a``)."""
+def decode(text: str) -> tuple[int, str, bool, dict[str, list[str]]]:
+    """The rules of :func:`encode`: the ABI version, the network (``allow``,
+    ``loopback`` or ``deny``), whether a world is built, and the paths by tag (``r``,
+    ``w``, ``l``, ``a``)."""
     header, *rest = text.split("\n")
     words = header.split(" ")
     if (
         len(words) not in (3, 4)
         or words[0] != "landlock"
-        or words[2] not in ("allow", "deny")
+        or words[2] not in _NETWORKS
+        or (words[2] == "loopback" and words[3:] != ["world"])
         or words[3:] not in ([], ["world"])
     ):
         raise LandlockError(f"not a Landlock rule text: {header[:80]!r}")
@@ -286,13 +292,13 @@ def decode(text: str) -> tuple[int, bool, bool, dict[str, list[str]]]:
         if tag not in found:
             raise LandlockError(f"not a Landlock rule: {line[:80]!r}")
         found[tag].append(path)
-    return int(words[1]), words[2] == "deny", words[3:] == ["world"], found
+    return int(words[1]), words[2], words[3:] == ["world"], found
 
 
 def apply_encoded(text: str) -> int:
     """Apply rules made by :func:`encode` (not the world); returns the ABI version used."""
-    version, deny, _, found = decode(text)
-    restrict(version, found["r"], found["w"], found["l"], deny_network=deny)
+    version, network, _, found = decode(text)
+    restrict(version, found["r"], found["w"], found["l"], deny_network=network == "deny")
     return version
 
 
@@ -321,15 +327,20 @@ def main(argv: list[str]) -> int:
         return 2
     privileges, seccomp = _sibling("privileges"), _sibling("seccomp")
     try:
-        version, deny, world, found = decode(argv[0])
+        version, network, world, found = decode(argv[0])
         if world:
             # Process 1 of the world stays to reap; this returns in its child.
             _sibling("world").enter(
-                found["r"], found["w"], found["l"], found["a"], network=deny, pids=True
+                found["r"],
+                found["w"],
+                found["l"],
+                found["a"],
+                network=network != "allow",
+                pids=True,
             )
         else:
             privileges.private_shm()  # before the rules: a confined process cannot mount
-        restrict(version, found["r"], found["w"], found["l"], deny_network=deny)
+        restrict(version, found["r"], found["w"], found["l"], deny_network=network == "deny")
         why = privileges.drop()
         code = seccomp.program()
         if why is None and code is not None:

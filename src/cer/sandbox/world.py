@@ -20,9 +20,10 @@ is simply absent:
   ``/run`` and every Unix socket path are not there, and neither is what anybody writes
   later outside the paths bound; a socket lent as an entry of a folder lent entry by
   entry is not bound either;
-- an IPC namespace (System V shared memory, semaphores, queues), and, when the network
-  is denied, a network namespace holding only a loopback interface (up), so that no
-  socket reaches a server outside, UDP or abstract Unix ones included.
+- an IPC namespace (System V shared memory, semaphores, queues), and, unless the
+  machine's network is lent (``--network allow``), a network namespace holding only a
+  loopback interface (up), so that no socket reaches a server outside, UDP or abstract
+  Unix ones included.
 
 Root makes the namespaces directly; any other user inside a user namespace of its own,
 its user and group mapped to themselves. With a PID namespace the calling process
