@@ -52,6 +52,12 @@ def reason(expect: dict[str, Any], returned: Any) -> str:
             "it returned int 5, observed as output",
             "hint: a value that is not a table is observed as output",
         ),
+        (
+            {"output_any_of": [{"a": 1}, {"b": 2}]},
+            {"b": 2},
+            "it returned dict {'b': 2}",
+            'a returned table is the observation, so return {"output": {…}}',
+        ),
         ({"value": 1}, {"other": 2}, "it returned dict {'other': 2}", None),
         ({"size_contains": "x"}, {}, "it returned dict {}", None),
     ],

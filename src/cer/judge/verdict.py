@@ -574,8 +574,12 @@ def _shape_hint(expect: Mapping[str, Any], base: str, returned: Any) -> str:
             f"hint: {base} is one level down, under {below[0]!r}; report it at the top "
             "of the returned table"
         )
-    wanted = expect.get(base)
-    if type(wanted) is dict and wanted and returned and set(returned) <= set(wanted):
+    # what expect wants of the key: its value, or any of the values base_any_of lists
+    listed = expect.get(f"{base}_any_of")
+    wanted_values = [expect.get(base), *(listed if type(listed) is list else ())]
+    if returned and any(
+        type(wanted) is dict and wanted and set(returned) <= set(wanted) for wanted in wanted_values
+    ):
         return (
             f"hint: it looks like the value of {base} itself; a returned table is the "
             f'observation, so return {{"{base}": {{…}}}}'
