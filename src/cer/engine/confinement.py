@@ -1,7 +1,7 @@
 """What the sandbox allows one run's implementation, decided by the supervisor.
 
 The supervisor decides, from the suite and the run options, whether a run is sandboxed
-(``--sandbox auto|require|off``) and with what policy (:func:`build_policy`); the
+(``--sandbox auto|require|off``) and with what policy (:func:`build`); the
 worker and the command launcher only apply it (see :mod:`cer.sandbox`). The policy:
 
 - read and execute: what the implementation needs of its import roots (``--path``
@@ -247,19 +247,6 @@ def _lendable(folder: str, roots: set[str]) -> bool:
     if sandbox.in_checkout(real):
         return False
     return not any(_within(root, real) for root in roots)
-
-
-def build_policy(
-    suite: Suite,
-    options: RunOptions,
-    scratch: str,
-    import_roots: list[str],
-    *,
-    world: bool = False,
-    network: sandbox.Network | None = None,
-) -> sandbox.Policy:
-    """The policy of one run: see the module's docstring."""
-    return build(suite, options, scratch, import_roots, world=world, network=network)[0]
 
 
 def build(
