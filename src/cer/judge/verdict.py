@@ -996,10 +996,17 @@ def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
     or None."""
     found = vacuous_expectations(expect)
     reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
-    reasons.extend(f"could not verify: {why}" for why in declaration_problems(expect))
-    reasons.extend(f"could not verify: {why}" for why in _facts(expect).lookalikes)
-    reasons.extend(f"could not verify: {why}" for why in contradictions(expect))
+    reasons.extend(f"could not verify: {why}" for why in unmeetable_problems(expect))
     return "\n".join(reasons) or None
+
+
+def unmeetable_problems(expect: Mapping[str, Any]) -> list[str]:
+    """What errors a case whatever the implementation does, beside what verifies
+    nothing: a malformed ``self_reported`` declaration (:func:`declaration_problems`),
+    a key that reads as one of the runner's without being it
+    (:func:`lookalike_problems`), a contradiction (:func:`contradictions`). One list,
+    so that the verdict (:func:`vacuous_reason`) and ``cer check`` apply the same rule."""
+    return [*declaration_problems(expect), *_facts(expect).lookalikes, *contradictions(expect)]
 
 
 def unmeasured_reason(keys: list[str]) -> str:
