@@ -711,15 +711,16 @@ def reads_as_runner_key(name: str) -> str | None:
     """The runner-observed key ``name`` reads as when it is spelled otherwise (in other
     case, without its underscores, with lookalike or invisible characters:
     ``Elapsed_MS``, ``elapsedMs``, ``elapsed_ｍs``), or None."""
-    squashed = _squash(name)
-    return next(
-        (key for key in sorted(RUNNER_OBSERVED_KEYS) if key != name and _squash(key) == squashed),
-        None,
-    )
+    key = _OBSERVED_SQUASHED.get(_squash(name))
+    return key if key != name else None
 
 
 def _squash(name: str) -> str:
     return looks_as(name).replace("_", "").replace("-", "").casefold()
+
+
+_OBSERVED_SQUASHED: dict[str, str] = {_squash(key): key for key in RUNNER_OBSERVED_KEYS}
+"""Each runner-observed key by how it reads (:func:`_squash`); no two read alike."""
 
 
 def looks_measured(base: str) -> bool:
