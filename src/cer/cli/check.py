@@ -31,12 +31,10 @@ from cer.engine.plan import input_bounds_reason, input_facts
 from cer.judge.compare import operand_problems
 from cer.judge.verdict import (
     REPORTED_NOTE,
-    contradictions,
-    declaration_problems,
-    lookalike_problems,
     reported_measurements,
     unmeasured_keys,
     unmeasured_reason,
+    unmeetable_problems,
     vacuous_expectations,
 )
 from cer.model import Case, Suite
@@ -220,11 +218,7 @@ def _expect_findings(case: Case) -> list[str]:
         )
     found += [
         f'case "{case.name}": {why} (the case would be errored)'
-        for why in [
-            *declaration_problems(expect),
-            *lookalike_problems(expect),
-            *contradictions(expect),
-        ]
+        for why in unmeetable_problems(expect)
     ]
     found += [
         f'case "{case.name}": {why}, so it verifies nothing (the case would be errored)'

@@ -711,15 +711,16 @@ def reads_as_runner_key(name: str) -> str | None:
     """The runner-observed key ``name`` reads as when it is spelled otherwise (in other
     case, without its underscores, with lookalike or invisible characters:
     ``Elapsed_MS``, ``elapsedMs``, ``elapsed_ｍs``), or None."""
-    squashed = _squash(name)
-    return next(
-        (key for key in sorted(RUNNER_OBSERVED_KEYS) if key != name and _squash(key) == squashed),
-        None,
-    )
+    key = _OBSERVED_SQUASHED.get(_squash(name))
+    return key if key != name else None
 
 
 def _squash(name: str) -> str:
     return looks_as(name).replace("_", "").replace("-", "").casefold()
+
+
+_OBSERVED_SQUASHED: dict[str, str] = {_squash(key): key for key in RUNNER_OBSERVED_KEYS}
+"""Each runner-observed key by how it reads (:func:`_squash`); no two read alike."""
 
 
 def looks_measured(base: str) -> bool:
@@ -996,10 +997,17 @@ def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
     or None."""
     found = vacuous_expectations(expect)
     reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
-    reasons.extend(f"could not verify: {why}" for why in declaration_problems(expect))
-    reasons.extend(f"could not verify: {why}" for why in _facts(expect).lookalikes)
-    reasons.extend(f"could not verify: {why}" for why in contradictions(expect))
+    reasons.extend(f"could not verify: {why}" for why in unmeetable_problems(expect))
     return "\n".join(reasons) or None
+
+
+def unmeetable_problems(expect: Mapping[str, Any]) -> list[str]:
+    """What errors a case whatever the implementation does, beside what verifies
+    nothing: a malformed ``self_reported`` declaration (:func:`declaration_problems`),
+    a key that reads as one of the runner's without being it
+    (:func:`lookalike_problems`), a contradiction (:func:`contradictions`). One list,
+    so that the verdict (:func:`vacuous_reason`) and ``cer check`` apply the same rule."""
+    return [*declaration_problems(expect), *_facts(expect).lookalikes, *contradictions(expect)]
 
 
 def unmeasured_reason(keys: list[str]) -> str:
