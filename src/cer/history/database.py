@@ -678,11 +678,9 @@ class History:
             chunk = run_ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             rows = self._access.db.execute(
-                "SELECT DISTINCT run_id FROM eval_case_results WHERE status = 'skipped'"
-                " AND (COALESCE(reason, '') IN (?, ?)"
-                " OR substr(COALESCE(reason, ''), 1, ?) = ?)"
-                f" AND run_id IN ({marks})",
-                (*NOT_SELECTED, len(STOPPED), STOPPED, *chunk),
+                f"SELECT DISTINCT e.run_id FROM eval_case_results e WHERE {_LEFT_OUT}"
+                f" AND e.run_id IN ({marks})",
+                (*_LEFT_OUT_PARAMS, *chunk),
             ).fetchall()
             found.update(row[0] for row in rows)
         return frozenset(found)
@@ -954,11 +952,8 @@ class History:
         the same suite hash. A case that was not run for not being selected (deselected,
         or in another shard), or not reached because the run stopped (``-x``,
         ``--max-fail``), does not count: it says nothing about the code."""
-        clauses = [
-            "NOT (e.status = 'skipped' AND COALESCE(e.reason, '') IN (?, ?))",
-            "NOT (e.status = 'skipped' AND substr(COALESCE(e.reason, ''), 1, ?) = ?)",
-        ]
-        params: list[Any] = [*NOT_SELECTED, len(STOPPED), STOPPED]
+        clauses = [f"NOT {_LEFT_OUT}"]
+        params: list[Any] = list(_LEFT_OUT_PARAMS)
         if implementation_id is not None:
             clauses.append("r.implementation_id = ?")
             params.append(implementation_id)
@@ -1109,6 +1104,14 @@ _RUN_FROM = """
 """
 
 
+_LEFT_OUT = (
+    "(e.status = 'skipped' AND (COALESCE(e.reason, '') IN (?, ?)"
+    " OR substr(COALESCE(e.reason, ''), 1, ?) = ?))"
+)
+"""A result ``e`` of a case the run left out, not selected (deselected, another
+shard) or not reached (the run stopped): the SQL twin of
+:func:`cer.history.gaps.ran_whole_suite`; its parameters are :data:`_LEFT_OUT_PARAMS`."""
+_LEFT_OUT_PARAMS = (*NOT_SELECTED, len(STOPPED), STOPPED)
 _NEWEST_FIRST = "ORDER BY r.completed_at_ms DESC, COALESCE(c.seq, 0) DESC, r.run_id DESC"
 
 

@@ -58,7 +58,9 @@ class LineWriter:
     def __init__(self, write: Callable[[bytes], None], suite: Suite) -> None:
         self._write = write
         self._cases: dict[str, Case] = {case.name: case for case in suite.cases}
-        self._order = sorted({case.position for case in suite.cases})
+        self._declared = frozenset(case.position for case in suite.cases)
+        """The declared positions, for a lookup per result."""
+        self._order = sorted(self._declared)
         """The declared positions, in order: lines go out in this order."""
         self._next = 0
         """Index in ``_order`` of the first position whose line is not written yet."""
@@ -95,7 +97,7 @@ class LineWriter:
             item["input"] = None if case is None else serialize.value_to_json(dict(case.input))
             item["expected"] = None if case is None else serialize.value_to_json(dict(case.expect))
             position = event.result.position
-            if position in self._waiting or position not in self._order:
+            if position in self._waiting or position not in self._declared:
                 self._emit(_line({"type": "result", **item}))  # not a declared position
                 return
             self._waiting[position] = _line({"type": "result", **item})
