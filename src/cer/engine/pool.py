@@ -9,7 +9,6 @@ a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
 
 from __future__ import annotations
 
-import os
 import select
 import threading
 import time
@@ -19,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from cer.engine.alone import AloneCases
 from cer.engine.execution import Execution
-from cer.engine.identity import UNKNOWN, Identity
+from cer.engine.identity import Identity, one_off_id
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
@@ -172,7 +171,7 @@ class WorkerPool(Execution):
         if provided is None or implementation is None or not code_changed(provided, implementation):
             return
         prefix = provided.identity.implementation_id.rpartition("@")[0]
-        identity = Identity(f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}", provided.identity.files)
+        identity = Identity(one_off_id(prefix), provided.identity.files)
         self.provided = replace(provided, identity=identity, code=None)
         self.implementation_id = identity.implementation_id
         if self.identity is not None:
