@@ -82,6 +82,17 @@ def probe_suite(cases: list[tuple[str, str]], expect: str = "output = 0") -> str
     return "\n".join(lines)
 
 
+def numbered_suite(count: int) -> str:
+    """``count`` cases ``c1`` … ``cN``, each with input ``n`` and expecting ``n``."""
+    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
+    for n in range(1, count + 1):
+        parts.append(
+            f'[[cases]]\nname = "c{n}"\ncategory = "functional"\n'
+            f"input = {{ n = {n} }}\nexpect = {{ output = {n} }}\n"
+        )
+    return "\n".join(parts)
+
+
 RunOne = Callable[..., RunResult]
 
 

@@ -16,22 +16,11 @@ from pathlib import Path
 
 from cer.engine import restarts
 from cer.model import Status
-from support import Module
+from support import Module, numbered_suite
 
 PYTHON = shlex.quote(sys.executable)
 
 P, E = Status.PASS, Status.ERRORED
-
-
-def numbered_suite(count: int) -> str:
-    """``count`` cases ``c1`` … ``cN``, each with input ``n`` and expecting ``n``."""
-    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
-    for n in range(1, count + 1):
-        parts.append(
-            f'[[cases]]\nname = "c{n}"\ncategory = "functional"\n'
-            f"input = {{ n = {n} }}\nexpect = {{ output = {n} }}\n"
-        )
-    return "\n".join(parts)
 
 
 CRASHING_FUNCTION = """

@@ -27,18 +27,7 @@ from cer.engine.command import harness
 from cer.engine.provided import describe
 from cer.events import CaseFinished
 from cer.model import Status
-from support import Module
-
-
-def numbered_suite(count: int) -> str:
-    """``count`` cases ``c1`` … ``cN``, each with input ``n`` and expecting ``n``."""
-    parts = ['commonsformat_evals = "0.2"\ntarget = "t"\n']
-    for n in range(1, count + 1):
-        parts.append(
-            f'[[cases]]\nname = "c{n}"\ncategory = "functional"\n'
-            f"input = {{ n = {n} }}\nexpect = {{ output = {n} }}\n"
-        )
-    return "\n".join(parts)
+from support import Module, numbered_suite
 
 
 def _defined(source: str, name: str) -> Any:

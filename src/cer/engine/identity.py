@@ -63,6 +63,7 @@ __all__ = [
     "extend",
     "file_digest",
     "identify",
+    "one_off_id",
     "scope_for",
 ]
 
@@ -293,7 +294,7 @@ def _grown(identity: Identity, impl: str, names: Iterable[str], scope: Scope | N
 def _unverified(impl: str, known: Identity, why: str) -> Identity:
     """A one-off id for an identity the budget did not cover (the files known so far
     stay watched)."""
-    name = f"{impl}@{UNVERIFIED}{secrets.token_hex(5)}"
+    name = one_off_id(impl, UNVERIFIED)
     problem = f"the implementation's identity could not be verified: {why}"
     return Identity(name, known.files, known.digests, problem, known.inodes)
 
@@ -307,9 +308,15 @@ def _named(impl: str, digests: tuple[bytes, ...]) -> str:
     return f"{impl}@{hasher.hexdigest()[:10]}"
 
 
+def one_off_id(impl: str, prefix: str = UNKNOWN) -> str:
+    """``impl@unknown-…`` (or with ``prefix``): an id no other run shares, for code
+    whose identity cannot be told, so that no two runs of it compare as the same code."""
+    return f"{impl}@{prefix}{secrets.token_hex(5)}"
+
+
 def _unknown(impl: str, known: Identity | None) -> Identity:
     """A one-off id; the files and digests of ``known`` stay (and stay watched)."""
-    name = f"{impl}@{UNKNOWN}{secrets.token_hex(5)}"
+    name = one_off_id(impl)
     if known is None:
         return Identity(name, ())
     return Identity(name, known.files, known.digests, known.problem, known.inodes)

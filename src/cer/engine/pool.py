@@ -9,7 +9,6 @@ a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
 
 from __future__ import annotations
 
-import os
 import select
 import threading
 import time
@@ -19,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from cer.engine.alone import AloneCases
 from cer.engine.execution import Execution
-from cer.engine.identity import UNKNOWN, Identity
+from cer.engine.identity import Identity, one_off_id
 from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
     RunOptions,
@@ -152,8 +151,12 @@ class WorkerPool(Execution):
         lane.loading = True
         lane.reported_late = False
         lane.expecting_exit = False
-        lane.load_deadline = time.monotonic() + max(LOAD_TIMEOUT_MIN, self.options.timeout)
+        lane.load_deadline = time.monotonic() + self.load_timeout()
         worker.send(self.imports.load_request(self.options.isolation))
+
+    def load_timeout(self) -> float:
+        """How long a worker may take to load the implementation."""
+        return max(LOAD_TIMEOUT_MIN, self.options.timeout)
 
     def new_worker(self) -> WorkerProcess:
         """A new worker: a fresh interpreter, or for an implementation given as an
@@ -172,7 +175,7 @@ class WorkerPool(Execution):
         if provided is None or implementation is None or not code_changed(provided, implementation):
             return
         prefix = provided.identity.implementation_id.rpartition("@")[0]
-        identity = Identity(f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}", provided.identity.files)
+        identity = Identity(one_off_id(prefix), provided.identity.files)
         self.provided = replace(provided, identity=identity, code=None)
         self.implementation_id = identity.implementation_id
         if self.identity is not None:
@@ -575,8 +578,8 @@ class WorkerPool(Execution):
         if lane.restart_began:
             self.restarts.start_failed(time.monotonic() - lane.restart_began)
             lane.restart_began = 0.0
-        load_limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
-        allowed = self.restarts.failed_time < START_ATTEMPTS * load_limit
+        load_limit = self.load_timeout()
+        allowed = self.restarts.allowance_left(load_limit)
         others = [
             other
             for other in self.lanes
@@ -587,7 +590,7 @@ class WorkerPool(Execution):
             self.note_once(
                 "restarted workers were not tried again: those that could not load the "
                 f"implementation took {self.restarts.failed_time:.2f} s in this run, the "
-                f"{START_ATTEMPTS * load_limit:g} s they may take"
+                f"{self.restarts.start_allowance(load_limit):g} s they may take"
             )
         if self.announced and not others and allowed and lane.failed_loads + 1 < START_ATTEMPTS:
             # A restarted worker could not load the implementation it loaded before:
@@ -772,7 +775,7 @@ class WorkerPool(Execution):
         """
         if lane.loading:
             if now > lane.load_deadline:
-                limit = max(LOAD_TIMEOUT_MIN, self.options.timeout)
+                limit = self.load_timeout()
                 self.load_failed(
                     lane, None, f"importing the implementation timed out after {limit:g} s"
                 )

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from importlib.machinery import SOURCE_SUFFIXES
 from typing import Any
 
-from cer.engine.identity import UNKNOWN, UNVERIFIED, Budget, Identity, file_digest
+from cer.engine.identity import UNVERIFIED, Budget, Identity, file_digest, one_off_id
 from cer.safetext import for_terminal
 
 __all__ = ["LOAD_NAME", "Provided", "code_changed", "describe", "serve_forked"]
@@ -324,7 +324,7 @@ def describe(obj: Callable[..., Any]) -> Provided:
         code = _code_digest(functions)
     except (_NoCode, ValueError, RecursionError):
         name = f"callable <{_type_name(obj)} object>"
-        identity = Identity(f"{name}@{UNKNOWN}{os.urandom(5).hex()}", ())
+        identity = Identity(one_off_id(name), ())
         note = (
             f"the implementation {name} was {how}; cer found no Python code for it to "
             "hash, so its id is a one-off and no two runs of it compare as the same code"
@@ -343,7 +343,7 @@ def describe(obj: Callable[..., Any]) -> Provided:
             files.append(path)
             digests.append(content)
     if budget.over is not None:
-        name_id = f"{name}@{UNVERIFIED}{os.urandom(5).hex()}"
+        name_id = one_off_id(name, UNVERIFIED)
         note = (
             f"the implementation {name} was {how}; cer could not verify its identity "
             f"({budget.over}), so its id is a one-off"

@@ -105,14 +105,21 @@ class Restarts:
         self.failed_starts += 1
         self.failed_time += max(0.0, seconds)
 
+    @staticmethod
+    def start_allowance(start_timeout: float) -> float:
+        """The seconds failed starts may take in a whole run: :data:`START_ATTEMPTS`
+        times ``start_timeout``."""
+        return START_ATTEMPTS * start_timeout
+
+    def allowance_left(self, start_timeout: float) -> bool:
+        """Whether the failed starts so far took less than :meth:`start_allowance`."""
+        return self.failed_time < self.start_allowance(start_timeout)
+
     def may_retry(self, start_timeout: float) -> bool:
         """Whether a failed start is tried again: fewer than :data:`START_ATTEMPTS`
-        failed in a row, and the failed ones took less than :data:`START_ATTEMPTS`
-        times ``start_timeout`` in the whole run."""
-        return (
-            self.failed_starts < START_ATTEMPTS
-            and self.failed_time < START_ATTEMPTS * start_timeout
-        )
+        failed in a row, and some of the run's allowance for failed starts is left
+        (:meth:`allowance_left`)."""
+        return self.failed_starts < START_ATTEMPTS and self.allowance_left(start_timeout)
 
     def why_not(self, start_timeout: float) -> str:
         """Why a failed start was not tried again (see :meth:`may_retry`), in words."""
@@ -120,7 +127,7 @@ class Restarts:
             return f"{self.failed_starts} attempts in a row"
         return (
             f"the restarts that failed took {self.failed_time:.2f} s in this run, the "
-            f"{START_ATTEMPTS * start_timeout:g} s they may take"
+            f"{self.start_allowance(start_timeout):g} s they may take"
         )
 
     def note(self) -> str | None:

@@ -6,7 +6,6 @@ harness costs the case it was running and no other (see :mod:`cer.engine.restart
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections import deque
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ from cer.engine.command.values import (
     ProtocolError,
 )
 from cer.engine.execution import Execution
-from cer.engine.identity import UNKNOWN
+from cer.engine.identity import one_off_id
 from cer.engine.restarts import Restarts
 from cer.events import ImplementationLoaded
 from cer.judge.verdict import Outcome, errored, judge
@@ -292,7 +291,7 @@ class Harness:
         self.first_declared = None  # said once
         execution = self.execution
         prefix = execution.implementation_id.rpartition("@")[0] or execution.implementation_id
-        execution.implementation_id = f"{prefix}@{UNKNOWN}{os.urandom(5).hex()}"
+        execution.implementation_id = one_off_id(prefix)
         name, version, _ = self.declaration(info)
         execution.notes.append(
             f"a restarted harness declared itself {name!r} version {version!r} (with its "
