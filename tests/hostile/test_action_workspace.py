@@ -12,18 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_scaffold import ONE_CASE_SUITE
+
 from support import ROOT
-
-SUITE = """\
-commonsformat_evals = "0.2"
-target = "t"
-
-[[cases]]
-name = "doubles"
-category = "functional"
-input = { x = 2 }
-expect = { output = 4 }
-"""
 
 IMPL = "def double(x):\n    return x * 3\n"
 
@@ -46,7 +37,7 @@ def _run_line() -> str:
 
 
 def _workspace(folder: Path) -> None:
-    (folder / "evals.toml").write_text(SUITE, encoding="utf-8")
+    (folder / "evals.toml").write_text(ONE_CASE_SUITE, encoding="utf-8")
     (folder / "doubling.py").write_text(IMPL, encoding="utf-8")
     for name in ("cer/__init__.py", "cer/cli/__init__.py", "cer/cli/github_action.py"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)

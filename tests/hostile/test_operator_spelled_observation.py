@@ -13,26 +13,15 @@ from typing import Any
 
 import pytest
 import tomlkit
+from pytest_scaffold import write_draft
 
-from cer.coverage import suite_coverage
 from cer.engine.options import RunOptions
 from cer.judge.compare import OPERATORS
 from cer.model import CaseResult, Status
 from cer.review.approve import ApprovalError, approve_draft
-from cer.review.derive import derive
-from cer.review.drafts import add_drafts, drafts_path, load_drafts, set_observed
+from cer.review.drafts import drafts_path, load_drafts, set_observed
 from cer.review.observe import observe, proposal_from
 from cer.suite.loader import load_suite
-
-SUITE = """\
-commonsformat_evals = "0.2"
-
-[[cases]]
-name = "one"
-category = "functional"
-input = { expr = "1" }
-expect = { value = 1 }
-"""
 
 HOSTILE = """
 def evaluate(expr):
@@ -42,26 +31,6 @@ def evaluate(expr):
 SPELLINGS = sorted(f"value{op.name}" if op.suffix else op.name for op in OPERATORS.values())
 """Every operator of the judge's table, spelled as a key (a new operator is covered as
 soon as the table has it)."""
-
-
-def _suite_with_a_draft(folder: Path) -> Path:
-    """A suite, and a drafts file with one draft that has an input but no expectation."""
-    suite_path = folder / "evals.toml"
-    suite_path.write_text(SUITE, encoding="utf-8")
-    (folder / "commonsformat.md").write_text(
-        "<constraints>\n- tidy: the output is readable\n</constraints>\n", encoding="utf-8"
-    )
-    suite = load_suite(suite_path)
-    coverage = suite_coverage(suite)
-    assert coverage is not None
-    path = drafts_path(suite_path)
-    add_drafts(path, derive(suite, coverage).drafts)
-    document = tomlkit.parse(path.read_text(encoding="utf-8"))
-    (entry,) = document["drafts"]
-    entry["input"] = {"expr": "2"}
-    entry.pop("expect", None)
-    path.write_text(document.as_string(), encoding="utf-8")
-    return suite_path
 
 
 def _observed_on_file(suite_path: Path, observed: dict[str, Any]) -> str:
@@ -86,7 +55,7 @@ def test_an_observation_with_an_operator_key_proposes_nothing(key: str) -> None:
 
 @pytest.mark.parametrize("key", SPELLINGS)
 def test_use_observed_refuses_an_operator_key_on_file(tmp_path: Path, key: str) -> None:
-    suite_path = _suite_with_a_draft(tmp_path)
+    suite_path, _ = write_draft(tmp_path, "2")
     name = _observed_on_file(suite_path, {"value": 2, key: ""})
     before = suite_path.read_text(encoding="utf-8")
     with pytest.raises(ApprovalError, match=f"observed key '{key}' is spelled like"):
@@ -96,7 +65,7 @@ def test_use_observed_refuses_an_operator_key_on_file(tmp_path: Path, key: str) 
 
 
 def test_the_hostile_implementation_observed_leaves_nothing_to_approve(tmp_path: Path) -> None:
-    suite_path = _suite_with_a_draft(tmp_path)
+    suite_path, _ = write_draft(tmp_path, "2")
     (tmp_path / "operator_keys_impl.py").write_text(HOSTILE, encoding="utf-8")
     drafts_file = drafts_path(suite_path)
     options = RunOptions(impl="operator_keys_impl:evaluate", paths=(str(tmp_path),), timeout=5.0)

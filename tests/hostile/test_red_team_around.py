@@ -13,50 +13,15 @@ from typing import Any
 
 import pytest
 import tomlkit
+from pytest_scaffold import DOUBLING_IMPL, DOUBLING_SUITE, ONE_CASE_SUITE, pytest_env, write_draft
 
 from cer.cli.github_action import cer_environment
-from cer.coverage import suite_coverage
 from cer.model import CaseResult, Status
 from cer.review.approve import ApprovalError, approve_draft
-from cer.review.derive import derive
-from cer.review.drafts import add_drafts, drafts_path
 from cer.review.observe import proposal_from
-from cer.suite.loader import load_suite
 from support import NO_TEST_PLUGINS, ROOT
 
 # --- approval ------------------------------------------------------------------------------
-
-APPROVAL_SUITE = """\
-commonsformat_evals = "0.2"
-
-[[cases]]
-name = "one"
-category = "functional"
-input = { expr = "1" }
-expect = { value = 1 }
-"""
-
-
-def _draft_observed(folder: Path, observed: dict[str, Any]) -> tuple[Path, str]:
-    """A suite, and a drafts file whose one draft has an input and ``observed``."""
-    suite_path = folder / "evals.toml"
-    suite_path.write_text(APPROVAL_SUITE, encoding="utf-8")
-    (folder / "commonsformat.md").write_text(
-        "<constraints>\n- tidy: the output is readable\n</constraints>\n", encoding="utf-8"
-    )
-    suite = load_suite(suite_path)
-    coverage = suite_coverage(suite)
-    assert coverage is not None
-    path = drafts_path(suite_path)
-    add_drafts(path, derive(suite, coverage).drafts)
-    document = tomlkit.parse(path.read_text(encoding="utf-8"))
-    (entry,) = document["drafts"]
-    entry["input"] = {"expr": ""}
-    entry.pop("expect", None)
-    entry["observed"] = observed
-    entry["observed_from"] = "calc:evaluate"
-    path.write_text(document.as_string(), encoding="utf-8")
-    return suite_path, str(entry["name"])
 
 
 def test_the_rejection_cer_proposes_is_still_approved(tmp_path: Path) -> None:
@@ -72,7 +37,7 @@ def test_the_rejection_cer_proposes_is_still_approved(tmp_path: Path) -> None:
     )
     proposal, note = proposal_from(result)
     assert note is None and proposal is not None
-    suite_path, name = _draft_observed(tmp_path, dict(proposal))
+    suite_path, name = write_draft(tmp_path, "", dict(proposal))
     approve_draft(suite_path, name, approver="me", use_observed=True)
     written = tomlkit.parse(suite_path.read_text(encoding="utf-8"))
     (case,) = [c for c in written["cases"] if c["name"] == name]
@@ -92,7 +57,7 @@ def test_the_rejection_cer_proposes_is_still_approved(tmp_path: Path) -> None:
     ],
 )
 def test_a_rejection_lookalike_is_still_refused(tmp_path: Path, observed: dict[str, Any]) -> None:
-    suite_path, name = _draft_observed(tmp_path, observed)
+    suite_path, name = write_draft(tmp_path, "", observed)
     before = suite_path.read_text(encoding="utf-8")
     with pytest.raises(ApprovalError, match="is spelled like the operator"):
         approve_draft(suite_path, name, approver="me", use_observed=True)
@@ -100,36 +65,6 @@ def test_a_rejection_lookalike_is_still_refused(tmp_path: Path, observed: dict[s
 
 
 # --- the pytest plugin ---------------------------------------------------------------------
-
-PYTEST_SUITE = """\
-commonsformat_evals = "0.2"
-target = "t"
-
-[[cases]]
-name = "good"
-category = "functional"
-input = { x = 1 }
-expect = { output = 2 }
-
-[[cases]]
-name = "bad"
-category = "functional"
-input = { x = 2 }
-expect = { output = 4 }
-
-[[cases]]
-name = "boom"
-category = "functional"
-input = { x = 3 }
-expect = { output = 6 }
-"""
-
-PYTEST_IMPL = """
-def double(x):
-    if x == 3:
-        raise RuntimeError("kaboom")
-    return 5 if x == 2 else x * 2
-"""
 
 SESSIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
     # (conftest.py, more arguments, what the overruled section says)
@@ -239,11 +174,10 @@ def test_a_conftest_cannot_lower_the_exit_code_around_the_reports(
     checking methods shadowed on its object. Each exited 0 before; a run that stops
     at its first failure (-x) is not overruled."""
     conftest, args, said = SESSIONS[name]
-    (tmp_path / "evals.toml").write_text(PYTEST_SUITE, encoding="utf-8")
-    (tmp_path / "doubling_impl.py").write_text(PYTEST_IMPL, encoding="utf-8")
+    (tmp_path / "evals.toml").write_text(DOUBLING_SUITE, encoding="utf-8")
+    (tmp_path / "doubling_impl.py").write_text(DOUBLING_IMPL, encoding="utf-8")
     (tmp_path / "conftest.py").write_text(conftest, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
-    env["NO_COLOR"] = "1"
+    env = pytest_env()
     done = subprocess.run(
         [
             sys.executable, "-m", "pytest", *NO_TEST_PLUGINS, "-p", "no:cacheprovider",
@@ -262,17 +196,6 @@ def test_a_conftest_cannot_lower_the_exit_code_around_the_reports(
 
 
 # --- the GitHub Action -----------------------------------------------------------------------
-
-ACTION_SUITE = """\
-commonsformat_evals = "0.2"
-target = "t"
-
-[[cases]]
-name = "doubles"
-category = "functional"
-input = { x = 2 }
-expect = { output = 4 }
-"""
 
 # Runs wherever it is imported (the real module is then loaded in its place), and
 # says so in a file outside the workspace.
@@ -294,7 +217,7 @@ def test_the_job_pythonpath_does_not_reach_cer_worker(tmp_path: Path) -> None:
     committed ``json.py`` (which the worker imports) and ``sitecustomize.py`` ran there."""
     folder = tmp_path / "workspace"
     folder.mkdir()
-    (folder / "evals.toml").write_text(ACTION_SUITE, encoding="utf-8")
+    (folder / "evals.toml").write_text(ONE_CASE_SUITE, encoding="utf-8")
     (folder / "doubling.py").write_text("def double(x):\n    return x * 3\n", encoding="utf-8")
     for name in ("json.py", "sitecustomize.py"):
         (folder / name).write_text(STDLIB_LOOKALIKE, encoding="utf-8")

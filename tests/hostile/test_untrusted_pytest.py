@@ -6,13 +6,13 @@ may hold a raw control or bidi character, and nothing may crash."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from hostile_text import CORPUS, assert_inert, implementation, suite_lines
+from pytest_scaffold import DOUBLING_IMPL, DOUBLING_SUITE, pytest_env
 
 from support import NO_TEST_PLUGINS
 
@@ -37,8 +37,7 @@ def _suite(folder: Path) -> Path:
 
 
 def _pytest(folder: Path, impl: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
-    env["NO_COLOR"] = "1"
+    env = pytest_env()
     return subprocess.run(
         [
             sys.executable,
@@ -78,36 +77,6 @@ def test_the_plugin_shows_what_the_implementation_said_as_data(tmp_path: Path, i
 
 
 # --- a conftest.py that rewrites what pytest reports ---------------------------------------
-
-CONFTEST_SUITE = """\
-commonsformat_evals = "0.2"
-target = "t"
-
-[[cases]]
-name = "good"
-category = "functional"
-input = { x = 1 }
-expect = { output = 2 }
-
-[[cases]]
-name = "bad"
-category = "functional"
-input = { x = 2 }
-expect = { output = 4 }
-
-[[cases]]
-name = "boom"
-category = "functional"
-input = { x = 3 }
-expect = { output = 6 }
-"""
-
-CONFTEST_IMPL = """
-def double(x):
-    if x == 3:
-        raise RuntimeError("kaboom")
-    return 5 if x == 2 else x * 2
-"""
 
 CONFTESTS = {
     "makereport-wrapper": """
@@ -187,12 +156,11 @@ def pytest_unconfigure(config):
 def _conftest_session(
     folder: Path, conftest: str | None, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    (folder / "evals.toml").write_text(CONFTEST_SUITE, encoding="utf-8")
-    (folder / "doubling_impl.py").write_text(CONFTEST_IMPL, encoding="utf-8")
+    (folder / "evals.toml").write_text(DOUBLING_SUITE, encoding="utf-8")
+    (folder / "doubling_impl.py").write_text(DOUBLING_IMPL, encoding="utf-8")
     if conftest is not None:
         (folder / "conftest.py").write_text(conftest, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
-    env["NO_COLOR"] = "1"
+    env = pytest_env()
     return subprocess.run(
         [
             sys.executable,
@@ -264,9 +232,9 @@ def test_a_conftest_beside_the_suite_loaded_after_the_plugin_is_caught(tmp_path:
     spec = tmp_path / "spec"
     spec.mkdir()
     (spec / "conftest.py").write_text(LATE_CONFTEST, encoding="utf-8")
-    (spec / "evals.toml").write_text(CONFTEST_SUITE, encoding="utf-8")
-    (tmp_path / "doubling_impl.py").write_text(CONFTEST_IMPL, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    (spec / "evals.toml").write_text(DOUBLING_SUITE, encoding="utf-8")
+    (tmp_path / "doubling_impl.py").write_text(DOUBLING_IMPL, encoding="utf-8")
+    env = pytest_env(no_color=False)
     done = subprocess.run(
         [
             sys.executable, "-m", "pytest", *NO_TEST_PLUGINS, "-p", "no:cacheprovider",

@@ -871,8 +871,8 @@ class CerPlugin:
             # session.testsfailed, or patched what counts as failed).
             self.lowered = int(session.exitstatus)
             session.exitstatus = 1
-        elif session.exitstatus == 0 and self.skipped_count() and not self.accept_skips():
-            session.exitstatus = 3
+        else:
+            self.mark_incomplete(session)
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_terminal_summary")
     def pytest_terminal_summary_overruled(self, terminalreporter: Any) -> None:
@@ -931,8 +931,11 @@ class CerPlugin:
                 [serialize.run_to_dict(run) for run in self.process_runs()]
             )
             return
-        # A session whose cases cer could not run proves nothing complete: like cer
-        # run it exits 3 (unless told to accept skips), never 0.
+        self.mark_incomplete(session)
+
+    def mark_incomplete(self, session: pytest.Session) -> None:
+        """A session whose cases cer could not run proves nothing complete: like
+        ``cer run`` it exits 3 (unless told to accept skips), never 0."""
         if session.exitstatus == 0 and self.skipped_count() and not self.accept_skips():
             session.exitstatus = _INCOMPLETE
 
