@@ -186,7 +186,7 @@ def test_every_report_shows_the_new_operators_mismatches(
     import xml.etree.ElementTree as ET
     from html import unescape
 
-    from cer.cli.commands import main
+    from cer.cli.main import main
 
     module.suite(REPORT_SUITE)
     module.impl(REPORT_IMPL, name="ops")

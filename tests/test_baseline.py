@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.cli.main import main
 from cer.results.baseline import BaselineError, load_baseline
 
 SUITE = """

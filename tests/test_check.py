@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cer.cli.check import SuiteUnreadable, check_suite, render_check
-from cer.cli.commands import main
+from cer.cli.main import main
 
 GREET = Path(__file__).parent / "data" / "greet"
 

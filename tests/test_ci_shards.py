@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.github_action import ActionInputs, cer_command
+from cer.cli.main import main
 from support import Module
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "ci.md"

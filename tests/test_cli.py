@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.cli.main import main
 from support import EXAMPLES, Module
 
 CALC = EXAMPLES / "calc" / "evals.toml"

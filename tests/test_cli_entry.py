@@ -83,7 +83,7 @@ def test_the_program_is_the_entry_point() -> None:
 def test_the_collector_skips_start_up_and_exit_but_runs_during_the_command() -> None:
     code = (
         "import gc, json, sys\n"
-        "import cer.cli.commands as command_line\n"
+        "import cer.cli.main as command_line\n"
         "seen = {}\n"
         "def command(argv=None):\n"
         "    seen['enabled'] = gc.isenabled()\n"

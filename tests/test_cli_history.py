@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import cer.cli.commands as cli
-from cer.cli.commands import main
+import cer.cli.run as cli
+from cer.cli.main import main
 from support import Module
 
 SUITE = """

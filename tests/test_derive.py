@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import tomlkit
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.coverage import compute_coverage, parse_constraints, suite_coverage
 from cer.history.database import HISTORY_VERSION, History
 from cer.review.approve import ApprovalError, approve_draft, insert_case

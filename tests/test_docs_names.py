@@ -20,7 +20,7 @@ import pytest
 
 from cer import config as options_module
 from cer import pytest_plugin
-from cer.cli.parser import build_parser
+from cer.cli.main import build_parser
 from cer.tui.__main__ import build_parser as build_tui_parser
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.cli.main import main
 from cer.engine import kinds
 from cer.judge import compare
 from cer.judge.compare import Operator

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.scaffold import init_module, module_name
+from cer.cli.init import init_module, module_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "first-module.md"
@@ -203,7 +203,7 @@ def test_the_folders_name_is_fixed_without_asking_but_never_to_a_taken_name(
 def test_cer_init_says_why_and_what_to_type(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cer.cli.scaffold import cmd_init
+    from cer.cli.init import cmd_init
 
     monkeypatch.chdir(tmp_path)
     assert cmd_init(argparse.Namespace(name="email")) == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.frontend import record_run
 from cer.history.database import History
 from cer.model import Status

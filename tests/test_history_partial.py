@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.console import render_history
+from cer.cli.main import main
 from cer.history.records import RunRecord, Summary
 
 SUITE = """commonsformat_evals = "0.2"

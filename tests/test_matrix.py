@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from cer.cli import console
-from cer.cli.commands import labelled_path, main
 from cer.cli.exits import ExitCode, exit_code_for_runs
+from cer.cli.main import main
+from cer.cli.run import labelled_path
 from cer.config import (
     ProjectConfig,
     ResolvedRun,

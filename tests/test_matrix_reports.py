@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.matrix import Known, Matrix, build_matrix
 from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
 from cer.reports import matrix_html, matrix_markdown

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cer import reports
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.reports import ReportFormat
 from cer.reports.context import ReportContext
 from support import Module, single_case_suite

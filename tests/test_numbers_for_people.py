@@ -10,7 +10,7 @@ from html import unescape
 
 import pytest
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.judge.compare import compare, for_people, shown_measurement, shown_mismatch_observed
 from support import Module
 

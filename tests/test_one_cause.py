@@ -11,7 +11,7 @@ from html import unescape
 
 import pytest
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from support import Module
 
 SUITE = """\

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.coverage import suite_coverage
 from cer.history.database import History, default_history_path
 from cer.model import CaseResult, Mismatch, RunConditions, RunResult, Status

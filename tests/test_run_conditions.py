@@ -17,8 +17,8 @@ import pytest
 
 import cer
 from cer import sandbox
-from cer.cli.commands import main
 from cer.cli.console import summary_line
+from cer.cli.main import main
 from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite

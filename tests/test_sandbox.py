@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cer import sandbox
-from cer.cli.commands import main as cer_main
+from cer.cli.main import main as cer_main
 from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite

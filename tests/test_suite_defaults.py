@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.cli.main import main
 from cer.config import SUITE_HELP, UsageError, find_project_config, resolve_suite
 from cer.tui.__main__ import build_parser as tui_parser
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.cli.main import main
 from cer.results.conformance import word_of
 
 SUITE = """

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode, exit_code_for
+from cer.cli.main import main
 from cer.engine.options import OTHER_SHARD, stopped_reason
 from cer.model import CaseResult, RunResult, Status
 from cer.results.conformance import (

@@ -41,7 +41,7 @@ import pytest
 
 import cer
 from cer import sandbox
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.sandbox import world
 
 pytestmark = pytest.mark.skipif(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from markdown_inert import PARSER, assert_markdown_inert, walk
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.reports.markdown import block, html_inline, inline
 from cer.safetext import for_terminal
 

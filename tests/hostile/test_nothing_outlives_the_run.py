@@ -202,7 +202,7 @@ def test_a_command_implementation_leaves_no_daemon(
 
 WATCHES_THE_REMOVAL = """
 import os, sys
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.engine.command import process
 from daemons import alive
 

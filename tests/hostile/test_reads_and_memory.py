@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from cer import sandbox
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status

@@ -294,7 +294,7 @@ def _cer(*words: str, cwd: Path) -> subprocess.CompletedProcess[str]:
             sys.executable,
             "-P",
             "-c",
-            "import sys; from cer.cli.commands import main; sys.exit(main())",
+            "import sys; from cer.cli.main import main; sys.exit(main())",
             *words,
         ],
         cwd=cwd,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.commands import main
 from cer.cli.exits import ExitCode
+from cer.cli.main import main
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import Status

@@ -19,7 +19,7 @@ import pytest
 from hostile_text import CORPUS, assert_inert, implementation, suite_lines
 from markdown_inert import assert_markdown_inert
 
-from cer.cli.commands import main
+from cer.cli.main import main
 from cer.reports import FORMATS, STDOUT
 from cer.review.drafts import load_drafts
 from cer.suite.loader import load_suite

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import cer.tui.__main__ as cli
-from cer.cli.parser import build_parser
+from cer.cli.main import build_parser
 from cer.config import resolve_run
 from cer.engine.options import DEFAULT_TIMEOUT
 from cer.tui.app import CerApp

@@ -22,7 +22,7 @@ from cer.results.baseline import BaselineError, describe_update, update_baseline
 from cer.suite.loader import SuiteError, load_suite
 
 
-def add_baseline_command(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """Add ``cer baseline`` (with its one action, ``update``) to the subcommands."""
     baseline = commands.add_parser(
         "baseline",

@@ -13,13 +13,18 @@ word, declared ``self_reported`` or only looking like a measurement) do not.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cer.categories import CategoryConfigError, build_registry
+from cer.cli.exits import ExitCode, print_error
+from cer.config import SUITE_HELP, UsageError, find_project_config, resolve_suite
 from cer.coverage import (
     Coverage,
     CoverageError,
@@ -41,7 +46,15 @@ from cer.model import Case, Suite
 from cer.suite.fixtures import resolve_fixtures
 from cer.suite.loader import SuiteError, parse_suite
 
-__all__ = ["CheckReport", "Finding", "SuiteUnreadable", "check_suite", "render_check"]
+__all__ = [
+    "CheckReport",
+    "Finding",
+    "SuiteUnreadable",
+    "add_commands",
+    "check_suite",
+    "cmd_check",
+    "render_check",
+]
 
 ERROR = "error"
 WARNING = "warning"
@@ -253,3 +266,43 @@ def render_check(report: CheckReport) -> str:
     else:
         lines.append(f"{name}: {counts}")
     return "\n".join(lines) + "\n"
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``cer check``, its argument and its handler, to the subcommands."""
+    check = commands.add_parser(
+        "check",
+        help="validate a suite without running it",
+        description="Validate a suite without running it: schema problems, duplicate "
+        "names, unknown categories, empty expect tables, missing fixtures, and verifies "
+        "entries naming no constraint of the module's commonsformat.md. Exit 0 when "
+        "clean, 1 on problems, 2 when the file cannot be read.",
+    )
+    check.set_defaults(handler=cmd_check)
+    check.add_argument(
+        "suite", nargs="?", type=Path, help=f"the evals.toml to check ({SUITE_HELP})"
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> ExitCode:
+    try:
+        config = find_project_config()
+    except UsageError as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    try:
+        suite = resolve_suite(args.suite, config)
+    except UsageError as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    categories = config.values.get("categories", {})
+    if not isinstance(categories, dict):
+        print_error("[tool.cer.categories] must map category names to model names")
+        return ExitCode.USAGE
+    try:
+        report = check_suite(suite, {str(k): str(v) for k, v in categories.items()})
+    except SuiteUnreadable as exc:
+        print_error(str(exc))
+        return ExitCode.USAGE
+    sys.stdout.write(render_check(report))
+    return ExitCode.OK if report.ok else ExitCode.FAILED

@@ -59,7 +59,7 @@ def answers_alone(argv: Sequence[str]) -> str | None:
 
 
 def main() -> int:
-    """The ``cer`` program (see :func:`cer.cli.commands.main`).
+    """The ``cer`` program (see :func:`cer.cli.main.main`).
 
     The cyclic garbage collector is kept out of start-up and exit, where it finds
     almost nothing: importing the command line makes some hundred thousand objects that
@@ -85,12 +85,17 @@ def main() -> int:
     gc.disable()
     try:
         pool = early_workers(sys.argv[1:])
-        from cer.cli import commands as command_line
+        from cer.cli import main as command_line
+
+        command_line.import_commands(sys.argv[1:])  # the one subcommand's module
+        if pool is not None:
+            from cer.cli import run
+
+            run.EARLY_WORKERS = pool
     finally:
         gc.freeze()
         gc.enable()
     try:
-        command_line.EARLY_WORKERS = pool
         return command_line.main()
     finally:
         if pool is not None:

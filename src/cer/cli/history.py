@@ -14,6 +14,7 @@ from typing import Any
 from cer.cli import console
 from cer.cli.exits import ExitCode, print_error, print_warning
 from cer.config import (
+    SUITE_HELP,
     UsageError,
     find_project_config,
     history_max_bytes,
@@ -321,3 +322,78 @@ def cmd_diff(args: argparse.Namespace) -> ExitCode:
         text = console.render_diff(diff, before, after)
     sys.stdout.write(text)
     return ExitCode.FAILED if diff.regressions else ExitCode.OK
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``cer history`` and ``cer diff``, their arguments and handlers, to the
+    subcommands."""
+    hist = commands.add_parser(
+        "history",
+        help="list recorded runs, or one case's status over time",
+        description="List the recorded runs of a suite, newest first (time, "
+        "implementation, counts, verdict, flaky cases), or with --case one case's status "
+        "in each run. A case is flaky when its status changed between runs of the same "
+        "implementation id on the same suite content.",
+    )
+    hist.set_defaults(handler=cmd_history)
+    _add_history_location(hist)
+    hist.add_argument("--case", metavar="NAME", help="show this case's status in each run")
+    hist.add_argument(
+        "--approvals",
+        action="store_true",
+        help="list approval events instead: who approved which draft, when, from what",
+    )
+    hist.add_argument(
+        "--limit",
+        "-n",
+        type=_positive_int,
+        metavar="N",
+        help="show at most N runs (default 20)",
+    )
+    hist.add_argument("--format", choices=("text", "json"), default="text")
+    hist.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="write the newest recorded run as an HTML page, with the counts of the "
+        f"recorded runs as a chart (the newest N with -n, else {KEEP_RUNS})",
+    )
+
+    diff = commands.add_parser(
+        "diff",
+        help="compare two recorded runs: regressions, fixes, new and removed cases",
+        description="Compare two recorded runs. RUN is an index from `cer history` "
+        "(1 = newest) or at least five characters of a run id. With no RUN, the two "
+        "newest runs; with one, that run and the newest. Exit 1 when there are "
+        "regressions, else 0.",
+    )
+    diff.set_defaults(handler=cmd_diff)
+    diff.add_argument("run_a", nargs="?", metavar="RUN_A", help="the earlier run")
+    diff.add_argument("run_b", nargs="?", metavar="RUN_B", help="the later run")
+    _add_history_location(diff)
+    diff.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _add_history_location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--suite",
+        type=Path,
+        metavar="SUITE",
+        help=f"the suite whose runs to use ({SUITE_HELP})",
+    )
+    parser.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="the history database (default: .cer/history.sqlite beside the suite)",
+    )

@@ -28,7 +28,7 @@ from cer.history.records import HistoryError
 from cer.safetext import for_json, for_terminal
 from cer.suite.loader import SuiteError, load_suite
 
-__all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
+__all__ = ["add_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
 
 if TYPE_CHECKING:
     from cer.review.derive import Derivation, Draft
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # run) are imported by each command when it runs: every `cer` start builds this parser.
 
 
-def add_review_commands(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """Add the subcommands, each with its handler, to ``commands``."""
     derive_parser = commands.add_parser(
         "derive",

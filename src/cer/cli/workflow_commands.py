@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["CommandPause"]
+__all__ = ["PAUSE", "CommandPause"]
 
 
 class CommandPause:
@@ -74,3 +75,9 @@ class CommandPause:
             self.stream.flush()
         except (OSError, ValueError):  # a closed standard output: nothing to protect
             pass
+
+
+PAUSE = CommandPause(sys.stdout, active=False)
+"""The pause of this ``cer`` process's standard output, set by :func:`cer.cli.main.main`
+for the command it runs; a report that writes workflow commands of its own (``--report
+github`` to standard output) writes them inside :meth:`CommandPause.own_commands`."""

@@ -1,6 +1,11 @@
-"""The headless command line: ``cer run`` and friends, for CI and scripts.
+"""``cer run``: its arguments and its handler. One suite against one implementation or
+several side by side: run, record, judge against the baseline and the module's
+constraints, and write every output (the text or JSON report, the JSON lines, each
+``--report``).
 
-stdout carries results, stderr diagnostics. Exit codes live in :class:`ExitCode`.
+Only this command imports this module (:mod:`cer.cli.main`), so what a run needs is
+imported at the top; what only some runs need (several implementations, a report
+format, the matrix) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -8,51 +13,37 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cer import process_tree
 from cer.categories import CategoryConfigError
-from cer.cli import console
+from cer.cli import console, workflow_commands
 from cer.cli.exits import (
     ExitCode,
-    Terminated,
-    exit_code_for,
     exit_code_for_runs,
     interrupted_code,
     interruption,
     print_error,
     print_warning,
 )
-from cer.cli.parser import (
-    build_parser,
-)
-from cer.cli.workflow_commands import CommandPause
+from cer.cli.verdicts import ModuleDoc, Verdicts, figures_of
 from cer.config import (
     ResolvedRun,
     UsageError,
-    find_project_config,
+    add_run_arguments,
+    argument_type,
     history_max_bytes,
     resolve_run,
-    resolve_suite,
 )
-from cer.coverage import (
-    ConstraintSet,
-    Coverage,
-    CoverageError,
-    CoverageFigures,
-    read_module_doc,
-    suite_coverage,
-)
+from cer.coverage import Coverage, CoverageFigures
 from cer.engine.limits import LimitsChanged
-from cer.engine.options import RunOptions
+from cer.engine.options import RunOptions, parse_max_fail, parse_shard
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import RunEvent
 from cer.frontend import failed_last_time, record_run
 from cer.history.database import KEEP_RUNS, History, default_history_path
@@ -61,35 +52,200 @@ from cer.history.records import ApprovalEvent, HistoryError, HistoryUntrusted, R
 from cer.model import RunResult, Suite
 from cer.reports import (
     FORMATS,
+    STDOUT,
     ReportContext,
     ReportRequest,
+    parse_report_spec,
     render_report,
     results_document,
     write_report,
 )
 from cer.results import jsonlines
-from cer.results.baseline import (
-    Baseline,
-    BaselineError,
-    check_run,
-    load_baseline,
-    unmatched_entries,
-)
-from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
+from cer.results.conformance import UNREADABLE, Conformance
 from cer.safetext import for_json
 from cer.suite.cache import load_suite_cached
-from cer.suite.loader import SuiteError, load_suite
+from cer.suite.loader import SuiteError
+
+if TYPE_CHECKING:
+    from cer.engine.workerproc import WarmWorkers
+    from cer.matrix import AgreeOn, GroupBy, Matrix
 
 EARLY_WORKERS: WarmWorkers | None = None
-
-COMMANDS = CommandPause(sys.stdout, active=False)
-"""Pauses GitHub Actions' workflow commands while ``cer``'s output may hold the
-implementation's text (:mod:`cer.cli.workflow_commands`); set by :func:`main`."""
 """A worker started before this module was imported (:mod:`cer.cli.entry`), which the
 first run takes if it is still fresh."""
 
-if TYPE_CHECKING:
-    from cer.matrix import AgreeOn, GroupBy, Matrix
+
+EPILOG_TEMPLATE = """\
+examples:
+  cer run examples/calc/evals.toml --impl calc_ref:evaluate
+  cer run evals.toml --impl mypkg.parser:parse --timeout 2 --case 'tabs-*'
+  cer run --format json --output results.json     # suite and impl from [tool.cer]
+  cer run evals.toml --impl calc:evaluate --failed  # rerun what failed last time
+  cer run evals.toml --impl calc:evaluate --report junit --report github
+  cer run evals.toml --impl calc_ref:evaluate --impl-cmd 'node calc.mjs'  # a matrix
+
+Every run is recorded in .cer/history.sqlite beside the suite (--history PATH moves
+it, --no-history skips it); see `cer history` and `cer diff`.
+
+{reports}
+
+exit codes:
+  0  every case passed
+  1  a case failed or errored
+  2  usage error, unreadable or invalid suite, unknown format version, no cases
+  3  nothing failed but some cases were skipped (incomplete, never conformant)
+  4  --require-coverage: a constraint has no case or needs repair (nothing else failed)
+
+With --baseline FILE, a case it lists failing as listed does not fail the run; any other
+failure (a regression) and a listed case that now passes (stale: remove it) exit 1, and
+an entry naming no case of the suite exits 2. `cer baseline update` rewrites the file.
+
+The implementation under test is MODULE:ATTR: a function called with the case's input
+(as keyword arguments when its signature accepts them, else as one dict), a class
+instantiated once per case, or an object with run_case(case). See
+docs/execution-model.md for how results are judged.
+
+Several implementations (--impl, --impl-cmd, --impl-cmd-per-case repeated and mixed, or
+[tool.cer] impls) each run every case; the report is a matrix with the cases where they
+observed different things (docs/matrix.md). The exit code is the worst over all runs;
+reports are written once per implementation, the label before the file's suffix.
+"""
+
+
+def reports_paragraph() -> str:
+    """The epilog's paragraph on ``--report``, read from the formats' table
+    (:data:`cer.reports.FORMATS`), so that it names every format there is."""
+    listed = ", ".join(
+        f"{name} ({'stdout' if spec.default_path == STDOUT else spec.default_path})"
+        for name, spec in FORMATS.items()
+    )
+    return textwrap.fill(
+        f"Reports: {listed}; FORMAT=PATH writes elsewhere, - is stdout.",
+        width=88,
+        break_on_hyphens=False,
+    )
+
+
+def epilog() -> str:
+    """``cer run --help``'s text after the options."""
+    return EPILOG_TEMPLATE.format(reports=reports_paragraph())
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``cer run``, its arguments and its handler, to the subcommands."""
+    run = commands.add_parser(
+        "run",
+        help="run a suite against an implementation and report every case",
+        description="Run every case of an eval suite against an implementation under test "
+        "and report, for each, pass, fail, errored or skipped, with the reason.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.set_defaults(handler=cmd_run)
+    add_run_arguments(run)
+    run.add_argument(
+        "--shard",
+        type=argument_type(parse_shard),
+        metavar="I/N",
+        help="run only the I-th of N deterministic slices of the suite (positions I, I+N, "
+        "...); the rest are skipped 'in another shard'; combine with cer merge",
+    )
+    run.add_argument(
+        "--max-fail",
+        type=argument_type(parse_max_fail),
+        metavar="N",
+        help="stop handing out cases once N cases failed or errored; the rest are "
+        "reported skipped, not run (never passed), and the run is nonconformant",
+    )
+    run.add_argument(
+        "-x",
+        dest="max_fail",
+        action="store_const",
+        const=1,
+        help="stop at the first failed or errored case (--max-fail 1)",
+    )
+    out = run.add_argument_group("output")
+    out.add_argument(
+        "--format",
+        choices=("text", "json", "jsonl"),
+        default="text",
+        help="text: a report for people (default); json: the full results; jsonl: one "
+        "JSON line per result as it is known, between a header and a trailer line",
+    )
+    out.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="write the report to FILE instead of stdout",
+    )
+    out.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="list passing cases too, and captured output of failures",
+    )
+    out.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+    out.add_argument(
+        "--report",
+        dest="reports",
+        action="append",
+        default=[],
+        type=argument_type(parse_report_spec),
+        metavar="FORMAT[=PATH]",
+        help=f"also write a report ({', '.join(FORMATS)}); repeatable; PATH - is standard output",
+    )
+    out.add_argument(
+        "--agree-on",
+        type=argument_type(_agree_on),
+        default=None,
+        metavar="KEYS",
+        help="several implementations: what they are compared on beside the verdict: "
+        "expected (the keys of each case's expect table, the default), all (whole "
+        "observations), or observation keys separated by commas (docs/matrix.md)",
+    )
+    out.add_argument(
+        "--group-by",
+        choices=("tag", "array"),
+        default=None,
+        help="several implementations: list the matrix's rows under each tag, or under "
+        "the array each case is declared in, as the suite groups them",
+    )
+    out.add_argument(
+        "--coverage",
+        action="store_true",
+        help="list constraint coverage in detail (from commonsformat.md)",
+    )
+    out.add_argument(
+        "--require-coverage",
+        action="store_true",
+        help="exit 4 when a constraint of commonsformat.md has no case, needs repair, or a "
+        "verifies entry names none (nothing else failed)",
+    )
+    history = run.add_argument_group("history")
+    where = history.add_mutually_exclusive_group()
+    where.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="the history database (default: .cer/history.sqlite beside the suite)",
+    )
+    where.add_argument("--no-history", action="store_true", help="do not record this run")
+    history.add_argument(
+        "--failed",
+        action="store_true",
+        help="run only the cases that failed or errored in the latest "
+        "recorded run of this suite (with several implementations: in "
+        "the latest run of any of them); the whole suite when nothing is "
+        "recorded as failed",
+    )
+
+
+def _agree_on(text: str) -> str | tuple[str, ...]:
+    """``--agree-on``, parsed by the matrix (imported only when it is given)."""
+    from cer.matrix import parse_agree_on
+
+    return parse_agree_on(text)
 
 
 @dataclass(frozen=True)
@@ -120,20 +276,6 @@ class Output:
             group_by=args.group_by,
             coverage_details=args.coverage,
         )
-
-
-def _stop_on_signals() -> None:
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread, once: a
-    second signal while the run is being stopped is ignored, so that the cleanup
-    (ending every worker and what it left) is not cut short."""
-
-    def handler(signum: int, frame: object) -> None:
-        for each in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(each, signal.SIG_IGN)
-        raise Terminated(signum)
-
-    for each in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(each, handler)
 
 
 def labelled_path(path: str | Path, label: str) -> str:
@@ -295,8 +437,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unmatched is not None:
         print_error(f"{unmatched} ({suite.path})")
         return ExitCode.USAGE
-    module_doc = _ModuleDoc.read(suite)
-    verdicts = _Verdicts.prepare(resolved, suite, module_doc)
+    module_doc = ModuleDoc.read(suite)
+    verdicts = Verdicts.prepare(resolved, suite, module_doc)
     if verdicts is None:
         return ExitCode.USAGE
     resolved = verdicts.onto(resolved)
@@ -393,130 +535,13 @@ def _failed_only(
     ], None
 
 
-@dataclass(frozen=True)
-class _ModuleDoc:
-    """The module's commonsformat.md as read before the run: coverage is judged on this
-    snapshot, whatever the implementation does to the file while it runs."""
-
-    declared: ConstraintSet | None
-    problem: str | None = None
-
-    @classmethod
-    def read(cls, suite: Suite) -> _ModuleDoc:
-        try:
-            return cls(read_module_doc(suite))
-        except CoverageError as exc:
-            return cls(None, str(exc))
-
-    def coverage(self, suite: Suite, run: RunResult, *, warn: bool = True) -> Coverage | None:
-        """Coverage of ``run`` on the snapshot; a warning when the file was unreadable."""
-        if self.problem is not None and warn:
-            print_warning(f"coverage: {self.problem}")
-        if self.declared is None:
-            return None
-        return suite_coverage(suite, run, self.declared)
-
-
-@dataclass(frozen=True)
-class _Verdicts:
-    """What the verdict of each run is held against besides its cases: the baseline
-    (read and checked against the suite before anything runs) and whether coverage is
-    required."""
-
-    baseline: Baseline | None = None
-    require_coverage: bool = False
-
-    @classmethod
-    def prepare(
-        cls, resolved: ResolvedRun, suite: Suite, module_doc: _ModuleDoc
-    ) -> _Verdicts | None:
-        """Read the baseline; None after printing why the run cannot start (a bad
-        baseline, an entry naming no case, coverage required without a module document)."""
-        return cls.load(resolved.baseline, resolved.require_coverage, suite, module_doc)
-
-    @classmethod
-    def load(
-        cls,
-        path: str | Path | None,
-        require_coverage: bool,
-        suite: Suite,
-        module_doc: _ModuleDoc,
-    ) -> _Verdicts | None:
-        """:meth:`prepare` for a baseline file and a coverage requirement given as such
-        (``cer merge``)."""
-        baseline = None
-        if path is not None:
-            try:
-                baseline = load_baseline(path)
-            except BaselineError as exc:
-                print_error(f"baseline: {exc}")
-                return None
-            problems = unmatched_entries(baseline, suite)
-            for problem in problems:
-                print_error(f"baseline: {problem}; remove the entry or correct its case")
-            if problems:
-                return None
-        if require_coverage and module_doc.declared is None:
-            why = module_doc.problem or f"there is no commonsformat.md beside {suite.path}"
-            print_error(f"--require-coverage: {why}, so there are no constraints to cover")
-            return None
-        return cls(baseline, require_coverage)
-
-    def held(self) -> dict[str, Any]:
-        """The baseline (its path and hash) and the coverage requirement, as the fields
-        of the same names of RunOptions and RunConditions: a run's conditions say what
-        its verdict was held against."""
-        baseline = self.baseline
-        return {
-            "baseline": "" if baseline is None else str(baseline.path),
-            "baseline_sha256": "" if baseline is None else baseline.sha256,
-            "require_coverage": self.require_coverage,
-        }
-
-    def onto(self, resolved: ResolvedRun) -> ResolvedRun:
-        """``resolved`` with :meth:`held` in each implementation's options."""
-        held = self.held()
-        return replace(
-            resolved,
-            options=replace(resolved.options, **held),
-            implementations=tuple(replace(o, **held) for o in resolved.implementations),
-        )
-
-    def conformance(
-        self,
-        suite: Suite,
-        run: RunResult,
-        coverage: Coverage | CoverageCount | None,
-        figures: CoverageFigures | None,
-        label: str,
-        others: Sequence[str] = (),
-    ) -> Conformance:
-        check = (
-            None if self.baseline is None else check_run(self.baseline, suite, run, label, others)
-        )
-        needs_repair = 0 if figures is None else figures.needs_repair
-        return conformance_of(run, coverage, check, needs_repair)
-
-    def exit_code(self, run: RunResult, conformance: Conformance) -> ExitCode:
-        return exit_code_for(run, conformance, require_coverage=self.require_coverage)
-
-
-def _figures(coverage: Coverage | None, suite: Suite) -> CoverageFigures | None:
-    """The coverage figures the history keeps and the verdict counts (needs repair)."""
-    if coverage is None:
-        return None
-    from cer.review.derive import coverage_figures  # only with a module document
-
-    return coverage_figures(coverage, suite)
-
-
 def _run_and_report(
     output: Output,
     options: RunOptions,
     suite: Suite,
     history: History | None,
-    module_doc: _ModuleDoc,
-    verdicts: _Verdicts | None = None,
+    module_doc: ModuleDoc,
+    verdicts: Verdicts | None = None,
     label: str = "",
     *,
     rerun_failed: bool = False,
@@ -546,7 +571,7 @@ def _run_and_report(
             stream.close_unfinished()
         raise
     progress.clear()
-    verdicts = verdicts or _Verdicts()
+    verdicts = verdicts or Verdicts()
     concluded = _conclude(run, suite, module_doc, verdicts, label, history)
     coverage, conformance, flaky = concluded.coverage, concluded.conformance, concluded.flaky
     (context,) = _contexts(output, history, suite, [concluded])
@@ -720,8 +745,8 @@ def _run_matrix(
     resolved: ResolvedRun,
     suite: Suite,
     history: History | None,
-    module_doc: _ModuleDoc,
-    verdicts: _Verdicts | None = None,
+    module_doc: ModuleDoc,
+    verdicts: Verdicts | None = None,
     *,
     rerun_failed: bool = False,
 ) -> int:
@@ -738,7 +763,7 @@ def _run_matrix(
 
     by_index: list[_Concluded | None] = [None] * len(labels)
     untrusted = False
-    verdicts = verdicts or _Verdicts()
+    verdicts = verdicts or Verdicts()
     progress = console.SideBySideProgress(
         sys.stderr, not output.quiet and sys.stderr.isatty(), labels
     )
@@ -842,8 +867,8 @@ class _Concluded:
 def _conclude(
     run: RunResult,
     suite: Suite,
-    module_doc: _ModuleDoc,
-    verdicts: _Verdicts,
+    module_doc: ModuleDoc,
+    verdicts: Verdicts,
     label: str,
     history: History | None,
     *,
@@ -854,7 +879,7 @@ def _conclude(
     implementation or each of several (``warn``: say once that the module's document
     could not be read; ``others``: the labels of the implementations run beside it)."""
     coverage = module_doc.coverage(suite, run, warn=warn)
-    figures = _figures(coverage, suite)
+    figures = figures_of(coverage, suite)
     # An unreadable commonsformat.md covers nothing: the verdict is never conformant.
     judged = UNREADABLE if coverage is None and module_doc.problem is not None else coverage
     conformance = verdicts.conformance(suite, run, judged, figures, label, others)
@@ -903,7 +928,11 @@ def _write_reports(
         for path, report in pages:
             if request.to_stdout:
                 sys.stdout.flush()
-                with COMMANDS.own_commands() if request.format == "github" else nullcontext():
+                with (
+                    workflow_commands.PAUSE.own_commands()
+                    if request.format == "github"
+                    else nullcontext()
+                ):
                     sys.stdout.write(report)
                     sys.stdout.flush()
                 continue
@@ -974,142 +1003,3 @@ def _chart_runs(output: Output, history: History | None, suite: Suite) -> tuple[
     except HistoryError as exc:
         print_warning(f"history: {exc}; the report shows no earlier runs")
         return ()
-
-
-def cmd_check(args: argparse.Namespace) -> ExitCode:
-    try:
-        config = find_project_config()
-    except UsageError as exc:
-        print_error(str(exc))
-        return ExitCode.USAGE
-    try:
-        suite = resolve_suite(args.suite, config)
-    except UsageError as exc:
-        print_error(str(exc))
-        return ExitCode.USAGE
-    categories = config.values.get("categories", {})
-    if not isinstance(categories, dict):
-        print_error("[tool.cer.categories] must map category names to model names")
-        return ExitCode.USAGE
-    from cer.cli.check import SuiteUnreadable, check_suite, render_check  # only this command
-
-    try:
-        report = check_suite(suite, {str(k): str(v) for k, v in categories.items()})
-    except SuiteUnreadable as exc:
-        print_error(str(exc))
-        return ExitCode.USAGE
-    sys.stdout.write(render_check(report))
-    return ExitCode.OK if report.ok else ExitCode.FAILED
-
-
-def _remember_output(path: str) -> None:
-    """Add ``path``, a file this command writes that holds expected values, to the
-    record of files cer wrote, so that no later run's implementation may read it
-    (:mod:`cer.sandbox.readset`); a record that cannot be kept is said, not fatal."""
-    from cer.sandbox import readset
-
-    why = readset.remember_outputs([path])
-    if why is not None:
-        print_warning(why)
-
-
-def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    """Merge shard results, then judge and report the whole run as ``cer run`` does:
-    against ``--baseline`` (known failures, regressions, stale entries, each counted
-    over every shard) and the module's constraints, with ``cer run``'s exit codes."""
-    from cer.results.merge import MergeError, merge_files  # only this command
-
-    try:
-        run = merge_files(args.files)
-    except MergeError as exc:
-        print_error(f"merge: {exc}")
-        return ExitCode.USAGE
-    try:
-        suite = load_suite(run.suite_path)
-    except SuiteError as exc:
-        print_error(f"merge: the shards' suite cannot be read: {exc}")
-        return ExitCode.USAGE
-    if run.suite_hash and suite.content_hash != run.suite_hash:
-        print_error(f"merge: {run.suite_path} changed since the shards ran (content hash differs)")
-        return ExitCode.USAGE
-    module_doc = _ModuleDoc.read(suite)
-    verdicts = _Verdicts.load(args.baseline, args.require_coverage, suite, module_doc)
-    if verdicts is None:
-        return ExitCode.USAGE
-    if run.conditions is not None:  # what the merged run is held against, not the shards
-        run = replace(run, conditions=replace(run.conditions, **verdicts.held()))
-    coverage = module_doc.coverage(suite, run)
-    judged = UNREADABLE if coverage is None and module_doc.problem is not None else coverage
-    conformance = verdicts.conformance(suite, run, judged, _figures(coverage, suite), "")
-    context = ReportContext(run, suite, coverage, conformance=conformance)
-    if args.format == "json":
-        text = render_report("json", context)
-    else:
-        colour = args.output is None and console.use_colour(sys.stdout)
-        text = console.render_report(
-            run, suite, colour=colour, coverage=coverage, conformance=conformance
-        )
-    code = verdicts.exit_code(run, conformance)
-    shortfall = conformance.shortfall()
-    if shortfall is not None and verdicts.require_coverage:
-        print_error(f"--require-coverage: {shortfall}")
-    for request in args.reports:  # one report of the whole run, as cer run writes them
-        report = render_report(request.format, context)
-        if request.to_stdout:
-            sys.stdout.write(report)
-            continue
-        try:
-            write_report(report, request.path)
-        except OSError as exc:
-            print_error(f"cannot write the {request.format} report {request.path}: {exc}")
-            return ExitCode.USAGE
-    if args.output is not None:
-        _remember_output(str(args.output))
-        try:
-            write_report(text, args.output)
-        except OSError as exc:
-            print_error(f"cannot write {args.output}: {exc}")
-            return ExitCode.USAGE
-        sys.stdout.write(console.summary_line(run, conformance=conformance) + "\n")
-    else:
-        sys.stdout.write(text)
-    return code
-
-
-def _forgiving_streams() -> None:
-    """Let stdout and stderr write any text: a character UTF-8 cannot hold (a lone
-    surrogate that reached a message) becomes its escape instead of a traceback."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``cer`` program. Called without ``argv`` (as the program itself), it also
-    adopts the orphans of the processes it starts (cer.process_tree) and stops cleanly on
-    SIGTERM and SIGHUP as on Ctrl-C."""
-    global COMMANDS
-    _forgiving_streams()
-    if argv is None:
-        process_tree.adopt_orphans()
-        _stop_on_signals()
-    COMMANDS = CommandPause.from_environment(sys.stdout)
-    COMMANDS.pause()
-    try:
-        return _main(argv)
-    except KeyboardInterrupt as exc:
-        print_error(f"{interruption(exc)}")
-        return interrupted_code(exc)
-    finally:
-        sys.stdout.flush()
-        COMMANDS.resume()
-
-
-def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.handler is None:
-        parser.print_help()
-        return ExitCode.USAGE
-    return int(args.handler(args))

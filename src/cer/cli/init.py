@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Written", "add_init_command", "init_module", "module_name"]
+__all__ = ["Written", "add_commands", "cmd_init", "init_module", "module_name"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -216,7 +216,7 @@ def init_module(folder: Path, name: str | None = None) -> tuple[str, list[Writte
     return module, done
 
 
-def add_init_command(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """Add ``cer init``, with its handler, to ``commands``."""
     parser = commands.add_parser(
         "init",
