@@ -55,8 +55,8 @@ def outcome(result: RunResult) -> list[tuple[Status, str]]:
 # answer would be read before that case was handed over.
 ANSWERS_AHEAD = """
 import sys
-from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, pack, write_all
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, KIND_RAW, pack, write_all
 
 worker = sys.modules["cer.worker.main"]
 _send = worker.Worker.send

@@ -372,8 +372,8 @@ def numbered_suite(count: int, expect: str = "{ output = 4 }") -> str:
 # each answer arrives over many reads, and no part of one may be taken for a whole one.
 TRICKLES = """
 import sys, time
-from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, pack, write_all
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, KIND_RAW, pack, write_all
 
 worker = sys.modules["cer.worker.main"]
 

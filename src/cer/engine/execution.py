@@ -35,7 +35,7 @@ from cer.events import (
 )
 from cer.judge.verdict import skipped
 from cer.model import CaseResult, Status, Suite
-from cer.safetext import retained, scrub
+from cer.text.safetext import retained, scrub
 
 if TYPE_CHECKING:
     from cer.engine.provided import Provided
@@ -150,7 +150,7 @@ class Execution(ABC):
                 result = replace(result, reason=explained)
         if result.position in self.results:
             raise AssertionError(f"two results for case {result.case_name!r}")
-        # Judged on everything observed; kept scrubbed and bounded (cer.safetext).
+        # Judged on everything observed; kept scrubbed and bounded (cer.text.safetext).
         result = retained(result)
         self.results[result.position] = result
         # Its texts are scrubbed already: the event goes out without emit's checks.

@@ -18,7 +18,7 @@ from cer.engine.provided import LOAD_NAME
 from cer.engine.workerproc import Message
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.judge.verdict import errored
-from cer.wire import LoadRequest
+from cer.wire.messages import LoadRequest
 
 LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""

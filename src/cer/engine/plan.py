@@ -22,8 +22,8 @@ from cer.judge.verdict import (
     vacuous_reason,
 )
 from cer.model import Case, CaseResult, Suite
-from cer.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
 from cer.suite.fixtures import FIXTURE_SCHEME, resolve_fixtures
+from cer.wire.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def input_facts(value: Any) -> tuple[bool, bool]:
     """Whether ``value`` holds a ``fixture://`` string anywhere (what
     :func:`cer.suite.fixtures.resolve_fixtures` replaces; most inputs hold none, and their
     copy needs no resolving), and whether it is nested deeper or holds more values than
-    the runner sends (the limits of :mod:`cer.plaindata`, for every kind of
+    the runner sends (the limits of :mod:`cer.wire.plaindata`, for every kind of
     implementation). One walk, without recursion, which stops at the depth limit: a
     suite's input can be nested hundreds of levels deep."""
     fixture = False

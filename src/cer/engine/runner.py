@@ -56,10 +56,10 @@ from cer.model import (
     SourceAccess,
     Suite,
 )
-from cer.safetext import scrub
 from cer.sandbox import readset
 from cer.sandbox.scratch import make_run_folder
 from cer.sandbox.scratch import remove as remove_scratch
+from cer.text.safetext import scrub
 
 __all__ = ["run_conditions", "run_suite"]
 

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cer
-from cer import plaindata
 from cer.engine import spawned
-from cer.framing import (
+from cer.process_tree import end_process, signal_name
+from cer.wire import plaindata
+from cer.wire.framing import (
     KIND_CASE,
     KIND_JSON,
     KIND_RAW,
@@ -32,8 +33,7 @@ from cer.framing import (
     pack,
     split_frames,
 )
-from cer.process_tree import end_process, signal_name
-from cer.wire import SEQ, CaseMessage
+from cer.wire.messages import SEQ, CaseMessage
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned
@@ -238,7 +238,7 @@ class WorkerProcess:
         self._write(pack(KIND_JSON, plaindata.dumps(message)))
 
     def send_case(self, seq: int, body: bytes) -> None:
-        """Send one case: ``body`` is the encoded case message (see cer.framing)."""
+        """Send one case: ``body`` is the encoded case message (see cer.wire.framing)."""
         self._write(pack(KIND_CASE, SEQ.pack(seq) + body))
 
     def receive(self, timeout: float) -> Message | None:
