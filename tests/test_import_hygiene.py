@@ -52,6 +52,7 @@ def test_worker_imports_only_what_it_needs() -> None:
                 "cer.worker.target",
                 "cer.worker.versions",
                 "cer.process_tree",
+                "cer.wire",
                 "cer.wire.plaindata",
                 "cer.wire.framing",
                 "cer.wire.caseview",

@@ -31,7 +31,7 @@ from pathlib import Path
 from cer.model import CaseResult, SourceAccess
 from cer.text.safetext import for_terminal
 
-RUNNER_DIR = str(Path(__file__).resolve().parent)
+RUNNER_DIR = str(Path(__file__).resolve().parents[1])
 """The folder of cer's own modules: frames in it are the runner's."""
 
 MAX_TRACEBACK = 256 * 1024
