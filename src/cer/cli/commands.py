@@ -51,8 +51,8 @@ from cer.coverage import (
 )
 from cer.engine.limits import LimitsChanged
 from cer.engine.options import RunOptions
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import RunEvent
 from cer.frontend import failed_last_time, record_run
 from cer.history.database import KEEP_RUNS, History, default_history_path
