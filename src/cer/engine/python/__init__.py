@@ -8,6 +8,8 @@ observed alone in a worker of their own (:mod:`cer.engine.python.alone`), and ma
 run's id from what the workers import (:mod:`cer.engine.python.imports`) or, for an
 object given as the implementation, from its code (:mod:`cer.engine.python.provided`).
 What only this backend keeps (the warm workers, the import's identity, how memory was
-measured) is on :class:`~cer.engine.python.state.PythonExecution`; nothing outside this
-package but the runner and the front ends' warm workers imports it.
+measured) is on :class:`~cer.engine.python.state.PythonExecution`. In the engine, the
+runner (which builds the pool) and :mod:`cer.engine.side_by_side` (the distribution an
+implementation comes from) import this package, and it imports neither; outside the
+engine, the front ends import only :class:`~cer.engine.python.workerproc.WarmWorkers`.
 """
