@@ -31,8 +31,8 @@ from cer.config import (
     resolve,
     resolve_run,
 )
-from cer.engine.distribution import distribution_of
 from cer.engine.options import RunOptions
+from cer.engine.python.distribution import distribution_of
 from cer.history.database import History
 from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
 from cer.reports import text as text_report
@@ -1397,7 +1397,7 @@ def test_the_adapted_distribution_is_found_from_what_the_adapter_imports(
 ) -> None:
     import importlib.metadata
 
-    from cer.engine.distribution import adapted_distribution, named_distribution, origin_of
+    from cer.engine.python.distribution import adapted_distribution, named_distribution, origin_of
 
     (tmp_path / "toml_adapters.py").write_text(ADAPTERS)
     search = [str(tmp_path)]
@@ -1415,7 +1415,7 @@ def test_the_adapted_distribution_is_found_from_what_the_adapter_imports(
 
 
 def test_an_adapter_importing_two_distributions_names_none(tmp_path: Path) -> None:
-    from cer.engine.distribution import adapted_distribution
+    from cer.engine.python.distribution import adapted_distribution
 
     (tmp_path / "both.py").write_text(
         "import tomlkit\nimport jinja2\n\n\ndef f(text):\n    return tomlkit, jinja2\n"
@@ -1446,7 +1446,7 @@ def test_the_matrix_legend_shows_each_adapters_version(
 def test_an_adapter_that_is_no_regular_file_or_no_python_names_nothing(tmp_path: Path) -> None:
     import os
 
-    from cer.engine.distribution import _read_source, adapted_distribution
+    from cer.engine.python.distribution import _read_source, adapted_distribution
 
     (tmp_path / "deep.py").write_text("def f(x):\n    return " + "(" * 5000 + "x" + ")" * 5000)
     assert adapted_distribution("deep:f", [str(tmp_path)]) is None

@@ -84,7 +84,7 @@ MUTANTS = {
     ),
     # Exceptions the expectation does not ask about count as passes.
     "errors-become-passes": (
-        "import dataclasses, cer.engine.alone, cer.engine.pool, cer.judge.verdict\n"
+        "import dataclasses, cer.engine.python.alone, cer.engine.python.pool, cer.judge.verdict\n"
         "from cer.model import Status\n"
         "real = cer.judge.verdict.judge\n"
         "def judge(case, outcome):\n"
@@ -92,7 +92,7 @@ MUTANTS = {
         "    if result.status is Status.ERRORED:\n"
         "        return dataclasses.replace(result, status=Status.PASS, reason=None)\n"
         "    return result\n"
-        "cer.engine.pool.judge = cer.engine.alone.judge = judge\n",
+        "cer.engine.python.pool.judge = cer.engine.python.alone.judge = judge\n",
         ["exception-without-rejection-keys-is-errored", "base-exceptions-are-crashes"],
     ),
     # The runner looks a name up before it runs anything.

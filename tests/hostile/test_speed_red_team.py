@@ -653,7 +653,7 @@ def test_a_stopped_worker_with_a_full_channel_is_neither_waited_on_nor_asked_twi
     import signal
     import threading
 
-    from cer.engine.workerproc import WorkerLost, WorkerProcess
+    from cer.engine.python.workerproc import WorkerLost, WorkerProcess
 
     worker = WorkerProcess()
     try:

@@ -50,8 +50,8 @@ from cer.constraints import (
 )
 from cer.engine.limits import LimitsChanged
 from cer.engine.options import RunOptions
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import RunEvent
 from cer.history.database import KEEP_RUNS, History, default_history_path
 from cer.history.gaps import gap_marker, has_gap, mark_gap

@@ -37,7 +37,7 @@ class Planned:
     alone: bool = False
     """The case runs inline in a worker of its own, a process the supervisor started and
     reaps itself: its crash and its memory are then the runner's own observation (see
-    :meth:`cer.engine.alone.AloneCases.run_alone`)."""
+    :meth:`cer.engine.python.alone.AloneCases.run_alone`)."""
     timed: bool = False
     """The case has a time bound the runner measures (``elapsed_ms_max``/``_min``): it
     runs after the others, with no other case in flight, unless the options say

@@ -43,7 +43,7 @@ from cer.engine.options import (
     SANDBOX_MODES,
     RunOptions,
 )
-from cer.engine.workerproc import WarmWorkers
+from cer.engine.python.workerproc import WarmWorkers
 from cer.history.database import History, default_history_path
 from cer.history.records import NOT_SELECTED, HistoryError
 from cer.model import Case, CaseResult, RunResult, Status, Suite

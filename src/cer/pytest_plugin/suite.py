@@ -14,8 +14,8 @@ import pytest
 
 from cer.categories import CategoryConfigError
 from cer.engine.options import RunCancelled, RunOptions
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.model import (
     CASE_CLASS_TO_ARRAY,

@@ -32,8 +32,8 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from cer.engine.options import RunOptions, resolve_jobs
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.model import Suite
 from cer.results.baseline import Baseline
 from cer.results.matrix import Matrix, short_label, unique_labels

@@ -116,7 +116,7 @@ class WorkerProcess:
 
         With ``provided`` (an implementation given as an object), the worker is a fork
         of this process that never starts a program of its own, so that it holds the
-        object (:func:`cer.engine.provided.serve_forked`); otherwise a fresh
+        object (:func:`cer.engine.python.provided.serve_forked`); otherwise a fresh
         interpreter."""
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
@@ -135,7 +135,7 @@ class WorkerProcess:
             # the standard library's there would run as the worker, before the sandbox.
             forked = None
             if provided is not None:
-                from cer.engine.provided import serve_forked
+                from cer.engine.python.provided import serve_forked
 
                 forked = functools.partial(serve_forked, provided, to_worker_r, from_worker_w)
             with spawned.LOCK:
