@@ -25,7 +25,7 @@ from typing import Any
 from cer.categories import CategoryConfigError, build_registry
 from cer.cli.exits import ExitCode, print_error
 from cer.config import SUITE_HELP, UsageError, find_project_config, resolve_suite
-from cer.coverage import (
+from cer.constraints import (
     Coverage,
     CoverageError,
     compute_coverage,

@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cer.cli import console
 from cer.cli.exits import ExitCode, print_error, print_warning
 from cer.cli.verdicts import ModuleDoc, Verdicts, figures_of
 from cer.config import argument_type
 from cer.reports import ReportContext, parse_report_spec, render_report, write_report
+from cer.reports import text as text_report
 from cer.results.conformance import UNREADABLE
 from cer.suite.loader import SuiteError, load_suite
 
@@ -110,8 +110,8 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         text = render_report("json", context)
     else:
-        colour = args.output is None and console.use_colour(sys.stdout)
-        text = console.render_report(
+        colour = args.output is None and text_report.use_colour(sys.stdout)
+        text = text_report.render_report(
             run, suite, colour=colour, coverage=coverage, conformance=conformance
         )
     code = verdicts.exit_code(run, conformance)
@@ -135,7 +135,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         except OSError as exc:
             print_error(f"cannot write {args.output}: {exc}")
             return ExitCode.USAGE
-        sys.stdout.write(console.summary_line(run, conformance=conformance) + "\n")
+        sys.stdout.write(text_report.summary_line(run, conformance=conformance) + "\n")
     else:
         sys.stdout.write(text)
     return code

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cer.cli.exits import ExitCode, exit_code_for, print_error, print_warning
-from cer.coverage import (
+from cer.constraints import (
     ConstraintSet,
     Coverage,
     CoverageError,
