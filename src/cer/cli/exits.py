@@ -8,11 +8,12 @@ import enum
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from cer.model import RunResult
-from cer.results.baseline import BaselineCheck
-from cer.results.conformance import Conformance
-from cer.results.merge import shard_summary
+if TYPE_CHECKING:  # every command ends here; only a run's end reads these
+    from cer.model import RunResult
+    from cer.results.baseline import BaselineCheck
+    from cer.results.conformance import Conformance
 
 
 class ExitCode(enum.IntEnum):
@@ -71,6 +72,8 @@ def exit_code_for(
     With a baseline (``conformance.baseline``) a failure it lists as it failed is not
     wrong, a regression or a stale entry is; ``require_coverage`` turns a coverage
     shortfall into 4."""
+    from cer.results.merge import shard_summary
+
     summary = shard_summary(run)
     check: BaselineCheck | None = None if conformance is None else conformance.baseline
     if check is not None:
