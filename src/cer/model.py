@@ -401,7 +401,7 @@ def _packed_observation() -> property:
     )
 
 
-CaseResult.observation = _packed_observation()  # type: ignore[method-assign,assignment,misc]
+CaseResult.observation = _packed_observation()  # type: ignore[assignment,misc]
 
 
 @dataclass(frozen=True)
