@@ -1157,8 +1157,8 @@ async def _tui_watch(folder: Path, failed_first: bool, saves: int) -> dict[str, 
     from dataclasses import replace
 
     from cer.engine.options import RunOptions
+    from cer.engine.python.workerproc import WarmWorkers
     from cer.engine.runner import run_suite
-    from cer.engine.workerproc import WarmWorkers
     from cer.tui.app import create_app
 
     pool = WarmWorkers(1)
@@ -1556,7 +1556,7 @@ def worker_ready(folder: Path) -> float:
     """Seconds from starting a worker to its answer for a trivial implementation."""
     code = textwrap.dedent(f"""
         import statistics, time
-        from cer.engine.workerproc import WorkerProcess
+        from cer.engine.python.workerproc import WorkerProcess
         times = []
         for _ in range(5):
             started = time.perf_counter()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import cer
-from cer.engine.workerproc import WarmWorkers
+from cer.engine.python.workerproc import WarmWorkers
 from support import Module
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cer import RunOptions, load_suite, run_suite
-from cer.engine.provided import describe
+from cer.engine.python.provided import describe
 from cer.model import RunResult, Status
 from support import Module
 

@@ -410,8 +410,8 @@ def test_coverage_is_judged_on_the_files_as_read_before_the_run(
 
 
 def test_a_reason_cut_for_cer_diff_says_it_was_cut() -> None:
-    from cer.cli.console import _change_line
     from cer.history.records import CaseChange
+    from cer.reports.text import _change_line
 
     long = "rejects: expected a rejection, but the implementation returned " + "x" * 200
     line = _change_line("+", CaseChange("c", None, "fail", long, None, "mismatch"))

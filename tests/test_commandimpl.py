@@ -28,6 +28,7 @@ from cer.engine.command import harness, protocol
 from cer.engine.command.backend import CommandExecution
 from cer.engine.command.protocol import outcome_from_result, parse_message, run_request
 from cer.engine.command.values import ProtocolError, decode_value, encode_value
+from cer.engine.execution import Setup
 from cer.engine.options import RunCancelled, RunOptions
 from cer.engine.plan import Planned
 from cer.engine.runner import run_suite
@@ -480,7 +481,7 @@ def test_python_entry_point_categories_are_skipped(module: Module) -> None:
     module.suite(single_case_suite("{ output = 1 }", "{ v = 1 }", category="concurrency"))
     suite = load_suite(module.root / "evals.toml")
     execution = CommandExecution(
-        suite, RunOptions(impl="never-started", kind="command"), lambda event: None, None
+        Setup(suite, RunOptions(impl="never-started", kind="command"), lambda event: None)
     )
     case = suite.cases[0]
     commandimpl.execute(execution, [Planned(case, {"v": 1}, "entrypoint:pkg.mod:Model")])

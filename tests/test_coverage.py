@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cer.coverage import (
+from cer.constraints import (
     compute_coverage,
     parse_constraints,
     read_constraints,

@@ -17,7 +17,7 @@ import pytest
 import tomlkit
 
 from cer.cli.commands import main
-from cer.coverage import compute_coverage, parse_constraints, suite_coverage
+from cer.constraints import compute_coverage, parse_constraints, suite_coverage
 from cer.history.database import HISTORY_VERSION, History
 from cer.review.approve import ApprovalError, approve_draft, insert_case
 from cer.review.derive import derive, learn_shape

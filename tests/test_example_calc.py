@@ -90,9 +90,9 @@ def test_flawed_implementation_fails_exactly_its_cases(impl: str, expected: froz
 def test_the_hanging_implementation_shows_the_line_it_was_stuck_on() -> None:
     """calc_hangs loops on a tab: its timed-out cases carry the case's stack, dumped just
     before the kill, and the report names the line of the loop."""
-    from cer.cli.console import render_report
+    from cer.reports.text import render_report
     from cer.suite.selection import Selection
-    from cer.tracebacks import implementation_site
+    from cer.text.tracebacks import implementation_site
 
     suite = load_suite(SUITE)
     options = RunOptions(

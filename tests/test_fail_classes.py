@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.console import render_case_history, render_diff
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.history.database import History
@@ -21,6 +20,7 @@ from cer.judge.verdict import Outcome, judge
 from cer.model import FAIL_CLASSES, Case, RunResult, Status
 from cer.reports import ReportContext, render_report
 from cer.reports.manifest import manifest_document
+from cer.reports.text import render_case_history, render_diff
 from cer.results import jsonlines, serialize
 from cer.suite.loader import load_suite
 from cer.suite.selection import Selection

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cer.cli.commands import main
-from cer.frontend import record_run
 from cer.history.database import History
+from cer.history.recall import record_run
 from cer.model import Status
 from cer.suite.loader import load_suite
 from support import Module

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from cer.model import Status
-from cer.tracebacks import STACK_HEADING, implementation_site
+from cer.text.tracebacks import STACK_HEADING, implementation_site
 from support import Module, single_case_suite
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cer.cli.commands import main
-from cer.cli.console import render_history
 from cer.history.records import RunRecord, Summary
+from cer.reports.text import render_history
 
 SUITE = """commonsformat_evals = "0.2"
 

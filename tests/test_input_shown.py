@@ -1,5 +1,5 @@
 """The case's input beside every failure and error, on every surface, through one
-formatter (cer.tomltext): the text report, JUnit bodies, the HTML cards, the JSON
+formatter (cer.text.tomltext): the text report, JUnit bodies, the HTML cards, the JSON
 results, the pytest plugin's text and the terminal UI's Reason pane."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from cer.cli.console import render_report as text_report
 from cer.model import CaseResult, Mismatch, RunResult, Status, Suite
 from cer.pytest_plugin.suite import failure_text
 from cer.reports import ReportContext, render_report, results_document
+from cer.reports.text import render_report as text_report
 from cer.suite.loader import load_suite
-from cer.tomltext import INPUT_SHOWN_CHARS, inline, input_line, shown_input, table_lines
+from cer.text.tomltext import INPUT_SHOWN_CHARS, inline, input_line, shown_input, table_lines
 from cer.tui.state.board import Row
 from cer.tui.state.details import render_case, render_reason
 from cer.tui.state.kept import KeptResult
@@ -211,7 +211,7 @@ def test_markup_in_an_input_is_shown_as_text(module: Module, tmp_path: Path) -> 
 def test_the_pytest_traceback_hides_runner_frames(context: ReportContext) -> None:
     from dataclasses import replace
 
-    from cer.tracebacks import RUNNER_DIR
+    from cer.text.tracebacks import RUNNER_DIR
 
     suite = context.suite
     traceback = (

@@ -11,16 +11,16 @@ from typing import get_args
 
 import pytest
 
-from cer.config import ProjectConfig, UsageError, add_run_arguments, resolve_run
+from cer.config import ProjectConfig, UsageError, add_run_arguments, repro_command, resolve_run
 from cer.engine import kinds
 from cer.engine.execution import Execution
 from cer.engine.kinds import IMPLEMENTATION_KINDS, KINDS, ImplementationKind, Kind, kind_named
 from cer.engine.plan import Planned
 from cer.engine.runner import run_suite
-from cer.frontend import implementation_stem, repro_command
+from cer.history.recall import implementation_stem
 from cer.judge.verdict import Outcome, judge
-from cer.labels import short_label
 from cer.model import Status
+from cer.results.labels import short_label
 from cer.suite.loader import load_suite
 
 

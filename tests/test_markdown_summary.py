@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cer.matrix import build_matrix
 from cer.model import CaseResult, RunResult, Status, Suite
 from cer.reports import markdown, matrix_markdown
 from cer.reports.context import ReportContext
+from cer.results.matrix import build_matrix
 from cer.suite.loader import load_suite
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from cer.cli import console
 from cer.cli.commands import labelled_path, main
 from cer.cli.exits import ExitCode, exit_code_for_runs
 from cer.config import (
@@ -32,11 +31,13 @@ from cer.config import (
     resolve,
     resolve_run,
 )
-from cer.engine.distribution import distribution_of
 from cer.engine.options import RunOptions
+from cer.engine.python.distribution import distribution_of
 from cer.history.database import History
-from cer.labels import implementation_labels, split_label
-from cer.matrix import (
+from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
+from cer.reports import text as text_report
+from cer.results.labels import implementation_labels, split_label
+from cer.results.matrix import (
     Agreement,
     Known,
     Standing,
@@ -47,7 +48,6 @@ from cer.matrix import (
     short_label,
     unique_labels,
 )
-from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
 from cer.suite.loader import load_suite
 from support import EXAMPLES, ROOT, Module
 
@@ -493,7 +493,7 @@ def test_empty_or_wrong_expectations_still_show_divergence(tmp_path: Path) -> No
     empty = matrix.row("no-expectation")
     assert empty.agreement is Agreement.DISAGREE and empty.expect_empty
     assert matrix.row("wrong").agreement is Agreement.DISAGREE
-    text = console.render_matrix(matrix, suite)
+    text = text_report.render_matrix(matrix, suite)
     assert (
         "≠ no-expectation  (functional)  evals.toml:4 [[cases]]  2 errored  "
         "(the suite expects nothing here)" in text
@@ -529,7 +529,7 @@ def test_an_implementation_that_observed_nothing_is_left_out(tmp_path: Path) -> 
     assert matrix.row("one").agreement is Agreement.AGREE
     assert matrix.row("one").failing  # its cell still shows the error
     assert [g.labels for g in matrix.row("two").groups] == [("a",), ("c",)]
-    text = console.render_matrix(matrix, suite)
+    text = text_report.render_matrix(matrix, suite)
     assert (
         "b observed nothing (every case it ran errored); it is left out of the comparison" in text
     )
@@ -549,7 +549,7 @@ def test_a_case_one_implementation_errored_on_is_a_disagreement(tmp_path: Path) 
         (("a",), False),
         (("b",), True),
     ]
-    text = console.render_matrix(build_matrix(suite, runs), suite)
+    text = text_report.render_matrix(build_matrix(suite, runs), suite)
     assert "      b  ‼ ERROR  nothing observed: raised TypeError" in text
 
 
@@ -592,8 +592,8 @@ def test_json_document_of_constructed_runs(constructed: Suite) -> None:
 
 def test_text_drops_words_when_the_matrix_is_too_wide(constructed: Suite) -> None:
     matrix = build_matrix(constructed, three_runs(constructed), ["a", "b", "c"])
-    wide = _table_rows(console.render_matrix(matrix, constructed))
-    narrow = _table_rows(console.render_matrix(matrix, constructed, width=30))
+    wide = _table_rows(text_report.render_matrix(matrix, constructed))
+    narrow = _table_rows(text_report.render_matrix(matrix, constructed, width=30))
     assert wide[2] == ["two-pass-one-fails", "✔ PASS", "✔ PASS", "✘ FAIL", "≠ differ"]
     assert narrow[2] == ["two-pass-one-fails", "✔", "✔", "✘", "≠"]
     assert narrow[3] == ["all-errored", "‼", "‼", "‼", "‼"]
@@ -793,7 +793,7 @@ def test_origins_show_escaped_in_the_legend_and_json(tmp_path: Path) -> None:
         ),
     ]
     matrix = build_matrix(suite, runs)
-    text = console.render_matrix(matrix, suite)
+    text = text_report.render_matrix(matrix, suite)
     assert "\x1b" not in text and "\u202e" not in text
     assert "  a  a:f@0000000000 (evil\\x1b[31m 1\\u202e0) — conformant" in text
     assert "  b  b:f@0000000000 (calc-js 0.2, as the harness declared itself) — conformant" in text
@@ -1241,7 +1241,7 @@ def test_ranking_groups_and_known_failures(tmp_path: Path) -> None:
         ("c", 0, 1),
         ("b", 1, 2),
     ]
-    text = console.render_matrix(matrix, suite, group_by="tag")
+    text = text_report.render_matrix(matrix, suite, group_by="tag")
     rows = _table_rows(text)
     assert rows[1:6] == [
         ["tag core (1 of 1)"],
@@ -1262,9 +1262,9 @@ def test_ranking_groups_and_known_failures(tmp_path: Path) -> None:
 
 
 def test_bars_never_hide_a_failure() -> None:
-    assert console.bar_widths([999, 1, 0], 20) == [19, 1, 0]
-    assert console.bar_widths([0, 0], 20) == [0, 0]
-    assert sum(console.bar_widths([3, 3, 3], 20)) == 20
+    assert text_report.bar_widths([999, 1, 0], 20) == [19, 1, 0]
+    assert text_report.bar_widths([0, 0], 20) == [0, 0]
+    assert sum(text_report.bar_widths([3, 3, 3], 20)) == 20
     assert Standing(1, "a", 999, 1, 0, 0, 0, 1000).percent == 99.9
 
 
@@ -1397,7 +1397,7 @@ def test_the_adapted_distribution_is_found_from_what_the_adapter_imports(
 ) -> None:
     import importlib.metadata
 
-    from cer.engine.distribution import adapted_distribution, named_distribution, origin_of
+    from cer.engine.python.distribution import adapted_distribution, named_distribution, origin_of
 
     (tmp_path / "toml_adapters.py").write_text(ADAPTERS)
     search = [str(tmp_path)]
@@ -1415,7 +1415,7 @@ def test_the_adapted_distribution_is_found_from_what_the_adapter_imports(
 
 
 def test_an_adapter_importing_two_distributions_names_none(tmp_path: Path) -> None:
-    from cer.engine.distribution import adapted_distribution
+    from cer.engine.python.distribution import adapted_distribution
 
     (tmp_path / "both.py").write_text(
         "import tomlkit\nimport jinja2\n\n\ndef f(text):\n    return tomlkit, jinja2\n"
@@ -1446,7 +1446,7 @@ def test_the_matrix_legend_shows_each_adapters_version(
 def test_an_adapter_that_is_no_regular_file_or_no_python_names_nothing(tmp_path: Path) -> None:
     import os
 
-    from cer.engine.distribution import _read_source, adapted_distribution
+    from cer.engine.python.distribution import _read_source, adapted_distribution
 
     (tmp_path / "deep.py").write_text("def f(x):\n    return " + "(" * 5000 + "x" + ")" * 5000)
     assert adapted_distribution("deep:f", [str(tmp_path)]) is None

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from cer.cli.commands import main
-from cer.matrix import Known, Matrix, build_matrix
 from cer.model import CaseResult, ImplementationOrigin, RunResult, Status, Suite
 from cer.reports import matrix_html, matrix_markdown
+from cer.results.matrix import Known, Matrix, build_matrix
 from cer.suite.loader import load_suite
 from support import Module
 

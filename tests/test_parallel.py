@@ -28,8 +28,8 @@ from cer.engine.options import (
     parse_shard,
     resolve_jobs,
 )
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished, RunStarted
 from cer.model import RunResult, Status
 from cer.suite.loader import load_suite

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cer import plaindata
+from cer.wire import plaindata
 
 SCALARS = st.one_of(
     st.none(),

@@ -50,3 +50,34 @@ def test_importing_cer_imports_nothing_else_of_it() -> None:
     code = "import sys, cer; print(sorted(m for m in sys.modules if m.startswith('cer')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['cer']"
+
+
+def _cer_classes(annotation: object) -> set[type]:
+    """The classes defined in cer that an annotation names, at any depth."""
+    import typing
+
+    found: set[type] = set()
+    if isinstance(annotation, type) and annotation.__module__.startswith("cer."):
+        found.add(annotation)
+    for arg in typing.get_args(annotation):
+        found |= _cer_classes(arg)
+    return found
+
+
+def test_every_type_a_public_function_takes_or_returns_is_exported() -> None:
+    import inspect
+    import typing
+
+    needed: set[type] = set()
+    for name in cer.__all__:
+        value = getattr(cer, name)
+        if inspect.isfunction(value):
+            hints = typing.get_type_hints(value)
+            needed |= _cer_classes(hints.get("return"))
+    exported = {getattr(cer, name) for name in cer.__all__}
+    assert needed, "the public functions return cer's own types"
+    assert sorted(t.__qualname__ for t in needed - exported) == []
+
+
+def test_the_package_ships_its_type_annotations() -> None:
+    assert (Path(cer.__file__).parent / "py.typed").is_file()

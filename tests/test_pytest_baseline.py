@@ -13,7 +13,7 @@ import pytest
 
 from cer.history.database import History
 from cer.model import RunSelection
-from cer.tracebacks import RUNNER_DIR
+from cer.text.tracebacks import RUNNER_DIR
 from test_pytest_plugin import junit, pytest_run
 
 SUITE = "".join(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cer.cli.commands import main
-from cer.coverage import suite_coverage
+from cer.constraints import suite_coverage
 from cer.history.database import History, default_history_path
 from cer.model import CaseResult, Mismatch, RunConditions, RunResult, Status
 from cer.reports import FORMATS, ReportContext, parse_report_spec, render_report, write_report

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cer.coverage import suite_coverage
+from cer.constraints import suite_coverage
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import CaseResult, RunResult, Status

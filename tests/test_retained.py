@@ -1,5 +1,5 @@
 """What is kept of a result: a result that scrubbing and bounding would not change is
-kept as it is, and only then (cer.safetext.retained's shortcut for passing cases)."""
+kept as it is, and only then (cer.text.safetext.retained's shortcut for passing cases)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cer import safetext
 from cer.model import CaseResult, Status
-from cer.safetext import RETAINED_CHARS, RETAINED_ITEMS, RETAINED_TEXT, RETAINED_TOTAL, retained
+from cer.text import safetext
+from cer.text.safetext import (
+    RETAINED_CHARS,
+    RETAINED_ITEMS,
+    RETAINED_TEXT,
+    RETAINED_TOTAL,
+    retained,
+)
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=20) | st.sampled_from(
     ["\ud800", "a\udfffb", "x" * (RETAINED_CHARS + 1), "é"]

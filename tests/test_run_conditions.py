@@ -18,7 +18,6 @@ import pytest
 import cer
 from cer import sandbox
 from cer.cli.commands import main
-from cer.cli.console import summary_line
 from cer.engine import confinement
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
@@ -26,6 +25,7 @@ from cer.history.database import History
 from cer.model import RunConditions, RunResult, RunSelection
 from cer.reports import ReportContext, render_report
 from cer.reports.manifest import manifest_document
+from cer.reports.text import summary_line
 from cer.results import serialize
 from cer.results.merge import MergeError, Shard, merge_runs
 from cer.suite.loader import load_suite

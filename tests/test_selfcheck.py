@@ -1,4 +1,4 @@
-"""The runner verified by the runner: ``cer run evals.toml --impl cer.selfcheck:run_case``.
+"""The runner verified by the runner: ``cer run evals.toml --impl cer.testing.selfcheck:run_case``.
 
 The top-level evals.toml must pass completely against the real runner, must be able to
 fail against a broken one (mutants below), and must cover what the spec asks of a runner.
@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from cer import selfcheck
-from cer.coverage import read_constraints
+from cer.constraints import read_constraints
 from cer.judge.compare import OPERATORS
 from cer.model import CASE_CLASSES, Status
 from cer.suite.loader import load_suite
+from cer.testing import selfcheck
 from support import ROOT
 
 SUITE = ROOT / "evals.toml"
@@ -63,7 +63,7 @@ def run_cer(args: list[str], tmp_path: Path) -> tuple[int, dict[str, Any]]:
 
 @pytest.mark.slow(reason="cer run over the runner's own suite, every case a real process")
 def test_the_runner_passes_its_own_suite(tmp_path: Path) -> None:
-    code, report = run_cer(["evals.toml", "--impl", "cer.selfcheck:run_case"], tmp_path)
+    code, report = run_cer(["evals.toml", "--impl", "cer.testing.selfcheck:run_case"], tmp_path)
     failing = {
         r["case_name"]: (r["status"], r["reason"])
         for r in report["results"]
@@ -84,7 +84,7 @@ MUTANTS = {
     ),
     # Exceptions the expectation does not ask about count as passes.
     "errors-become-passes": (
-        "import dataclasses, cer.engine.alone, cer.engine.pool, cer.judge.verdict\n"
+        "import dataclasses, cer.engine.python.alone, cer.engine.python.pool, cer.judge.verdict\n"
         "from cer.model import Status\n"
         "real = cer.judge.verdict.judge\n"
         "def judge(case, outcome):\n"
@@ -92,16 +92,16 @@ MUTANTS = {
         "    if result.status is Status.ERRORED:\n"
         "        return dataclasses.replace(result, status=Status.PASS, reason=None)\n"
         "    return result\n"
-        "cer.engine.pool.judge = cer.engine.alone.judge = judge\n",
+        "cer.engine.python.pool.judge = cer.engine.python.alone.judge = judge\n",
         ["exception-without-rejection-keys-is-errored", "base-exceptions-are-crashes"],
     ),
     # The runner looks a name up before it runs anything.
     "phones-home": (
-        "import socket, cer.selfcheck\nreal = cer.selfcheck.run_suite\n"
+        "import socket, cer.testing.selfcheck\nreal = cer.testing.selfcheck.run_suite\n"
         "def run_suite(*args, **kwargs):\n"
         "    socket.getaddrinfo('127.0.0.1', 9)\n"
         "    return real(*args, **kwargs)\n"
-        "cer.selfcheck.run_suite = run_suite\n",
+        "cer.testing.selfcheck.run_suite = run_suite\n",
         ["the-runner-makes-no-network-calls"],
     ),
     # Unsupported categories are run as functional instead of being skipped.
@@ -121,7 +121,7 @@ MUTANTS = {
 def test_the_suite_catches_a_broken_runner(mutant: str, tmp_path: Path) -> None:
     patch, must_fail = MUTANTS[mutant]
     (tmp_path / "mutant.py").write_text(
-        patch + "from cer.selfcheck import run_case\n", encoding="utf-8"
+        patch + "from cer.testing.selfcheck import run_case\n", encoding="utf-8"
     )
     selection = [arg for name in must_fail for arg in ("--case", name)]
     code, report = run_cer(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cer import tracebacks
-from cer.cli.console import render_report
 from cer.model import SourceAccess
+from cer.reports.text import render_report
 from cer.suite.loader import load_suite
-from cer.tracebacks import CodeFrame, NoCode, Site, code_frame, failure_site, trim
+from cer.text import tracebacks
+from cer.text.tracebacks import CodeFrame, NoCode, Site, code_frame, failure_site, trim
 from support import Module
 
 RUNNER = tracebacks.RUNNER_DIR

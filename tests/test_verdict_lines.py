@@ -86,7 +86,7 @@ def test_a_match_is_still_a_pass(expect: dict[str, Any]) -> None:
 
 def test_a_timed_out_case_carries_its_stack_labelled_and_bounded() -> None:
     from cer.judge.verdict import STACK_LIMIT, outcome_from_worker
-    from cer.tracebacks import STACK_HEADING
+    from cer.text.tracebacks import STACK_HEADING
 
     meta = {
         "exit": {"how": "timeout"},

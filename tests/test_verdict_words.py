@@ -318,7 +318,7 @@ def test_the_matrix_states_each_implementation_s_decided_word(
 
 
 def test_the_text_report_names_each_case_it_skipped_and_why(folder: Path) -> None:
-    from cer.cli.console import render_report
+    from cer.reports.text import render_report
     from cer.suite.loader import load_suite
 
     suite = load_suite(folder / "evals.toml")

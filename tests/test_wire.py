@@ -1,4 +1,4 @@
-"""The worker's messages and a case's result payload have one definition (cer.wire),
+"""The worker's messages and a case's result payload have one definition (cer.wire.messages),
 which the worker writes and the judge reads: every kind the worker can write is one the
 judge knows, and the kinds the worker treats as a crash are crashes to the judge."""
 
@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import get_args
 
-from cer import plaindata, wire
 from cer.judge.verdict import outcome_from_worker
-from cer.wire import CRASH_KINDS, PayloadKind
+from cer.wire import messages as wire
+from cer.wire import plaindata
+from cer.wire.messages import CRASH_KINDS, PayloadKind
 
 
 def _outcome(kind: str) -> str:

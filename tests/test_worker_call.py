@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cer import plaindata
+from cer.wire import plaindata
 from cer.worker import call
 from cer.worker.call import StdlibTrees, execute_case, keep_state
 from cer.worker.target import Shape, Target

@@ -34,8 +34,14 @@ from cer.engine.options import (
     RunOptions,
     parse_jobs,
 )
-from cer.labels import DIST_PATTERN, implementation_labels, label_problem, split_dist, split_label
 from cer.model import CASE_CLASSES
+from cer.results.labels import (
+    DIST_PATTERN,
+    implementation_labels,
+    label_problem,
+    split_dist,
+    split_label,
+)
 from cer.suite.selection import Selection
 
 T = TypeVar("T")
@@ -733,3 +739,31 @@ def _config_size(value: Any, key: str) -> int:
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"[tool.cer] {key}: {exc}") from exc
     raise UsageError(f"[tool.cer] {key} must be a size such as 512M")
+
+
+def repro_command(suite_path: Path, options: RunOptions, case_name: str) -> str:
+    """A one-line ``cer run`` that reruns one case with the same options."""
+    return repro_command_many(suite_path, (options,), case_name)
+
+
+def repro_command_many(
+    suite_path: Path, implementations: Sequence[RunOptions], case_name: str
+) -> str:
+    """A one-line ``cer run`` that reruns one case against every implementation, each
+    named by the option of its kind; the other settings are shared, so the first
+    implementation's are used."""
+    options = implementations[0]
+    words = ["cer", "run", str(suite_path)]
+    for each in implementations:
+        words += [kind_named(each.kind).option, each.impl]
+    for path in options.paths:
+        words += ["--path", path]
+    defaults = RunOptions(impl=options.impl)
+    if options.timeout != defaults.timeout:
+        words += ["--timeout", f"{options.timeout:g}"]
+    if options.isolation != defaults.isolation:
+        words += ["--isolation", options.isolation]
+    if options.max_memory is not None:
+        words += ["--max-memory", str(options.max_memory)]
+    words += ["--case", case_name]
+    return shlex.join(words)

@@ -341,7 +341,7 @@ class CaseResult:
     position: int = 0
     observation_altered: bool = False
     """Whether ``observation`` is not exactly what was observed: what is kept of a result
-    had a lone surrogate escaped or a large value cut (:func:`cer.safetext.retained`).
+    had a lone surrogate escaped or a large value cut (:func:`cer.text.safetext.retained`).
     The verdict was made on the whole value; a proposal cannot be."""
     fail_class: FailClass | None = None
     """Why a failed or errored case did (:data:`FailClass`), as the supervisor decided

@@ -10,7 +10,7 @@ from typing import Any
 
 import tomlkit
 
-from cer.coverage import suite_coverage
+from cer.constraints import suite_coverage
 from cer.review.derive import derive
 from cer.review.drafts import add_drafts, drafts_path
 from cer.suite.loader import load_suite

@@ -24,7 +24,7 @@ from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.model import SourceAccess
 from cer.suite.loader import load_suite
-from cer.tracebacks import CodeFrame, NoCode, Site, SourceReader
+from cer.text.tracebacks import CodeFrame, NoCode, Site, SourceReader
 from cer.tui.app import CerApp, create_app
 from cer.tui.state.editor import editor_command
 from tui.helpers import settle

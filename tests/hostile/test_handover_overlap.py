@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from cer.engine import pool
+from cer.engine.execution import Setup
 from cer.engine.options import RunOptions
 from cer.engine.plan import Planned
-from cer.engine.pool import WorkerPool, _Lane
-from cer.engine.workerproc import WorkerLost
+from cer.engine.python import pool
+from cer.engine.python.pool import WorkerPool, _Lane
+from cer.engine.python.workerproc import WorkerLost
 from cer.model import RunResult, Status
 from cer.suite.loader import load_suite
 from support import Module
@@ -55,8 +56,8 @@ def outcome(result: RunResult) -> list[tuple[Status, str]]:
 # answer would be read before that case was handed over.
 ANSWERS_AHEAD = """
 import sys
-from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, pack, write_all
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, KIND_RAW, pack, write_all
 
 worker = sys.modules["cer.worker.main"]
 _send = worker.Worker.send
@@ -154,7 +155,7 @@ def test_a_case_the_worker_could_not_be_handed_goes_back_to_the_queue(tmp_path: 
     module = Module(tmp_path)
     module.suite(suite(2))
     loaded = load_suite(tmp_path / "evals.toml")
-    execution = WorkerPool(loaded, RunOptions(impl="m:f"), lambda event: None, None)
+    execution = WorkerPool(Setup(loaded, RunOptions(impl="m:f"), lambda event: None))
     items = [Planned(case, dict(case.input), "functional") for case in loaded.cases]
     execution.pending = deque(items)
     lane = _Lane(0)
@@ -179,7 +180,7 @@ def test_a_case_encoded_ahead_is_sent_only_as_itself(tmp_path: Path) -> None:
     module = Module(tmp_path)
     module.suite(suite(3))
     loaded = load_suite(tmp_path / "evals.toml")
-    execution = WorkerPool(loaded, RunOptions(impl="m:f"), lambda event: None, None)
+    execution = WorkerPool(Setup(loaded, RunOptions(impl="m:f"), lambda event: None))
     first, second, third = (Planned(case, dict(case.input), "functional") for case in loaded.cases)
     execution.pending = deque([first, second])
     execution.encode_ahead()  # the first is encoded ahead ...

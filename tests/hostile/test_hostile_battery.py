@@ -361,14 +361,14 @@ HOSTILE: dict[str, Hostile] = {
     ),
     "monkeypatch-cer": Hostile(
         "import cer.judge.compare, cer.judge.equality, cer.judge.verdict\n"
-        "import cer.model, cer.plaindata\n"
+        "import cer.model, cer.wire.plaindata\n"
         "cer.judge.compare.compare = lambda expect, observation: ()\n"
         "cer.judge.equality.values_equal = lambda a, b: True\n"
         "cer.judge.verdict.judge = lambda case, outcome: None\n"
         "cer.model.Summary.of = classmethod(lambda cls, results: None)\n"
-        "real = cer.plaindata.to_wire\n"
-        "cer.plaindata.to_wire = lambda value, path='': real({'output': 4, 'clean': True})\n"
-        'cer.plaindata.dumps = lambda message: b\'{"k": "ret", "v": 4}\'\n'
+        "real = cer.wire.plaindata.to_wire\n"
+        "cer.wire.plaindata.to_wire = lambda value, path='': real({'output': 4, 'clean': True})\n"
+        'cer.wire.plaindata.dumps = lambda message: b\'{"k": "ret", "v": 4}\'\n'
         "return {'output': 5, 'clean': True}",
         FAIL,
         "expected int 4, observed int 5",

@@ -16,7 +16,7 @@ from markdown_inert import PARSER, assert_markdown_inert, walk
 
 from cer.cli.commands import main
 from cer.reports.markdown import block, html_inline, inline
-from cer.safetext import for_terminal
+from cer.text.safetext import for_terminal
 
 HOSTILE = (
     "</code></pre><script>alert(1)</script> | x | ![img](https://evil/x.png) "

@@ -145,7 +145,7 @@ def test_encoding_failures_are_the_runners_not_the_implementations() -> None:
         "k": "encode",
         "msg": "RuntimeError: dictionary changed size during iteration",
     }
-    from cer import plaindata
+    from cer.wire import plaindata
 
     result = outcome_from_worker(
         {"op": "result", "exit": {"how": "inline"}}, plaindata.dumps(payload), 1.0, 100, 3.0
@@ -189,8 +189,8 @@ def test_a_per_case_command_that_cannot_start_is_errored_not_a_rejection(
 
 FORGER_AT_IMPORT = """
 import os, sys, threading, time
-from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, pack
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, KIND_RAW, pack
 
 def _forge():
     fd = int(sys.argv[2])  # the worker's channel to the supervisor
@@ -227,8 +227,8 @@ def test_a_worker_forging_results_passes_no_case(module: Module, isolation: str)
 
 CASE_FORGES_THROUGH_PROC = """
 import os, sys
-from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, pack
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, KIND_RAW, pack
 
 def f(x):
     if x == 2:
@@ -260,8 +260,8 @@ def test_a_case_writing_to_the_workers_channel_speaks_for_no_case(module: Module
 
 BEGIN_FLOOD = """
 import os, sys, threading, time
-from cer import plaindata
-from cer.framing import KIND_JSON, pack
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, pack
 
 def f():
     fd = int(sys.argv[2])

@@ -164,7 +164,7 @@ def test_the_worker_does_not_put_the_working_directory_first_on_its_path(
 ) -> None:
     # The launcher of the worker, as the supervisor starts it, from a folder whose
     # `cer` package would win over the real one.
-    from cer.engine.workerproc import WorkerProcess
+    from cer.engine.python.workerproc import WorkerProcess
 
     (tmp_path / "cer").mkdir()
     (tmp_path / "cer" / "__init__.py").write_text("raise SystemExit(71)\n", encoding="utf-8")

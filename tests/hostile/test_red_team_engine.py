@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from cer import RunOptions, load_suite, run_suite
-from cer.engine import identity, pool, provided, restarts
+from cer.engine import identity, restarts
 from cer.engine.command import harness
-from cer.engine.provided import describe
+from cer.engine.python import pool, provided
+from cer.engine.python.provided import describe
 from cer.events import CaseFinished
 from cer.model import Status
 from support import Module, numbered_suite

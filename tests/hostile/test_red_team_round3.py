@@ -166,7 +166,7 @@ def test_a_distributions_metadata_never_stalls_the_supervisor(tmp_path: Path) ->
     import os
     import threading
 
-    from cer.engine.distribution import distribution_of
+    from cer.engine.python.distribution import distribution_of
 
     (tmp_path / "calc.py").write_text(WRONG_ON_TWO, encoding="utf-8")
     info = tmp_path / "calc-1.0.dist-info"

@@ -420,7 +420,7 @@ def test_the_supervisor_sets_its_own_limits_back(
     are checked would find the lowered one."""
     import resource
 
-    from cer.engine import pool
+    from cer.engine.python import pool
 
     decode = pool.outcome_from_worker
 

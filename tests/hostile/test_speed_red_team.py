@@ -372,8 +372,8 @@ def numbered_suite(count: int, expect: str = "{ output = 4 }") -> str:
 # each answer arrives over many reads, and no part of one may be taken for a whole one.
 TRICKLES = """
 import sys, time
-from cer import plaindata
-from cer.framing import KIND_JSON, KIND_RAW, pack, write_all
+from cer.wire import plaindata
+from cer.wire.framing import KIND_JSON, KIND_RAW, pack, write_all
 
 worker = sys.modules["cer.worker.main"]
 
@@ -653,7 +653,7 @@ def test_a_stopped_worker_with_a_full_channel_is_neither_waited_on_nor_asked_twi
     import signal
     import threading
 
-    from cer.engine.workerproc import WorkerLost, WorkerProcess
+    from cer.engine.python.workerproc import WorkerLost, WorkerProcess
 
     worker = WorkerProcess()
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cer.model import CaseResult, Mismatch, Status
-from cer.safetext import bound_text, bound_value, for_terminal, retained, scrub, scrub_value
+from cer.text.safetext import bound_text, bound_value, for_terminal, retained, scrub, scrub_value
 
 HOSTILE_TEXT = "\ud800 \udcff \x1b[2J\x1b[H\x1b[32mall passed\x1b[0m \x07\r\u202e\u2066x\u2069 \x9b"
 """Lone surrogates, a screen clear, a fake green line, a bell, a carriage return, bidi

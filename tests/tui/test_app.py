@@ -12,8 +12,8 @@ from textual.strip import Strip
 from textual.widgets import Input, OptionList, TabbedContent
 
 from cer import events
+from cer.config import repro_command
 from cer.engine.options import RunOptions
-from cer.frontend import repro_command
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.suite.loader import load_suite
 from cer.suite.selection import Selection

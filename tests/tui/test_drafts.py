@@ -15,7 +15,7 @@ import pytest
 import tomlkit
 from textual.app import App
 
-from cer.coverage import suite_coverage
+from cer.constraints import suite_coverage
 from cer.engine.options import RunOptions
 from cer.history.database import History
 from cer.model import Case, CaseResult, Status

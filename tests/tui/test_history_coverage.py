@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console, RenderableType
 
-from cer.coverage import CoverageFigures
+from cer.constraints import CoverageFigures
 from cer.engine.options import RunOptions
 from cer.history.database import History
 from cer.model import Case, CaseResult, Status, Suite

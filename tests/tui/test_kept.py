@@ -9,8 +9,8 @@ from dataclasses import replace
 
 from cer.engine.options import RunOptions
 from cer.model import MISSING, CaseResult, Mismatch, RunResult, Status
-from cer.safetext import displayed
 from cer.suite.selection import Selection
+from cer.text.safetext import displayed
 from cer.tui.state.board import Board
 from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session

@@ -12,11 +12,11 @@ import pytest
 from rich.console import Console, RenderableType
 from textual.widgets import Input
 
+from cer.config import repro_command_many
 from cer.engine.options import RunOptions
-from cer.frontend import repro_command_many
 from cer.history.database import History
-from cer.matrix import Agreement
 from cer.model import Case, CaseResult, Status
+from cer.results.matrix import Agreement
 from cer.tui.app import CerApp, create_app
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.matrix import MatrixScreen

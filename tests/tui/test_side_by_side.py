@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cer.matrix import build_matrix
 from cer.model import Case, CaseResult, RunResult, Status
+from cer.results.matrix import build_matrix
 from cer.tui.state.board import Row
 from cer.tui.state.formatting import column_labels
 from cer.tui.state.kept import KeptResult

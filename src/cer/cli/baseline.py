@@ -161,6 +161,6 @@ def _last_run(args: argparse.Namespace, suite_path: Path) -> RunResult | None:
 
 def _label_of(given: str) -> str:
     from cer.engine.kinds import guess_kind
-    from cer.labels import short_label
+    from cer.results.labels import short_label
 
     return short_label(guess_kind(given).name, given)

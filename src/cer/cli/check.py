@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer.categories import CategoryConfigError, build_registry
-from cer.coverage import (
+from cer.constraints import (
     Coverage,
     CoverageError,
     compute_coverage,

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from cer import process_tree
 from cer.categories import CategoryConfigError
-from cer.cli import console
 from cer.cli.exits import (
     ExitCode,
     Terminated,
@@ -41,7 +40,7 @@ from cer.config import (
     resolve_run,
     resolve_suite,
 )
-from cer.coverage import (
+from cer.constraints import (
     ConstraintSet,
     Coverage,
     CoverageError,
@@ -51,12 +50,12 @@ from cer.coverage import (
 )
 from cer.engine.limits import LimitsChanged
 from cer.engine.options import RunOptions
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import RunEvent
-from cer.frontend import failed_last_time, record_run
 from cer.history.database import KEEP_RUNS, History, default_history_path
 from cer.history.gaps import gap_marker, has_gap, mark_gap
+from cer.history.recall import failed_last_time, record_run
 from cer.history.records import ApprovalEvent, HistoryError, HistoryUntrusted, RunRecord
 from cer.model import RunResult, Suite
 from cer.reports import (
@@ -67,6 +66,7 @@ from cer.reports import (
     results_document,
     write_report,
 )
+from cer.reports import text as text_report
 from cer.results import jsonlines
 from cer.results.baseline import (
     Baseline,
@@ -76,9 +76,9 @@ from cer.results.baseline import (
     unmatched_entries,
 )
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
-from cer.safetext import for_json
 from cer.suite.cache import load_suite_cached
 from cer.suite.loader import SuiteError, load_suite
+from cer.text.safetext import for_json
 
 EARLY_WORKERS: WarmWorkers | None = None
 
@@ -89,7 +89,7 @@ implementation's text (:mod:`cer.cli.workflow_commands`); set by :func:`main`.""
 first run takes if it is still fresh."""
 
 if TYPE_CHECKING:
-    from cer.matrix import AgreeOn, GroupBy, Matrix
+    from cer.results.matrix import AgreeOn, GroupBy, Matrix
 
 
 @dataclass(frozen=True)
@@ -527,7 +527,7 @@ def _run_and_report(
         if stop is not None:
             return stop
         (options,) = rerun
-    progress = console.Progress(sys.stderr, enabled=not output.quiet and sys.stderr.isatty())
+    progress = text_report.Progress(sys.stderr, enabled=not output.quiet and sys.stderr.isatty())
     stream = _LineStream.open(output, suite) if output.format == "jsonl" else None
     if stream is False:
         return ExitCode.USAGE
@@ -550,15 +550,15 @@ def _run_and_report(
     concluded = _conclude(run, suite, module_doc, verdicts, label, history)
     coverage, conformance, flaky = concluded.coverage, concluded.conformance, concluded.flaky
     (context,) = _contexts(output, history, suite, [concluded])
-    summary_line = console.summary_line(run, conformance=conformance) + "\n"
+    summary_line = text_report.summary_line(run, conformance=conformance) + "\n"
     if stream:
         stream.finish(results_document(context))
         text = ""
     elif output.format == "json":
         text = render_report("json", context)
     else:
-        colour = output.path is None and console.use_colour(sys.stdout)
-        text = console.render_report(
+        colour = output.path is None and text_report.use_colour(sys.stdout)
+        text = text_report.render_report(
             run,
             suite,
             colour=colour,
@@ -583,7 +583,7 @@ def _run_and_report(
 
 def _ended_early(
     exc: CategoryConfigError | LimitsChanged | KeyboardInterrupt,
-    progress: console.Progress | console.SideBySideProgress,
+    progress: text_report.Progress | text_report.SideBySideProgress,
     kept: str,
 ) -> int:
     """Say why a run ended before its results could be reported, and its exit code:
@@ -739,7 +739,7 @@ def _run_matrix(
     by_index: list[_Concluded | None] = [None] * len(labels)
     untrusted = False
     verdicts = verdicts or _Verdicts()
-    progress = console.SideBySideProgress(
+    progress = text_report.SideBySideProgress(
         sys.stderr, not output.quiet and sys.stderr.isatty(), labels
     )
 
@@ -777,7 +777,7 @@ def _run_matrix(
     concluded = [done.conformance for done in finished_runs]
     coverages = [done.coverage for done in finished_runs]
     flaky = [done.flaky for done in finished_runs]
-    from cer.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
+    from cer.results.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
 
     agree_on = output.agree_on or AGREE_ON_EXPECTED
     known = [
@@ -789,18 +789,18 @@ def _run_matrix(
     matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
     contexts = _contexts(output, history, suite, finished_runs)
     words = [conformance.word for conformance in concluded]
-    summary_line = console.matrix_summary_line(matrix, suite, words) + "\n"
+    summary_line = text_report.matrix_summary_line(matrix, suite, words) + "\n"
     if output.format == "json":
         document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
         text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
     else:
         to_terminal = output.path is None and sys.stdout.isatty()
-        text = console.render_matrix(
+        text = text_report.render_matrix(
             matrix,
             suite,
-            colour=output.path is None and console.use_colour(sys.stdout),
+            colour=output.path is None and text_report.use_colour(sys.stdout),
             verbose=output.verbose,
-            width=shutil.get_terminal_size().columns if to_terminal else console.MATRIX_WIDTH,
+            width=shutil.get_terminal_size().columns if to_terminal else text_report.MATRIX_WIDTH,
             coverages=coverages,
             flaky=flaky,
             group_by=output.group_by,
@@ -1045,8 +1045,8 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         text = render_report("json", context)
     else:
-        colour = args.output is None and console.use_colour(sys.stdout)
-        text = console.render_report(
+        colour = args.output is None and text_report.use_colour(sys.stdout)
+        text = text_report.render_report(
             run, suite, colour=colour, coverage=coverage, conformance=conformance
         )
     code = verdicts.exit_code(run, conformance)
@@ -1070,7 +1070,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         except OSError as exc:
             print_error(f"cannot write {args.output}: {exc}")
             return ExitCode.USAGE
-        sys.stdout.write(console.summary_line(run, conformance=conformance) + "\n")
+        sys.stdout.write(text_report.summary_line(run, conformance=conformance) + "\n")
     else:
         sys.stdout.write(text)
     return code

@@ -5,7 +5,7 @@ A worker takes tens of milliseconds to be ready (an interpreter, then ``cer.work
 importing the command line takes about as long. Started first, the worker is ready by
 the time the suite is loaded, and a one-case run costs about the longer of the two
 rather than their sum. The worker is an ordinary warm worker
-(:class:`cer.engine.workerproc.WarmWorkers`): a fresh interpreter that has imported
+(:class:`cer.engine.python.workerproc.WarmWorkers`): a fresh interpreter that has imported
 nothing of the implementation's and is handed over only while it still runs in this
 process's working directory and environment; otherwise the run starts its own.
 """
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cer.engine.workerproc import WarmWorkers
+    from cer.engine.python.workerproc import WarmWorkers
 
 
 def wants_early_worker(argv: Sequence[str]) -> bool:
@@ -40,7 +40,7 @@ def early_workers(argv: Sequence[str]) -> WarmWorkers | None:
     """A pool holding one worker already starting, when ``argv`` is a ``cer run``."""
     if not wants_early_worker(argv):
         return None
-    from cer.engine.workerproc import WarmWorkers
+    from cer.engine.python.workerproc import WarmWorkers
 
     pool = WarmWorkers(1)
     pool.fill()

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cer.cli import console
 from cer.cli.exits import ExitCode, print_error, print_warning
 from cer.config import (
     UsageError,
@@ -19,7 +18,7 @@ from cer.config import (
     history_max_bytes,
     resolve_suite,
 )
-from cer.coverage import (
+from cer.constraints import (
     CoverageFigures,
 )
 from cer.history.database import KEEP_RUNS, History, default_history_path
@@ -28,8 +27,9 @@ from cer.reports import (
     iso_time,
     write_report,
 )
+from cer.reports import text as text_report
 from cer.results.conformance import word_of
-from cer.safetext import for_json
+from cer.text.safetext import for_json
 
 
 def _history_location(args: argparse.Namespace) -> tuple[Path, Path | None]:
@@ -213,7 +213,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                     }
                     text = for_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
                 else:
-                    text = console.render_approvals(events, str(history.path))
+                    text = text_report.render_approvals(events, str(history.path))
             elif args.case is not None:
                 entries = history.case_history(
                     args.case, suite_path=suite, limit=args.limit or HISTORY_LIMIT
@@ -238,7 +238,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                     }
                     text = for_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
                 else:
-                    text = console.render_case_history(args.case, entries, str(history.path))
+                    text = text_report.render_case_history(args.case, entries, str(history.path))
             else:
                 records = history.runs(args.limit or HISTORY_LIMIT, suite_path=suite)
                 size = _size(history)
@@ -250,7 +250,7 @@ def cmd_history(args: argparse.Namespace) -> ExitCode:
                     }
                     text = for_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
                 else:
-                    text = console.render_history(records, str(history.path)) + _size_line(size)
+                    text = text_report.render_history(records, str(history.path)) + _size_line(size)
         except HistoryError as exc:
             print_error(str(exc))
             return ExitCode.USAGE
@@ -318,6 +318,6 @@ def cmd_diff(args: argparse.Namespace) -> ExitCode:
         text = for_json(json.dumps(_diff_json(diff, before, after), indent=2, ensure_ascii=False))
         text += "\n"
     else:
-        text = console.render_diff(diff, before, after)
+        text = text_report.render_diff(diff, before, after)
     sys.stdout.write(text)
     return ExitCode.FAILED if diff.regressions else ExitCode.OK

@@ -335,6 +335,6 @@ def _add_history_location(parser: argparse.ArgumentParser) -> None:
 
 def _agree_on(text: str) -> str | tuple[str, ...]:
     """``--agree-on``, parsed by the matrix (imported only when it is given)."""
-    from cer.matrix import parse_agree_on
+    from cer.results.matrix import parse_agree_on
 
     return parse_agree_on(text)

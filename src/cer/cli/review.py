@@ -21,12 +21,12 @@ from cer.config import (
     find_project_config,
     resolve_suite,
 )
-from cer.coverage import CoverageError, suite_coverage
+from cer.constraints import CoverageError, suite_coverage
 from cer.engine.options import DEFAULT_TIMEOUT, RunOptions
 from cer.history.database import History, default_history_path
 from cer.history.records import HistoryError
-from cer.safetext import for_json, for_terminal
 from cer.suite.loader import SuiteError, load_suite
+from cer.text.safetext import for_json, for_terminal
 
 __all__ = ["add_review_commands", "cmd_approve", "cmd_derive", "cmd_discard"]
 
@@ -138,7 +138,7 @@ def _draft_line(draft: Draft) -> str:
 
 def _shown(text: str | None) -> str:
     """One line of the drafts file or of what an implementation did, for a terminal:
-    control and bidi characters as escapes (cer.safetext), never acting on it."""
+    control and bidi characters as escapes (cer.text.safetext), never acting on it."""
     return for_terminal(str(text), multiline=False)
 
 

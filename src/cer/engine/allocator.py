@@ -1,7 +1,7 @@
 """The supervisor's C allocator, told to give large buffers back when they are freed.
 
 A case may return tens of megabytes, and the supervisor reads each answer into a
-buffer of that size, decodes it and keeps a bounded copy (cer.safetext). glibc's
+buffer of that size, decodes it and keeps a bounded copy (cer.text.safetext). glibc's
 allocator serves such buffers from their own memory maps and returns them to the
 system when they are freed, but after the first such return it raises that threshold
 (to 32 MiB) so that later buffers of the same size come from the heap; there, answers

@@ -1,11 +1,16 @@
 """One run's state and bookkeeping, shared by every backend.
 
 A backend is what runs the cases of one kind of implementation: the worker pool for a
-Python implementation (:mod:`cer.engine.pool`), the harness or per-case processes for a
-command (:mod:`cer.engine.command`). Each is an :class:`Execution`: the runner creates
-the one its options name, calls :meth:`Execution.run`, then :meth:`Execution.stop` (or
-:meth:`Execution.kill` when the run is abandoned), and the backend reports every case
-through :meth:`Execution.record`. Backends never import each other or the runner.
+Python implementation (:mod:`cer.engine.python`), the harness or per-case processes for a
+command (:mod:`cer.engine.command`). Each is an :class:`Execution`, built from a
+:class:`Setup` (what the runner prepared: the suite, the options, the sandbox, the
+results decided before running) and whatever its own kind needs besides: the runner
+creates the one the kind names (:mod:`cer.engine.kinds`), calls :meth:`Execution.run`,
+then :meth:`Execution.stop` (or :meth:`Execution.kill` when the run is abandoned), and
+the backend reports every case through :meth:`Execution.record`. Backends never import
+each other or the runner, and this module imports no backend: what only one kind
+knows (a Python implementation's import, its workers' warm spares) is kept by that
+kind's backend, and the runner reads it through the methods below.
 """
 
 from __future__ import annotations
@@ -13,12 +18,11 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from cer import process_tree
 from cer.engine import confinement, spawned
-from cer.engine.identity import Identity
 from cer.engine.limits import OwnLimits
 from cer.engine.options import (
     RunCancelled,
@@ -26,7 +30,6 @@ from cer.engine.options import (
     stopped_reason,
 )
 from cer.engine.plan import Planned
-from cer.engine.workerproc import WarmWorkers
 from cer.events import (
     CaseFinished,
     ImplementationFailed,
@@ -35,52 +38,68 @@ from cer.events import (
 )
 from cer.judge.verdict import skipped
 from cer.model import CaseResult, Status, Suite
-from cer.safetext import retained, scrub
+from cer.text.safetext import retained, scrub
 
 if TYPE_CHECKING:
-    from cer.engine.provided import Provided
     from cer.sandbox import Policy
     from cer.sandbox.readset import Refusal
+
+_NO_SANDBOX = confinement.Decision(0, "none: disabled")
+"""The sandbox of a run that has none."""
 
 _EXPLAINED = (Status.ERRORED, Status.FAIL)
 """Results whose reason may be a sandbox denial worth explaining."""
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What every backend is built with: the run as the runner prepared it, before any
+    case runs. A backend takes it whole and never hands it back changed."""
+
+    suite: Suite
+    options: RunOptions
+    """The run's options, as the runner settled them (``isolation`` is ``none`` where
+    fork is not available)."""
+    emit: Callable[[RunEvent], None]
+    cancel: threading.Event | None = None
+    sandbox: confinement.Decision = _NO_SANDBOX
+    """The sandbox the run is under."""
+    policy: Policy | None = None
+    """What the sandbox allows, when there is one."""
+    refused: tuple[Refusal, ...] = ()
+    """What the policy leaves out of the folders the implementation is imported
+    from, and why (:mod:`cer.sandbox.readset`): named in the reasons of refused reads."""
+    notes: tuple[str, ...] = ()
+    """The run's notes so far (a shard, the plugins that run categories)."""
+    decided: tuple[CaseResult, ...] = ()
+    """Results decided before running (:mod:`cer.engine.plan`), reported once the
+    implementation is loaded (or failed to load), so events keep their documented
+    order."""
+    limits_each_case: bool = True
+    """Whether cer's own limits are checked after every case (see
+    :attr:`cer.engine.limits.OwnLimits.each_case`)."""
+
+
 class Execution(ABC):
     """One run's state while its cases are in a backend's hands."""
 
-    def __init__(
-        self,
-        suite: Suite,
-        options: RunOptions,
-        emit: Callable[[RunEvent], None],
-        cancel: threading.Event | None,
-        warm: WarmWorkers | None = None,
-    ) -> None:
+    def __init__(self, setup: Setup) -> None:
+        suite, options = setup.suite, setup.options
         self.suite = suite
         self.options = options
-        self._emit = emit
-        self.deferred: list[CaseResult] = []
+        self._emit = setup.emit
+        self.deferred: list[CaseResult] = list(setup.decided)
         """Results decided before running, reported once the implementation is loaded
         (or failed to load), so events keep their documented order."""
-        self.cancel = cancel
-        self.warm = warm
+        self.cancel = setup.cancel
         self.results: dict[int, CaseResult] = {}
         self.retried: dict[int, str] = {}
         """Case position → why it was handed over a second time (its report says so)."""
         self.total = len(suite.cases)
-        self.notes: list[str] = []
+        self.notes: list[str] = list(setup.notes)
         self.implementation_id = options.impl
         self.declared: tuple[str, str] | None = None
         """The name and version a command harness declared itself (its own words)."""
-        self.provided: Provided | None = None
-        """The name and id of an implementation given as an object (set by
-        :func:`run_suite`; see :mod:`cer.engine.provided`)."""
-        self.identity: Identity | None = None
-        """What the run's id covers so far: the first import's files, grown by the
-        files cases loaded while they ran (see :meth:`cer.engine.imports.Imports.grow`)."""
-        self.import_id = ""
-        """The id of the first worker's import, which a later worker's is compared to."""
         self.announced = False
         """Whether ImplementationLoaded or ImplementationFailed was emitted."""
         self.finished = False
@@ -89,16 +108,13 @@ class Execution(ABC):
         """Which run this is, for :mod:`cer.engine.spawned`."""
         self.children_before = process_tree.children()
         """The supervisor's children before the run: not the run's to end."""
-        self.sandbox = confinement.Decision(0, "none: disabled")
-        """The sandbox the run is under (set by :func:`run_suite`)."""
-        self.policy: Policy | None = None
+        self.sandbox = setup.sandbox
+        """The sandbox the run is under."""
+        self.policy: Policy | None = setup.policy
         """What the sandbox allows, when there is one."""
-        self.refused: list[Refusal] = []
+        self.refused: list[Refusal] = list(setup.refused)
         """What the policy leaves out of the folders the implementation is imported
         from, and why (:mod:`cer.sandbox.readset`): named in the reasons of refused reads."""
-        self.memory_method = ""
-        """How the run measured a case's memory (its run conditions say it); empty
-        when no case asked about memory."""
         self.failures = 0
         """Cases that ran and failed or errored (decided ones aside): counted against
         ``options.max_fail``."""
@@ -110,6 +126,7 @@ class Execution(ABC):
         self.limits = OwnLimits()
         """The supervisor's own resource limits as the run started: set back after
         each case if anything could have changed them (:mod:`cer.engine.limits`)."""
+        self.limits.each_case = setup.limits_each_case
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -150,7 +167,7 @@ class Execution(ABC):
                 result = replace(result, reason=explained)
         if result.position in self.results:
             raise AssertionError(f"two results for case {result.case_name!r}")
-        # Judged on everything observed; kept scrubbed and bounded (cer.safetext).
+        # Judged on everything observed; kept scrubbed and bounded (cer.text.safetext).
         result = retained(result)
         self.results[result.position] = result
         # Its texts are scrubbed already: the event goes out without emit's checks.
@@ -174,6 +191,10 @@ class Execution(ABC):
         if self.cancel is not None and self.cancel.is_set():
             raise RunCancelled()
 
+    def note(self, note: str) -> None:
+        """Add ``note`` to the run's notes."""
+        self.notes.append(note)
+
     def note_once(self, note: str) -> None:
         if note not in self.notes:
             self.notes.append(note)
@@ -183,8 +204,6 @@ class Execution(ABC):
         adopted, a harness's daemon (see cer.process_tree); live workers are kept."""
         keep = set(self.children_before)
         keep.update(self.live_pids())
-        if self.warm is not None:
-            keep.update(self.warm.pids())
         with spawned.LOCK:  # another run's processes are not this run's strays
             keep.update(spawned.others_alive(self.token))
             process_tree.end_strays(keep)
@@ -206,3 +225,15 @@ class Execution(ABC):
     def live_pids(self) -> set[int]:
         """The backend's processes that are still wanted: :meth:`end_strays` keeps them."""
         return set()
+
+    # --- what the run record takes from the backend -----------------------------------
+
+    def memory_method(self) -> str:
+        """How the run measured a case's memory (its run conditions say it); empty when
+        no case asked about memory, or the backend measures none."""
+        return ""
+
+    def source_files(self) -> tuple[str, ...]:
+        """The files a code frame may show: those the supervisor checked as loaded, or
+        what the implementation is known to be made of; none by default."""
+        return ()

@@ -63,8 +63,10 @@ class Kind:
     noun: str
     """How a reason names what could not start (``the harness``)."""
     backend: str
-    """``module:Class`` of its :class:`~cer.engine.execution.Execution`, built with
-    ``(suite, options, emit, cancel, warm)``."""
+    """``module:Class`` of its :class:`~cer.engine.execution.Execution`, built from the
+    run's :class:`~cer.engine.execution.Setup`; a Python implementation's also takes
+    ``warm=`` (workers started ahead of time) and ``provided=`` (the object given as the
+    implementation), see :class:`cer.engine.python.state.PythonExecution`."""
 
     def load_backend(self) -> Any:
         """The backend class (imported now: a run of this kind starts)."""
@@ -94,7 +96,7 @@ KINDS: dict[ImplementationKind, Kind] = {
             id_prefix="",
             python=True,
             noun="the implementation",
-            backend="cer.engine.pool:WorkerPool",
+            backend="cer.engine.python.pool:WorkerPool",
         ),
         Kind(
             name="command",

@@ -104,7 +104,7 @@ class RunOptions:
     """The implementation itself, a callable object (the Python API only), instead of
     :attr:`impl`: a function, a lambda, a closure, a bound method, a class or an object
     with ``__call__``. Its workers are forked from the calling process, so that they
-    hold it (see :mod:`cer.engine.provided`); the run names it
+    hold it (see :mod:`cer.engine.python.provided`); the run names it
     ``callable:MODULE:QUALNAME``."""
     dist: str | None = None
     """The installed distribution a Python adapter adapts (``dist=jsonschema``), named by

@@ -22,8 +22,8 @@ from cer.judge.verdict import (
     vacuous_reason,
 )
 from cer.model import Case, CaseResult, Suite
-from cer.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
 from cer.suite.fixtures import FIXTURE_SCHEME, resolve_fixtures
+from cer.wire.plaindata import MAX_DEPTH, MAX_NODES, NotPlainData, to_wire
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Planned:
     alone: bool = False
     """The case runs inline in a worker of its own, a process the supervisor started and
     reaps itself: its crash and its memory are then the runner's own observation (see
-    :meth:`cer.engine.alone.AloneCases.run_alone`)."""
+    :meth:`cer.engine.python.alone.AloneCases.run_alone`)."""
     timed: bool = False
     """The case has a time bound the runner measures (``elapsed_ms_max``/``_min``): it
     runs after the others, with no other case in flight, unless the options say
@@ -133,7 +133,7 @@ def input_facts(value: Any) -> tuple[bool, bool]:
     """Whether ``value`` holds a ``fixture://`` string anywhere (what
     :func:`cer.suite.fixtures.resolve_fixtures` replaces; most inputs hold none, and their
     copy needs no resolving), and whether it is nested deeper or holds more values than
-    the runner sends (the limits of :mod:`cer.plaindata`, for every kind of
+    the runner sends (the limits of :mod:`cer.wire.plaindata`, for every kind of
     implementation). One walk, without recursion, which stops at the depth limit: a
     suite's input can be nested hundreds of levels deep."""
     fixture = False

@@ -8,7 +8,8 @@ result per declared case, in declared order. See docs/execution-model.md.
 
 The run is planned in :mod:`cer.engine.plan`; the cases are then run by the backend
 of the implementation's kind (:mod:`cer.engine.kinds`), an
-:class:`~cer.engine.execution.Execution`: the worker pool (:mod:`cer.engine.pool`) for
+:class:`~cer.engine.execution.Execution` built from the run's
+:class:`~cer.engine.execution.Setup`: the worker pool (:mod:`cer.engine.python`) for
 Python, :mod:`cer.engine.command` for commands.
 With several workers (``jobs``) one thread still does all of this: it waits on every
 worker's channel at once, so results, verdicts and events are made in one place, one
@@ -23,13 +24,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from cer import sandbox
 from cer.categories import ENTRY_POINT_PREFIX, build_registry
 from cer.engine import confinement, spawned
 from cer.engine.allocator import free_large_buffers_promptly
-from cer.engine.execution import Execution
+from cer.engine.execution import Execution, Setup
 from cer.engine.kinds import kind_named
 from cer.engine.options import (
     RunOptions,
@@ -38,8 +38,8 @@ from cer.engine.options import (
     search_paths,
 )
 from cer.engine.plan import plan, shard_note
-from cer.engine.provided import Provided, describe
-from cer.engine.workerproc import WarmWorkers
+from cer.engine.python.provided import Provided, describe
+from cer.engine.python.workerproc import WarmWorkers
 from cer.events import (
     RunEvent,
     RunFinished,
@@ -56,10 +56,10 @@ from cer.model import (
     SourceAccess,
     Suite,
 )
-from cer.safetext import scrub
 from cer.sandbox import readset
 from cer.sandbox.scratch import make_run_folder
 from cer.sandbox.scratch import remove as remove_scratch
+from cer.text.safetext import scrub
 
 __all__ = ["run_conditions", "run_suite"]
 
@@ -136,16 +136,12 @@ def _run_suite(
     run_id = os.urandom(16).hex()  # like uuid4().hex, without importing uuid
     started = _now_ms()
     kind = kind_named(options.kind)
-    execution = kind.load_backend()(suite, options, emit, cancel, warm)
-    if not isinstance(execution, Execution):  # a kind's backend is an Execution
-        raise TypeError(f"the backend of the kind {kind.name} is not an Execution")
-    execution.sandbox = decision
-    if provided is not None:
-        execution.provided = provided
-        execution.implementation_id = provided.identity.implementation_id
-        execution.notes.append(provided.note)
+    notes: list[str] = []
+    policy: sandbox.Policy | None = None
+    refused: list[readset.Refusal] = []
+    each_case = True
     if scratch is not None:
-        execution.policy, execution.refused = confinement.build(
+        policy, refused = confinement.build(
             suite,
             options,
             scratch,
@@ -155,16 +151,15 @@ def _run_suite(
         )
         unrecorded = readset.remember_outputs(options.protected)
         if unrecorded:
-            execution.notes.append(unrecorded)
+            notes.append(unrecorded)
         # Every process of the implementation's side is then under the seccomp filter,
         # which refuses prlimit on any other process: none can change cer's limits.
-        execution.limits.each_case = not sandbox.filters()
+        each_case = not sandbox.filters()
     if options.isolation == "fork" and not hasattr(os, "fork"):
-        execution.notes.append("fork is not available here: cases ran without isolation")
+        notes.append("fork is not available here: cases ran without isolation")
         options = replace(options, isolation="none")
-        execution.options = options
     if options.shard is not None:
-        execution.notes.append(shard_note(options.shard, len(suite.cases)))
+        notes.append(shard_note(options.shard, len(suite.cases)))
     emit(
         RunStarted(run_id, suite, options.impl, len(suite.cases), run_conditions(options, decision))
     )
@@ -179,8 +174,25 @@ def _run_suite(
         )
     )
     for category, provider in plugins:
-        execution.notes.append(f"category {category}: its cases were run by the plugin {provider}")
-    execution.deferred = list(decided)
+        notes.append(f"category {category}: its cases were run by the plugin {provider}")
+    setup = Setup(
+        suite,
+        options,
+        emit,
+        cancel,
+        sandbox=decision,
+        policy=policy,
+        refused=tuple(refused),
+        notes=tuple(notes),
+        decided=tuple(decided),
+        limits_each_case=each_case,
+    )
+    backend = kind.load_backend()
+    # The kind says which backend runs it; a Python implementation's also takes the
+    # workers started ahead of time and the object given as the implementation.
+    execution = backend(setup, warm=warm, provided=provided) if kind.python else backend(setup)
+    if not isinstance(execution, Execution):  # a kind's backend is an Execution
+        raise TypeError(f"the backend of the kind {kind.name} is not an Execution")
     if not runnable:
         execution.flush_deferred()
     try:
@@ -194,7 +206,7 @@ def _run_suite(
     execution.flush_deferred()
     if execution.not_run:
         cases = "case was" if execution.not_run == 1 else "cases were"
-        execution.notes.append(
+        execution.note(
             f"the run was stopped after {execution.failures} failed or errored "
             f"case{'' if execution.failures == 1 else 's'} (--max-fail {options.max_fail}): "
             f"{execution.not_run} {cases} not run"
@@ -203,7 +215,7 @@ def _run_suite(
     execution.end_strays()
     execution.limits.restore()
     if execution.limits.changed:
-        execution.notes.append(execution.limits.note())
+        execution.note(execution.limits.note())
     if warm is not None:
         warm.fill()
     results = []
@@ -225,11 +237,11 @@ def _run_suite(
         implementation=scrub(options.impl),
         notes=tuple(scrub(note) for note in execution.notes),
         conditions=replace(
-            run_conditions(options, decision, execution.memory_method),
+            run_conditions(options, decision, execution.memory_method()),
             category_plugins=tuple((c, scrub(p)) for c, p in plugins),
         ),
         origin=_declared(execution.declared),
-        source_access=_source_access(suite, options, execution, decision),
+        source_access=_source_access(execution, decision),
     )
     emit(RunFinished(run))
     return run
@@ -247,39 +259,15 @@ def _declared(declared: tuple[str, str] | None) -> ImplementationOrigin | None:
     return ImplementationOrigin(name, version, "harness")
 
 
-def _source_access(
-    suite: Suite, options: RunOptions, execution: Execution, decision: confinement.Decision
-) -> SourceAccess:
-    """The files a code frame may show (those the supervisor checked as loaded, or,
-    when the import failed, the module files the import looks for) and how to read
+def _source_access(execution: Execution, decision: confinement.Decision) -> SourceAccess:
+    """The files a code frame may show (what the backend knows the implementation to
+    be made of, :meth:`~cer.engine.execution.Execution.source_files`) and how to read
     them with the implementation's rights (under the run's rules, if any)."""
-    if execution.identity is not None:
-        files: tuple[str, ...] = tuple(execution.identity.files)
-    elif execution.provided is not None:
-        files = tuple(execution.provided.identity.files)
-    elif kind_named(options.kind).python:
-        files = _module_files(options.impl, search_paths(suite, options))
-    else:
-        files = ()
+    files = execution.source_files()
     reader: tuple[str, ...] = ()
     if execution.policy is not None and decision.abi:
         reader = tuple(sandbox.launcher_command(execution.policy, [], decision.abi))
     return SourceAccess(files=files, confined_reader=reader)
-
-
-def _module_files(impl: str, roots: list[str]) -> tuple[str, ...]:
-    """The files importing ``impl``'s module runs (its packages' ``__init__.py`` and the
-    module), under each import root, as the supervisor finds them itself."""
-    parts = impl.partition(":")[0].split(".")
-    found: list[str] = []
-    for root in roots:
-        folder = Path(root)
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            candidates = [folder / part / "__init__.py"] + ([folder / f"{part}.py"] if last else [])
-            found.extend(str(c) for c in candidates if c.is_file())
-            folder = folder / part
-    return tuple(dict.fromkeys(found))
 
 
 def run_conditions(

@@ -14,7 +14,7 @@ it (times aside). Its events reach the caller from the calling thread only, tagg
 with the implementation's index, and each finished run is handed over as soon as it
 ends. The runs never end each other's processes (:mod:`cer.engine.spawned`). A Python
 implementation's run is handed over with the installed distribution its module belongs
-to, if any (:mod:`cer.engine.distribution`), for the matrix to name it by.
+to, if any (:mod:`cer.engine.python.distribution`), for the matrix to name it by.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cer.engine.distribution import origin_of
 from cer.engine.kinds import kind_named
 from cer.engine.options import RunCancelled, RunOptions, resolve_jobs, search_paths
+from cer.engine.python.distribution import origin_of
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import RunEvent
 from cer.model import RunResult, Suite
 

@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cer.coverage import CoverageFigures
+from cer.constraints import CoverageFigures
 from cer.engine.options import STOPPED
 from cer.history.access import Access
 from cer.history.budget import DEFAULT_HISTORY_MAX_MB, MAX_AGE_DAYS, stored_cases

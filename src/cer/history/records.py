@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer.coverage import CoverageFigures
+from cer.constraints import CoverageFigures
 from cer.engine.options import OTHER_SHARD
 from cer.model import Status, Summary
 

@@ -15,8 +15,6 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any, Literal
 
-from cer import plaindata
-from cer.framing import KIND_RAW, FrameError, split_frames
 from cer.judge.compare import (
     OPERATORS,
     REJECTION_KEYS,
@@ -31,8 +29,10 @@ from cer.judge.compare import (
 )
 from cer.judge.equality import describe, format_value
 from cer.model import MISSING, Case, CaseResult, FailClass, Mismatch, Status
-from cer.tracebacks import STACK_HEADING
-from cer.wire import (
+from cer.text.tracebacks import STACK_HEADING
+from cer.wire import plaindata
+from cer.wire.framing import KIND_RAW, FrameError, split_frames
+from cer.wire.messages import (
     AFTER_RETURN,
     BASE_EXCEPTION,
     ENCODE_FAILED,

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 
 from cer import process_tree
-from cer.cli import console
 from cer.config import (
     ProjectConfig,
     UsageError,
@@ -34,7 +33,7 @@ from cer.config import (
     history_max_bytes,
     resolve_run,
 )
-from cer.coverage import Coverage, CoverageError, suite_coverage
+from cer.constraints import Coverage, CoverageError, suite_coverage
 from cer.engine.kinds import KINDS
 from cer.engine.options import (
     DEFAULT_ISOLATION,
@@ -44,10 +43,9 @@ from cer.engine.options import (
     SANDBOX_MODES,
     RunOptions,
 )
-from cer.engine.workerproc import WarmWorkers
+from cer.engine.python.workerproc import WarmWorkers
 from cer.history.database import History, default_history_path
 from cer.history.records import NOT_SELECTED, HistoryError
-from cer.labels import short_label
 from cer.model import Case, CaseResult, RunResult, Status, Suite
 from cer.pytest_plugin import outcomes
 from cer.pytest_plugin import suite as suite_module
@@ -68,6 +66,7 @@ from cer.pytest_plugin.suite import (
     failure_text,
     merge_process_runs,
 )
+from cer.reports import text as text_report
 from cer.results import serialize
 from cer.results.baseline import (
     Baseline,
@@ -79,8 +78,9 @@ from cer.results.baseline import (
     unmatched_entries,
 )
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
-from cer.safetext import for_terminal
+from cer.results.labels import short_label
 from cer.suite.loader import SuiteError, load_suite
+from cer.text.safetext import for_terminal
 
 MARKER_PREFIX = "cer_"
 """Put before a case's marker name when pytest or another plugin already uses the
@@ -989,7 +989,7 @@ class CerPlugin:
                 # pytest exits 0 for a -k selection that passed: the word says so too
                 coverage = _coverage_of(suite, run)
                 conformance = conformance_of(run, coverage, check, selection_passes=True)
-            line = console.summary_line(run, conformance=conformance)
+            line = text_report.summary_line(run, conformance=conformance)
             terminalreporter.write_line(f"  {for_terminal(line)}")
             for note in run.notes:
                 terminalreporter.write_line(for_terminal(f"  note: {note}"))

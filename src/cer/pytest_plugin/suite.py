@@ -14,8 +14,8 @@ import pytest
 
 from cer.categories import CategoryConfigError
 from cer.engine.options import RunCancelled, RunOptions
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
 from cer.events import CaseFinished, ImplementationLoaded, RunEvent, RunFinished
 from cer.model import (
     CASE_CLASS_TO_ARRAY,
@@ -27,10 +27,10 @@ from cer.model import (
     Status,
     Suite,
 )
-from cer.safetext import for_terminal
 from cer.suite.selection import Selection
-from cer.tomltext import input_line
-from cer.tracebacks import trim
+from cer.text.safetext import for_terminal
+from cer.text.tomltext import input_line
+from cer.text.tracebacks import trim
 
 
 @dataclass
@@ -223,8 +223,8 @@ def failure_text(suite: Suite, case: Case, result: CaseResult) -> str:
     if result.traceback and result.status is Status.ERRORED:
         lines.append("")
         lines.append("implementation traceback:")
-        # Without the runner's own frames, as cer run and cer-tui show it (cer.tracebacks).
+        # Without the runner's own frames, as cer run and cer-tui show it (cer.text.tracebacks).
         shown = trim(result.traceback).rstrip()
         lines.extend(f"    {text}" for text in shown.splitlines())
-    # The implementation's text is shown, never obeyed by the terminal (cer.safetext).
+    # The implementation's text is shown, never obeyed by the terminal (cer.text.safetext).
     return for_terminal("\n".join(lines))

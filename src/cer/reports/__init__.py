@@ -20,7 +20,7 @@ from typing import Any
 
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 from cer.results import serialize
-from cer.safetext import for_json
+from cer.text.safetext import for_json
 
 __all__ = [
     "FORMATS",

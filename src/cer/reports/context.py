@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cer.coverage import Coverage
+from cer.constraints import Coverage
 from cer.model import RunResult, Suite
 from cer.results.conformance import Conformance, conformance_of
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from cer.engine.options import OTHER_SHARD
 from cer.model import Status
 from cer.reports.context import ReportContext, suite_display_path
-from cer.safetext import for_terminal
+from cer.text.safetext import for_terminal
 
 __all__ = ["escape_data", "escape_property", "render"]
 

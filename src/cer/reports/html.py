@@ -43,8 +43,8 @@ from cer.model import (
 )
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 from cer.results.baseline import BaselineCheck
-from cer.safetext import INVISIBLE_CHARS
-from cer.tomltext import inline, shown_input, table_lines
+from cer.text.safetext import INVISIBLE_CHARS
+from cer.text.tomltext import inline, shown_input, table_lines
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -257,7 +257,7 @@ class Failure:
     detailed: bool = True
     """False past :data:`DETAILED_FAILURES`: no mismatches or streams shown."""
     input: str = ""
-    """The case's input on one line (:func:`cer.tomltext.shown_input`), cut when long."""
+    """The case's input on one line (:func:`cer.text.tomltext.shown_input`), cut when long."""
     input_whole: str = ""
     """The whole input as ``key = value`` lines, when :attr:`input` was cut."""
     expected: str = ""

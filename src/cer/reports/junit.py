@@ -19,8 +19,8 @@ import xml.etree.ElementTree as ET
 from cer.judge.verdict import REPORTED_NOTE
 from cer.model import CASE_CLASSES, CaseResult, Status
 from cer.reports.context import ReportContext, iso_time, suite_display_path
-from cer.safetext import for_terminal
-from cer.tomltext import input_line
+from cer.text.safetext import for_terminal
+from cer.text.tomltext import input_line
 
 __all__ = ["render"]
 
@@ -28,7 +28,7 @@ _ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(text: str) -> str:
-    """``text`` with what :func:`cer.safetext.for_terminal` escapes (control and bidi
+    """``text`` with what :func:`cer.text.safetext.for_terminal` escapes (control and bidi
     characters, lone surrogates: a CI page or log shows the report) and every other
     character XML 1.0 forbids replaced by a visible escape."""
     return _ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", for_terminal(text))
@@ -40,7 +40,7 @@ def _seconds(ms: int | float | None) -> str:
 
 def _detail(result: CaseResult, input_text: str) -> str:
     """The body of a failure or error: the reason, each mismatch, the case's input
-    (:func:`cer.tomltext.input_line`), the traceback."""
+    (:func:`cer.text.tomltext.input_line`), the traceback."""
     parts = [result.reason or ""]
     for mismatch in result.mismatches:
         line = mismatch.message

@@ -17,14 +17,14 @@ import json
 from typing import Any
 
 from cer import __version__
-from cer.coverage import Coverage
+from cer.constraints import Coverage
 from cer.history.records import ApprovalEvent
 from cer.model import CASE_CLASSES, Case, Summary
 from cer.reports.context import ReportContext, iso_time, suite_display_path
 from cer.results import serialize
 from cer.results.conformance import conformance_of
 from cer.review.provenance import Provenance, case_text_hash, clean_name, read_provenance
-from cer.safetext import for_json
+from cer.text.safetext import for_json
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "conformance", "manifest_document", "render"]
 

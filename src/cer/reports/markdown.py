@@ -16,7 +16,7 @@ code span Markdown parses nothing: no HTML, link, image, emphasis, ``@mention`` 
 ``#reference``), with a table pipe escaped in a table cell; :func:`block` puts a
 multi-line value in a fenced code block whose fence is longer than any run of
 backticks in it, so no line of it can close the block. Control and bidi characters
-become visible escapes first (:func:`cer.safetext.for_terminal`), and every value is
+become visible escapes first (:func:`cer.text.safetext.for_terminal`), and every value is
 cut to a bounded length, saying so.
 
 The whole report stays within :data:`SIZE_LIMIT` bytes (GitHub takes at most 1 MiB of
@@ -31,12 +31,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cer import tomltext
 from cer.judge.compare import RUNNER_OBSERVED_KEYS, shown_measurement, shown_mismatch_observed
 from cer.judge.verdict import REPORTED_NOTE
 from cer.model import CASE_CLASS_TO_ARRAY, MISSING, Case, CaseResult, Status
 from cer.reports.context import ReportContext, suite_display_path
-from cer.safetext import for_terminal
+from cer.text import tomltext
+from cer.text.safetext import for_terminal
 
 __all__ = ["SIZE_LIMIT", "Page", "block", "html_inline", "inline", "render"]
 

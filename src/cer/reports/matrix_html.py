@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from cer import __version__
-from cer.matrix import STATES, Agreement, GroupBy, Matrix, Row, describe_agree_on
 from cer.model import CaseResult, ImplementationOrigin, Suite
 from cer.reports import html
 from cer.reports.context import suite_display_path
+from cer.results.matrix import STATES, Agreement, GroupBy, Matrix, Row, describe_agree_on
 
 __all__ = ["TEMPLATE", "page_model", "render"]
 

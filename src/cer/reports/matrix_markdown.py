@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cer.matrix import Matrix, Row, describe_agree_on
 from cer.model import Suite
 from cer.reports.context import suite_display_path
 from cer.reports.markdown import Page, inline
+from cer.results.matrix import Matrix, Row, describe_agree_on
 
 __all__ = ["WHERE_THE_REST_IS", "render"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cer.coverage import CoverageError, suite_coverage
+from cer.constraints import CoverageError, suite_coverage
 from cer.history.database import History
 from cer.history.records import RunRecord
 from cer.model import ARRAY_TO_CASE_CLASS, CASE_CLASS_TO_ARRAY, Case, RunResult, Suite

@@ -16,7 +16,7 @@ from typing import Any
 from cer.judge.verdict import REPORTED_NOTE
 from cer.model import Status
 from cer.reports.context import ReportContext, suite_display_path
-from cer.safetext import for_terminal
+from cer.text.safetext import for_terminal
 
 __all__ = ["render"]
 

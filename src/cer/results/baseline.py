@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cer.engine.kinds import guess_kind
-from cer.labels import short_label
 from cer.model import CaseResult, RunResult, Status, Suite
+from cer.results.labels import short_label
 from cer.results.merge import owned_results
 
 __all__ = [

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cer.coverage import Coverage
+from cer.constraints import Coverage
 from cer.engine.options import OTHER_SHARD, STOPPED
 from cer.model import CaseResult, RunResult, Status, Summary
 from cer.results.baseline import BaselineCheck

@@ -34,7 +34,7 @@ from typing import Any
 from cer.events import CaseFinished, RunEvent, RunStarted
 from cer.model import Case, RunResult, Suite
 from cer.results import serialize
-from cer.safetext import for_json
+from cer.text.safetext import for_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LineWriter", "LinesRead", "read_lines"]
 

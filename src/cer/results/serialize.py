@@ -13,7 +13,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cer import plaindata
 from cer.model import (
     MISSING,
     CaseResult,
@@ -24,6 +23,7 @@ from cer.model import (
     Summary,
     fail_class_of,
 )
+from cer.wire import plaindata
 
 FORMAT = "cer-results"
 FORMAT_VERSION = 1

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cer.coverage import Coverage, CoverageFigures
+from cer.constraints import Coverage, CoverageFigures
 from cer.judge.compare import REJECTION_KEYS, RUNNER_OBSERVED_KEYS, is_operator_key, operator_of
 from cer.model import CASE_CLASS_TO_ARRAY, Case, Suite
 

@@ -40,8 +40,8 @@ from tomlkit.items import AoT, Item, Table
 
 from cer.model import ARRAY_TO_CASE_CLASS
 from cer.review.derive import ENFORCEABILITY, Draft
-from cer.safetext import INVISIBLE_CHARS, scrub
-from cer.tomltext import basic_string
+from cer.text.safetext import INVISIBLE_CHARS, scrub
+from cer.text.tomltext import basic_string
 
 __all__ = [
     "DraftFile",
@@ -201,7 +201,7 @@ def load_drafts(path: str | Path) -> DraftFile:
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # What a TOML file should not carry raw, though a basic string may: the characters
-# cer.safetext shows as escapes on a terminal (C0 but tab and newline, DEL, C1, the
+# cer.text.safetext shows as escapes on a terminal (C0 but tab and newline, DEL, C1, the
 # bidi controls and invisible joiners), plus the carriage return a reader may fold.
 _ESCAPED = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE_CHARS}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")

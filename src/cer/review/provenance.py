@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from cer.model import Case, Suite
 from cer.results import serialize
-from cer.safetext import INVISIBLE_CHARS
+from cer.text.safetext import INVISIBLE_CHARS
 
 __all__ = [
     "Origin",

@@ -32,14 +32,14 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from cer.engine.options import RunOptions, resolve_jobs
+from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.engine.workerproc import WarmWorkers
-from cer.matrix import Matrix, short_label, unique_labels
 from cer.model import Suite
 from cer.results.baseline import Baseline
-from cer.safetext import for_terminal
+from cer.results.matrix import Matrix, short_label, unique_labels
 from cer.suite.cache import load_suite_cached
 from cer.suite.selection import Selection, name_matches
+from cer.text.safetext import for_terminal
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
 from cer.tui.keys import bindings, global_keys

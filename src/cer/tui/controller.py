@@ -23,20 +23,21 @@ from textual.message import Message
 from textual.worker import Worker
 from watchfiles import awatch
 
-from cer import events, frontend
+from cer import events
 from cer.config import configured_history_max_bytes
-from cer.coverage import MODULE_DOC, Coverage, CoverageFigures, compute_coverage
+from cer.constraints import MODULE_DOC, Coverage, CoverageFigures, compute_coverage
 from cer.engine.options import RunCancelled, RunOptions
+from cer.history import recall
 from cer.history.database import History
 from cer.history.records import HistoryError
-from cer.matrix import Known, build_matrix
 from cer.model import CaseResult, RunResult, Suite
 from cer.results.baseline import Baseline, check_run
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
+from cer.results.matrix import Known, build_matrix
 from cer.review.derive import coverage_figures
-from cer.safetext import for_terminal
 from cer.suite.loader import SuiteError
 from cer.suite.selection import Selection
+from cer.text.safetext import for_terminal
 from cer.tui import messages
 from cer.tui.plain import notify
 from cer.tui.state.board import Row
@@ -313,7 +314,7 @@ class RunController:
             if cancel.is_set():
                 return
             if isinstance(event, events.CaseFinished):
-                # Whatever the screen shows of it goes through cer.safetext.displayed
+                # Whatever the screen shows of it goes through cer.text.safetext.displayed
                 # (keep, KeptResult.result): shown, never obeyed.
                 position = event.result.position
                 if position >= len(streamed):
@@ -422,7 +423,7 @@ class RunController:
         self._worker(compute, "coverage", "compute constraint coverage")
 
     def request_matrix(self) -> None:
-        """Compare the lanes case by case (cer.matrix), off the event loop."""
+        """Compare the lanes case by case (cer.results.matrix), off the event loop."""
         suite = self.session.suite
         if suite is None:
             return
@@ -594,7 +595,7 @@ class RunController:
                         problem = f"no run of {suite_name} is recorded in {path}"
                         return messages.RecordedFailures(None, problem=problem)
                     return messages.RecordedFailures(latest.names, run_id=latest.run_id[:8])
-                last = frontend.failed_last_time(history, self.suite_path, self.implementations)
+                last = recall.failed_last_time(history, self.suite_path, self.implementations)
                 if last.missing is not None:
                     label = self.labels[self.implementations.index(last.missing)]
                     problem = f"no run of {label} on {suite_name} is recorded in {path}"
@@ -767,7 +768,7 @@ def record_run(
     verdict = run_verdict(suite, run, doc, figures, baseline, label, others)
     try:
         with History.open(path, max_bytes=configured_history_max_bytes(suite.directory)) as history:
-            flaky = frontend.record_run(history, run, suite, figures, verdict)
+            flaky = recall.record_run(history, run, suite, figures, verdict)
             trend = coverage_trend(history, suite, run)
     except HistoryError as error:
         return messages.HistoryRecorded(generation, run.run_id, error=str(error), lane=index)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from textual.message import Message
 
-from cer.coverage import CoverageFigures
-from cer.matrix import Matrix
+from cer.constraints import CoverageFigures
 from cer.model import RunResult, Suite
+from cer.results.matrix import Matrix
 from cer.suite.selection import Selection
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc
 from cer.tui.state.details import Details

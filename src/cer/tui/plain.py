@@ -5,7 +5,7 @@ content markup: ``[b]4[/b]`` would show as a bold ``4``, and ``[/nope]`` raises 
 the app down. What the implementation said (a value, a reason, a message, a file name)
 reaches a widget only through this module: :func:`plain` makes a ``rich.text.Text``
 (never parsed) with control and bidi characters shown as escapes
-(:func:`cer.safetext.for_terminal`), and :func:`notify` posts a notification with
+(:func:`cer.text.safetext.for_terminal`), and :func:`notify` posts a notification with
 markup off. cer's own strings go the same way, so no call site has to know which is which.
 """
 
@@ -17,7 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.notifications import SeverityLevel
 
-from cer.safetext import for_terminal
+from cer.text.safetext import for_terminal
 
 __all__ = ["Notifier", "notify", "plain"]
 

@@ -14,9 +14,9 @@ import traceback
 from collections.abc import Collection
 from typing import Any
 
-from cer import plaindata
-from cer.caseview import CaseView
-from cer.wire import (
+from cer.wire import plaindata
+from cer.wire.caseview import CaseView
+from cer.wire.messages import (
     AFTER_RETURN,
     BASE_EXCEPTION,
     ENCODE_FAILED,

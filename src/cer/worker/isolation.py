@@ -15,8 +15,8 @@ import termios
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata
 from cer.process_tree import prctl_function
+from cer.wire import plaindata
 from cer.worker.call import (
     execute_case,
 )

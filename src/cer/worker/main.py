@@ -26,8 +26,16 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from cer import plaindata, sandbox
-from cer.framing import (
+from cer import sandbox
+from cer.process_tree import (
+    become_subreaper,
+    children_of,
+    kill_strays,
+    signal_name,
+)
+from cer.sandbox import scratch
+from cer.wire import plaindata
+from cer.wire.framing import (
     HEADER,
     KIND_CASE,
     KIND_JSON,
@@ -39,14 +47,7 @@ from cer.framing import (
     read_frame,
     write_all,
 )
-from cer.process_tree import (
-    become_subreaper,
-    children_of,
-    kill_strays,
-    signal_name,
-)
-from cer.sandbox import scratch
-from cer.wire import CRASH_KINDS, SEQ, CaseMessage, Exit, WorkerMessage
+from cer.wire.messages import CRASH_KINDS, SEQ, CaseMessage, Exit, WorkerMessage
 from cer.worker.call import (
     STDLIB,
     StdlibTrees,

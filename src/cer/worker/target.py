@@ -8,7 +8,7 @@ import inspect
 from types import FunctionType, MethodType
 from typing import Any
 
-from cer.caseview import CaseView
+from cer.wire.caseview import CaseView
 
 
 class SetupFailed(Exception):

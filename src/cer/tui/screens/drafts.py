@@ -37,8 +37,8 @@ from cer.review.approve import ApprovalError, approve_draft, approver_name, disc
 from cer.review.derive import Draft
 from cer.review.drafts import DraftsError, drafts_path, load_drafts, set_observed
 from cer.review.observe import DraftRun, run_drafts
-from cer.safetext import for_json
 from cer.suite.loader import SuiteError, load_suite
+from cer.text.safetext import for_json
 from cer.tui.plain import notify, plain
 from cer.tui.state.editor import Launcher, editor_command
 

@@ -22,8 +22,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from cer.matrix import CellState, Matrix
 from cer.model import Status
+from cer.results.matrix import CellState, Matrix
 from cer.tui.state.matrix_layout import filters
 from cer.tui.widgets.matrix_table import MatrixTable
 

@@ -27,11 +27,11 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Input
 
+from cer.config import repro_command_many
 from cer.engine.options import RunOptions
-from cer.frontend import repro_command_many
 from cer.model import Suite
 from cer.suite.selection import Selection, name_matches
-from cer.tracebacks import SourceReader, implementation_site
+from cer.text.tracebacks import SourceReader, implementation_site
 from cer.tui import messages
 from cer.tui.controller import LoadFunction, RunController, RunFunction
 from cer.tui.keys import bindings, screen_keys
@@ -536,7 +536,7 @@ class RunScreen(Screen[None]):
             )
             return
         # The file name is the implementation's claim: open only a file it loaded and
-        # could read (cer.tracebacks.SourceReader), never one a traceback merely names.
+        # could read (cer.text.tracebacks.SourceReader), never one a traceback merely names.
         lanes = self.cer.session.lanes
         access = lanes[0].source_access if lanes else None
         data = SourceReader(access).source(site)

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from cer.matrix import Agreement
 from cer.model import Case, CaseResult, RunResult, Status, Suite
+from cer.results.matrix import Agreement
 from cer.suite.selection import Selection
 from cer.tui.state.kept import KeptResult
 from cer.tui.state.known import KnownFailures, Listing

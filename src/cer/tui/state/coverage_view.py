@@ -19,7 +19,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from cer.coverage import (
+from cer.constraints import (
     MODULE_DOC,
     ConstraintCoverage,
     ConstraintSet,

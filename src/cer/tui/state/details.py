@@ -18,9 +18,9 @@ from rich.style import Style
 from rich.text import Text
 
 from cer.model import Case, CaseResult, SourceAccess, Status
-from cer.safetext import for_terminal
-from cer.tomltext import shown_input, table_lines
-from cer.tracebacks import code_frame, implementation_site, trim
+from cer.text.safetext import for_terminal
+from cer.text.tomltext import shown_input, table_lines
+from cer.text.tracebacks import code_frame, implementation_site, trim
 from cer.tui.state.board import Change, Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
 from cer.tui.state.diffing import render_result_diff
@@ -152,7 +152,7 @@ def render_reason(
         text.append(result.reason)
         text.append("\n")
     if result.status in (Status.FAIL, Status.ERRORED):
-        # The input beside the reason, as TOML on one line (cer.tomltext): the Case tab
+        # The input beside the reason, as TOML on one line (cer.text.tomltext): the Case tab
         # shows it whole.
         shown = shown_input(row.case.input)
         text.append("\n")
@@ -244,7 +244,7 @@ def render_case(case: Case, styles: DetailStyles) -> Text:
 
 
 def _as_toml(value: Mapping[str, Any]) -> str:
-    """A declared table whole, as the TOML lines under its header (cer.tomltext)."""
+    """A declared table whole, as the TOML lines under its header (cer.text.tomltext)."""
     if not value:
         return "  (empty)"
     return "\n".join(f"  {line}" for line in table_lines(value))

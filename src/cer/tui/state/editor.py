@@ -1,5 +1,5 @@
 """The command cer-tui hands to the editor to open a file at its line (the one-line
-``cer run`` that reproduces a case is :func:`cer.frontend.repro_command`), and how such
+``cer run`` that reproduces a case is :func:`cer.config.repro_command`), and how such
 an outside program is launched.
 
 The file can be the implementation's (``E``, from a traceback), so no name may turn

@@ -14,7 +14,7 @@ from anywhere else, so unpickling them rebuilds exactly those plain values (and
 :class:`~cer.model.Mismatch` and :data:`~cer.model.MISSING`), nothing else.
 
 What comes out is for a screen: :meth:`KeptResult.result` passes it through
-:func:`cer.safetext.displayed` (the implementation's text shown as escapes, never
+:func:`cer.text.safetext.displayed` (the implementation's text shown as escapes, never
 obeyed), as the results the TUI held whole were.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from cer.model import CaseResult, FailClass, Mismatch, Status
 from cer.results.baseline import never_ran
-from cer.safetext import displayed
+from cer.text.safetext import displayed
 
 _Evidence = tuple[
     str | None,  # reason
@@ -126,7 +126,7 @@ class KeptResult:
         )
 
     def result(self) -> CaseResult:
-        """The whole result as a screen may show it (:func:`cer.safetext.displayed`):
+        """The whole result as a screen may show it (:func:`cer.text.safetext.displayed`):
         unpacked, or the one kept whole."""
         if self.whole is not None:
             return self.whole

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cer.engine.options import RunOptions
-from cer.labels import short_label
 from cer.model import Status, Suite
 from cer.results.baseline import Baseline, BaselineEntry, unmatched_entries
+from cer.results.labels import short_label
 
 Listing = Literal["known", "stale", "otherwise"]
 """What a listed case's latest status makes of its entry: ``known`` (it failed as

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from rich.style import Style
 from rich.text import Text
 
-from cer.matrix import Agreement, CellState, Matrix, Row
 from cer.model import RunResult, Status
 from cer.results.conformance import conformance_of
-from cer.tomltext import inline
+from cer.results.matrix import Agreement, CellState, Matrix, Row
+from cer.text.tomltext import inline
 from cer.tui.state.formatting import SYMBOLS
 
 WORDS: dict[Status | None, str] = {

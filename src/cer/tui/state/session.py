@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from cer.coverage import CoverageFigures
+from cer.constraints import CoverageFigures
 from cer.engine.kinds import kind_named
 from cer.engine.options import RunOptions
-from cer.matrix import Matrix
 from cer.model import CaseResult, RunResult, SourceAccess, Status, Suite
 from cer.results.baseline import Baseline
+from cer.results.matrix import Matrix
 from cer.suite.selection import Selection
-from cer.tracebacks import trim
+from cer.text.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, PartialRun, SummaryState
 from cer.tui.state.board import Board, Counts, Row
 from cer.tui.state.coverage_view import CoverageView

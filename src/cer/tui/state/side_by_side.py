@@ -9,7 +9,7 @@ Coverage have a section per implementation. Pure Rich, no Textual: the app calls
 :func:`render_details_many` from its detail worker, as it calls
 :func:`~cer.tui.state.details.render_details` for one implementation.
 
-Implementations are compared as :mod:`cer.matrix` compares them (strictly, without
+Implementations are compared as :mod:`cer.results.matrix` compares them (strictly, without
 ``elapsed_ms``), on the results the list shows now, so the panes agree with the cells
 even while a run is in flight.
 """
@@ -26,8 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cer.judge.equality import format_value, values_equal
-from cer.matrix import IGNORED_KEYS, comparable, differing_keys
 from cer.model import MISSING, Case, CaseResult, Mismatch, SourceAccess, Status
+from cer.results.matrix import IGNORED_KEYS, comparable, differing_keys
 from cer.tui.state.board import Row
 from cer.tui.state.coverage_view import CoverageView, render_coverage
 from cer.tui.state.details import (
@@ -55,7 +55,7 @@ class LaneRow:
     flaky: bool = False
     notes: tuple[str, ...] = ()
     access: SourceAccess | None = None
-    """Which implementation files its code frame may show (cer.tracebacks)."""
+    """Which implementation files its code frame may show (cer.text.tracebacks)."""
     known: str | None = None
     """What the known-failures baseline says of the row (a known failure and why, a
     stale entry, a regression of a listed case); None when it is not listed."""
@@ -80,7 +80,7 @@ class Comparison:
     differing_keys: tuple[str, ...]
     left_out: tuple[str, ...] = ()
     """Labels not compared: they observed nothing in their whole run (see
-    :attr:`cer.matrix.Matrix.unobserved`)."""
+    :attr:`cer.results.matrix.Matrix.unobserved`)."""
 
     @property
     def compared(self) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from watchfiles import Change
 
-from cer.coverage import MODULE_DOC
+from cer.constraints import MODULE_DOC
 from cer.model import Suite, same_definition
 
 IGNORED_DIRS: frozenset[str] = frozenset(

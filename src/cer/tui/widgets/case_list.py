@@ -27,8 +27,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cer.matrix import Agreement
 from cer.model import Status
+from cer.results.matrix import Agreement
 from cer.tui.keys import LIST_KEYS, bindings
 from cer.tui.state.board import Board, Change, Row
 from cer.tui.state.formatting import CHANGE_MARKS, FLAKY_MARK, SYMBOLS, column_labels, format_ms

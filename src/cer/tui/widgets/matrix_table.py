@@ -17,8 +17,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cer.matrix import CellState, Matrix
 from cer.model import Status
+from cer.results.matrix import CellState, Matrix
 from cer.tui.state.matrix_layout import Entry, MatrixLayout
 
 STATUS_COMPONENTS: dict[Status | None, str] = {

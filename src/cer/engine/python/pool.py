@@ -10,24 +10,21 @@ a verdict through :mod:`cer.judge.verdict`. See docs/execution-model.md.
 from __future__ import annotations
 
 import select
-import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from cer.engine.alone import AloneCases
-from cer.engine.execution import Execution
+from cer.engine.execution import Setup
 from cer.engine.identity import Identity, one_off_id
-from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.options import (
-    RunOptions,
     resolve_jobs,
 )
 from cer.engine.plan import Planned
-from cer.engine.provided import code_changed
-from cer.engine.restarts import START_ATTEMPTS, Restarts
-from cer.engine.workerproc import (
+from cer.engine.python.alone import AloneCases
+from cer.engine.python.imports import LOAD_TIMEOUT_MIN, Imports, known_id
+from cer.engine.python.provided import Provided, code_changed
+from cer.engine.python.state import PythonExecution
+from cer.engine.python.workerproc import (
     POLL,
     REPORT_GRACE,
     Message,
@@ -37,9 +34,7 @@ from cer.engine.workerproc import (
     case_id,
     encode_case,
 )
-from cer.events import (
-    RunEvent,
-)
+from cer.engine.restarts import START_ATTEMPTS, Restarts
 from cer.judge.verdict import (
     Outcome,
     asks_memory,
@@ -47,7 +42,7 @@ from cer.judge.verdict import (
     judge,
     outcome_from_worker,
 )
-from cer.model import FailClass, Suite
+from cer.model import FailClass
 
 PROVIDED_MEMORY = (
     "could not verify resident_memory_mb: the implementation was given as an object, so "
@@ -108,18 +103,21 @@ class _Lane:
         take a case handed over before (it cannot have prepared an answer)."""
 
 
-class WorkerPool(Execution):
-    """Runs the cases of a Python implementation in worker processes."""
+class WorkerPool(PythonExecution):
+    """Runs the cases of a Python implementation in worker processes.
+
+    Built like :class:`~cer.engine.python.state.PythonExecution`: the run's setup, the
+    warm workers it may take, and the implementation when it was given as an object."""
 
     def __init__(
         self,
-        suite: Suite,
-        options: RunOptions,
-        emit: Callable[[RunEvent], None],
-        cancel: threading.Event | None,
+        setup: Setup,
+        *,
         warm: WarmWorkers | None = None,
+        provided: Provided | None = None,
     ) -> None:
-        super().__init__(suite, options, emit, cancel, warm)
+        super().__init__(setup, warm=warm, provided=provided)
+        suite = setup.suite
         self.imports = Imports(self)
         """The implementation as the workers import it: the run's id and events."""
         self.lanes: list[_Lane] = []
@@ -134,7 +132,7 @@ class WorkerPool(Execution):
         """The run's restarts of lost workers, said in its notes (see :meth:`run`)."""
 
     encode = staticmethod(encode_case)
-    """The case message of a planned case (:func:`cer.engine.workerproc.encode_case`)."""
+    """The case message of a planned case (:func:`cer.engine.python.workerproc.encode_case`)."""
 
     def start_lane(self, lane: _Lane) -> None:
         """Start the lane's worker (a warm one when there is one) and ask it to load
@@ -160,7 +158,7 @@ class WorkerPool(Execution):
 
     def new_worker(self) -> WorkerProcess:
         """A new worker: a fresh interpreter, or for an implementation given as an
-        object, a fork of this process that holds it (:mod:`cer.engine.provided`)."""
+        object, a fork of this process that holds it (:mod:`cer.engine.python.provided`)."""
         if self.provided is not None:
             self.check_provided_code()
             return WorkerProcess(provided=self.options.implementation)
@@ -168,7 +166,7 @@ class WorkerPool(Execution):
 
     def check_provided_code(self) -> None:
         """Before a worker is forked: when the code of the implementation given as an
-        object changed since the run named it (:func:`cer.engine.provided.code_changed`),
+        object changed since the run named it (:func:`cer.engine.python.provided.code_changed`),
         the run's id becomes a one-off, with a note, since that worker runs other code."""
         provided = self.provided
         implementation = self.options.implementation
@@ -843,4 +841,5 @@ class WorkerPool(Execution):
         self.record(judge(item.case, outcome))
 
     def live_pids(self) -> set[int]:
-        return {lane.worker.process.pid for lane in self.lanes if lane.worker is not None}
+        mine = {lane.worker.process.pid for lane in self.lanes if lane.worker is not None}
+        return mine | super().live_pids()

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from cer.engine.identity import scope_for
 from cer.model import ImplementationOrigin
-from cer.safetext import scrub
+from cer.text.safetext import scrub
 
 __all__ = [
     "MAX_DISTRIBUTIONS",

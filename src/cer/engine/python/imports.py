@@ -2,7 +2,7 @@
 own finding: the run's id starts at the first import and grows by the files cases
 loaded (checked and hashed by :mod:`cer.engine.identity`), and an import that fails
 decides every case it leaves. Both ways the pool runs a case, on a lane of the pool
-(:mod:`cer.engine.pool`) and in a worker of its own (:mod:`cer.engine.alone`), report
+(:mod:`cer.engine.python.pool`) and in a worker of its own (:mod:`cer.engine.python.alone`), report
 their workers' imports here."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cer.engine.execution import Execution
 from cer.engine.identity import UNKNOWN, UNVERIFIED, Identity, Scope, extend, identify, scope_for
 from cer.engine.options import search_paths
 from cer.engine.plan import Planned
-from cer.engine.provided import LOAD_NAME
-from cer.engine.workerproc import Message
+from cer.engine.python.provided import LOAD_NAME
+from cer.engine.python.state import PythonExecution
+from cer.engine.python.workerproc import Message
 from cer.events import ImplementationFailed, ImplementationLoaded
 from cer.judge.verdict import errored
-from cer.wire import LoadRequest
+from cer.wire.messages import LoadRequest
 
 LOAD_TIMEOUT_MIN = 30.0
 """Importing an implementation may take longer than one case; this is its floor."""
@@ -40,21 +40,21 @@ class Imports:
     """What the workers of ``execution`` say about importing its implementation, as
     the run's id and events: data checked here, never taken at its word."""
 
-    def __init__(self, execution: Execution) -> None:
+    def __init__(self, execution: PythonExecution) -> None:
         self.execution = execution
         self._scope: Scope | None = None
 
     def load_request(self, isolation: str, *, confine: bool | None = None) -> LoadRequest:
         """What a worker is asked to import: the implementation, under the run's
         sandbox, with its cases kept apart by ``isolation``. ``confine`` (a worker of
-        its own for one case, :mod:`cer.engine.alone`) says whether new processes are
+        its own for one case, :mod:`cer.engine.python.alone`) says whether new processes are
         forbidden before the import."""
         execution = self.execution
         options, policy = execution.options, execution.policy
         request = LoadRequest(
             op="load",
             # An object given as the implementation is found where the forked worker
-            # was told to look (cer.engine.provided), under no name of the caller's.
+            # was told to look (cer.engine.python.provided), under no name of the caller's.
             impl=LOAD_NAME if execution.provided is not None else options.impl,
             paths=search_paths(execution.suite, options),
             isolation=isolation,
@@ -79,7 +79,7 @@ class Imports:
     def identify(self, reported: object) -> Identity:
         """The identity of what a worker loaded, from the files it ``reported``
         (:func:`cer.engine.identity.identify`); for an implementation given as an
-        object, the supervisor's own, from its code (:mod:`cer.engine.provided`): the
+        object, the supervisor's own, from its code (:mod:`cer.engine.python.provided`): the
         worker imported nothing for it."""
         provided = self.execution.provided
         if provided is not None:

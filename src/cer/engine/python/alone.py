@@ -1,7 +1,7 @@
 """A case that runs alone, inline in a worker of its own: a process the supervisor
 started and reaps itself, so that the case's crash (``crashed = true``) and its memory
 (``resident_memory_mb``) are the runner's own observation, never the worker's word.
-The pool (:mod:`cer.engine.pool`) hands such cases here after its lanes are done."""
+The pool (:mod:`cer.engine.python.pool`) hands such cases here after its lanes are done."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cer.engine.execution import Execution
-from cer.engine.imports import LOAD_TIMEOUT_MIN, Imports
 from cer.engine.plan import Planned
-from cer.engine.workerproc import (
+from cer.engine.python.imports import LOAD_TIMEOUT_MIN, Imports
+from cer.engine.python.state import PythonExecution
+from cer.engine.python.workerproc import (
     POLL,
     REPORT_GRACE,
     Message,
@@ -104,7 +104,7 @@ class AloneCases:
     """Runs the cases of ``execution`` that run alone, each in a worker of its own;
     what their workers say about the import goes to ``imports``, the pool's."""
 
-    def __init__(self, execution: Execution, imports: Imports) -> None:
+    def __init__(self, execution: PythonExecution, imports: Imports) -> None:
         self.execution = execution
         self.imports = imports
         self.memory_controller: memory_cgroup.Controller | None = None
@@ -172,10 +172,10 @@ class AloneCases:
         yet: a cgroup of its own where one can be made (the run's first memory case
         looks for where), else a listing of ``/dev/shm`` to tell what the case leaves
         there (see :mod:`cer.sandbox.memory_cgroup`)."""
-        if not self.execution.memory_method:
+        if not self.execution.measured_by:
             found = memory_cgroup.locate()
             self.memory_controller = found if isinstance(found, memory_cgroup.Controller) else None
-            self.execution.memory_method = (
+            self.execution.measured_by = (
                 found.describe()
                 if isinstance(found, memory_cgroup.Controller)
                 else "peak resident memory plus the memory-backed files the case holds "

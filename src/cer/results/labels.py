@@ -2,7 +2,7 @@
 
 A label is chosen by the user (``label`` in ``[tool.cer] impls``) or made from how the
 implementation is named (:func:`short_label`), then made unique (:func:`unique_labels`).
-Every run resolves its labels, so this stays apart from :mod:`cer.matrix`, which only
+Every run resolves its labels, so this stays apart from :mod:`cer.results.matrix`, which only
 runs of several implementations need.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from cer.coverage import describe_unknown
+from cer.constraints import describe_unknown
 from cer.engine.options import OTHER_SHARD, STOPPED
 from cer.events import CaseFinished, ImplementationFailed, RunEvent, RunStarted
 from cer.judge.verdict import REPORTED_NOTE
@@ -29,17 +29,17 @@ from cer.model import (
     Status,
     Suite,
 )
-from cer.safetext import for_terminal
-from cer.tomltext import input_line
-from cer.tracebacks import SourceReader, failure_site, trim
+from cer.text.safetext import for_terminal
+from cer.text.tomltext import input_line
+from cer.text.tracebacks import SourceReader, failure_site, trim
 
 if TYPE_CHECKING:
     # The matrix is imported by whoever built one, and the history's records by whoever
     # read them: a one-implementation run needs neither (nor what they import).
-    from cer.coverage import Coverage, CoverageFigures
+    from cer.constraints import Coverage, CoverageFigures
     from cer.history.records import ApprovalEvent, CaseChange, CaseEntry, RunDiff, RunRecord
-    from cer.matrix import Group, GroupBy, Matrix, Row
     from cer.results.conformance import Conformance
+    from cer.results.matrix import Group, GroupBy, Matrix, Row
 
 SYMBOLS = {Status.PASS: "✔", Status.FAIL: "✘", Status.ERRORED: "‼", Status.SKIPPED: "○"}
 LABELS = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.ERRORED: "ERROR", Status.SKIPPED: "SKIP"}
@@ -181,7 +181,7 @@ def _not_loaded_by(reason: str | None, note: str) -> bool:
 def _code_frame_lines(traceback: str | None, reader: SourceReader) -> list[str]:
     """Where in the implementation's code it failed: the file, line and a few lines
     around it, read from the file the traceback names when it is one the implementation
-    loaded, else why no code is shown (cer.tracebacks)."""
+    loaded, else why no code is shown (cer.text.tracebacks)."""
     frame = reader.frame(failure_site(traceback))
     return frame.render() if frame is not None else []
 
@@ -272,7 +272,7 @@ def render_report(
             f"{paint(result.status, label)} {heading}{for_terminal(marker, multiline=False)}"
         )
         # Everything an implementation said is shown, never obeyed: control sequences
-        # and bidi controls appear as escapes (cer.safetext.for_terminal).
+        # and bidi controls appear as escapes (cer.text.safetext.for_terminal).
         if result.reason and result.status is not Status.PASS:
             lines.append(_indent(for_terminal(result.reason)))
         elif result.reason and REPORTED_NOTE in result.reason:
@@ -280,7 +280,7 @@ def render_report(
             said = [line for line in result.reason.splitlines() if REPORTED_NOTE in line]
             lines.append(_indent(for_terminal("\n".join(said))))
         if case is not None and result.status in (Status.FAIL, Status.ERRORED):
-            # The case's input beside its reason (cer.tomltext), cut with where it is whole.
+            # The case's input beside its reason (cer.text.tomltext), cut with where it is whole.
             lines.append(_indent(input_line(case.input, place)))
         if result.status is not Status.PASS:
             lines.extend(_indent(line) for line in _code_frame_lines(result.traceback, reader))
@@ -638,7 +638,7 @@ def _ranking_lines(matrix: Matrix, paint: Any) -> list[str]:
 
 
 def _marker(row: Row, words: bool) -> str:
-    from cer.matrix import Agreement
+    from cer.results.matrix import Agreement
 
     if row.agreement is Agreement.DISAGREE:
         return "≠ differ" if words else "≠"
@@ -673,7 +673,7 @@ def _group_line(
             f"{key}: {_describe_value(group.observation.get(key, MISSING))}" for key in keys
         )
     else:
-        from cer.matrix import IGNORED_KEYS
+        from cer.results.matrix import IGNORED_KEYS
 
         what = f"the same observation (apart from {', '.join(sorted(IGNORED_KEYS))})"
     status = f"{SYMBOLS[group.status]} {LABELS[group.status]:<5}"
@@ -688,7 +688,7 @@ def standing_known(matrix: Matrix, index: int) -> int:
 
 def _input_line(row: Row, width: int) -> str:
     """``      input: expression = "8 / 2 / 2"``: the case's input beside the verdicts."""
-    from cer.tomltext import shown_input
+    from cer.text.tomltext import shown_input
 
     text = " ".join(shown_input(dict(row.input)).text.split())
     return _clip(for_terminal(f"      input: {text}", multiline=False), width)
@@ -754,7 +754,7 @@ def render_matrix(
     order, when known, and so are ``baselines``: what each run's baseline check says
     (``2 known failures, 6 regressions``), after its verdict.
     """
-    from cer.matrix import Agreement
+    from cer.results.matrix import Agreement
 
     def paint(state: str | None, text: str) -> str:
         if not colour or state is None:
@@ -896,7 +896,7 @@ def render_matrix(
     compared = sum(
         1 for row in matrix.rows if row.agreement in (Agreement.AGREE, Agreement.DISAGREE)
     )
-    from cer.matrix import AGREE_ON_ALL, describe_agree_on
+    from cer.results.matrix import AGREE_ON_ALL, describe_agree_on
 
     on = describe_agree_on(matrix.agree_on)
     if disagreements:

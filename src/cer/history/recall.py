@@ -1,6 +1,6 @@
-"""What both front ends (``cer run`` and ``cer-tui``) do around a run: record it and read
-back its flaky cases, find what failed last time, name an implementation on a command
-line, and write the one-line ``cer run`` that reproduces a case.
+"""What both front ends (``cer run`` and ``cer-tui``) ask of the history around a run:
+record it and read back its flaky cases, and find what failed last time, each
+implementation found by its id without the hash (:func:`implementation_stem`).
 
 The front ends differ in how they tell the user (a line on stderr, a message on
 screen); what they read and write is decided here, once.
@@ -19,7 +19,7 @@ from cer.engine.options import RunOptions
 from cer.model import RunResult, Status, Suite
 
 if TYPE_CHECKING:
-    from cer.coverage import CoverageFigures
+    from cer.constraints import CoverageFigures
     from cer.history.database import History
     from cer.results.conformance import Conformance
 
@@ -28,8 +28,6 @@ __all__ = [
     "failed_last_time",
     "implementation_stem",
     "record_run",
-    "repro_command",
-    "repro_command_many",
 ]
 
 
@@ -94,31 +92,3 @@ def failed_last_time(
             name for name, status, _ in history.statuses(record.run_id) if status in _FAILED
         )
     return LastFailures(frozenset(names), tuple(run_ids))
-
-
-def repro_command(suite_path: Path, options: RunOptions, case_name: str) -> str:
-    """A one-line ``cer run`` that reruns one case with the same options."""
-    return repro_command_many(suite_path, (options,), case_name)
-
-
-def repro_command_many(
-    suite_path: Path, implementations: Sequence[RunOptions], case_name: str
-) -> str:
-    """A one-line ``cer run`` that reruns one case against every implementation, each
-    named by the option of its kind; the other settings are shared, so the first
-    implementation's are used."""
-    options = implementations[0]
-    words = ["cer", "run", str(suite_path)]
-    for each in implementations:
-        words += [kind_named(each.kind).option, each.impl]
-    for path in options.paths:
-        words += ["--path", path]
-    defaults = RunOptions(impl=options.impl)
-    if options.timeout != defaults.timeout:
-        words += ["--timeout", f"{options.timeout:g}"]
-    if options.isolation != defaults.isolation:
-        words += ["--isolation", options.isolation]
-    if options.max_memory is not None:
-        words += ["--max-memory", str(options.max_memory)]
-    words += ["--case", case_name]
-    return shlex.join(words)

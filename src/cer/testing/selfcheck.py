@@ -6,7 +6,7 @@ inline suite (TOML text), an inline implementation (Python source) and run optio
 :func:`cer.engine.runner.run_suite` on them, and reports what the run produced as an
 observation that the outer suite's ``expect`` tables check::
 
-    cer run evals.toml --impl cer.selfcheck:run_case
+    cer run evals.toml --impl cer.testing.selfcheck:run_case
 
 Input keys of a self-check case:
 

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, TypedDict
 
 SEQ = struct.Struct(">Q")
 """The sequence number before a case message in a ``KIND_CASE`` frame
-(:data:`cer.framing.KIND_CASE`): the unguessable id a result must name."""
+(:data:`cer.wire.framing.KIND_CASE`): the unguessable id a result must name."""
 
 
 # --- the supervisor's requests ----------------------------------------------------------
@@ -43,7 +43,7 @@ class LoadRequest(TypedDict, total=False):
 
 
 class CaseMessage(TypedDict):
-    """One case, encoded with :mod:`cer.plaindata` after its :data:`SEQ` number."""
+    """One case, encoded with :mod:`cer.wire.plaindata` after its :data:`SEQ` number."""
 
     name: str
     case_class: str
@@ -144,7 +144,7 @@ class Payload(TypedDict, total=False):
 
     k: PayloadKind
     v: Any
-    """The returned value, as :func:`cer.plaindata.to_wire` wrote it."""
+    """The returned value, as :func:`cer.wire.plaindata.to_wire` wrote it."""
     type: str
     qualname: str
     msg: str

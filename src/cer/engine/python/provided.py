@@ -38,7 +38,7 @@ from importlib.machinery import SOURCE_SUFFIXES
 from typing import Any
 
 from cer.engine.identity import UNVERIFIED, Budget, Identity, file_digest, one_off_id
-from cer.safetext import for_terminal
+from cer.text.safetext import for_terminal
 
 __all__ = ["LOAD_NAME", "Provided", "code_changed", "describe", "serve_forked"]
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cer.safetext import INVISIBLE_CHARS
+from cer.text.safetext import INVISIBLE_CHARS
 
 __all__ = [
     "INPUT_SHOWN_CHARS",

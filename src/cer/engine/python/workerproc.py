@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cer
-from cer import plaindata
 from cer.engine import spawned
-from cer.framing import (
+from cer.process_tree import end_process, signal_name
+from cer.wire import plaindata
+from cer.wire.framing import (
     KIND_CASE,
     KIND_JSON,
     KIND_RAW,
@@ -32,8 +33,7 @@ from cer.framing import (
     pack,
     split_frames,
 )
-from cer.process_tree import end_process, signal_name
-from cer.wire import SEQ, CaseMessage
+from cer.wire.messages import SEQ, CaseMessage
 
 if TYPE_CHECKING:
     from cer.engine.plan import Planned
@@ -116,7 +116,7 @@ class WorkerProcess:
 
         With ``provided`` (an implementation given as an object), the worker is a fork
         of this process that never starts a program of its own, so that it holds the
-        object (:func:`cer.engine.provided.serve_forked`); otherwise a fresh
+        object (:func:`cer.engine.python.provided.serve_forked`); otherwise a fresh
         interpreter."""
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
@@ -135,7 +135,7 @@ class WorkerProcess:
             # the standard library's there would run as the worker, before the sandbox.
             forked = None
             if provided is not None:
-                from cer.engine.provided import serve_forked
+                from cer.engine.python.provided import serve_forked
 
                 forked = functools.partial(serve_forked, provided, to_worker_r, from_worker_w)
             with spawned.LOCK:
@@ -238,7 +238,7 @@ class WorkerProcess:
         self._write(pack(KIND_JSON, plaindata.dumps(message)))
 
     def send_case(self, seq: int, body: bytes) -> None:
-        """Send one case: ``body`` is the encoded case message (see cer.framing)."""
+        """Send one case: ``body`` is the encoded case message (see cer.wire.framing)."""
         self._write(pack(KIND_CASE, SEQ.pack(seq) + body))
 
     def receive(self, timeout: float) -> Message | None:

@@ -14,7 +14,7 @@ data, never executed and never trusted. This module only reads it:
   rights the implementation had (under the run's sandbox, by a confined reader), a
   regular file of bounded size; otherwise :class:`NoCode` says why no code is shown.
   Every line comes back shortened and with its control characters escaped
-  (:func:`cer.safetext.for_terminal`).
+  (:func:`cer.text.safetext.for_terminal`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cer.model import CaseResult, SourceAccess
-from cer.safetext import for_terminal
+from cer.text.safetext import for_terminal
 
-RUNNER_DIR = str(Path(__file__).resolve().parent)
+RUNNER_DIR = str(Path(__file__).resolve().parents[1])
 """The folder of cer's own modules: frames in it are the runner's."""
 
 MAX_TRACEBACK = 256 * 1024

@@ -17,7 +17,7 @@ HEADER_SIZE = HEADER.size
 MAX_FRAME = 256 * 1024 * 1024
 
 KIND_JSON = 1
-"""A control message encoded with :mod:`cer.plaindata`."""
+"""A control message encoded with :mod:`cer.wire.plaindata`."""
 KIND_RAW = 2
 """Bytes passed through untouched (a child's result payload)."""
 KIND_CASE = 3

@@ -36,9 +36,6 @@ from typing import Any, Literal
 from cer.engine.kinds import kind_of_id
 from cer.judge.compare import compare, is_operator_key
 from cer.judge.equality import values_equal
-from cer.labels import implementation_labels
-from cer.labels import short_label as short_label  # importable from here as before
-from cer.labels import unique_labels as unique_labels
 from cer.model import (
     CASE_CLASS_TO_ARRAY,
     MISSING,
@@ -49,6 +46,9 @@ from cer.model import (
     Summary,
 )
 from cer.results import serialize
+from cer.results.labels import implementation_labels
+from cer.results.labels import short_label as short_label  # importable from here as before
+from cer.results.labels import unique_labels as unique_labels
 
 IGNORED_KEYS: frozenset[str] = frozenset({"elapsed_ms"})
 """Observation keys left out when implementations are compared with each other."""
