@@ -98,6 +98,15 @@ def fail_class_of(value: object) -> FailClass | None:
     return None
 
 
+SELF_REPORTED = "self_reported"
+"""The declaration in a case's ``expect`` naming the keys whose values the suite means as
+the implementation's own figures (``self_reported = ["count"]``). The loader refuses one
+that is not a non-empty array of key names; the judge (an operator that compares
+nothing, in :data:`cer.judge.compare.OPERATORS`) and ``cer check`` hold what it names
+against the case: a bound on any key but a measurement the runner makes cannot be
+verified otherwise (:func:`cer.judge.verdict.unmeasured_keys`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """One case of a suite, exactly as declared in its ``evals.toml``.
