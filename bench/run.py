@@ -1422,15 +1422,16 @@ def section_scale(root: Path, quick: bool) -> dict[str, Any]:
     out["startup_ms"] = statistics.median(starts) * 1000
     out["python_ms"] = statistics.median(bare) * 1000
 
-    step(f"scale: the supervisor's memory on {mid} cases (tracemalloc)")
+    step(f"scale: the supervisor's memory on {big} cases (tracemalloc)")
     done = subprocess.run(
-        [sys.executable, "-c", MEMORY_CHILD, str(tui_folder)],
+        [sys.executable, "-c", MEMORY_CHILD, str(folder)],
         capture_output=True,
         text=True,
         check=True,
         env=child_env(),
     )
     memory = json.loads(done.stdout)
+    out["cases_memory"] = memory["cases"]
     out["held_bytes_per_case"] = memory["held"] / memory["cases"]
     out["peak_bytes_per_case"] = memory["peak"] / memory["cases"]
 
@@ -1504,7 +1505,7 @@ def print_scale(row: dict[str, Any]) -> None:
         " ms",
     )
     line(
-        "supervisor memory held per case beyond the suite",
+        f"{row.get('cases_memory', row['cases_tui'])} cases, supervisor memory held a case",
         row["held_bytes_per_case"] / 1024,
         1,
         " KiB",

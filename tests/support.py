@@ -3,11 +3,14 @@ directory, and read a run back. Imported by the tests; conftest.py only holds fi
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,36 @@ tests use (snapshots, async tests, Hypothesis), which such a session has no use 
 which import Textual, Hypothesis and more at its start, two thirds of its CPU time.
 cer's plugin and pytest-xdist are still loaded through their entry points."""
 EXAMPLES = ROOT / "examples"
+
+
+def cer_in_process(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``cer ARGS`` run in this process from ``cwd``, its exit code and what it wrote to
+    standard output and standard error returned as ``subprocess.run`` would return them.
+    A ``python -m cer.cli`` process costs an interpreter's start and cer's imports (a
+    quarter of a second of CPU each); what a test reads from a run's streams and exit code
+    is the same either way, so only the tests of the process itself (its signals, its
+    console script, what it leaves behind) start one. The streams are fresh, not a
+    terminal, as a captured subprocess's are; the working folder is restored after."""
+    from cer.cli.main import main as cer_main  # the tests that use no CLI load none
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    saved = (sys.stdout, sys.stderr, os.getcwd())
+    sys.stdout, sys.stderr = out, err
+    os.chdir(cwd)
+    try:
+        try:
+            code = cer_main(list(args))
+        except SystemExit as exit_:  # argparse's --help and its usage errors
+            code = exit_.code if isinstance(exit_.code, int) else 2
+    finally:
+        out.flush()
+        err.flush()
+        sys.stdout, sys.stderr = saved[0], saved[1]
+        os.chdir(saved[2])
+    stdout = out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
+    stderr = err.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
+    return subprocess.CompletedProcess(["cer", *args], code, stdout, stderr)
 
 
 class Module:

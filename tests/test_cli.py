@@ -12,7 +12,7 @@ import pytest
 
 from cer.cli.exits import ExitCode
 from cer.cli.main import main
-from support import EXAMPLES, Module
+from support import EXAMPLES, Module, cer_in_process
 
 CALC = EXAMPLES / "calc" / "evals.toml"
 
@@ -35,6 +35,12 @@ expect = { output = 2 }
 
 
 def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``cer ARGS`` from ``cwd``, in this process: what these tests read (the exit code,
+    the two streams) is the same as a process's (the one below checks a real one)."""
+    return cer_in_process(args, cwd)
+
+
+def run_cli_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cer.cli", *args],
         cwd=cwd,
@@ -46,7 +52,9 @@ def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_good_example_exits_zero(tmp_path: Path) -> None:
-    done = run_cli(["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history"], tmp_path)
+    done = run_cli_process(
+        ["run", str(CALC), "--impl", "calc_ref:evaluate", "--no-history"], tmp_path
+    )
     assert done.returncode == ExitCode.OK, done.stderr
     assert "conformant" in done.stdout
     assert done.stderr == ""

@@ -16,7 +16,7 @@ from cer.engine.options import STOPPED, RunOptions, stopped_reason
 from cer.engine.runner import run_suite
 from cer.model import RunResult, Status
 from cer.suite.loader import load_suite
-from support import EXAMPLES, Module
+from support import EXAMPLES, Module, cer_in_process
 
 
 def suite_text(count: int) -> str:
@@ -131,14 +131,9 @@ def test_commands_stop_too(kind: str, extra: str) -> None:
 
 
 def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cer.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """``cer ARGS`` from ``cwd``, in this process: the exit code and streams are a
+    process's (tests/test_cli.py runs a real one)."""
+    return cer_in_process(args, cwd)
 
 
 def test_cli_x_exits_failed_and_the_verdict_says_stopped(module: Module) -> None:

@@ -19,7 +19,7 @@ from cer.events import CaseFinished
 from cer.model import CaseResult, Status, Suite
 from cer.results.jsonlines import LineWriter, read_lines
 from cer.suite.loader import load_suite
-from support import Module
+from support import Module, cer_in_process
 from test_reports import validate_json
 
 CASES = 12
@@ -52,14 +52,8 @@ def write(module: Module, slow: int = -1) -> str:
 
 
 def cer(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cer.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """``cer ARGS`` from ``cwd``, in this process (the killed runs below are real ones)."""
+    return cer_in_process(args, cwd)
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:

@@ -98,6 +98,15 @@ def fail_class_of(value: object) -> FailClass | None:
     return None
 
 
+SELF_REPORTED = "self_reported"
+"""The declaration in a case's ``expect`` naming the keys whose values the suite means as
+the implementation's own figures (``self_reported = ["count"]``). The loader refuses one
+that is not a non-empty array of key names; the judge (an operator that compares
+nothing, in :data:`cer.judge.compare.OPERATORS`) and ``cer check`` hold what it names
+against the case: a bound on any key but a measurement the runner makes cannot be
+verified otherwise (:func:`cer.judge.verdict.unmeasured_keys`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """One case of a suite, exactly as declared in its ``evals.toml``.
@@ -314,9 +323,17 @@ def captured_sections(stdout: str, stderr: str, traceback: str | None) -> str:
     return "\n".join(sections)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
-    """The result of one case: a row of ``eval_case_results`` plus its evidence."""
+    """The result of one case: a row of ``eval_case_results`` plus its evidence.
+
+    A run holds one of these a case until it ends (100,000 of them for a suite the size
+    of test262), so it is kept compact: its fields in slots, its texts shared with the
+    case (name, class, category) or the empty string, and its ``observation`` packed
+    (its ``marshal`` bytes, decoded on every read: see :func:`_packed_observation`),
+    which holds the few hundred bytes of a small observation instead of the kilobyte
+    of its dictionaries. What a reader gets is the same value, a fresh copy each time.
+    """
 
     case_name: str
     case_class: str
@@ -343,6 +360,57 @@ class CaseResult:
     def captured_output(self) -> str:
         """Everything captured for the case, as named sections (the schema's column)."""
         return captured_sections(self.stdout, self.stderr, self.traceback)
+
+
+OBSERVATION_SLOT: Any = vars(CaseResult)["observation"]
+"""The slot that holds a result's observation as stored (packed or not), under the
+property that decodes it."""
+
+
+def _packed_observation() -> property:
+    """The ``observation`` attribute of :class:`CaseResult`: stored packed as its
+    ``marshal`` bytes when ``marshal`` takes it whole, else as given, and decoded on
+    every read.
+
+    ``marshal`` writes only the exact built-in types (a subclass of ``str`` or ``dict``,
+    a TOML date, :data:`MISSING` are refused) and reads them back equal, type for type
+    (``True`` stays a bool, ``-0.0`` and NaN stay floats), so a packed observation reads
+    back as the value that was stored. Bytes are never an observation (it is a mapping
+    or None), so bytes in the slot always mean packed.
+    """
+    slot = OBSERVATION_SLOT
+    read_slot = slot.__get__
+    write_slot = slot.__set__
+    loads = marshal.loads
+    dumps = marshal.dumps
+
+    def read(result: CaseResult) -> Mapping[str, Any] | None:
+        value = read_slot(result, CaseResult)
+        if type(value) is bytes:
+            table: Mapping[str, Any] = loads(value)
+            return table
+        return value  # type: ignore[no-any-return]
+
+    def write(result: CaseResult, value: Mapping[str, Any] | None) -> None:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError("a result's observation must be a table, not bytes")
+        packed: object = value
+        if type(value) is dict and value:
+            try:
+                packed = dumps(value)
+            except ValueError:  # a value marshal does not write: kept as it is
+                packed = value
+        write_slot(result, packed)
+
+    return property(
+        read,
+        write,
+        doc="What the implementation reported, with runner-observed "
+        "keys filled in (a fresh copy on every read).",
+    )
+
+
+CaseResult.observation = _packed_observation()  # type: ignore[assignment,misc]
 
 
 @dataclass(frozen=True)

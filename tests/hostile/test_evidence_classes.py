@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import NO_TEST_PLUGINS
+from support import NO_TEST_PLUGINS, cer_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,13 +61,15 @@ def cer_run(
     folder: Path, source: str, *args: str, fsize: int | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``cer run evals.toml --impl impl:f`` in ``folder`` after writing ``source`` as
-    impl.py; ``fsize`` imposes a file size limit on the run from outside."""
+    impl.py; ``fsize`` imposes a file size limit on the run from outside, on a process of
+    its own. Without one the run is made in this process: its exit code, streams and
+    history are the same (the implementation is imported only by the run's workers)."""
     (folder / "impl.py").write_text(source)
-    limit = None
-    if fsize is not None:
+    if fsize is None:
+        return cer_in_process(["run", "evals.toml", "--impl", "impl:f", *args], folder)
 
-        def limit() -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
     return subprocess.run(
         [sys.executable, "-m", "cer.cli", "run", "evals.toml", "--impl", "impl:f", *args],
@@ -259,14 +261,7 @@ def test_history_max_mb_bounds_the_file_and_cer_history_shows_its_size(tmp_path:
         assert cer_run(tmp_path, noisy, "-q").returncode == 1
     history = tmp_path / ".cer" / "history.sqlite"
     assert history.stat().st_size < 2 * 1024 * 1024
-    listed = subprocess.run(
-        [sys.executable, "-m", "cer.cli", "history", "--suite", "evals.toml", "-n", "50"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    listed = cer_in_process(["history", "--suite", "evals.toml", "-n", "50"], tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "history size:" in listed.stdout and "limit 1.0 MiB" in listed.stdout
     runs = [line for line in listed.stdout.splitlines() if line[:1].isdigit()]

@@ -33,7 +33,7 @@ from cer.judge.equality import (
     type_name,
     values_equal,
 )
-from cer.model import MISSING, Mismatch
+from cer.model import MISSING, SELF_REPORTED, Mismatch
 
 RUNNER_OBSERVED_KEYS: frozenset[str] = frozenset(
     {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms", "resident_memory_mb"}
@@ -1071,13 +1071,6 @@ def _unordered_in(
 
 def _declared(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
     return []
-
-
-SELF_REPORTED = "self_reported"
-"""The declaration of a case's ``expect`` naming the keys whose values the suite means
-as the implementation's own figures (``self_reported = ["count"]``): a bound on any
-other key than a measurement the runner makes cannot be verified (see
-:func:`cer.judge.verdict.unmeasured_keys`)."""
 
 
 def _number_operand(value: Any) -> str:

@@ -19,7 +19,6 @@ from cer.judge.compare import (
     OPERATORS,
     REJECTION_KEYS,
     RUNNER_OBSERVED_KEYS,
-    SELF_REPORTED,
     binding_key,
     compare,
     is_operator_key,
@@ -28,7 +27,7 @@ from cer.judge.compare import (
     vacuous_bound,
 )
 from cer.judge.equality import describe, format_value
-from cer.model import MISSING, Case, CaseResult, FailClass, Mismatch, Status
+from cer.model import MISSING, SELF_REPORTED, Case, CaseResult, FailClass, Mismatch, Status
 from cer.text.tracebacks import STACK_HEADING
 from cer.wire import plaindata
 from cer.wire.framing import KIND_RAW, FrameError, split_frames

@@ -18,7 +18,15 @@ from itertools import accumulate, chain, repeat
 from pathlib import Path
 from typing import Any
 
-from cer.model import ARRAY_TO_CASE_CLASS, CASE_FIELDS, Case, Suite, build_cases, pack_table
+from cer.model import (
+    ARRAY_TO_CASE_CLASS,
+    CASE_FIELDS,
+    SELF_REPORTED,
+    Case,
+    Suite,
+    build_cases,
+    pack_table,
+)
 from cer.suite.layout import CASE_HEADER_LINE, scan_layout, top_level_line
 
 try:
@@ -54,11 +62,6 @@ _CASE_KEYS: frozenset[str] = frozenset(
 )
 """Every field a case may hold; any other is refused (``expects`` would otherwise leave
 the case with nothing to verify, and a misspelt ``input`` would run it on nothing)."""
-SELF_REPORTED = "self_reported"
-"""The declaration in a case's ``expect`` of the keys whose values are the
-implementation's own figures (``cer.judge.compare.SELF_REPORTED``): the loader refuses
-one that is not a non-empty array of key names; what it names is checked against the
-case by the judge and by ``cer check``."""
 _LOCATED = re.compile(r"^\d+:\d+: ")
 _TOML_LOCATION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
 
