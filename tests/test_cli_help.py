@@ -113,7 +113,7 @@ def test_check_help_imports_nothing_a_run_needs() -> None:
         "cer.cli.review",
         "cer.cli.init",
         "cer.engine.runner",
-        "cer.engine.workerproc",
+        "cer.engine.python.workerproc",
         "cer.history",
         "cer.reports",
         "sqlite3",
