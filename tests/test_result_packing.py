@@ -78,3 +78,12 @@ def test_equality_replace_and_pickle_see_the_value() -> None:
     assert result != _result({"a": [1, {"b": 2.0}]})
     assert replace(result, reason="r").observation == {"a": [1, {"b": 2.5}]}
     assert pickle.loads(pickle.dumps(result)) == result
+
+
+def test_a_table_holding_a_nan_is_kept_as_given_so_results_compare_as_before() -> None:
+    """A NaN equals itself only as the same object: a packed copy would read back unequal
+    and make a result differ from its own copy, so such a table is not packed."""
+    observation = {"x": math.nan}
+    result = _result(observation)
+    assert type(OBSERVATION_SLOT.__get__(result, CaseResult)) is dict
+    assert result == replace(result)

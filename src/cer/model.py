@@ -400,6 +400,11 @@ def _packed_observation() -> property:
                 packed = dumps(value)
             except ValueError:  # a value marshal does not write: kept as it is
                 packed = value
+            else:
+                # A table that does not read back equal (a NaN, equal to itself only as
+                # the same object) is kept as given, so results compare as they did.
+                if loads(packed) != value:
+                    packed = value
         write_slot(result, packed)
 
     return property(

@@ -212,7 +212,9 @@ remove = process.scratch.remove
 def watched(path):
     # A case's folder is removed: is anything the command left still running, and so
     # still able to write into the folder while it is emptied?
-    if path:
+    # Only a case's own folder (the run's scratch root is removed through the same
+    # function, once every case's folder has gone).
+    if path and os.path.basename(path).startswith("process-"):
         with open("alive-at-removal", "a") as handle:
             handle.write(f"{alive(marker)}\\n")
     return remove(path)
