@@ -20,6 +20,7 @@ from cer.model import RunResult, Status
 from cer.suite.loader import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
 NO_TEST_PLUGINS = tuple(
     arg
     for name in ("textual-snapshot", "syrupy", "anyio", "hypothesispytest")

@@ -7,7 +7,7 @@ so that "the next case is unaffected" is verified, not assumed. Each test assert
 exact status of every case, a reason fragment for the hostile one, and that the run
 finished within the timeout plus a small grace. docs/trust.md lists the battery.
 
-Behaviours already covered in tests/test_runner.py (sys.exit(0), os._exit(0), SIGKILL,
+Behaviours already covered in tests/engine/test_runner.py (sys.exit(0), os._exit(0), SIGKILL,
 a segfault, KeyboardInterrupt, GeneratorExit, an infinite loop, printing PASS) are not
 repeated here.
 """

@@ -1,5 +1,5 @@
 """The UI's pure modules stay free of Textual (the core's own boundary is checked by
-tests/test_import_hygiene.py)."""
+tests/package/test_import_hygiene.py)."""
 
 from __future__ import annotations
 
