@@ -52,7 +52,7 @@ def test_a_closure_runs_as_the_implementation(module: Module, isolation: str) ->
     factor = 3
     result = run(module, lambda x: x * factor, isolation=isolation)
     assert [r.status for r in result.results] == [P, P]
-    name = "callable:test_callable_impl:test_a_closure_runs_as_the_implementation.<locals>.<lambda>"
+    name = f"callable:{__name__}:test_a_closure_runs_as_the_implementation.<locals>.<lambda>"
     assert result.implementation == name
     assert result.implementation_id.startswith(f"{name}@")
     assert result.conditions.isolation == isolation
@@ -116,8 +116,7 @@ def test_names_and_ids_say_what_the_callable_is() -> None:
 
     first, again, other = describe(f), describe(f), describe(g)
     assert (
-        first.name
-        == "callable:test_callable_impl:test_names_and_ids_say_what_the_callable_is.<locals>.f"
+        first.name == f"callable:{__name__}:test_names_and_ids_say_what_the_callable_is.<locals>.f"
     )
     assert first.identity.implementation_id == again.identity.implementation_id  # stable
     assert other.identity.implementation_id != first.identity.implementation_id  # its code
@@ -137,7 +136,7 @@ def test_a_callable_given_as_impl_is_the_implementation(module: Module) -> None:
     options = RunOptions(impl=lambda x: x * 3, timeout=5.0)  # type: ignore[arg-type]
     result = run_suite(load_suite(path), options)
     assert [r.status for r in result.results] == [P, P]
-    assert result.implementation.startswith("callable:test_callable_impl:")
+    assert result.implementation.startswith(f"callable:{__name__}:")
 
 
 def test_impl_and_implementation_are_not_both_given(module: Module) -> None:
