@@ -33,7 +33,13 @@ from typing import Any
 import pytest
 
 from cer.judge.compare import compare, unmatched
-from cer.judge.verdict import Outcome, declaration_problems, judge, unmeasured_keys
+from cer.judge.verdict import (
+    Outcome,
+    asks_memory,
+    declaration_problems,
+    judge,
+    unmeasured_keys,
+)
 from cer.model import Case, CaseResult, Status
 from support import Module, single_case_suite
 
@@ -79,10 +85,35 @@ def test_a_returned_table_spelling_an_error_operator_is_no_rejection(key: str) -
     ],
 )
 def test_a_returned_table_spelling_any_operator_on_a_runner_key_is_errored(key: str) -> None:
-    result = returned({key: [True]}, {key: [True]})
+    # Memory measured, so that an operator on resident_memory_mb, which asks for the
+    # runner's measurement, reaches the check of what the observation carries.
+    outcome = Outcome("returned", value={key: [True]}, elapsed_ms=1.0, memory_mb=12.0)
+    result = judge(case({key: [True]}), outcome)
     assert result.status is Status.ERRORED, result.reason
     assert result.fail_class == "unverifiable"
     assert f"`{key}`" in (result.reason or "")
+
+
+@pytest.mark.parametrize(
+    "key", ["resident_memory_mb_any_of", "resident_memory_mb_unordered", "resident_memory_mb_max"]
+)
+def test_any_operator_on_the_memory_key_asks_for_the_runners_measurement(key: str) -> None:
+    assert asks_memory({key: [12.0]})
+    # Unmeasured, the case cannot be verified, whatever the implementation returned.
+    result = returned({key: [True]}, {key: [True]})
+    assert result.status is Status.ERRORED, result.reason
+    assert result.fail_class == "unverifiable"
+    assert (
+        result.reason == "could not verify resident_memory_mb: the runner did not measure this case"
+    )
+
+
+def test_an_operator_on_the_memory_key_compares_the_runners_measurement() -> None:
+    expect = {"resident_memory_mb_any_of": [12.0]}
+    measured = Outcome("returned", value=1, elapsed_ms=1.0, memory_mb=12.0)
+    assert judge(case(expect), measured).status is Status.PASS
+    other = Outcome("returned", value=1, elapsed_ms=1.0, memory_mb=13.0)
+    assert judge(case(expect), other).status is Status.FAIL
 
 
 def test_an_error_includes_returned_by_a_real_implementation_fails(tmp_path: Any) -> None:

@@ -14,6 +14,7 @@ from cer.engine.options import (
     RunOptions,
     in_shard,
 )
+from cer.judge.compare import OPERATORS
 from cer.judge.verdict import (
     errored,
     key_facts,
@@ -116,8 +117,10 @@ def plan(
                 )
                 continue
         alone = python and (memory or expect.get("crashed") is True)
-        timed = not options.parallel_bounds and (
-            "elapsed_ms_max" in expect or "elapsed_ms_min" in expect
+        timed = not options.parallel_bounds and any(
+            f"elapsed_ms{operator.name}" in expect
+            for operator in OPERATORS.values()
+            if operator.bound is not None
         )
         runnable.append(Planned(case, resolved, model, alone, timed))
     if options.first:

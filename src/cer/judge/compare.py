@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timezone
+from operator import ge, le
 from typing import Any
 
 from cer.judge.equality import (
@@ -39,9 +40,6 @@ RUNNER_OBSERVED_KEYS: frozenset[str] = frozenset(
     {"rejects", "error", "error_type", "crashed", "hung", "elapsed_ms", "resident_memory_mb"}
 )
 """Keys the runner fills into an observation when the implementation did not report them."""
-
-REJECTION_KEYS: frozenset[str] = frozenset({"rejects", "error_includes", "error_type"})
-"""An expect table holding any of these asks whether the implementation rejected the input."""
 
 MAX_MISMATCHES_PER_CONTAINER = 20
 """How many differences one list or table reports before summarising the rest."""
@@ -520,14 +518,20 @@ def shown_measurement(key: str, value: Any, expect: Mapping[str, Any]) -> str | 
     no unit, not a float): what is compared for equality stays exact."""
     if type(value) is not float or key in expect or unit_of(key) is None:
         return None
-    bounds = [expect[name] for name in (f"{key}_max", f"{key}_min") if name in expect]
+    names = (
+        f"{key}{operator.name}" for operator in OPERATORS.values() if operator.bound is not None
+    )
+    bounds = [expect[name] for name in names if name in expect]
     return for_people(key, value, *bounds)
 
 
 def shown_mismatch_observed(mismatch: Mismatch) -> str | None:
     """A bound's observed value as people read it (:func:`for_people`, told apart from
     the bound), or None when the mismatch is not a missed bound on a measurement."""
-    for suffix in ("_max", "_min"):
+    for operator in OPERATORS.values():
+        if operator.bound is None:
+            continue
+        suffix = operator.name
         base = mismatch.path[: -len(suffix)]
         if mismatch.path.endswith(suffix) and base and type(mismatch.observed) is float:
             if unit_of(base) is None:
@@ -541,7 +545,7 @@ def _float_sized(value: float) -> bool:
     return not isinstance(value, int) or value.bit_length() <= 1000
 
 
-def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list[Mismatch]:
+def _bound(path: str, base: str, held: Bound, bound: Any, observed: Any) -> list[Mismatch]:
     if not _is_number(bound) or (type(bound) is float and math.isnan(bound)):
         return [
             Mismatch(
@@ -552,8 +556,8 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
                 observed,
             )
         ]
-    symbol = "<=" if suffix == "_max" else ">="
-    vacuous = vacuous_bound(base, suffix, bound)
+    symbol = held.symbol
+    vacuous = vacuous_bound(base, held, bound)
     if vacuous:
         return [Mismatch(path, f"{path}: {vacuous}; it verifies nothing", bound, observed)]
     if observed is MISSING:
@@ -586,8 +590,7 @@ def _bound(path: str, base: str, suffix: str, bound: Any, observed: Any) -> list
                 observed,
             )
         ]
-    holds = observed <= bound if suffix == "_max" else observed >= bound
-    if holds:
+    if held.holds(observed, bound):
         return []
     return [
         Mismatch(
@@ -604,14 +607,14 @@ NEVER_NEGATIVE = frozenset({"elapsed_ms", "resident_memory_mb"})
 """Measurements the runner makes, which are never below zero."""
 
 
-def vacuous_bound(base: str, suffix: str, bound: float) -> str:
-    """Why a bound holds for every value it could be checked against, or ``""``."""
-    if suffix == "_max" and bound == math.inf:
-        return f"{base} <= inf holds for every number"
-    if suffix == "_min" and bound == -math.inf:
-        return f"{base} >= -inf holds for every number"
-    if suffix == "_min" and base in NEVER_NEGATIVE and bound <= 0:
-        return f"{base} >= {format_value(bound)} holds for every measurement"
+def vacuous_bound(base: str, held: Bound, bound: float) -> str:
+    """Why a bound holds for every value it could be checked against, or ``""``: the
+    number farthest from meeting it meets it (``K_max = inf``), or, for a measurement
+    that is never negative, the farthest measurement does (``elapsed_ms_min = 0``)."""
+    if held.holds(held.farthest, bound):
+        return f"{base} {held.symbol} {format_value(bound)} holds for every number"
+    if base in NEVER_NEGATIVE and held.holds(max(held.farthest, 0), bound):
+        return f"{base} {held.symbol} {format_value(bound)} holds for every measurement"
     return ""
 
 
@@ -1006,10 +1009,32 @@ def _moment_bucket(kind: str, value: Any) -> tuple[Any, bool]:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """Which way a bound operator holds the key it applies to: ``_max`` to at most the
+    bound, ``_min`` to at least."""
+
+    symbol: str
+    """How a reason writes the comparison (``<=``)."""
+    holds: Callable[[Any, Any], bool]
+    """``(observed, bound)`` → whether an observed number meets the bound."""
+    farthest: float
+    """The number farthest from meeting any bound (``inf`` for a maximum): a bound this
+    meets, every number meets (:func:`vacuous_bound`)."""
+
+
+AT_MOST = Bound("<=", le, math.inf)
+"""The bound of ``K_max``: ``K <= N``."""
+
+AT_LEAST = Bound(">=", ge, -math.inf)
+"""The bound of ``K_min``: ``K >= N``."""
+
+
+@dataclass(frozen=True)
 class Operator:
     """A key of an expect table that is not compared with an observed value of its own
     name but applied to the observation: ``BASE_max`` holds ``BASE`` to a bound,
-    ``error_includes`` looks into the error."""
+    ``error_includes`` looks into the error. What the judge does differently for one
+    operator is said here, as data of its entry, and read wherever it matters."""
 
     name: str
     """The whole key (``error_includes``) or, for a suffix operator, the suffix after
@@ -1019,10 +1044,11 @@ class Operator:
     """``(path, base, value, observation)`` → every way the observation fails the
     operator's ``value`` (``base``: the key a suffix operator applies to, else empty);
     no mismatch is a match, so an operator that cannot tell must say so in one."""
-    bound: bool = False
-    """It holds the key it applies to to a bound (``_max``, ``_min``): that key is
-    compared as a measurement, which the verdict checks the runner makes, or the case
-    declares the implementation's own (:func:`cer.judge.verdict.unmeasured_keys`)."""
+    bound: Bound | None = None
+    """It holds the key it applies to to a bound (``_max``, ``_min``), and which way:
+    that key is compared as a measurement, which the verdict checks the runner makes,
+    or the case declares the implementation's own
+    (:func:`cer.judge.verdict.unmeasured_keys`)."""
     declaration: bool = False
     """It compares nothing: it says something about the case's other keys
     (``self_reported``). :func:`compare` skips it, whatever the observation holds, and
@@ -1031,14 +1057,34 @@ class Operator:
     """Why a value cannot be this operator's operand (``""`` when it can), for
     ``cer check`` to say before a run what the comparison would then report as a
     mismatch whatever the implementation does; None: any value can."""
+    vacuous: Callable[[str, str, Any], str] | None = None
+    """``(key, base, value)`` → why that operand holds whatever is observed
+    (``has_fields lists no field``), or ``""``: the verdict errors such a case before
+    comparing (:func:`cer.judge.verdict.vacuous_expectations`); None: every operand
+    can fail."""
+    asks_error: Callable[[Any], str] | None = None
+    """It asks something of the error the implementation raised (``error_includes``),
+    which makes it a rejection key (:data:`REJECTION_KEYS`): ``value`` → how the one
+    line of a rejection that did not happen as asked names what it asks of the error
+    (``including 'bad'``). None: it asks nothing of an error."""
+    choices: bool = False
+    """Its operand lists values the key it applies to may equal (``_any_of``): each is
+    a value the key is meant to hold, as a literal key's value is."""
 
 
-def _max(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
-    return _bound(path, base, "_max", value, _get(observation, base))
+def _bounded(name: str, held: Bound) -> Operator:
+    """The suffix operator ``name`` holding the key it applies to ``held``."""
 
+    def apply(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
+        return _bound(path, base, held, value, _get(observation, base))
 
-def _min(path: str, base: str, value: Any, observation: Mapping[str, Any]) -> list[Mismatch]:
-    return _bound(path, base, "_min", value, _get(observation, base))
+    def vacuous(key: str, base: str, value: Any) -> str:
+        if not _is_number(value) or value != value:
+            return ""
+        why = vacuous_bound(base, held, value)
+        return f"{key}: {why}" if why else ""
+
+    return Operator(name, True, apply, bound=held, operand=_number_operand, vacuous=vacuous)
 
 
 def _contains_in(
@@ -1093,19 +1139,64 @@ def _fields_operand(value: Any) -> str:
     return f"it must be a list of strings, not {describe(value)}"
 
 
+def _no_field(key: str, base: str, value: Any) -> str:
+    return f"{key} lists no field" if type(value) is list and not value else ""
+
+
+def _in_every_error(key: str, base: str, value: Any) -> str:
+    return f'{key} = "" is included in every error' if type(value) is str and not value else ""
+
+
+def _no_value(key: str, base: str, value: Any) -> str:
+    return f"{key} lists no value" if type(value) is list and not value else ""
+
+
+def _including(value: Any) -> str:
+    return f"including {format_value(value)}"
+
+
+BOUND_MAX = _bounded("_max", AT_MOST)
+BOUND_MIN = _bounded("_min", AT_LEAST)
+ERROR_INCLUDES = Operator(
+    "error_includes",
+    False,
+    _error_including,
+    operand=_string_operand,
+    vacuous=_in_every_error,
+    asks_error=_including,
+)
+"""The operators other modules name, as they write one into a suite (``cer derive``
+proposes ``elapsed_ms_max`` and ``error_includes``): by their entry, never by a
+spelling of their own."""
+
 OPERATORS: dict[str, Operator] = {
     operator.name: operator
     for operator in (
-        Operator("_max", True, _max, bound=True, operand=_number_operand),
-        Operator("_min", True, _min, bound=True, operand=_number_operand),
+        BOUND_MAX,
+        BOUND_MIN,
         Operator("_contains", True, _contains_in),
-        Operator("_any_of", True, _any_of_in, operand=_array_operand),
+        Operator(
+            "_any_of", True, _any_of_in, operand=_array_operand, vacuous=_no_value, choices=True
+        ),
         Operator("_unordered", True, _unordered_in, operand=_array_operand),
-        Operator("error_includes", False, _error_including, operand=_string_operand),
-        Operator("has_fields", False, _having_fields, operand=_fields_operand),
+        ERROR_INCLUDES,
+        Operator("has_fields", False, _having_fields, operand=_fields_operand, vacuous=_no_field),
         Operator(SELF_REPORTED, False, _declared, declaration=True),
     )
 }
+"""Every operator of an expect table, by name: what :func:`is_operator_key` knows and
+:func:`compare` applies (docs/architecture.md, "Where a new X goes": "A comparison
+operator"). docs/execution-model.md lists the same operators in its table."""
+
+REJECTION_KEYS: frozenset[str] = frozenset(
+    {
+        "rejects",
+        "error_type",
+        *(name for name, operator in OPERATORS.items() if operator.asks_error is not None),
+    }
+)
+"""An expect table holding any of these asks whether the implementation rejected the
+input: ``rejects``, ``error_type``, and each operator that asks something of the error."""
 
 
 def operand_problems(expect: Mapping[str, Any]) -> list[str]:
@@ -1120,8 +1211,3 @@ def operand_problems(expect: Mapping[str, Any]) -> list[str]:
             if why:
                 found.append(f"{key}: {why}")
     return found
-
-
-"""Every operator of an expect table, by name: what :func:`is_operator_key` knows and
-:func:`compare` applies (docs/architecture.md, "Where a new X goes": "A comparison
-operator")."""

@@ -24,7 +24,6 @@ from cer.judge.compare import (
     is_operator_key,
     key_path,
     operator_of,
-    vacuous_bound,
 )
 from cer.judge.equality import describe, format_value
 from cer.model import MISSING, SELF_REPORTED, Case, CaseResult, FailClass, Mismatch, Status
@@ -436,6 +435,12 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
     return result(Status.ERRORED, outcome.detail)
 
 
+_ERROR_OPERATORS = tuple(
+    operator for operator in OPERATORS.values() if operator.asks_error is not None
+)
+"""The operators that ask something of the error (``error_includes``), in the table's
+order."""
+
 _ERROR_PATHS = frozenset({*REJECTION_KEYS, "error"})
 """Mismatch paths about whether and how the implementation refused the input."""
 
@@ -458,8 +463,9 @@ def _one_rejection_line(
     wanted = []
     if "error_type" in expect and expect["error_type"] is not None:
         wanted.append(f"of type {_plain(expect['error_type'])}")
-    if "error_includes" in expect:
-        wanted.append(f"including {format_value(expect['error_includes'])}")
+    for operator in _ERROR_OPERATORS:
+        if operator.name in expect and operator.asks_error is not None:
+            wanted.append(operator.asks_error(expect[operator.name]))
     if "error" in expect and expect["error"] is not None:
         wanted.append(f"equal to {format_value(expect['error'])}")
     expects_rejection = expect.get("rejects") is True or bool(wanted)
@@ -495,7 +501,14 @@ def _one_rejection_line(
 
 
 _RETURNED_ERROR_KEYS = frozenset(
-    {"error", "error_type", "error_includes", "error_message", "message", "exception"}
+    {
+        "error",
+        "error_type",
+        *(operator.name for operator in _ERROR_OPERATORS),
+        "error_message",
+        "message",
+        "exception",
+    }
 )
 """Keys of a returned table that read like an error the implementation meant as a
 rejection: a value, named in the reason so that the author sees why it is not one."""
@@ -573,9 +586,12 @@ def _shape_hint(expect: Mapping[str, Any], base: str, returned: Any) -> str:
             f"hint: {base} is one level down, under {below[0]!r}; report it at the top "
             "of the returned table"
         )
-    # what expect wants of the key: its value, or any of the values base_any_of lists
-    listed = expect.get(f"{base}_any_of")
-    wanted_values = [expect.get(base), *(listed if type(listed) is list else ())]
+    # what expect wants of the key: its value, or any of the values an operator on it
+    # lists as values it may equal (base_any_of)
+    wanted_values = [expect.get(base)]
+    for operator in OPERATORS.values():
+        listed = expect.get(f"{base}{operator.name}") if operator.choices else None
+        wanted_values.extend(listed if type(listed) is list else ())
     if returned and any(
         type(wanted) is dict and wanted and set(returned) <= set(wanted) for wanted in wanted_values
     ):
@@ -590,7 +606,7 @@ def _names_the_error(expect: Mapping[str, Any]) -> bool:
     """Whether ``expect`` says which error it expects, beyond that there is one: also
     through an operator on ``error`` or ``error_type`` (``error_type_any_of``)."""
     return (
-        "error_includes" in expect
+        any(operator.name in expect for operator in _ERROR_OPERATORS)
         or expect.get("error_type") is not None
         or expect.get("error") is not None
         or any(
@@ -655,8 +671,10 @@ def owned_reason(keys: list[str]) -> str:
 
 
 def asks_memory(expect: Mapping[str, Any]) -> bool:
-    """Whether ``expect`` asks about ``resident_memory_mb`` (as a value or a bound)."""
-    return any(key in (MEMORY_KEY, f"{MEMORY_KEY}_max", f"{MEMORY_KEY}_min") for key in expect)
+    """Whether ``expect`` asks about ``resident_memory_mb``: as a value, or through any
+    suffix operator of :data:`~cer.judge.compare.OPERATORS` on it (a bound,
+    ``resident_memory_mb_any_of``): each compares the runner's measurement."""
+    return any(type(key) is str and _base_of(key) == MEMORY_KEY for key in expect)
 
 
 _MEASUREMENT_UNITS = frozenset({"ms", "us", "ns", "seconds", "kb", "mb", "gb", "kib", "mib", "gib"})
@@ -836,7 +854,7 @@ def unmeasured_keys(expect: Mapping[str, Any]) -> list[str]:
         if base in RUNNER_MEASURED or (base in declared and base not in _OWNED_BASES):
             continue
         found_operator = operator_of(key)
-        bound = found_operator is not None and found_operator[0].bound
+        bound = found_operator is not None and found_operator[0].bound is not None
         if bound or (base not in _OWNED_BASES and named_as_measurement(base)):
             found.append(key)
     return found
@@ -901,20 +919,11 @@ def vacuous_expectations(expect: Mapping[str, Any]) -> list[str]:
     docs/execution-model.md."""
     found: list[str] = []
     for key, value in expect.items():
-        if key == "has_fields":
-            if type(value) is list and not value:
-                found.append("has_fields lists no field")
-        elif key == "error_includes":
-            if value == "" and type(value) is str:
-                found.append('error_includes = "" is included in every error')
-        elif type(key) is str and (operator := operator_of(key)) is not None:
-            kind, base = operator
-            if kind.name == "_any_of" and type(value) is list and not value:
-                found.append(f"{key} lists no value")
-            elif kind.bound and (type(value) is int or type(value) is float) and value == value:
-                why = vacuous_bound(base, kind.name, value)
-                if why:
-                    found.append(f"{key}: {why}")
+        operator = operator_of(key) if type(key) is str else None
+        if operator is not None and operator[0].vacuous is not None:
+            why = operator[0].vacuous(key, operator[1], value)
+            if why:
+                found.append(why)
     return found
 
 
@@ -926,7 +935,7 @@ def contradictions(expect: Mapping[str, Any]) -> list[str]:
         return []
     asking = [
         key
-        for key in ("error_includes", "error_type", "error")
+        for key in (*(operator.name for operator in _ERROR_OPERATORS), "error_type", "error")
         if key in expect and expect[key] is not None
     ]
     if not asking:

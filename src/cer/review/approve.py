@@ -30,7 +30,7 @@ import tomlkit
 from tomlkit.items import AoT, Comment, Table, Trivia, Whitespace
 
 from cer.history.records import ApprovalEvent
-from cer.judge.compare import operator_of
+from cer.judge.compare import ERROR_INCLUDES, REJECTION_KEYS, operator_of
 from cer.model import ARRAY_TO_CASE_CLASS, Case
 from cer.review.derive import Draft
 from cer.review.drafts import (
@@ -119,16 +119,13 @@ def operator_spelled(observed: Mapping[str, Any]) -> str | None:
     return None
 
 
-_REJECTION_PROPOSAL = frozenset({"rejects", "error_type", "error_includes"})
-
-
 def rejection_proposal(observed: Mapping[str, Any]) -> bool:
     """Whether ``observed`` is the expectation cer proposes for a rejected input:
     ``rejects = true``, with at most ``error_type`` and ``error_includes`` (the
     observed error's type and its whole, non-empty message) beside it."""
-    if observed.get("rejects") is not True or not set(observed) <= _REJECTION_PROPOSAL:
+    if observed.get("rejects") is not True or not set(observed) <= REJECTION_KEYS:
         return False
-    message = observed.get("error_includes", "x")
+    message = observed.get(ERROR_INCLUDES.name, "x")
     kind = observed.get("error_type", "x")
     return type(message) is str and message != "" and type(kind) is str and kind != ""
 

@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cer.constraints import Coverage, CoverageFigures
-from cer.judge.compare import REJECTION_KEYS, RUNNER_OBSERVED_KEYS, is_operator_key, operator_of
+from cer.judge.compare import (
+    BOUND_MAX,
+    ERROR_INCLUDES,
+    REJECTION_KEYS,
+    RUNNER_OBSERVED_KEYS,
+    is_operator_key,
+    operator_of,
+)
 from cer.model import CASE_CLASS_TO_ARRAY, Case, Suite
 
 __all__ = [
@@ -231,7 +238,8 @@ class SuiteShape:
 def _kind_of(case: Case) -> str:
     if case.expect.keys() & REJECTION_KEYS and case.expect.get("rejects") is not False:
         return "rejection"
-    if any((found := operator_of(key)) is not None and found[0].bound for key in case.expect):
+    bounds = (operator_of(key) for key in case.expect)
+    if any(found is not None and found[0].bound is not None for found in bounds):
         return "bound"
     return "example"
 
@@ -344,7 +352,7 @@ def _rejection_expect(text: str) -> dict[str, Any]:
     outside_code = re.sub(r"`[^`]*`", lambda code: " " * len(code[0]), text)
     quoted = _QUOTED.search(outside_code)
     if quoted is not None:
-        expect["error_includes"] = quoted[1] or quoted[2]
+        expect[ERROR_INCLUDES.name] = quoted[1] or quoted[2]
     return expect
 
 
@@ -439,7 +447,7 @@ def _proposals(text: str, shape: SuiteShape) -> list[_Proposal]:
             _Proposal(
                 "bound",
                 None,
-                {"elapsed_ms_max": bound},
+                {f"elapsed_ms{BOUND_MAX.name}": bound},
                 f"the text states a time bound ({bound} ms) but no input to time",
                 "needs-input",
             )

@@ -20,7 +20,7 @@ from typing import Any
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
 from cer.events import RunEvent
-from cer.judge.compare import RUNNER_OBSERVED_KEYS
+from cer.judge.compare import ERROR_INCLUDES, RUNNER_OBSERVED_KEYS
 from cer.model import ARRAY_TO_CASE_CLASS, Case, CaseResult, RunResult, Status, Suite
 from cer.review.approve import operator_spelled
 from cer.review.derive import Draft, learn_shape
@@ -78,7 +78,7 @@ def proposal_from(result: CaseResult) -> tuple[Mapping[str, Any] | None, str | N
         if isinstance(observation.get("error_type"), str):
             proposal["error_type"] = observation["error_type"]
         if isinstance(observation.get("error"), str) and observation["error"]:
-            proposal["error_includes"] = observation["error"]
+            proposal[ERROR_INCLUDES.name] = observation["error"]
         return _written(proposal)
     own = {k: v for k, v in observation.items() if k not in RUNNER_OBSERVED_KEYS}
     if not own:
