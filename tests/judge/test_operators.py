@@ -18,16 +18,9 @@ from cer.suite.loader import load_suite
 
 
 def test_the_table_names_every_operator_and_what_it_applies_to() -> None:
-    assert list(OPERATORS) == [
-        "_max",
-        "_min",
-        "_contains",
-        "_any_of",
-        "_unordered",
-        "error_includes",
-        "has_fields",
-        "self_reported",
-    ]
+    # Which operators there are is held against the docs' table of them, in
+    # tests/judge/test_operator_table.py: the one copy of the list.
+    assert all(name == operator.name for name, operator in OPERATORS.items())
     assert operator_of("tags_any_of") == (OPERATORS["_any_of"], "tags")
     assert operator_of("rows_unordered") == (OPERATORS["_unordered"], "rows")
     assert operator_of("self_reported") == (OPERATORS["self_reported"], "")

@@ -53,6 +53,7 @@ BEHAVIOURS: dict[str, str] = {
     "judge/test_any_of_unordered.py": "the _any_of and _unordered operators",
     "judge/test_fail_classes.py": "every failure carries the fail class the supervisor saw",
     "judge/test_operators.py": "the operators are one table, and a new one is one entry",
+    "judge/test_operator_table.py": "docs/execution-model.md lists the operators of the table",
     "judge/test_verdict_lines.py": "a failed rejection says what happened, in one line",
     "judge/test_what_came_back.py": "a mismatch shows what the implementation returned",
     "package/test_import_hygiene.py": "the core never imports the UI; commands import little",
