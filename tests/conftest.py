@@ -5,6 +5,7 @@ from __future__ import annotations
 import compileall
 import gc
 import itertools
+import os
 import py_compile
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,12 @@ import pytest
 import cer
 from cer.engine.python.workerproc import WarmWorkers
 from support import Module
+
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+"""No animations in the tests' apps, nor in the apps of the processes they start: a
+pilot's key press waits for every animation to end, and the tab underline's slide made
+each press of tab cost 0.4 s (36 s of one test's 47). What the screen ends up showing is
+the same; a test that wants an animation sets the app's ``animation_level`` itself."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
