@@ -22,6 +22,7 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.model import Case, CaseResult, Mismatch, RunResult, SourceAccess, Status, Suite
 from cer.suite.selection import Selection
 from cer.tui.app import CerApp
+from cer.tui.screens.run import RunScreen
 
 Outcome = Callable[[Case], CaseResult]
 _RUN_IDS = itertools.count(1)
@@ -352,11 +353,18 @@ def _busy(app: CerApp) -> bool:
     )
 
 
+def run_screen(app: CerApp) -> RunScreen:
+    """The app's main view, at the bottom of the screen stack whatever is over it."""
+    screen = app.screen_stack[0]
+    assert isinstance(screen, RunScreen)
+    return screen
+
+
 async def settle(app: CerApp, runs: int = 1) -> None:
     """Wait for ``runs`` runs to finish and for the detail panes to be drawn."""
-    await wait_until(lambda: app.runs_finished >= runs and not app.board.running)
+    await wait_until(lambda: app.session.runs_finished >= runs and not app.session.board.running)
     for _ in range(2):
-        await wait_until(lambda: not _busy(app) and app.run_screen.details_settled)
+        await wait_until(lambda: not _busy(app) and run_screen(app).details_settled)
         await asyncio.sleep(0.02)
 
 
