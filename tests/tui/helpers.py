@@ -23,6 +23,7 @@ from cer.model import Case, CaseResult, Mismatch, RunResult, SourceAccess, Statu
 from cer.suite.selection import Selection
 from cer.tui.app import CerApp
 from cer.tui.screens.run import RunScreen
+from cer.tui.state import details
 
 Outcome = Callable[[Case], CaseResult]
 _RUN_IDS = itertools.count(1)
@@ -358,6 +359,15 @@ def run_screen(app: CerApp) -> RunScreen:
     screen = app.screen_stack[0]
     assert isinstance(screen, RunScreen)
     return screen
+
+
+def tabs(to: str, *, start: str = "reason", back: bool = False) -> tuple[str, ...]:
+    """The keys that bring the pane ``to`` on view from the pane ``start`` (``tab``, or
+    ``shift+tab`` with ``back``), counted in the pane table's order
+    (:data:`cer.tui.state.details.PANES`, read when called) rather than spelled out."""
+    names = [pane.name for pane in details.PANES]
+    steps = names.index(to) - names.index(start)
+    return ("shift+tab",) * (-steps % len(names)) if back else ("tab",) * (steps % len(names))
 
 
 async def settle(app: CerApp, runs: int = 1) -> None:

@@ -38,6 +38,7 @@ from .helpers import (
     run_screen,
     screen_text,
     settle,
+    tabs,
     triage_outcome,
     triage_suite,
     wait_until,
@@ -97,15 +98,15 @@ async def test_details_show_reason_diff_output_and_case() -> None:
         assert "html: line 1 differs at column 12" in reason
         diff = app.query_one("#diff-pane", DiffPane).plain
         assert "→" in diff and "·" in diff and "⏎" in diff
-        await pilot.press("tab")
+        await pilot.press(*tabs("diff"))
         assert app.query_one("#details", TabbedContent).active == "diff"
-        await pilot.press("tab", "tab")
+        await pilot.press(*tabs("case", start="diff"))
         assert app.query_one("#details", TabbedContent).active == "case"
         case_text = str(app.query_one("#case-pane", TextPane).content)
         assert "upstream-section:Tabs" in case_text and "input" in case_text
-        await pilot.press("tab")
+        await pilot.press(*tabs("coverage", start="case"))
         assert app.query_one("#details", TabbedContent).active == "coverage"
-        await pilot.press("tab")
+        await pilot.press(*tabs("reason", start="coverage"))
         assert app.query_one("#details", TabbedContent).active == "reason"
         assert run_screen(app).case_list.select_name("survives-deep-nesting")
         await settle(app)

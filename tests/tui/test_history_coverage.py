@@ -29,6 +29,7 @@ from .helpers import (
     run_screen,
     screen_text,
     settle,
+    tabs,
     triage_outcome,
     triage_suite,
     wait_until,
@@ -282,8 +283,7 @@ async def test_coverage_pane_shows_constraints_gaps_and_errors(tmp_path: Path) -
         await pilot.press("j")
         await settle(app)
         assert "no constraint (its verifies list is empty)" in pane(app, "coverage")
-        # The pane is one tab away from the Case pane.
-        await pilot.press("tab", "tab", "tab", "tab")
+        await pilot.press(*tabs("coverage"))
         assert "2 of 3 constraints covered, 1 verified" in screen_text(app)
 
 

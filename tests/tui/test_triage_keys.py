@@ -11,6 +11,7 @@ from textual.widgets import Input
 from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, Status
 from cer.tui.app import CerApp, create_app
+from cer.tui.state.details import PANES
 from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
@@ -20,6 +21,7 @@ from .helpers import (
     run_screen,
     screen_text,
     settle,
+    tabs,
     triage_outcome,
     triage_suite,
     wait_until,
@@ -94,11 +96,12 @@ async def test_shift_tab_changes_the_pane_and_keeps_the_focus_on_the_list() -> N
         await settle(app)
         details = app.query_one("#details")
         assert app.focused is run_screen(app).case_list
-        await pilot.press("shift+tab")
-        assert details.active == "coverage"  # type: ignore[attr-defined]
+        last, two_back = PANES[-1].name, PANES[-3].name
+        await pilot.press(*tabs(last, back=True))
+        assert details.active == last  # type: ignore[attr-defined]
         assert app.focused is run_screen(app).case_list
-        await pilot.press("shift+tab", "shift+tab")
-        assert details.active == "output"  # type: ignore[attr-defined]
+        await pilot.press(*tabs(two_back, start=last, back=True))
+        assert details.active == two_back  # type: ignore[attr-defined]
         assert app.focused is run_screen(app).case_list
         await pilot.press("j")
         assert run_screen(app).case_list.cursor_name == "adds-floats"
