@@ -300,20 +300,21 @@ async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
     app = create_app(folder / "evals.toml", options, watch=False)
     presses: list[float] = []
     async with app.run_test(size=TUI_SIZE) as pilot:
-        await _until(lambda: app.board.done >= 100, 300)
-        while app.board.running and len(presses) < 20:
+        await _until(lambda: app.session.board.done >= 100, 300)
+        while app.session.board.running and len(presses) < 20:
             # Handled = the cursor moved; pilot.press itself waits for the whole app to
             # go idle, which a streaming run never does.
-            before = app.run_screen.case_list.cursor
+            cases = app.screen_stack[0].case_list  # the run screen's, under any other
+            before = cases.cursor
             started = time.perf_counter()
             pressing = asyncio.ensure_future(pilot.press("j"))
-            while app.run_screen.case_list.cursor == before and time.perf_counter() - started < 10:
+            while cases.cursor == before and time.perf_counter() - started < 10:
                 await asyncio.sleep(0.001)
             presses.append((time.perf_counter() - started) * 1000)
             await pressing
             await asyncio.sleep(0.2)
-        await _until(lambda: app.runs_finished >= 1 and not app.board.running, 900)
-        rows = len(app.board.rows)
+        await _until(lambda: app.session.runs_finished >= 1 and not app.session.board.running, 900)
+        rows = len(app.session.board.rows)
         await _quiet(app)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
@@ -327,7 +328,7 @@ async def _tui_large(folder: Path, impl: str, jobs: int) -> dict[str, Any]:
 
 async def _quiet(app: Any) -> None:
     """Let the panes catch up before the app closes (their workers post to the screen)."""
-    await _until(lambda: not app.board.running and app.run_screen.details_settled, 30)
+    await _until(lambda: not app.session.board.running and app.screen_stack[0].details_settled, 30)
     await asyncio.sleep(0.2)
 
 
@@ -1196,36 +1197,38 @@ async def _tui_watch(folder: Path, failed_first: bool, saves: int) -> dict[str, 
     first: list[float] = []
     last: list[float] = []
     async with app.run_test(size=TUI_SIZE):
-        await _until(lambda: app.runs_finished >= 1 and not app.board.running, 300)
+        await _until(lambda: app.session.runs_finished >= 1 and not app.session.board.running, 300)
         await _until(
             lambda: (
-                app.plan is not None
-                and source.resolve() in {Path(p).resolve() for p in app.plan.sources}
+                app.control.plan is not None
+                and source.resolve() in {Path(p).resolve() for p in app.control.plan.sources}
             ),
             30,
         )
         for attempt in range(saves):
             await asyncio.sleep(0.3)
             if attempt:  # break it again, and wait for that run
-                broke_at = app.runs_finished
+                broke_at = app.session.runs_finished
                 source.write_text(CM_BROKEN + f"# {attempt}\n", encoding="utf-8")
                 await _until(
-                    lambda done=broke_at: app.runs_finished > done and not app.board.running,
+                    lambda done=broke_at: (
+                        app.session.runs_finished > done and not app.session.board.running
+                    ),
                     300,
                 )
                 await asyncio.sleep(0.3)
             failing = [
                 row
-                for row in app.board.rows
+                for row in app.session.board.rows
                 if row.status is not None and row.status.value in ("fail", "errored")
             ]
             if not failing:
                 raise RuntimeError("the regression did not show")
-            finished = app.runs_finished
+            finished = app.session.runs_finished
             started = time.perf_counter()
             source.write_text(CM_ADAPTER + f"# fixed {attempt}\n", encoding="utf-8")
             seen = None
-            while app.runs_finished <= finished:
+            while app.session.runs_finished <= finished:
                 if seen is None and any(
                     not row.stale and row.status is not None and row.status.value == "pass"
                     for row in failing
@@ -1338,9 +1341,9 @@ async def _tui_to_all_passed(folder: Path) -> dict[str, Any]:
         folder / "evals.toml", options, watch=False, history=folder / ".cer" / "history.sqlite"
     )
     async with app.run_test(size=TUI_SIZE):
-        await _until(lambda: app.runs_finished >= 1 and not app.board.running, 1800)
+        await _until(lambda: app.session.runs_finished >= 1 and not app.session.board.running, 1800)
         elapsed = time.perf_counter() - started
-        passed = app.board.counts.passed
+        passed = app.session.board.counts.passed
     return {"seconds": elapsed, "passed": passed}
 
 

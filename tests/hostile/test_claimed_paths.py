@@ -27,7 +27,7 @@ from cer.suite.loader import load_suite
 from cer.text.tracebacks import CodeFrame, NoCode, Site, SourceReader
 from cer.tui.app import CerApp, create_app
 from cer.tui.state.editor import editor_command
-from tui.helpers import settle
+from tui.helpers import run_screen, settle
 
 SECRET = "API_KEY = 'do-not-print-me'\n"
 
@@ -196,12 +196,12 @@ async def test_e_opens_only_a_file_the_implementation_loaded(
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await settle(app)
         for name in ("named", "linked", "option"):
-            assert app.run_screen.case_list.select_name(name)
+            assert run_screen(app).case_list.select_name(name)
             await settle(app)
             await pilot.press("E")
             await pilot.pause()
             assert launched == [], (name, launched)
-        assert app.run_screen.case_list.select_name("honest")
+        assert run_screen(app).case_list.select_name("honest")
         await settle(app)
         await pilot.press("E")
         await pilot.pause()

@@ -19,7 +19,7 @@ from cer.tui.plain import notify
 from cer.tui.screens.drafts import ConfirmScreen, DraftsScreen
 from cer.tui.state.details import PANES
 from cer.tui.widgets.detail_panes import DetailPanes
-from tui.helpers import screen_text, settle, wait_until
+from tui.helpers import run_screen, screen_text, settle, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -71,13 +71,13 @@ async def test_the_list_and_every_pane_show_hostile_text_as_data(tmp_path: Path)
     app = create_app(suite, options, watch=False, history=tmp_path / "h.sqlite")
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(app)
-        assert len(app.board.rows) == 2 * len(SHOWN)
+        assert len(app.session.board.rows) == 2 * len(SHOWN)
         assert_inert(screen_text(app), "list")
         panes = app.query_one(DetailPanes)
         for kind in ("value", "raise"):
             for name in SHOWN:
                 case = f"{kind}-{name}"
-                assert app.run_screen.case_list.select_name(case)
+                assert run_screen(app).case_list.select_name(case)
                 await settle(app)
                 seen = screen_text(app)
                 assert_inert(seen, f"{case} {panes.active}")

@@ -22,6 +22,8 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.model import Case, CaseResult, Mismatch, RunResult, SourceAccess, Status, Suite
 from cer.suite.selection import Selection
 from cer.tui.app import CerApp
+from cer.tui.screens.run import RunScreen
+from cer.tui.state import details
 
 Outcome = Callable[[Case], CaseResult]
 _RUN_IDS = itertools.count(1)
@@ -352,11 +354,27 @@ def _busy(app: CerApp) -> bool:
     )
 
 
+def run_screen(app: CerApp) -> RunScreen:
+    """The app's main view, at the bottom of the screen stack whatever is over it."""
+    screen = app.screen_stack[0]
+    assert isinstance(screen, RunScreen)
+    return screen
+
+
+def tabs(to: str, *, start: str = "reason", back: bool = False) -> tuple[str, ...]:
+    """The keys that bring the pane ``to`` on view from the pane ``start`` (``tab``, or
+    ``shift+tab`` with ``back``), counted in the pane table's order
+    (:data:`cer.tui.state.details.PANES`, read when called) rather than spelled out."""
+    names = [pane.name for pane in details.PANES]
+    steps = names.index(to) - names.index(start)
+    return ("shift+tab",) * (-steps % len(names)) if back else ("tab",) * (steps % len(names))
+
+
 async def settle(app: CerApp, runs: int = 1) -> None:
     """Wait for ``runs`` runs to finish and for the detail panes to be drawn."""
-    await wait_until(lambda: app.runs_finished >= runs and not app.board.running)
+    await wait_until(lambda: app.session.runs_finished >= runs and not app.session.board.running)
     for _ in range(2):
-        await wait_until(lambda: not _busy(app) and app.run_screen.details_settled)
+        await wait_until(lambda: not _busy(app) and run_screen(app).details_settled)
         await asyncio.sleep(0.02)
 
 

@@ -35,8 +35,10 @@ from .helpers import (
     make_suite,
     passing,
     result_for,
+    run_screen,
     screen_text,
     settle,
+    tabs,
     triage_outcome,
     triage_suite,
     wait_until,
@@ -61,28 +63,28 @@ def triage_app(runner: FakeRunner | None = None, **kwargs: object) -> CerApp:
 
 
 def statuses(app: CerApp) -> dict[str, Status | None]:
-    return {row.name: row.status for row in app.board.rows}
+    return {row.name: row.status for row in app.session.board.rows}
 
 
 def visible_names(app: CerApp) -> list[str]:
-    return [app.board.rows[i].name for i in app.board.visible()]
+    return [app.session.board.rows[i].name for i in app.session.board.visible()]
 
 
 async def test_first_run_fills_the_list() -> None:
     app = triage_app()
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert len(app.board.rows) == 12
+        assert len(app.session.board.rows) == 12
         assert statuses(app)["renders-tabs"] is Status.FAIL
         assert statuses(app)["survives-deep-nesting"] is Status.ERRORED
-        counts = app.board.counts
+        counts = app.session.board.counts
         assert (counts.passed, counts.failed, counts.errored, counts.skipped) == (7, 3, 1, 1)
         text = screen_text(app)
         assert "✔ 7 passed" in text and "✘ 3 failed" in text and "‼ 1 errored" in text
         assert "✘   renders-tabs" in text
         assert "calc ^1.0 · calc:evaluate · timeout 10 s · not watching · first run" in text
         # The first case is selected and its details are shown.
-        assert app.run_screen.case_list.cursor_name == "adds-integers"
+        assert run_screen(app).case_list.cursor_name == "adds-integers"
         assert "adds-integers" in str(app.query_one("#reason-pane", TextPane).content)
 
 
@@ -90,30 +92,30 @@ async def test_details_show_reason_diff_output_and_case() -> None:
     app = triage_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert app.run_screen.case_list.select_name("renders-tabs")
+        assert run_screen(app).case_list.select_name("renders-tabs")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "html: line 1 differs at column 12" in reason
         diff = app.query_one("#diff-pane", DiffPane).plain
         assert "→" in diff and "·" in diff and "⏎" in diff
-        await pilot.press("tab")
+        await pilot.press(*tabs("diff"))
         assert app.query_one("#details", TabbedContent).active == "diff"
-        await pilot.press("tab", "tab")
+        await pilot.press(*tabs("case", start="diff"))
         assert app.query_one("#details", TabbedContent).active == "case"
         case_text = str(app.query_one("#case-pane", TextPane).content)
         assert "upstream-section:Tabs" in case_text and "input" in case_text
-        await pilot.press("tab")
+        await pilot.press(*tabs("coverage", start="case"))
         assert app.query_one("#details", TabbedContent).active == "coverage"
-        await pilot.press("tab")
+        await pilot.press(*tabs("reason", start="coverage"))
         assert app.query_one("#details", TabbedContent).active == "reason"
-        assert app.run_screen.case_list.select_name("survives-deep-nesting")
+        assert run_screen(app).case_list.select_name("survives-deep-nesting")
         await settle(app)
         output = app.query_one("#output-pane", OutputPane).plain
         assert "── stderr ──" in output and "RecursionError" in output
         await pilot.press("enter")
         assert app.focused is app.query_one("#reason-pane")
         await pilot.press("escape")
-        assert app.focused is app.run_screen.case_list
+        assert app.focused is run_screen(app).case_list
 
 
 async def test_failures_only_filter_and_group_by() -> None:
@@ -136,7 +138,7 @@ async def test_failures_only_filter_and_group_by() -> None:
         await pilot.press(*"host")
         assert visible_names(app) == ["rejects-empty", "survives-deep-nesting"]
         await pilot.press("enter")
-        assert app.focused is app.run_screen.case_list
+        assert app.focused is run_screen(app).case_list
         assert visible_names(app) == ["rejects-empty", "survives-deep-nesting"]
         await pilot.press("escape")
         assert len(visible_names(app)) == 12
@@ -210,7 +212,7 @@ async def test_rerun_all_marks_fixed_and_regressed() -> None:
         second = True
         await pilot.press("r")
         await settle(app, runs=2)
-        counts = app.board.counts
+        counts = app.session.board.counts
         assert (counts.fixed, counts.regressed) == (1, 1)
         text = screen_text(app)
         assert "+1 fixed  −1 regressed" in text
@@ -234,23 +236,23 @@ async def test_selection_persists_across_reruns_and_suite_changes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.press("j", "j", "j", "j")
-        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
+        assert run_screen(app).case_list.cursor_name == "keeps-final-newline"
         await pilot.press("r")
         await settle(app, runs=2)
-        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
+        assert run_screen(app).case_list.cursor_name == "keeps-final-newline"
         # Two new cases before it: the cursor follows the name, not the position.
         new_cases = (make_case("new-one", 1), make_case("new-two", 2))
         moved = tuple(replace(c, position=c.position + 2) for c in suite.cases)
         current["suite"] = replace(make_suite((*new_cases, *moved)), content_hash="changed")
-        app._suite_cache = None
+        app.control.suite_cache = None
         await pilot.press("r")
         await settle(app, runs=3)
-        assert app.board.rows[0].name == "new-one"
-        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
-        assert app.run_screen.case_list.cursor == 6
+        assert app.session.board.rows[0].name == "new-one"
+        assert run_screen(app).case_list.cursor_name == "keeps-final-newline"
+        assert run_screen(app).case_list.cursor == 6
         # Filtering keeps it when it stays visible.
         await pilot.press("f")
-        assert app.run_screen.case_list.cursor_name == "keeps-final-newline"
+        assert run_screen(app).case_list.cursor_name == "keeps-final-newline"
 
 
 async def test_stale_rows_are_kept_while_a_rerun_is_in_flight() -> None:
@@ -258,13 +260,13 @@ async def test_stale_rows_are_kept_while_a_rerun_is_in_flight() -> None:
     app = triage_app(runner)
     async with app.run_test(size=SIZE):
         await settle(app)
-        before = {row.name: row.status for row in app.board.rows}
+        before = {row.name: row.status for row in app.session.board.rows}
         # Second run blocks after three cases until it is cancelled.
         runner.block_after = 3
         runner.calls.clear()
-        app.run_screen.action_rerun_all()
-        await wait_until(lambda: app.board.done >= 3)
-        rows = app.board.rows
+        run_screen(app).action_rerun_all()
+        await wait_until(lambda: app.session.board.done >= 3)
+        rows = app.session.board.rows
         assert all(row.result is not None for row in rows)
         # The three cases run so far (the failed ones come first) are fresh; the rest
         # are stale and still show their old results.
@@ -273,7 +275,7 @@ async def test_stale_rows_are_kept_while_a_rerun_is_in_flight() -> None:
         assert len(stale) == 9
         assert all(row.status is before[row.name] for row in stale)
         assert "3/12" in screen_text(app)
-        app.run_screen.action_rerun_all()  # cancels the blocked run
+        run_screen(app).action_rerun_all()  # cancels the blocked run
         await settle(app, runs=2)
         assert runner.cancelled == 1
         assert not any(row.stale for row in rows)
@@ -298,7 +300,7 @@ async def test_import_failure_shows_banner_and_errored_cases() -> None:
         assert "Traceback (most recent call last):" in banner.body
         assert set(statuses(app).values()) == {Status.ERRORED}
         runner.import_failure = None
-        app.run_screen.action_rerun_all()
+        run_screen(app).action_rerun_all()
         await settle(app, runs=2)
         assert banner.kind is None
 
@@ -322,7 +324,7 @@ async def test_keys_help_copy_edit_theme_and_pause(monkeypatch: pytest.MonkeyPat
         assert not isinstance(app.screen, HelpScreen)
 
         await pilot.press("G")
-        assert app.run_screen.case_list.cursor_name == "parses-unicode-minus"
+        assert run_screen(app).case_list.cursor_name == "parses-unicode-minus"
         await pilot.press("home", "j", "y")
         assert app.clipboard == "cer run evals.toml --impl calc:evaluate --case adds-floats"
 
@@ -332,19 +334,19 @@ async def test_keys_help_copy_edit_theme_and_pause(monkeypatch: pytest.MonkeyPat
         await pilot.press("e")
         assert any("editor" in str(n.message) for n in app._notifications)
 
-        before = app.theme_file.name
-        style_before = app.run_screen.case_list.get_component_rich_style("case-list--pass")
+        before = app.theme
+        style_before = run_screen(app).case_list.get_component_rich_style("case-list--pass")
         await pilot.press("t")
-        assert app.theme_file.name != before
-        assert app.run_screen.case_list.get_component_rich_style("case-list--pass") != style_before
+        assert app.theme != before
+        assert run_screen(app).case_list.get_component_rich_style("case-list--pass") != style_before
         names = list(app.themes)
         for _ in range(len(names) - 1):
             await pilot.press("t")
-        assert app.theme_file.name == before
+        assert app.theme == before
 
         # --no-watch: pausing has nothing to pause.
         await pilot.press("p")
-        assert not app.paused
+        assert not app.control.paused
 
 
 def test_editor_and_repro_commands() -> None:
@@ -389,21 +391,21 @@ async def test_65000_cases_stay_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert app.board.counts.failed == 65_000 // 97
+        assert app.session.board.counts.failed == 65_000 // 97
         assert "case-00001" in screen_text(app)
-        height = app.run_screen.case_list.size.height
+        height = run_screen(app).case_list.size.height
         # Only the rows on screen are ever drawn, however long the list.
         drawn.clear()
         await pilot.press("end")
         await pilot.press("pageup", "k", "k")
         await pilot.pause()
         # A page is the list's height less its column headers and one row of overlap.
-        assert app.run_screen.case_list.cursor_name == f"case-{65_000 - (height - 2) - 2:05d}"
+        assert run_screen(app).case_list.cursor_name == f"case-{65_000 - (height - 2) - 2:05d}"
         assert "case-64" in screen_text(app)
         assert 0 < len(drawn) <= 6 * height
         assert max(drawn) < height
         await pilot.press("f")
-        assert len(app.board.visible()) == 65_000 // 97
+        assert len(app.session.board.visible()) == 65_000 // 97
 
 
 def real_suite_text(extra: str = "") -> str:
@@ -423,8 +425,8 @@ async def test_broken_suite_shows_banner_and_recovers(tmp_path: Path) -> None:
     app = create_app(suite_path, OPTIONS, run=runner, load=load_suite, watch=True)
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert [row.name for row in app.board.rows] == ["one", "two"]
-        await wait_until(lambda: app.plan is not None)
+        assert [row.name for row in app.session.board.rows] == ["one", "two"]
+        await wait_until(lambda: app.control.plan is not None)
 
         suite_path.write_text(real_suite_text('\n[[cases]]\nname = "three"\ncategory = \n'))
         banner = app.query_one(Banner)
@@ -432,9 +434,9 @@ async def test_broken_suite_shows_banner_and_recovers(tmp_path: Path) -> None:
         assert "evals.toml" in banner.body and ":" in banner.body
         await wait_until(lambda: "does not load" in screen_text(app))
         # The last results stay, dimmed.
-        assert [row.status for row in app.board.rows] == [Status.PASS, Status.PASS]
-        assert app.run_screen.case_list.has_class("-dimmed")
-        assert all(row.stale for row in app.board.rows)
+        assert [row.status for row in app.session.board.rows] == [Status.PASS, Status.PASS]
+        assert run_screen(app).case_list.has_class("-dimmed")
+        assert all(row.stale for row in app.session.board.rows)
 
         suite_path.write_text(
             real_suite_text(
@@ -442,11 +444,11 @@ async def test_broken_suite_shows_banner_and_recovers(tmp_path: Path) -> None:
                 "expect = { output = 3 }\n"
             )
         )
-        await wait_until(lambda: banner.kind is None and app.runs_finished >= 2)
+        await wait_until(lambda: banner.kind is None and app.session.runs_finished >= 2)
         await settle(app, runs=2)
-        assert [row.name for row in app.board.rows] == ["one", "two", "three"]
-        assert not app.run_screen.case_list.has_class("-dimmed")
-        assert not any(row.stale for row in app.board.rows)
+        assert [row.name for row in app.session.board.rows] == ["one", "two", "three"]
+        assert not run_screen(app).case_list.has_class("-dimmed")
+        assert not any(row.stale for row in app.session.board.rows)
 
 
 def impl_outcome(impl: Path):  # type: ignore[no-untyped-def]
@@ -473,10 +475,12 @@ async def test_editing_the_implementation_reruns(tmp_path: Path) -> None:
         await settle(app)
         assert set(statuses(app).values()) == {Status.FAIL}
         # The watcher picks up the implementation's own folder once it is reported.
-        await wait_until(lambda: app.plan is not None and impl.resolve() in app.plan.sources)
+        await wait_until(
+            lambda: app.control.plan is not None and impl.resolve() in app.control.plan.sources
+        )
         assert "watching 2 paths" in screen_text(app)
         impl.write_text("two")
-        await wait_until(lambda: app.runs_finished >= 2, timeout=5)
+        await wait_until(lambda: app.session.runs_finished >= 2, timeout=5)
         await settle(app, runs=2)
         assert statuses(app) == {"one": Status.PASS, "two": Status.FAIL}
         assert "rerun: " in screen_text(app) and "impl.py changed" in screen_text(app)
@@ -486,7 +490,7 @@ async def test_editing_the_implementation_reruns(tmp_path: Path) -> None:
         (impl.parent / ".impl.py.swp").write_text("x")
         (tmp_path / "notes.txt").write_text("x")
         await pilot_sleep(0.3)
-        assert app.runs_started == 2
+        assert app.session.runs_started == 2
 
 
 async def test_change_mid_run_cancels_and_restarts(tmp_path: Path) -> None:
@@ -497,14 +501,16 @@ async def test_change_mid_run_cancels_and_restarts(tmp_path: Path) -> None:
     runner = FakeRunner(impl_outcome(impl), sources=(str(impl),), block_after=1)
     app = create_app(suite_path, OPTIONS, run=runner, load=load_suite, watch=True)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.board.done >= 1)
-        assert app.board.running
-        await wait_until(lambda: app.plan is not None and impl.resolve() in app.plan.sources)
+        await wait_until(lambda: app.session.board.done >= 1)
+        assert app.session.board.running
+        await wait_until(
+            lambda: app.control.plan is not None and impl.resolve() in app.control.plan.sources
+        )
         impl.write_text("two")
         await settle(app, runs=1)
         assert runner.cancelled == 1
         assert len(runner.calls) == 2
-        assert app.runs_finished == 1
+        assert app.session.runs_finished == 1
         assert statuses(app) == {"one": Status.PASS, "two": Status.FAIL}
 
 
@@ -517,12 +523,14 @@ async def test_pause_holds_changes_until_resumed(tmp_path: Path) -> None:
     app = create_app(suite_path, OPTIONS, run=runner, load=load_suite, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        await wait_until(lambda: app.plan is not None and impl.resolve() in app.plan.sources)
+        await wait_until(
+            lambda: app.control.plan is not None and impl.resolve() in app.control.plan.sources
+        )
         await pilot.press("p")
         assert "watching paused" in screen_text(app)
         impl.write_text("two")
         await wait_until(lambda: "1 changed" in screen_text(app))
-        assert app.runs_started == 1
+        assert app.session.runs_started == 1
         await pilot.press("p")
         await settle(app, runs=2)
         assert statuses(app) == {"one": Status.PASS, "two": Status.FAIL}
@@ -542,7 +550,7 @@ def test_unknown_theme_is_refused() -> None:
 def test_selection_of_options_is_the_base_for_reruns() -> None:
     base = Selection(categories=("functional",))
     app = create_app(Path("evals.toml"), replace(OPTIONS, selection=base), watch=False)
-    assert app.base_selection == base
+    assert app.settings.base_selection == base
 
 
 async def test_a_crashing_runner_shows_a_banner_until_a_run_finishes() -> None:
@@ -558,15 +566,15 @@ async def test_a_crashing_runner_shows_a_banner_until_a_run_finishes() -> None:
         Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(triage_suite()), watch=False
     )
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.run_screen.banner.kind == "run-error")
+        await wait_until(lambda: run_screen(app).banner.kind == "run-error")
         assert (
-            "the runner broke" in screen_text(app) or "RuntimeError" in app.run_screen.banner.body
+            "the runner broke" in screen_text(app) or "RuntimeError" in run_screen(app).banner.body
         )
-        assert not app.board.running
+        assert not app.session.board.running
         crash["on"] = False
-        app.run_screen.action_rerun_all()
+        run_screen(app).action_rerun_all()
         await settle(app)
-        assert app.run_screen.banner.kind is None
+        assert run_screen(app).banner.kind is None
 
 
 async def test_the_end_of_a_run_takes_the_results_that_did_not_stream() -> None:
@@ -600,10 +608,13 @@ async def test_the_end_of_a_run_takes_the_results_that_did_not_stream() -> None:
         assert statuses(app) == {
             case.name: Status.FAIL if case is first else Status.PASS for case in suite.cases
         }
-        row = app.board.row(first.name)
+        row = app.session.board.row(first.name)
         assert row is not None and row.result is not None
         assert row.result.reason == "judged again"
-        kept = app.board.row(last.name)
+        kept = app.session.board.row(last.name)
         assert kept is not None and kept.result == replace(passing(last), observation=None)
-        assert (app.board.done, app.board.total) == (len(suite.cases), len(suite.cases))
-        assert app.board.last_run is not None and app.board.last_run.results == ()
+        assert (app.session.board.done, app.session.board.total) == (
+            len(suite.cases),
+            len(suite.cases),
+        )
+        assert app.session.board.last_run is not None and app.session.board.last_run.results == ()

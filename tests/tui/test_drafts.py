@@ -198,8 +198,8 @@ async def test_drafts_never_reach_the_case_list_or_the_counts(tmp_path: Path) ->
     )
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        counts = app.board.counts
-        assert "a-draft" not in {row.name for row in app.board.rows}
+        counts = app.session.board.counts
+        assert "a-draft" not in {row.name for row in app.session.board.rows}
         await pilot.press("D")
         await wait_until(lambda: isinstance(app.screen, DraftsScreen))
         drafts = app.screen
@@ -208,8 +208,8 @@ async def test_drafts_never_reach_the_case_list_or_the_counts(tmp_path: Path) ->
         assert "a-draft" in screen_text(app)
         await pilot.press("escape")
         await wait_until(lambda: not isinstance(app.screen, DraftsScreen))
-        assert app.board.counts == counts
-        assert "a-draft" not in {row.name for row in app.board.rows}
+        assert app.session.board.counts == counts
+        assert "a-draft" not in {row.name for row in app.session.board.rows}
 
 
 async def test_what_the_implementation_says_is_shown_never_obeyed(tmp_path: Path) -> None:

@@ -24,7 +24,9 @@ async def test_a_rerun_after_a_change_runs_the_failed_cases_first(tmp_path: Path
     async with app.run_test(size=(120, 36)):
         await settle(app)
         failing = {
-            row.name for row in app.board.rows if row.status in (Status.FAIL, Status.ERRORED)
+            row.name
+            for row in app.session.board.rows
+            if row.status in (Status.FAIL, Status.ERRORED)
         }
         assert failing and len(failing) < len(suite.cases)
         assert runner.options[0].first == frozenset()  # nothing failed before
@@ -36,4 +38,4 @@ async def test_a_rerun_after_a_change_runs_the_failed_cases_first(tmp_path: Path
         streamed = runner.finished[1]
         assert set(streamed[: len(failing)]) == failing
         # the list itself keeps the suite's order
-        assert [row.name for row in app.board.rows] == [case.name for case in suite.cases]
+        assert [row.name for row in app.session.board.rows] == [case.name for case in suite.cases]

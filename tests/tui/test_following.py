@@ -79,7 +79,7 @@ async def test_the_group_view_follows_a_rerun_that_lands_under_it() -> None:
         )
         options.highlighted = highlighted
         outcome.fixed = True
-        app.start_run(app.base_selection, "rerun: file changed")
+        app.start_run(app.settings.base_selection, "rerun: file changed")
         await settle(app, runs=2)
         await wait_until(lambda: "100%" in _row(app, "area:directives"))
         assert "✔    13  ✘     0" in _row(app, "area:directives")
@@ -87,7 +87,7 @@ async def test_the_group_view_follows_a_rerun_that_lands_under_it() -> None:
         assert app.screen.query_one(OptionList).highlighted == highlighted
         await pilot.press("enter")
         assert not isinstance(app.screen, GroupScreen)
-        assert len(app.board.visible()) == 13
+        assert len(app.session.board.visible()) == 13
 
 
 async def test_a_run_of_matching_cases_says_it_is_partial() -> None:

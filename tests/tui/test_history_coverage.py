@@ -26,8 +26,10 @@ from .helpers import (
     make_suite,
     passing,
     result_for,
+    run_screen,
     screen_text,
     settle,
+    tabs,
     triage_outcome,
     triage_suite,
     wait_until,
@@ -89,26 +91,26 @@ async def test_finished_runs_are_recorded_and_flaky_cases_marked(tmp_path: Path)
     app = app_with(suite, runner, history)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        await wait_until(lambda: app.runs_recorded == 1)
-        assert recorded(history) == [app.board.last_run.run_id]  # type: ignore[union-attr]
-        assert app.board.flaky == frozenset()
+        await wait_until(lambda: app.control.runs_recorded == 1)
+        assert recorded(history) == [app.session.board.last_run.run_id]  # type: ignore[union-attr]
+        assert app.session.board.flaky == frozenset()
         assert "flaky" not in screen_text(app)
 
         calls["n"] = 1
         await pilot.press("r")
         await settle(app, runs=2)
-        await wait_until(lambda: app.runs_recorded == 2)
+        await wait_until(lambda: app.control.runs_recorded == 2)
         assert len(recorded(history)) == 2
-        assert app.board.flaky == {"adds-floats"}
+        assert app.session.board.flaky == {"adds-floats"}
         await wait_until(lambda: "≈ 1 flaky" in screen_text(app))
         text = screen_text(app)
         assert "✘−≈ adds-floats" in text
         assert "✔   adds-integers" in text  # not flaky: no mark
-        assert app.run_screen.case_list.select_name("adds-floats")
+        assert run_screen(app).case_list.select_name("adds-floats")
         await settle(app, runs=2)
         reason = pane(app, "reason")
         assert "≈ flaky" in reason and "cer history --case adds-floats" in reason
-        assert app.run_screen.case_list.select_name("renders-tabs")
+        assert run_screen(app).case_list.select_name("renders-tabs")
         await settle(app, runs=2)
         assert "flaky" not in pane(app, "reason")
         # The summaries written agree with what the list showed.
@@ -123,14 +125,14 @@ async def test_cancelled_runs_are_not_recorded(tmp_path: Path) -> None:
     runner = FakeRunner(triage_outcome, block_after=3)
     app = app_with(triage_suite(tmp_path / "evals.toml"), runner, history)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.board.done >= 3)
-        app.run_screen.action_rerun_all()  # cancels the blocked first run
+        await wait_until(lambda: app.session.board.done >= 3)
+        run_screen(app).action_rerun_all()  # cancels the blocked first run
         await settle(app)
-        await wait_until(lambda: app.runs_recorded == 1)
+        await wait_until(lambda: app.control.runs_recorded == 1)
         assert runner.cancelled == 1
         assert len(runner.calls) == 2
-        assert app.board.last_run is not None
-        assert recorded(history) == [app.board.last_run.run_id]
+        assert app.session.board.last_run is not None
+        assert recorded(history) == [app.session.board.last_run.run_id]
 
 
 async def test_a_broken_history_warns_once_and_the_app_goes_on(tmp_path: Path) -> None:
@@ -140,12 +142,12 @@ async def test_a_broken_history_warns_once_and_the_app_goes_on(tmp_path: Path) -
     app = app_with(triage_suite(tmp_path / "evals.toml"), FakeRunner(triage_outcome), history)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        await wait_until(lambda: app.history_problem is not None)
-        assert app.board.counts.failed == 3
+        await wait_until(lambda: app.control.history_problem is not None)
+        assert app.session.board.counts.failed == 3
         await pilot.press("r")
         await settle(app, runs=2)
-        assert app.runs_finished == 2
-        assert app.runs_recorded == 0
+        assert app.session.runs_finished == 2
+        assert app.control.runs_recorded == 0
         warnings = [n for n in app._notifications if n.title == "History"]
         assert len(warnings) == 1
         assert str(history) in warnings[0].message
@@ -157,7 +159,7 @@ async def test_without_a_history_nothing_is_written(tmp_path: Path) -> None:
     app = app_with(triage_suite(tmp_path / "evals.toml"), FakeRunner(triage_outcome), None)
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert app.runs_recorded == 0
+        assert app.control.runs_recorded == 0
         assert list(tmp_path.iterdir()) == []
 
 
@@ -181,16 +183,16 @@ async def test_rerun_failed_at_start_uses_the_recorded_failures(tmp_path: Path) 
     runner = FakeRunner(now, block_after=0)
     app = app_with(suite, runner, history)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: runner.started.is_set() and app.suite is not None)
-        assert app.runs_finished == 0
+        await wait_until(lambda: runner.started.is_set() and app.session.suite is not None)
+        assert app.session.runs_finished == 0
         await pilot.press("R")
         await settle(app)
         assert runner.cancelled == 1
         assert runner.calls[1].names == TRIAGE_FAILURES
-        assert app.trigger == f"rerun: 4 failed cases of recorded run {earlier[:8]}"
-        assert app.board.row("renders-tabs").status is Status.FAIL  # type: ignore[union-attr]
-        assert app.board.row("divides-by-zero").status is Status.PASS  # type: ignore[union-attr]
-        await wait_until(lambda: app.runs_recorded == 1)
+        assert app.session.trigger == f"rerun: 4 failed cases of recorded run {earlier[:8]}"
+        assert app.session.board.row("renders-tabs").status is Status.FAIL  # type: ignore[union-attr]
+        assert app.session.board.row("divides-by-zero").status is Status.PASS  # type: ignore[union-attr]
+        await wait_until(lambda: app.control.runs_recorded == 1)
 
         # A later recorded run (another session) failed something else; this session
         # has its own results now, and R follows them.
@@ -210,8 +212,8 @@ async def test_rerun_failed_at_start_without_a_recorded_run_says_so(tmp_path: Pa
         await wait_until(lambda: any(n.title == "Rerun failed" for n in app._notifications))
         (note,) = [n for n in app._notifications if n.title == "Rerun failed"]
         assert "no run history yet" in note.message
-        assert app.runs_started == 1
-        assert app.board.running
+        assert app.session.runs_started == 1
+        assert app.session.board.running
 
 
 # -- coverage ---------------------------------------------------------------------------
@@ -251,7 +253,7 @@ async def test_coverage_pane_shows_constraints_gaps_and_errors(tmp_path: Path) -
     app = app_with(suite, FakeRunner(coverage_outcome), None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        await wait_until(lambda: app.coverage_view.coverage is not None)
+        await wait_until(lambda: app.session.lanes[0].coverage.coverage is not None)
         await settle(app)
         text = pane(app, "coverage")
         assert "2 of 3 constraints covered, 1 verified" in text
@@ -281,8 +283,7 @@ async def test_coverage_pane_shows_constraints_gaps_and_errors(tmp_path: Path) -
         await pilot.press("j")
         await settle(app)
         assert "no constraint (its verifies list is empty)" in pane(app, "coverage")
-        # The pane is one tab away from the Case pane.
-        await pilot.press("tab", "tab", "tab", "tab")
+        await pilot.press(*tabs("coverage"))
         assert "2 of 3 constraints covered, 1 verified" in screen_text(app)
 
 
@@ -290,11 +291,11 @@ async def test_coverage_pane_without_a_module_document(tmp_path: Path) -> None:
     runner = FakeRunner(coverage_outcome, block_after=1)
     app = app_with(coverage_suite(tmp_path), runner, None)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.board.done == 1)
+        await wait_until(lambda: app.session.board.done == 1)
         await wait_until(lambda: "computed when a run finishes" in pane(app, "coverage"))
-        app.run_screen.action_rerun_all()
+        run_screen(app).action_rerun_all()
         await settle(app)
-        await wait_until(lambda: not app.coverage_view.pending)
+        await wait_until(lambda: not app.session.lanes[0].coverage.pending)
         await settle(app)
         text = pane(app, "coverage")
         assert "This module has no commonsformat.md beside evals.toml" in text
@@ -314,14 +315,15 @@ async def test_coverage_follows_the_results_on_screen_after_a_partial_rerun(
     app = app_with(coverage_suite(tmp_path), runner, None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        await wait_until(lambda: app.coverage_view.coverage is not None)
+        await wait_until(lambda: app.session.lanes[0].coverage.coverage is not None)
         fixed["on"] = True
         await pilot.press("R")  # reruns only checks-beta; checks-alpha keeps its pass
         await settle(app, runs=2)
         assert runner.calls[1].names == {"checks-beta"}
         await wait_until(
             lambda: (
-                app.coverage_view.coverage is not None and app.coverage_view.coverage.verified == 2
+                app.session.lanes[0].coverage.coverage is not None
+                and app.session.lanes[0].coverage.coverage.verified == 2
             )
         )
 
@@ -336,14 +338,21 @@ async def test_editing_the_module_document_updates_coverage_without_a_rerun(
     app = app_with(coverage_suite(tmp_path), FakeRunner(coverage_outcome), None, watch=True)
     async with app.run_test(size=SIZE):
         await settle(app)
-        await wait_until(lambda: app.coverage_view.coverage is not None and app.plan is not None)
+        await wait_until(
+            lambda: (
+                app.session.lanes[0].coverage.coverage is not None and app.control.plan is not None
+            )
+        )
         doc.write_text(MODULE_DOC.replace("</constraints>", "- delta: one more.\n</constraints>"))
         await wait_until(
-            lambda: app.coverage_view.coverage is not None and app.coverage_view.coverage.total == 4
+            lambda: (
+                app.session.lanes[0].coverage.coverage is not None
+                and app.session.lanes[0].coverage.coverage.total == 4
+            )
         )
         await settle(app)
         assert "2 of 4 constraints covered, 1 verified" in pane(app, "coverage")
-        assert app.runs_started == 1
+        assert app.session.runs_started == 1
 
 
 async def test_recording_into_a_watched_folder_does_not_trigger_a_run(tmp_path: Path) -> None:
@@ -362,16 +371,18 @@ async def test_recording_into_a_watched_folder_does_not_trigger_a_run(tmp_path: 
         history=history,
     )
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.plan is not None and data.resolve() in app.plan.extra)
+        await wait_until(
+            lambda: app.control.plan is not None and data.resolve() in app.control.plan.extra
+        )
         await settle(app)
-        await wait_until(lambda: app.runs_recorded == 1)
+        await wait_until(lambda: app.control.runs_recorded == 1)
         # Something else in the watched folder still counts: the watcher is live.
         (data / "input.json").write_text("{}")
-        await wait_until(lambda: app.runs_started == 2)
+        await wait_until(lambda: app.session.runs_started == 2)
         await settle(app, runs=2)
-        await wait_until(lambda: app.runs_recorded == 2)
+        await wait_until(lambda: app.control.runs_recorded == 2)
         await asyncio.sleep(0.3)
-        assert app.runs_started == 2
+        assert app.session.runs_started == 2
 
 
 async def test_coverage_is_judged_on_the_document_read_before_the_run(tmp_path: Path) -> None:
@@ -386,9 +397,9 @@ async def test_coverage_is_judged_on_the_document_read_before_the_run(tmp_path: 
     app = app_with(coverage_suite(tmp_path), FakeRunner(rewriting_outcome), None)
     async with app.run_test(size=SIZE):
         await settle(app)
-        await wait_until(lambda: app.coverage_view.coverage is not None)
+        await wait_until(lambda: app.session.lanes[0].coverage.coverage is not None)
         await settle(app)
-        coverage = app.coverage_view.coverage
+        coverage = app.session.lanes[0].coverage.coverage
         assert coverage is not None
         assert (coverage.total, coverage.covered, coverage.verified) == (3, 2, 1)
 

@@ -12,7 +12,7 @@ from cer.model import Status
 from cer.tui.app import create_app
 from cer.tui.widgets.text_pane import TextPane
 
-from .helpers import screen_text, settle
+from .helpers import run_screen, screen_text, settle
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -53,10 +53,10 @@ async def test_hostile_text_is_shown_as_escapes(tmp_path: Path) -> None:
     app = create_app(tmp_path / "evals.toml", RunOptions(impl="hostile_tui:f"), watch=False)
     async with app.run_test(size=(140, 36)):
         await settle(app)
-        statuses = {row.name: row.status for row in app.board.rows}
+        statuses = {row.name: row.status for row in app.session.board.rows}
         assert statuses == {"raises": Status.ERRORED, "returns": Status.FAIL}
         for name in ("raises", "returns"):
-            assert app.run_screen.case_list.select_name(name)
+            assert run_screen(app).case_list.select_name(name)
             await settle(app)
             shown = str(app.query_one("#reason-pane", TextPane).content)
             for char in ACTIVE:
@@ -64,6 +64,6 @@ async def test_hostile_text_is_shown_as_escapes(tmp_path: Path) -> None:
             text = screen_text(app)
             for char in ACTIVE:
                 assert char not in text, (name, char)
-        row = app.board.row("raises")
+        row = app.session.board.row("raises")
         assert row is not None and row.result is not None
         assert "\\x1b[2J" in (row.result.reason or "")

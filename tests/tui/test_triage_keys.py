@@ -11,14 +11,17 @@ from textual.widgets import Input
 from cer.engine.options import RunOptions
 from cer.model import Case, CaseResult, Status
 from cer.tui.app import CerApp, create_app
+from cer.tui.state.details import PANES
 from cer.tui.widgets.text_pane import TextPane
 
 from .helpers import (
     FakeRunner,
     fixed_loader,
     result_for,
+    run_screen,
     screen_text,
     settle,
+    tabs,
     triage_outcome,
     triage_suite,
     wait_until,
@@ -92,17 +95,18 @@ async def test_shift_tab_changes_the_pane_and_keeps_the_focus_on_the_list() -> N
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         details = app.query_one("#details")
-        assert app.focused is app.run_screen.case_list
-        await pilot.press("shift+tab")
-        assert details.active == "coverage"  # type: ignore[attr-defined]
-        assert app.focused is app.run_screen.case_list
-        await pilot.press("shift+tab", "shift+tab")
-        assert details.active == "output"  # type: ignore[attr-defined]
-        assert app.focused is app.run_screen.case_list
+        assert app.focused is run_screen(app).case_list
+        last, two_back = PANES[-1].name, PANES[-3].name
+        await pilot.press(*tabs(last, back=True))
+        assert details.active == last  # type: ignore[attr-defined]
+        assert app.focused is run_screen(app).case_list
+        await pilot.press(*tabs(two_back, start=last, back=True))
+        assert details.active == two_back  # type: ignore[attr-defined]
+        assert app.focused is run_screen(app).case_list
         await pilot.press("j")
-        assert app.run_screen.case_list.cursor_name == "adds-floats"
+        assert run_screen(app).case_list.cursor_name == "adds-floats"
         await pilot.press("enter", "shift+tab")
-        assert isinstance(app.focused, TextPane) or app.focused is not app.run_screen.case_list
+        assert isinstance(app.focused, TextPane) or app.focused is not run_screen(app).case_list
         assert app.focused is not None and app.focused.has_focus
 
 
@@ -114,8 +118,8 @@ async def test_s_reruns_the_highlighted_case_alone_and_dims_the_rest() -> None:
         await pilot.press("j", "s")
         await settle(app, runs=2)
         assert ran(runner, 1) == {"adds-floats"}
-        assert app.trigger == "rerun: adds-floats"
-        rows = {row.name: row for row in app.board.rows}
+        assert app.session.trigger == "rerun: adds-floats"
+        rows = {row.name: row for row in app.session.board.rows}
         assert not rows["adds-floats"].stale
         assert rows["adds-integers"].stale and rows["adds-integers"].status is Status.PASS
 
@@ -158,7 +162,7 @@ async def test_a_pattern_that_matches_nothing_is_refused() -> None:
         await settle(app)
         await pilot.press("n", *"zzz", "enter")
         await pilot.pause()
-        assert app.run_pattern == ""
+        assert run_screen(app).summary_state.pattern == ""  # none in force
         assert any("No case name matches" in str(n.message) for n in app._notifications)
         assert len(runner.calls) == 1
 
@@ -168,7 +172,7 @@ async def test_the_header_shows_the_timeout() -> None:
     async with app.run_test(size=SIZE):
         await settle(app)
         header, summary = screen_text(app).splitlines()[:2]
-        assert f"timeout {app.options.timeout:g} s" in header
+        assert f"timeout {app.settings.options.timeout:g} s" in header
         assert "timeout" not in summary
 
 

@@ -73,9 +73,9 @@ async def test_an_edit_of_the_suite_reruns_what_changed_and_what_failed(tmp_path
         app.control.files_changed((path,))
         await settle(app, runs=2)
         assert runner.calls[1].names == {"c4", "b"}
-        assert app.board.row("c4").status is not None  # type: ignore[union-attr]
-        assert not app.board.row("c4").stale  # type: ignore[union-attr]
-        assert app.board.row("c1").status is not None  # type: ignore[union-attr]
+        assert app.session.board.row("c4").status is not None  # type: ignore[union-attr]
+        assert not app.session.board.row("c4").stale  # type: ignore[union-attr]
+        assert app.session.board.row("c1").status is not None  # type: ignore[union-attr]
 
         # A change to the implementation runs every case again, the failed one first.
         app.control.files_changed((tmp_path / "calc.py",))

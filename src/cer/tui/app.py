@@ -4,12 +4,15 @@ The runner and the suite loader are injected through :func:`create_app`, which b
 command line and the tests use: tests hand in a fake ``run`` that emits events from
 model objects, so they stay fast and deterministic.
 
+What the app was started with is one frozen :class:`~cer.tui.settings.TuiSettings`.
 The app's state is a :class:`~cer.tui.state.session.Session` of lanes, one per
 implementation; its run control (runs, workers, generations, the watch loop) is the
 :class:`~cer.tui.controller.RunController`. The app keeps those, the themes, the signals
-and the global keys; its first screen, the :class:`~cer.tui.screens.run.RunScreen`,
-applies the workers' messages to the session and shows it (one lane as the classic
-screen, several side by side) with the keys that act on what it shows.
+and the global keys, and hands the settings, the session and the controller to its
+first screen, the :class:`~cer.tui.screens.run.RunScreen`, when it builds it: the screen
+reads nothing else of the app. It applies the workers' messages to the session and
+shows it (one lane as the classic screen, several side by side) with the keys that act
+on what it shows; the run pattern (``n``) is its own.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import contextlib
 import functools
 import signal
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,24 +36,21 @@ from textual.worker import Worker, WorkerState
 from cer.engine.options import RunOptions, resolve_jobs
 from cer.engine.python.workerproc import WarmWorkers
 from cer.engine.runner import run_suite
-from cer.model import Suite
 from cer.results.baseline import Baseline
-from cer.results.matrix import Matrix, short_label, unique_labels
+from cer.results.matrix import short_label, unique_labels
 from cer.suite.cache import load_suite_cached
-from cer.suite.selection import Selection, name_matches
+from cer.suite.selection import Selection
 from cer.text.safetext import for_terminal
 from cer.tui import messages
-from cer.tui.controller import LoadFunction, RunController, RunFunction, SuiteCache
+from cer.tui.controller import LoadFunction, RunController, RunFunction
 from cer.tui.keys import bindings, global_keys
 from cer.tui.plain import notify
 from cer.tui.screens.help import HelpScreen
 from cer.tui.screens.run import RunScreen
-from cer.tui.state.board import Board
-from cer.tui.state.coverage_view import CoverageView
+from cer.tui.settings import TuiSettings
 from cer.tui.state.editor import Launcher, run_subprocess
 from cer.tui.state.session import Session
-from cer.tui.state.themes import DEFAULT_THEME, ThemeFile, find_themes
-from cer.tui.state.watching import WatchPlan
+from cer.tui.state.themes import DEFAULT_THEME, find_themes
 from cer.tui.theming import textual_theme
 
 APP_CSS = Path(__file__).with_name("app.tcss")
@@ -88,121 +87,32 @@ class CerApp(App[None]):
             markup=False,
         )
 
-    def __init__(
-        self,
-        suite_path: Path,
-        options: RunOptions,
-        *,
-        run: RunFunction = run_suite,
-        load: LoadFunction = load_suite_cached,
-        watch: bool = True,
-        theme: str = DEFAULT_THEME,
-        extra_watch: Iterable[str | Path] = (),
-        launcher: Launcher = run_subprocess,
-        history: Path | None = None,
-        implementations: Sequence[RunOptions] = (),
-        labels: Sequence[str] = (),
-        baseline: Baseline | None = None,
-    ) -> None:
-        chosen = tuple(implementations) or (options,)
-        if chosen[0] != options:
-            raise ValueError("options must be the first of the implementations")
-        names = tuple(labels) or unique_labels([short_label(o.kind, o.impl) for o in chosen])
+    def __init__(self, settings: TuiSettings) -> None:
         self.themes = find_themes()
-        if theme not in self.themes:
+        if settings.theme not in self.themes:
             known = ", ".join(self.themes) or "none found"
-            raise ValueError(f"unknown theme {theme!r} (known: {known})")
-        self.session = Session(chosen, names, baseline)
-        self.several = self.session.several
-        """Whether the lanes are shown side by side (several implementations)."""
-        self.board: Board = self.session.board
-        """The first lane's board, which owns the filters."""
-        self.boards: tuple[Board, ...] = tuple(lane.board for lane in self.session.lanes)
+            raise ValueError(f"unknown theme {settings.theme!r} (known: {known})")
+        self.settings = settings
+        """What the app was started with; the run screen is handed it too."""
+        self.session = Session(settings.implementations, settings.labels, settings.baseline)
+        self.suite_path = settings.suite_path
+        """The suite, for the run controller (its host names it)."""
+        self.base_selection = settings.base_selection
+        """What every run selects before ``s``, ``n`` or ``R`` narrow it, for the run
+        controller (its host names it)."""
         super().__init__(css_path=[APP_CSS])
         for each in self.themes.values():
             self.register_theme(textual_theme(each))
-        self.theme = theme
-        self.suite_path = suite_path
-        self.options = options
-        """The first lane's options (the only one's, usually)."""
-        self.implementations: tuple[RunOptions, ...] = chosen
-        self.labels: tuple[str, ...] = names
-        """Each lane's short label, as ``cer run`` heads its matrix columns."""
-        self.base_selection = options.selection
-        self.run_pattern = ""
-        """The pattern of ``n``: only the cases whose name matches it run ("" for all)."""
-        self.watching = watch
-        self.history_path = history
-        """Where finished runs are recorded; None records nothing."""
+        self.theme = settings.theme
         self.control = RunController(
-            self, self, run=run, load=load, history=history, extra_watch=extra_watch
+            self,
+            self,
+            run=settings.run,
+            load=settings.load,
+            history=settings.history,
+            extra_watch=settings.extra_watch,
         )
-        self.extra_watch = self.control.extra_watch
-        self.launcher = launcher
-        """How an outside program (the editor) is run; tests hand in a fake."""
-        self.run_function = run
-        self.load_function = load
-        self._run_screen = RunScreen(self)
-
-    # -- the session's and the controller's state, as the screens and tests read it ----
-
-    @property
-    def suite(self) -> Suite | None:
-        return self.session.suite
-
-    @property
-    def matrix(self) -> Matrix | None:
-        return self.session.matrix
-
-    @property
-    def trigger(self) -> str:
-        return self.session.trigger
-
-    @property
-    def runs_started(self) -> int:
-        return self.session.runs_started
-
-    @property
-    def runs_finished(self) -> int:
-        return self.session.runs_finished
-
-    @property
-    def coverage_view(self) -> CoverageView:
-        return self.session.lanes[0].coverage
-
-    @property
-    def paused(self) -> bool:
-        return self.control.paused
-
-    @property
-    def plan(self) -> WatchPlan | None:
-        return self.control.plan
-
-    @property
-    def runs_recorded(self) -> int:
-        return self.control.runs_recorded
-
-    @property
-    def history_problem(self) -> str | None:
-        return self.control.history_problem
-
-    @property
-    def _suite_cache(self) -> SuiteCache | None:
-        return self.control.suite_cache
-
-    @_suite_cache.setter
-    def _suite_cache(self, cache: SuiteCache | None) -> None:
-        self.control.suite_cache = cache
-
-    @property
-    def theme_file(self) -> ThemeFile:
-        """The theme in use."""
-        return self.themes[self.theme]
-
-    @property
-    def run_screen(self) -> RunScreen:
-        """The main view, first on the screen stack."""
-        return self._run_screen
+        self._run_screen = RunScreen(settings, self.session, self.control)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -262,26 +172,14 @@ class CerApp(App[None]):
     # -- runs -------------------------------------------------------------------------
 
     def start_run(self, selection: Selection, trigger: str, *, narrow: bool = True) -> None:
-        """Cancel the run in flight, if any, and start a new one (with ``narrow``,
-        narrowed to the run pattern when one is set: the other cases keep their results,
-        dimmed)."""
-        if selection.names is not None:  # the run's conditions say how they were chosen
-            selection = replace(selection, chosen_by=f"cer-tui {trigger}")
-        if narrow and self.run_pattern and self.suite is not None:
-            names = {c.name for c in self.suite.cases if name_matches(self.run_pattern, c.name)}
-            chosen = f"cer-tui run pattern {self.run_pattern!r}"
-            if selection.names is not None:
-                names &= selection.names
-                chosen = f"{selection.chosen_by}; {chosen}"
-            selection = replace(selection, names=frozenset(names), chosen_by=chosen)
-        self.control.start(selection, trigger)
-        self._run_screen.refresh_header()
-        self._run_screen.refresh_summary()
+        """Start a run cycle (the run controller's reruns come here): the run screen
+        narrows it to its run pattern and shows it."""
+        self._run_screen.start_run(selection, trigger, narrow=narrow)
 
     # -- watching ---------------------------------------------------------------------
 
     def on_files_changed(self, message: messages.FilesChanged) -> None:
-        if self.watching:
+        if self.settings.watch:
             self.control.files_changed(message.paths)
 
     def refresh_header(self) -> None:
@@ -309,13 +207,13 @@ class CerApp(App[None]):
         self.theme = name
 
     def action_toggle_watch(self) -> None:
-        if not self.watching:
+        if not self.settings.watch:
             notify(self, "Started with --no-watch: nothing to pause.", severity="warning")
             return
         self.control.toggle_pause()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.several))
+        self.push_screen(HelpScreen(self.session.several))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keep the app's keys (but quit) out of the other screens and the fields."""
@@ -344,6 +242,10 @@ def create_app(
 ) -> CerApp:
     """Build the app for ``suite_path``; the CLI and the tests both come through here.
 
+    The arguments are gathered, with their defaults filled in, into one
+    :class:`~cer.tui.settings.TuiSettings`, which the app and its run screen are built
+    with.
+
     ``history`` is the database every finished run is recorded in; None (the default,
     so that tests never write beside a suite by accident) records nothing. The command
     line passes ``.cer/history.sqlite`` beside the suite unless ``--no-history``.
@@ -357,26 +259,29 @@ def create_app(
     With the real runner, worker processes are started ahead of each run (warm
     workers), so that after a save only the implementation's own import remains.
     """
+    chosen = tuple(implementations) or (options,)
+    if chosen[0] != options:
+        raise ValueError("options must be the first of the implementations")
     warm: WarmWorkers | None = None
     if run is run_suite:
         warm = WarmWorkers(resolve_jobs(options.jobs))
         warm.fill()
         run = functools.partial(run_suite, warm=warm)
+    settings = TuiSettings(
+        suite_path=suite_path,
+        implementations=chosen,
+        labels=tuple(labels) or unique_labels([short_label(o.kind, o.impl) for o in chosen]),
+        baseline=baseline,
+        watch=watch,
+        extra_watch=tuple(Path(p) for p in extra_watch),
+        history=history,
+        theme=theme,
+        run=run,
+        load=load,
+        launcher=launcher,
+    )
     try:
-        app = CerApp(
-            suite_path,
-            options,
-            run=run,
-            load=load,
-            watch=watch,
-            theme=theme,
-            extra_watch=extra_watch,
-            launcher=launcher,
-            history=history,
-            implementations=implementations,
-            labels=labels,
-            baseline=baseline,
-        )
+        app = CerApp(settings)
     except BaseException:
         if warm is not None:  # an app refused (a bad theme, labels) never ends them
             warm.close()

@@ -1,13 +1,16 @@
 """The run screen: the main view of cer-tui, a suite's cases and their latest results.
 
-It shows the app's :class:`~cer.tui.state.session.Session` (header, summary, banner, the
-case list and the detail panes, the filter and pattern fields) and applies to it the
-messages the run controller's workers post about the runs. Its keys act on what it
-shows: the highlighted case (rerun it alone, open the editor at it or at the
-implementation's failing line, copy its repro command), what runs (rerun all, the
-failed, only a pattern), the filters, the panes, the matrix and the drafts. The app
-keeps what outlives the view: the session, the run controller, the themes, the signals
-and the global keys (theme, pause, help, quit).
+The app builds it with all it works with: the :class:`~cer.tui.settings.TuiSettings`
+cer-tui was started with, the :class:`~cer.tui.state.session.Session` it shows and the
+:class:`~cer.tui.controller.RunController` that runs it; the screen reads nothing else
+of the app. It shows the session (header, summary, banner, the case list and the detail
+panes, the filter and pattern fields) and applies to it the messages the controller's
+workers post about the runs. Its keys act on what it shows: the highlighted case (rerun
+it alone, open the editor at it or at the implementation's failing line, copy its repro
+command), what runs (rerun all, the failed, only a pattern: the run pattern is the
+screen's own), the filters, the panes, the matrix and the drafts. The app keeps what
+outlives the view: the session, the run controller, the themes, the signals and the
+global keys (theme, pause, help, quit).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult, SuspendNotSupported
@@ -28,20 +31,19 @@ from textual.theme import Theme
 from textual.widgets import Footer, Input
 
 from cer.config import repro_command_many
-from cer.engine.options import RunOptions
-from cer.model import Suite
 from cer.suite.selection import Selection, name_matches
 from cer.text.tracebacks import SourceReader, implementation_site
 from cer.tui import messages
-from cer.tui.controller import LoadFunction, RunController, RunFunction
+from cer.tui.controller import RunController
 from cer.tui.keys import bindings, screen_keys
 from cer.tui.plain import notify
 from cer.tui.screens.drafts import DraftsScreen
 from cer.tui.screens.group import GroupScreen
 from cer.tui.screens.matrix import MatrixScreen
+from cer.tui.settings import TuiSettings
 from cer.tui.state.bars import HeaderState, SummaryState
-from cer.tui.state.board import Board, GroupKey
-from cer.tui.state.editor import Launcher, editor_command
+from cer.tui.state.board import GroupKey
+from cer.tui.state.editor import editor_command
 from cer.tui.state.session import Failure, Session
 from cer.tui.state.styles import DetailStyles
 from cer.tui.theming import detail_styles
@@ -58,34 +60,6 @@ from cer.tui.widgets.text_pane import TextPane
 PATTERN_PLACEHOLDER = "run only the cases whose name matches (a pattern; empty: all again)"
 
 
-class RunApp(Protocol):
-    """What the run screen needs of the app beyond Textual's own API: the session it
-    shows, the run controller, how a run is asked for and what it runs on."""
-
-    session: Session
-    board: Board
-    """The first lane's board, which owns the filters."""
-    control: RunController
-    several: bool
-    labels: tuple[str, ...]
-    options: RunOptions
-    implementations: tuple[RunOptions, ...]
-    suite_path: Path
-    history_path: Path | None
-    base_selection: Selection
-    run_pattern: str
-    watching: bool
-    launcher: Launcher
-    run_function: RunFunction
-    load_function: LoadFunction
-
-    @property
-    def suite(self) -> Suite | None: ...
-
-    def start_run(self, selection: Selection, trigger: str, *, narrow: bool = True) -> None:
-        """Start a cycle that runs ``selection`` (narrowed to the run pattern)."""
-
-
 class RunScreen(Screen[None]):
     """The cases of the suite, their results and the details of the highlighted one."""
 
@@ -98,10 +72,17 @@ class RunScreen(Screen[None]):
     """What the summary bar shows (bound to it): set it and the bar repaints (the bar
     alone: a repaint of the screen would draw every widget again on each batch)."""
 
-    def __init__(self, app: RunApp) -> None:
+    def __init__(self, settings: TuiSettings, session: Session, control: RunController) -> None:
         super().__init__()
-        self.cer = app
-        """The app, as the run screen sees it."""
+        self.settings = settings
+        """What cer-tui was started with: the suite, the implementations, watching,
+        the history, and the functions the runs and the editor go through."""
+        self.session = session
+        """What the screen shows: the suite and a lane per implementation."""
+        self.control = control
+        """Starts and cancels the runs whose messages the screen applies to the session."""
+        self.run_pattern = ""
+        """The pattern of ``n``: only the cases whose name matches it run ("" for all)."""
         self.details_shown: tuple[str | None, int] = (None, 0)
         """The case whose details the panes show, and the request they answered."""
         self._details_token = 0
@@ -118,13 +99,12 @@ class RunScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        app = self.cer
         yield HeaderBar(id="header").data_bind(state=RunScreen.header_state)
         yield SummaryBar(id="summary").data_bind(state=RunScreen.summary_state)
         yield Banner(id="banner")
         with Horizontal(id="main"):
-            labels = app.labels if app.several else ()
-            yield CaseList(app.board, labels=labels, id="cases")
+            labels = self.session.labels if self.session.several else ()
+            yield CaseList(self.session.board, labels=labels, id="cases")
             yield DetailPanes(id="details", initial="reason")
         yield Input(
             placeholder="filter: words in the name, a tag, a category or a verified constraint",
@@ -138,27 +118,26 @@ class RunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Start watching and the first run once the view is there to show them."""
-        app = self.cer
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self.case_list.focus()
         self.refresh_header()
         self.refresh_summary()
-        if app.watching:
-            app.control.restart_watch()
+        if self.settings.watch:
+            self.control.restart_watch()
             self.refresh_header()
-        app.start_run(app.base_selection, "first run")
+        self.start_run(self.settings.base_selection, "first run")
 
     # -- the runs' messages -----------------------------------------------------------
 
     def on_suite_loaded(self, message: messages.SuiteLoaded) -> None:
-        control = self.cer.control
+        control = self.control
         if not control.is_current(message):
             return
         if message.selection is not None:  # the cycle narrowed what it runs
             control.selection = message.selection
-        changed = self.cer.session.load(message.suite, control.selection)
+        changed = self.session.load(message.suite, control.selection)
         control.module_doc = message.module_doc
-        unmatched = self.cer.session.unmatched_entries() if changed else ()
+        unmatched = self.session.unmatched_entries() if changed else ()
         if unmatched:
             # The file was checked against the suite as it was when cer-tui started; a
             # case renamed or removed since leaves an entry that cer run would refuse.
@@ -179,11 +158,11 @@ class RunScreen(Screen[None]):
         self._refresh_details()
 
     def on_suite_failed(self, message: messages.SuiteFailed) -> None:
-        control = self.cer.control
+        control = self.control
         if not control.is_current(message):
             return
         control.suite_cache = None
-        self.cer.session.suite_failed()
+        self.session.suite_failed()
         self.case_list.add_class("-dimmed")
         self.banner.show_error(
             "suite-error",
@@ -195,47 +174,45 @@ class RunScreen(Screen[None]):
         self.refresh_summary()
 
     def on_run_started(self, message: messages.RunStarted) -> None:
-        if self.cer.control.is_current(message):
-            session = self.cer.session
+        if self.control.is_current(message):
+            session = self.session
             session.running = message.lane
             session.lanes[message.lane].board.total = message.total
             self.refresh_summary()
 
     def on_implementation_loaded(self, message: messages.ImplementationLoaded) -> None:
-        app = self.cer
-        if not app.control.is_current(message):
+        if not self.control.is_current(message):
             return
-        app.session.loaded(message.lane, message.implementation_id, message.source_files)
+        self.session.loaded(message.lane, message.implementation_id, message.source_files)
         self._show_import_failures()
-        if app.control.sources_reported() and app.watching:
-            app.control.restart_watch()
+        if self.control.sources_reported() and self.settings.watch:
+            self.control.restart_watch()
         self.refresh_header()
 
     def on_implementation_failed(self, message: messages.ImplementationFailed) -> None:
-        if not self.cer.control.is_current(message):
+        if not self.control.is_current(message):
             return
-        lane = self.cer.session.lanes[message.lane]
+        lane = self.session.lanes[message.lane]
         lane.import_failure = Failure(message.reason, message.traceback)
         self._show_import_failures()
 
     def _show_import_failures(self) -> None:
         """The banner for the lanes that did not load, or none."""
-        banner = self.cer.session.import_banner()
+        banner = self.session.import_banner()
         if banner is not None:
             self.banner.show_error("import-error", *banner)
         elif self.banner.kind == "import-error":
             self.banner.clear()
 
     def on_cases_finished(self, message: messages.CasesFinished) -> None:
-        app = self.cer
-        if not app.control.is_current(message):
+        if not self.control.is_current(message):
             return
         results, done, total = message.stream.drain()
         if not results:
             return
-        changed = app.session.lanes[message.lane].board.record(results, done, total)
+        changed = self.session.lanes[message.lane].board.record(results, done, total)
         if message.lane:
-            app.board.refilter()  # a peer's results change what the filters show
+            self.session.board.refilter()  # a peer's results change what the filters show
         self.case_list.rows_recorded(changed)
         self.refresh_summary()
         current = self.case_list.cursor_name
@@ -245,14 +222,13 @@ class RunScreen(Screen[None]):
     def on_run_finished(self, message: messages.RunFinished) -> None:
         """One lane finished its run: show it, and keep what its coverage is to be
         judged by once every lane has had its turn."""
-        app = self.cer
-        if not app.control.is_current(message):
+        if not self.control.is_current(message):
             return
-        session = app.session
+        session = self.session
         lane = session.lanes[message.lane]
         lane.finish(message.run, session.suite, message.rest, message.count)
         if message.lane:
-            app.board.refilter()
+            self.session.board.refilter()
         if not any(lane.crash for lane in session.lanes) and self.banner.kind == "run-error":
             self.banner.clear()
         self.case_list.rows_changed()
@@ -263,16 +239,15 @@ class RunScreen(Screen[None]):
         """Every lane has had its turn: the cycle counts as one finished run, and the
         coverage and the matrix are judged again by what the list shows (once per cycle:
         a matrix of 65,000 cases takes seconds to build)."""
-        app = self.cer
-        if not app.control.is_current(message):
+        if not self.control.is_current(message):
             return
         self.refresh_summary()
-        if not app.session.cycle_finished(message.completed):
+        if not self.session.cycle_finished(message.completed):
             return  # every lane crashed: the banner says so, no toast
-        app.control.request_coverage()
-        if app.several:
-            app.control.request_matrix()
-        announcement = app.session.announcement()
+        self.control.request_coverage()
+        if self.session.several:
+            self.control.request_matrix()
+        announcement = self.session.announcement()
         if announcement is not None:
             notify(
                 self,
@@ -283,10 +258,9 @@ class RunScreen(Screen[None]):
             )
 
     def on_matrix_computed(self, message: messages.MatrixComputed) -> None:
-        app = self.cer
-        if message.token != app.control.matrix_token:
+        if message.token != self.control.matrix_token:
             return
-        app.session.set_matrix(message.matrix)
+        self.session.set_matrix(message.matrix)
         self.case_list.refresh()
         self.refresh_summary()
         self._refresh_details()
@@ -294,31 +268,30 @@ class RunScreen(Screen[None]):
             self.app.screen.update(message.matrix)
 
     def on_coverages_computed(self, message: messages.CoveragesComputed) -> None:
-        if message.token != self.cer.control.coverage_token:
+        if message.token != self.control.coverage_token:
             return
-        for lane, view in zip(self.cer.session.lanes, message.views, strict=True):
+        for lane, view in zip(self.session.lanes, message.views, strict=True):
             lane.coverage = view
         self._refresh_details()
 
     def on_history_recorded(self, message: messages.HistoryRecorded) -> None:
-        if self.cer.control.history_recorded(message):
+        if self.control.history_recorded(message):
             self.case_list.refresh()
             self.refresh_summary()
             self._refresh_details()
 
     def on_run_cancelled(self, message: messages.RunCancelled) -> None:
-        if self.cer.control.is_current(message):
-            self.cer.session.abandon()
+        if self.control.is_current(message):
+            self.session.abandon()
             self.refresh_summary()
 
     def on_run_crashed(self, message: messages.RunCrashed) -> None:
         """The runner crashed on a lane; the next lane still runs, and the banner names
         the one that crashed."""
-        app = self.cer
-        if not app.control.is_current(message):
+        if not self.control.is_current(message):
             return
-        app.session.crashed(message.lane, Failure(message.message, message.traceback))
-        title = app.session.crash_title(message.lane, message.message)
+        self.session.crashed(message.lane, Failure(message.message, message.traceback))
+        title = self.session.crash_title(message.lane, message.message)
         self.banner.show_error("run-error", title, message.traceback)
         self.refresh_summary()
 
@@ -326,17 +299,16 @@ class RunScreen(Screen[None]):
 
     def refresh_header(self) -> None:
         """Show what the header says now."""
-        app = self.cer
-        self.header_state = app.session.header(app.control.describe_watch(app.watching))
+        watch = self.control.describe_watch(self.settings.watch)
+        self.header_state = self.session.header(watch)
 
     def refresh_summary(self) -> None:
         """Show what the summary bar says now, and the group-by view's figures when it
         is open (it follows the results as they land)."""
-        app = self.cer
-        self.summary_state = replace(app.session.summary(), pattern=app.run_pattern)
+        self.summary_state = replace(self.session.summary(), pattern=self.run_pattern)
         screen = self.app.screen
         if isinstance(screen, GroupScreen):
-            screen.sections = app.board.groups()
+            screen.sections = self.session.board.groups()
 
     def detail_styles(self) -> DetailStyles:
         """The panes' styles from the current theme (cached until the theme changes)."""
@@ -356,7 +328,7 @@ class RunScreen(Screen[None]):
     def _refresh_details(self) -> None:
         """Render the highlighted case's details again, off the event loop."""
         self._details_token += 1
-        self.cer.control.render_details(
+        self.control.render_details(
             self.case_list.highlighted_row, self.detail_styles(), self._details_token
         )
 
@@ -404,7 +376,7 @@ class RunScreen(Screen[None]):
         text: str | None = None,
         group: GroupKey | bool | None = False,
     ) -> None:
-        self.cer.board.set_filters(failures_only=failures_only, text=text, group=group)
+        self.session.board.set_filters(failures_only=failures_only, text=text, group=group)
         self.case_list.rows_changed()
         self.refresh_summary()
 
@@ -417,30 +389,46 @@ class RunScreen(Screen[None]):
     def set_run_pattern(self, pattern: str) -> None:
         """Run only the cases whose name matches ``pattern`` from now on, on every
         trigger, until it is cleared (``""`` runs every case again)."""
-        app = self.cer
-        cases = () if app.suite is None else app.suite.cases
+        cases = () if self.session.suite is None else self.session.suite.cases
         if pattern and cases and not any(name_matches(pattern, case.name) for case in cases):
             notify(self, f"No case name matches {pattern!r}.", severity="warning")
             return
-        app.run_pattern = pattern
+        self.run_pattern = pattern
         trigger = f"rerun: only {pattern!r}" if pattern else "rerun: every case"
-        app.start_run(app.base_selection, trigger)
+        self.start_run(self.settings.base_selection, trigger)
 
     # -- what runs ----------------------------------------------------------------------
 
+    def start_run(self, selection: Selection, trigger: str, *, narrow: bool = True) -> None:
+        """Cancel the run in flight, if any, and start a new one (with ``narrow``,
+        narrowed to the run pattern when one is set: the other cases keep their results,
+        dimmed)."""
+        if selection.names is not None:  # the run's conditions say how they were chosen
+            selection = replace(selection, chosen_by=f"cer-tui {trigger}")
+        suite = self.session.suite
+        if narrow and self.run_pattern and suite is not None:
+            names = {c.name for c in suite.cases if name_matches(self.run_pattern, c.name)}
+            chosen = f"cer-tui run pattern {self.run_pattern!r}"
+            if selection.names is not None:
+                names &= selection.names
+                chosen = f"{selection.chosen_by}; {chosen}"
+            selection = replace(selection, names=frozenset(names), chosen_by=chosen)
+        self.control.start(selection, trigger)
+        self.refresh_header()
+        self.refresh_summary()
+
     def action_rerun_all(self) -> None:
-        self.cer.start_run(self.cer.base_selection, "rerun: requested")
+        self.start_run(self.settings.base_selection, "rerun: requested")
 
     def action_rerun_failed(self) -> None:
-        self.cer.control.rerun_failed()
+        self.control.rerun_failed()
 
     def action_rerun_case(self) -> None:
         row = self.case_list.highlighted_row
         if row is None:
             return
-        app = self.cer
-        app.start_run(
-            replace(app.base_selection, names=frozenset({row.name})),
+        self.start_run(
+            replace(self.settings.base_selection, names=frozenset({row.name})),
             f"rerun: {row.name}",
             narrow=False,  # the highlighted case, whatever the run pattern
         )
@@ -450,7 +438,7 @@ class RunScreen(Screen[None]):
         # pattern in force is in the placeholder.
         field = self.query_one("#pattern", Input)
         field.value = ""
-        run_pattern = self.cer.run_pattern
+        run_pattern = self.run_pattern
         field.placeholder = (
             f"only {run_pattern!r} now: Enter runs every case again, or type a pattern"
             if run_pattern
@@ -462,7 +450,7 @@ class RunScreen(Screen[None]):
     # -- the list: filters and groups ---------------------------------------------------
 
     def action_toggle_failures(self) -> None:
-        self._set_filters(failures_only=not self.cer.board.filters.failures_only)
+        self._set_filters(failures_only=not self.session.board.filters.failures_only)
 
     def action_start_filter(self) -> None:
         field = self.query_one("#filter", Input)
@@ -470,7 +458,7 @@ class RunScreen(Screen[None]):
         field.focus()
 
     def action_group_by(self) -> None:
-        board = self.cer.board
+        board = self.session.board
 
         def chosen(result: GroupKey | bool | None) -> None:
             if result is False:
@@ -493,7 +481,7 @@ class RunScreen(Screen[None]):
         if self.focused is not self.case_list:
             self.case_list.focus()
             return
-        filters = self.cer.board.filters
+        filters = self.session.board.filters
         if filters.text or filters.group is not None:
             field.value = ""
             self._set_filters(text="", group=None)
@@ -537,7 +525,7 @@ class RunScreen(Screen[None]):
             return
         # The file name is the implementation's claim: open only a file it loaded and
         # could read (cer.text.tracebacks.SourceReader), never one a traceback merely names.
-        lanes = self.cer.session.lanes
+        lanes = self.session.lanes
         access = lanes[0].source_access if lanes else None
         data = SourceReader(access).source(site)
         if isinstance(data, str):
@@ -549,7 +537,7 @@ class RunScreen(Screen[None]):
         row = self.case_list.highlighted_row
         if row is None:
             return
-        self._open_editor(self.cer.suite_path, row.case.line)
+        self._open_editor(self.settings.suite_path, row.case.line)
 
     def _open_editor(self, path: Path, line: int | None) -> None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
@@ -560,7 +548,7 @@ class RunScreen(Screen[None]):
             return
         try:
             with self.app.suspend():
-                self.cer.launcher(command)
+                self.settings.launcher(command)
         except SuspendNotSupported:
             notify(self, "Cannot open an editor from here.", severity="warning")
         except OSError as error:
@@ -570,8 +558,8 @@ class RunScreen(Screen[None]):
         row = self.case_list.highlighted_row
         if row is None:
             return
-        app = self.cer
-        command = repro_command_many(app.suite_path, app.implementations, row.name)
+        settings = self.settings
+        command = repro_command_many(settings.suite_path, settings.implementations, row.name)
         self.app.copy_to_clipboard(command)
         notify(self, command, title="Copied")
 
@@ -579,10 +567,9 @@ class RunScreen(Screen[None]):
 
     def action_matrix(self) -> None:
         """Open the Matrix view; choosing a case there selects it in the list."""
-        app = self.cer
-        if not app.several:
+        if not self.session.several:
             return
-        matrix = app.session.matrix
+        matrix = self.session.matrix
         if matrix is None:
             notify(self, "The matrix is built once every implementation has run.", title="Matrix")
             return
@@ -592,29 +579,30 @@ class RunScreen(Screen[None]):
                 self.show_case(name)
 
         self.app.push_screen(
-            MatrixScreen(matrix, app.suite_path.name, statuses=self.detail_styles().statuses),
+            MatrixScreen(
+                matrix, self.settings.suite_path.name, statuses=self.detail_styles().statuses
+            ),
             chosen,
         )
 
     def action_drafts(self) -> None:
         """Open the drafts screen: what cer derive proposed, run, for review. Drafts
         stay on that screen: never in the list, the totals or the history."""
-        app = self.cer
         self.app.push_screen(
             DraftsScreen(
-                app.suite_path,
-                app.options,
-                history=app.history_path,
-                launcher=app.launcher,
-                run=app.run_function,
-                load=app.load_function,
+                self.settings.suite_path,
+                self.settings.options,
+                history=self.settings.history,
+                launcher=self.settings.launcher,
+                run=self.settings.run,
+                load=self.settings.load,
             )
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keep the view's keys out of the filter and pattern fields (but esc), and the
         keys of several lanes away from one."""
-        if action == "matrix" and not self.cer.several:
+        if action == "matrix" and not self.session.several:
             return False
         focused = self.focused
         return not (isinstance(focused, Input) and action != "step_back")
