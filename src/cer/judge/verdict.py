@@ -1003,6 +1003,11 @@ def vacuous_reason(expect: Mapping[str, Any]) -> str | None:
     (:func:`declaration_problems`), a key that reads as one of the runner's without
     being it (:func:`lookalike_problems`), or a contradiction (:func:`contradictions`);
     or None."""
+    facts = _facts(expect)
+    if not facts.operators and not facts.lookalikes and expect.get("rejects") is not False:
+        # No operator (so nothing vacuous and no declaration), no lookalike key, and no
+        # rejects = false to contradict: the common case, known from its keys alone.
+        return None
     found = vacuous_expectations(expect)
     reasons = [f"could not verify: {'; '.join(found)}, so it verifies nothing"] if found else []
     reasons.extend(f"could not verify: {why}" for why in unmeetable_problems(expect))

@@ -1,0 +1,56 @@
+"""What the verdict knows of an expect table before it runs anything: the reason a case
+can never verify anything, worked out from its keys and, where they ask it, its values
+(``cer.judge.verdict.vacuous_reason``), the same in the plan and in the judge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cer.judge.verdict import Outcome, judge, vacuous_reason
+from cer.model import Case, Status
+
+
+def _case(expect: dict[str, Any]) -> Case:
+    return Case(
+        name="case",
+        case_class="functional",
+        category="functional",
+        position=1,
+        array_index=1,
+        input={},
+        expect=expect,
+    )
+
+
+@pytest.mark.parametrize(
+    "expect", [{"output": 1}, {"output": "x", "rejects": True}, {"rows": [1, 2], "error": None}]
+)
+def test_a_table_of_plain_keys_verifies_something(expect: dict[str, Any]) -> None:
+    assert vacuous_reason(expect) is None
+
+
+@pytest.mark.parametrize(
+    ("expect", "said"),
+    [
+        # No operator among the keys: each is caught by its key or by rejects = false.
+        ({"rejects": False, "error_type": "ValueError"}, "no outcome meets both"),
+        ({"rejects": False, "error": "bad"}, "no outcome meets both"),
+        ({"Rejects": True}, "reads as rejects"),
+        ({"output": 1, "elapsedMsMax": 5}, "reads as elapsed_ms_max"),
+        # Operators, whose values decide.
+        ({"has_fields": []}, "verifies nothing"),
+        ({"output_any_of": []}, "verifies nothing"),
+        ({"output": 1, "self_reported": "output"}, "self_reported must be"),
+    ],
+)
+def test_a_table_that_can_never_verify_anything_is_errored_before_and_after_the_call(
+    expect: dict[str, Any], said: str
+) -> None:
+    reason = vacuous_reason(expect)
+    assert reason is not None and said in reason, reason
+    result = judge(_case(expect), Outcome("returned", value={"output": 1}, elapsed_ms=1.0))
+    assert result.status is Status.ERRORED
+    assert result.fail_class == "unverifiable"
+    assert said in (result.reason or "")
