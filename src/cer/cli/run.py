@@ -14,7 +14,6 @@ import argparse
 import json
 import shutil
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -40,7 +39,6 @@ from cer.config import (
     history_max_bytes,
     resolve_run,
 )
-from cer.constraints import Coverage, CoverageFigures
 from cer.engine.limits import LimitsChanged
 from cer.engine.options import RunOptions, parse_max_fail, parse_shard
 from cer.engine.runner import run_suite
@@ -68,6 +66,7 @@ from cer.suite.loader import SuiteError
 from cer.text.safetext import for_json
 
 if TYPE_CHECKING:
+    from cer.constraints import Coverage, CoverageFigures
     from cer.engine.python.workerproc import WarmWorkers
     from cer.results.matrix import AgreeOn, GroupBy, Matrix
 
@@ -116,6 +115,8 @@ reports are written once per implementation, the label before the file's suffix.
 def reports_paragraph() -> str:
     """The epilog's paragraph on ``--report``, read from the formats' table
     (:data:`cer.reports.FORMATS`), so that it names every format there is."""
+    import textwrap  # only for the help
+
     listed = ", ".join(
         f"{name} ({'stdout' if spec.default_path == STDOUT else spec.default_path})"
         for name, spec in FORMATS.items()
@@ -132,6 +133,19 @@ def epilog() -> str:
     return EPILOG_TEMPLATE.format(reports=reports_paragraph())
 
 
+_EPILOG = "(cer run's epilog)"
+"""What the parser holds as its epilog until its help is shown: :class:`_RunHelp`
+makes the text then, so that a run does not."""
+
+
+class _RunHelp(argparse.RawDescriptionHelpFormatter):
+    """``cer run``'s help formatter: the epilog (:func:`epilog`) is made only when the
+    help is formatted, not each time the parser is built."""
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(epilog() if text is _EPILOG else text)
+
+
 def add_commands(commands: Any) -> None:
     """Add ``cer run``, its arguments and its handler, to the subcommands."""
     run = commands.add_parser(
@@ -139,8 +153,8 @@ def add_commands(commands: Any) -> None:
         help="run a suite against an implementation and report every case",
         description="Run every case of an eval suite against an implementation under test "
         "and report, for each, pass, fail, errored or skipped, with the reason.",
-        epilog=epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EPILOG,
+        formatter_class=_RunHelp,
     )
     run.set_defaults(handler=cmd_run)
     add_run_arguments(run)
