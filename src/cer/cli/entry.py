@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import subprocess
+
     from cer.engine.python.workerproc import WarmWorkers
 
 
@@ -46,6 +48,38 @@ def early_workers(argv: Sequence[str]) -> WarmWorkers | None:
     pool.fill()
     pool.count = 0  # one worker, for the first run only: none is started after it
     return pool
+
+
+WORLD_DISABLE_ENV = "CER_SANDBOX_NO_NAMESPACES"
+""":data:`cer.sandbox.world.DISABLE_ENV`, named here so that the trial starts before
+the sandbox (and ctypes with it) is imported."""
+
+
+def start_trial(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], tuple[int, str]] | None:
+    """The sandbox's trial of a world (:func:`cer.sandbox.world.probe`), started now
+    so that it runs while the command line is imported, with the user and setting it
+    was started under; None when the run would not try (``--sandbox off``, the
+    namespaces turned off, no Linux). A run that tries takes it only when it is the
+    very trial it would start then; one nobody took is left to end at exit."""
+    sandbox_off = any(
+        word == "--sandbox=off" or (word == "--sandbox" and following == "off")
+        for word, following in zip(argv, [*argv[1:], ""], strict=True)
+    )
+    if sandbox_off or os.environ.get(WORLD_DISABLE_ENV) or not sys.platform.startswith("linux"):
+        return None
+    import subprocess
+
+    world_py = os.path.join(os.path.dirname(os.path.dirname(__file__)), "sandbox", "world.py")
+    try:
+        trial = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", os.path.abspath(world_py), "--probe"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:  # the run starts its own, and says why that failed
+        return None
+    return trial, (os.geteuid(), os.environ.get(WORLD_DISABLE_ENV, ""))
 
 
 def answers_alone(argv: Sequence[str]) -> str | None:
@@ -85,6 +119,7 @@ def main() -> int:
     gc.disable()
     try:
         pool = early_workers(sys.argv[1:])
+        trial = start_trial(sys.argv[1:]) if pool is not None else None
         from cer.cli import main as command_line
 
         command_line.import_commands(sys.argv[1:])  # the one subcommand's module
@@ -92,6 +127,10 @@ def main() -> int:
             from cer.cli import run
 
             run.EARLY_WORKERS = pool
+        if trial is not None:
+            from cer.sandbox import world  # imported by the run's module already
+
+            world.EARLY_TRIAL, world.EARLY_TRIAL_KEY = trial
     finally:
         gc.freeze()
         gc.enable()
@@ -100,4 +139,6 @@ def main() -> int:
     finally:
         if pool is not None:
             pool.close()  # a worker the run did not take
+        if trial is not None:
+            world.discard_early_trial()  # a trial the run did not need
         gc.freeze()
