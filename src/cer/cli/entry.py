@@ -7,7 +7,10 @@ the time the suite is loaded, and a one-case run costs about the longer of the t
 rather than their sum. The worker is an ordinary warm worker
 (:class:`cer.engine.python.workerproc.WarmWorkers`): a fresh interpreter that has imported
 nothing of the implementation's and is handed over only while it still runs in this
-process's working directory and environment; otherwise the run starts its own.
+process's working directory and environment; otherwise the run starts its own. It is
+started (:mod:`cer.engine.python.spawn`) before the rest of the worker's handle is
+imported. So is the sandbox's trial of a world (:func:`start_trial`), which the run
+would otherwise wait for before it could start.
 """
 
 from __future__ import annotations
@@ -42,10 +45,13 @@ def early_workers(argv: Sequence[str]) -> WarmWorkers | None:
     """A pool holding one worker already starting, when ``argv`` is a ``cer run``."""
     if not wants_early_worker(argv):
         return None
-    from cer.engine.python.workerproc import WarmWorkers
+    from cer.engine.python import spawn  # the standard library's subprocess, little else
+
+    started = spawn.start()  # before the rest of the worker's handle is imported
+    from cer.engine.python.workerproc import WarmWorkers, WorkerProcess
 
     pool = WarmWorkers(1)
-    pool.fill()
+    pool.hold(WorkerProcess(started=started))
     pool.count = 0  # one worker, for the first run only: none is started after it
     return pool
 
