@@ -39,6 +39,7 @@ __all__ = [
 
 MODULE_DOC = "commonsformat.md"
 
+
 class _Patterns:
     """The block's patterns, compiled the first time a module document is read: a run
     beside no commonsformat.md never compiles them."""

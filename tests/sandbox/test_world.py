@@ -1,4 +1,4 @@
-"""The sandbox's world (cer.sandbox.world): its trial, started by the ``cer`` program before the command
+"""The sandbox's world: its trial, started by the ``cer`` program before the command
 line is imported (:func:`cer.cli.entry.start_trial`), answers exactly as the trial
 :func:`cer.sandbox.world.probe` starts itself: it is taken only when it is that trial."""
 
