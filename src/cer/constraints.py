@@ -10,6 +10,7 @@ exist. A misspelt name is reported as an error, never silently dropped.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,15 +39,26 @@ __all__ = [
 
 MODULE_DOC = "commonsformat.md"
 
-_OPEN = re.compile(r"<constraints\s*>", re.IGNORECASE)
-_CLOSE = re.compile(r"</constraints\s*>", re.IGNORECASE)
-_BULLET = re.compile(r"^(?P<indent>[ \t]*)[-*+][ \t]+(?P<body>.*)$")
-_ITEM = re.compile(
-    r"""^(?:`(?P<tick>[^`]+)`|\*\*(?P<bold>[^*]+)\*\*|(?P<bare>[^\s:`*—–]+))
+
+class _Patterns:
+    """The block's patterns, compiled the first time a module document is read: a run
+    beside no commonsformat.md never compiles them."""
+
+    def __init__(self) -> None:
+        self.open = re.compile(r"<constraints\s*>", re.IGNORECASE)
+        self.close = re.compile(r"</constraints\s*>", re.IGNORECASE)
+        self.bullet = re.compile(r"^(?P<indent>[ \t]*)[-*+][ \t]+(?P<body>.*)$")
+        self.item = re.compile(
+            r"""^(?:`(?P<tick>[^`]+)`|\*\*(?P<bold>[^*]+)\*\*|(?P<bare>[^\s:`*—–]+))
         [ \t]*(?::|—|–)[ \t]*(?P<text>.*)$""",
-    re.VERBOSE,
-)
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+            re.VERBOSE,
+        )
+        self.name = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    return _Patterns()
 
 
 class CoverageError(Exception):
@@ -206,6 +218,7 @@ class CoverageFigures:
 
 def parse_constraints(text: str, path: Path) -> ConstraintSet:
     """Read every ``<constraints>`` block of a module document's text."""
+    patterns = _patterns()
     constraints: list[Constraint] = []
     problems: list[str] = []
     seen: dict[str, int] = {}
@@ -232,27 +245,27 @@ def parse_constraints(text: str, path: Path) -> ConstraintSet:
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
         if not inside:
-            if not in_fence and _OPEN.search(line):
+            if not in_fence and patterns.open.search(line):
                 inside = True
                 found_block = True
-                rest = _OPEN.split(line, maxsplit=1)[1]
-                if _CLOSE.search(rest):
+                rest = patterns.open.split(line, maxsplit=1)[1]
+                if patterns.close.search(rest):
                     inside = False
             elif line.lstrip().startswith(("```", "~~~")):
                 in_fence = not in_fence
             continue
-        if _CLOSE.search(line):
+        if patterns.close.search(line):
             finish()
             inside = False
             continue
-        bullet = _BULLET.match(line)
+        bullet = patterns.bullet.match(line)
         if bullet is not None and not bullet["indent"]:
             finish()
-            item = _ITEM.match(bullet["body"].strip())
+            item = patterns.item.match(bullet["body"].strip())
             name = None
             if item is not None:
                 name = (item["tick"] or item["bold"] or item["bare"] or "").strip()
-            if item is None or not name or not _NAME.match(name):
+            if item is None or not name or not patterns.name.match(name):
                 problems.append(
                     f'{number}: not a constraint bullet (expected "- name: text"): {line.strip()}'
                 )

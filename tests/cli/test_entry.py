@@ -4,8 +4,10 @@ command line is imported (cer.cli.entry)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 import support
 from cer.cli.entry import early_workers, wants_early_worker
 from cer.engine.options import RunOptions
+from cer.engine.python.workerproc import WorkerProcess
 from cer.engine.runner import run_suite
 from cer.model import Status
 from cer.suite.loader import load_suite
@@ -54,6 +57,38 @@ def test_the_early_worker_serves_the_first_run_and_no_other_starts(module: Modul
     finally:
         pool.close()
     assert waiting > 0
+
+
+def started_as(pid: int) -> tuple[list[str], dict[str, str], str]:
+    """The command line (but its two descriptor numbers), environment and working
+    directory of the worker process ``pid``, once it runs its own program."""
+    proc = Path(f"/proc/{pid}")
+    for _ in range(2000):
+        argv = (proc / "cmdline").read_bytes().split(b"\0")[:-1]
+        if b"cer.worker" in argv:
+            break
+        time.sleep(0.005)
+    environ = (proc / "environ").read_bytes().split(b"\0")[:-1]
+    env = dict(entry.decode().partition("=")[::2] for entry in environ)
+    return [word.decode() for word in argv[:-2]], env, os.readlink(proc / "cwd")
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_the_early_worker_is_started_as_the_run_would_start_it() -> None:
+    pool = early_workers(["run", "evals.toml", "--impl", "m:f"])
+    assert pool is not None
+    try:
+        early = pool.take()
+        assert early is not None and early.fresh
+        late = WorkerProcess()
+        try:
+            assert started_as(early.process.pid) == started_as(late.process.pid)
+            assert (early.started_in, early.started_with) == (late.started_in, late.started_with)
+        finally:
+            early.kill()
+            late.kill()
+    finally:
+        pool.close()
 
 
 def test_cer_run_through_the_entry_point(module: Module) -> None:

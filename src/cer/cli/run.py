@@ -14,7 +14,6 @@ import argparse
 import json
 import shutil
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -40,7 +39,6 @@ from cer.config import (
     history_max_bytes,
     resolve_run,
 )
-from cer.constraints import Coverage, CoverageFigures
 from cer.engine.limits import LimitsChanged
 from cer.engine.options import RunOptions, parse_max_fail, parse_shard
 from cer.engine.runner import run_suite
@@ -68,6 +66,7 @@ from cer.suite.loader import SuiteError
 from cer.text.safetext import for_json
 
 if TYPE_CHECKING:
+    from cer.constraints import Coverage, CoverageFigures
     from cer.engine.python.workerproc import WarmWorkers
     from cer.results.matrix import AgreeOn, GroupBy, Matrix
 
@@ -116,6 +115,8 @@ reports are written once per implementation, the label before the file's suffix.
 def reports_paragraph() -> str:
     """The epilog's paragraph on ``--report``, read from the formats' table
     (:data:`cer.reports.FORMATS`), so that it names every format there is."""
+    import textwrap  # only for the help
+
     listed = ", ".join(
         f"{name} ({'stdout' if spec.default_path == STDOUT else spec.default_path})"
         for name, spec in FORMATS.items()
@@ -132,6 +133,19 @@ def epilog() -> str:
     return EPILOG_TEMPLATE.format(reports=reports_paragraph())
 
 
+_EPILOG = "(cer run's epilog)"
+"""What the parser holds as its epilog until its help is shown: :class:`_RunHelp`
+makes the text then, so that a run does not."""
+
+
+class _RunHelp(argparse.RawDescriptionHelpFormatter):
+    """``cer run``'s help formatter: the epilog (:func:`epilog`) is made only when the
+    help is formatted, not each time the parser is built."""
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(epilog() if text is _EPILOG else text)
+
+
 def add_commands(commands: Any) -> None:
     """Add ``cer run``, its arguments and its handler, to the subcommands."""
     run = commands.add_parser(
@@ -139,8 +153,8 @@ def add_commands(commands: Any) -> None:
         help="run a suite against an implementation and report every case",
         description="Run every case of an eval suite against an implementation under test "
         "and report, for each, pass, fail, errored or skipped, with the reason.",
-        epilog=epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EPILOG,
+        formatter_class=_RunHelp,
     )
     run.set_defaults(handler=cmd_run)
     add_run_arguments(run)
@@ -465,19 +479,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             history.warm_up()  # its first disk flushes overlap the run
     resolved = _protect_outputs(output, resolved, history, suite)
     try:
-        if resolved.several:
-            return _run_matrix(
-                output, resolved, suite, history, module_doc, verdicts, rerun_failed=args.failed
-            )
-        return _run_and_report(
-            output,
-            resolved.options,
-            suite,
-            history,
-            module_doc,
-            verdicts,
-            resolved.labels[0],
-            rerun_failed=args.failed,
+        return _run(
+            output, resolved, suite, history, module_doc, verdicts, rerun_failed=args.failed
         )
     finally:
         if history is not None:
@@ -536,75 +539,228 @@ def _failed_only(
     ], None
 
 
-def _run_and_report(
+def _run(
     output: Output,
-    options: RunOptions,
+    resolved: ResolvedRun,
     suite: Suite,
     history: History | None,
     module_doc: ModuleDoc,
     verdicts: Verdicts | None = None,
-    label: str = "",
     *,
     rerun_failed: bool = False,
 ) -> int:
-    """Run (``--failed``: only what failed last time), record, and write every output."""
+    """Run the implementations (``--failed``: only what failed last time), one alone or
+    several side by side, record each run as it finishes, and write every output: for
+    one its report, for several the matrix (text or JSON), then the report files (one
+    per implementation, or one matrix page)."""
+    several = resolved.several
+    implementations = list(resolved.implementations)
     if rerun_failed:
-        rerun, stop = _failed_only(history, suite, [options], several=False)
+        implementations, stop = _failed_only(history, suite, implementations, several=several)
         if stop is not None:
             return stop
-        (options,) = rerun
-    progress = text_report.Progress(sys.stderr, enabled=not output.quiet and sys.stderr.isatty())
-    stream = _LineStream.open(output, suite) if output.format == "jsonl" else None
-    if stream is False:
-        return ExitCode.USAGE
-    try:
-        run = run_suite(
-            suite, options, on_event=stream.on(progress) if stream else progress, warm=EARLY_WORKERS
-        )
-    except (CategoryConfigError, LimitsChanged, KeyboardInterrupt) as exc:
-        kept = ""
-        if stream:
-            stream.close_unfinished()
-            kept = f"; {stream.kept()}"
-        return _ended_early(exc, progress, kept)
-    except BaseException:
-        if stream:
-            stream.close_unfinished()
-        raise
-    progress.clear()
     verdicts = verdicts or Verdicts()
-    concluded = _conclude(run, suite, module_doc, verdicts, label, history)
-    coverage, conformance, flaky = concluded.coverage, concluded.conformance, concluded.flaky
-    (context,) = _contexts(output, history, suite, [concluded])
-    summary_line = text_report.summary_line(run, conformance=conformance) + "\n"
-    if stream:
-        stream.finish(results_document(context))
-        text = ""
-    elif output.format == "json":
-        text = render_report("json", context)
-    else:
-        colour = output.path is None and text_report.use_colour(sys.stdout)
-        text = text_report.render_report(
-            run,
-            suite,
-            colour=colour,
-            verbose=output.verbose,
-            coverage=coverage,
-            coverage_details=output.coverage_details,
-            flaky=flaky,
-            conformance=conformance,
+    ran = _run_columns(
+        output, suite, implementations, resolved.labels, several, history, module_doc, verdicts
+    )
+    if not isinstance(ran, _Ran):
+        return ran
+    labels = resolved.labels if several else ()
+    runs = [done.run for done in ran.columns]
+    concluded = [done.conformance for done in ran.columns]
+    contexts = _contexts(output, ran.history, suite, ran.columns)
+    matrix_page: Callable[[str], str] | None = None
+    if several:
+        summary_line, text, matrix_page = _matrix_outputs(
+            output, suite, resolved.labels, ran.columns, contexts
         )
-    code = ExitCode.USAGE if concluded.untrusted else verdicts.exit_code(run, conformance)
-    shortfall = conformance.shortfall()
-    if shortfall is not None and verdicts.require_coverage:
-        print_error(f"--require-coverage: {shortfall}")
+    else:
+        (done,), (context,) = ran.columns, contexts
+        summary_line = text_report.summary_line(done.run, conformance=done.conformance) + "\n"
+        if ran.stream:
+            ran.stream.finish(results_document(context))
+            text = ""
+        elif output.format == "json":
+            text = render_report("json", context)
+        else:
+            text = text_report.render_report(
+                done.run,
+                suite,
+                colour=output.path is None and text_report.use_colour(sys.stdout),
+                verbose=output.verbose,
+                coverage=done.coverage,
+                coverage_details=output.coverage_details,
+                flaky=done.flaky,
+                conformance=done.conformance,
+            )
+    code = (
+        ExitCode.USAGE
+        if ran.untrusted
+        else exit_code_for_runs(runs, concluded, require_coverage=verdicts.require_coverage)
+    )
+    if not several:  # said for one implementation only, as it always was
+        shortfall = concluded[0].shortfall()
+        if shortfall is not None and verdicts.require_coverage:
+            print_error(f"--require-coverage: {shortfall}")
+    # With several implementations no report may go to standard output (_check_reports).
     stdout_taken = any(r.to_stdout and not FORMATS[r.format].line_oriented for r in output.reports)
     if not _write_main_report(output, text, summary_line, stdout_taken):
         return ExitCode.USAGE
-    if not _write_reports(output, [context], ()):
+    if not _write_reports(output, contexts, labels, matrix_page):
         code = ExitCode.USAGE
     sys.stdout.flush()
     return code
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """The finished runs of :func:`_run_columns`, in the order of the implementations."""
+
+    columns: list[_Concluded]
+    history: History | None
+    """What the reports read the recorded runs and approvals from."""
+    untrusted: bool
+    """Whether the history turned out to be a database cer did not make."""
+    stream: _LineStream | None
+    """One implementation's ``--format jsonl`` lines, waiting for their trailer."""
+
+
+def _run_columns(
+    output: Output,
+    suite: Suite,
+    implementations: Sequence[RunOptions],
+    labels: Sequence[str],
+    several: bool,
+    history: History | None,
+    module_doc: ModuleDoc,
+    verdicts: Verdicts,
+) -> _Ran | int:
+    """Run every implementation, a column each, and judge and record each run as soon
+    as it finishes (an interrupt later keeps the finished runs); or the exit code of a
+    run that ended early, after saying why.
+
+    One implementation runs alone (:func:`~cer.engine.runner.run_suite`, with the
+    one-line progress and, for ``--format jsonl``, its lines streamed as the run goes);
+    several side by side within the ``-j`` budget (:mod:`cer.engine.side_by_side`),
+    each under its label on one progress line."""
+    by_index: list[_Concluded | None] = [None] * len(labels)
+    untrusted = False
+    recording = history
+    progress: text_report.Progress | text_report.SideBySideProgress
+
+    def finished(index: int, run: RunResult) -> None:
+        nonlocal untrusted, recording
+        progress.clear()
+        concluded = _conclude(
+            run,
+            suite,
+            module_doc,
+            verdicts,
+            labels[index],
+            recording,
+            warn=not any(by_index),
+            others=labels if several else (),
+        )
+        if concluded.untrusted:
+            untrusted, recording = True, None  # the history is closed by the caller
+        by_index[index] = concluded
+
+    stream: _LineStream | None = None
+    if several:
+        from cer.engine.side_by_side import run_side_by_side  # only several implementations
+
+        progress = text_report.SideBySideProgress(
+            sys.stderr, not output.quiet and sys.stderr.isatty(), labels
+        )
+        try:
+            run_side_by_side(
+                suite, implementations, on_event=progress, on_finished=finished, warm=EARLY_WORKERS
+            )
+        except (CategoryConfigError, LimitsChanged, KeyboardInterrupt) as exc:
+            done = sum(run is not None for run in by_index)
+            recorded = ""
+            if done and recording is not None:
+                recorded = f"; {done} finished run{'s were' if done != 1 else ' was'} recorded"
+            return _ended_early(exc, progress, recorded)
+        progress.clear()
+    else:
+        progress = text_report.Progress(
+            sys.stderr, enabled=not output.quiet and sys.stderr.isatty()
+        )
+        opened = _LineStream.open(output, suite) if output.format == "jsonl" else None
+        if opened is False:
+            return ExitCode.USAGE
+        stream = opened
+        try:
+            run = run_suite(
+                suite,
+                implementations[0],
+                on_event=stream.on(progress) if stream else progress,
+                warm=EARLY_WORKERS,
+            )
+        except (CategoryConfigError, LimitsChanged, KeyboardInterrupt) as exc:
+            kept = ""
+            if stream:
+                stream.close_unfinished()
+                kept = f"; {stream.kept()}"
+            return _ended_early(exc, progress, kept)
+        except BaseException:
+            if stream:
+                stream.close_unfinished()
+            raise
+        finished(0, run)
+    columns = [done for done in by_index if done is not None]
+    # One implementation's reports read the history even when it turned out untrusted
+    # (its reading says so); a matrix's stop reading it there, as they stop recording.
+    return _Ran(columns, recording if several else history, untrusted, stream)
+
+
+def _matrix_outputs(
+    output: Output,
+    suite: Suite,
+    labels: Sequence[str],
+    columns: Sequence[_Concluded],
+    contexts: Sequence[ReportContext],
+) -> tuple[str, str, Callable[[str], str]]:
+    """Several implementations' summary line, their matrix as the main report (text or
+    JSON), and what renders the one matrix page of :data:`MATRIX_REPORTS`."""
+    from cer.results.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
+
+    runs = [done.run for done in columns]
+    concluded = [done.conformance for done in columns]
+    agree_on = output.agree_on or AGREE_ON_EXPECTED
+    known = [
+        None
+        if conformance.baseline is None
+        else {k.case_name: Known(k.entry.reason, k.entry.link) for k in conformance.baseline.known}
+        for conformance in concluded
+    ]
+    matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
+    words = [conformance.word for conformance in concluded]
+    summary_line = text_report.matrix_summary_line(matrix, suite, words) + "\n"
+    if output.format == "json":
+        document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
+        text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+    else:
+        to_terminal = output.path is None and sys.stdout.isatty()
+        text = text_report.render_matrix(
+            matrix,
+            suite,
+            colour=output.path is None and text_report.use_colour(sys.stdout),
+            verbose=output.verbose,
+            width=shutil.get_terminal_size().columns if to_terminal else text_report.MATRIX_WIDTH,
+            coverages=[done.coverage for done in columns],
+            flaky=[done.flaky for done in columns],
+            group_by=output.group_by,
+            baselines=[None if c.baseline is None else c.baseline.phrase() for c in concluded],
+            verdict_words=words,
+        )
+    statements = [conformance.statement for conformance in concluded]
+
+    def matrix_page(format_name: str) -> str:
+        return _matrix_report(format_name, matrix, suite, statements)
+
+    return summary_line, text, matrix_page
 
 
 def _ended_early(
@@ -739,116 +895,6 @@ def _rerun_selection_many(
     if gone:
         print_warning(f"--failed: no longer in the suite: {', '.join(gone)}")
     return frozenset(names), ""
-
-
-def _run_matrix(
-    output: Output,
-    resolved: ResolvedRun,
-    suite: Suite,
-    history: History | None,
-    module_doc: ModuleDoc,
-    verdicts: Verdicts | None = None,
-    *,
-    rerun_failed: bool = False,
-) -> int:
-    """Run the implementations side by side within the ``-j`` budget
-    (:mod:`cer.engine.side_by_side`), record each run on its own as it finishes, and
-    report the matrix (text or JSON) and one report file per implementation."""
-    implementations = list(resolved.implementations)
-    labels = resolved.labels
-    if rerun_failed:
-        implementations, stop = _failed_only(history, suite, implementations, several=True)
-        if stop is not None:
-            return stop
-    from cer.engine.side_by_side import run_side_by_side  # only several implementations
-
-    by_index: list[_Concluded | None] = [None] * len(labels)
-    untrusted = False
-    verdicts = verdicts or Verdicts()
-    progress = text_report.SideBySideProgress(
-        sys.stderr, not output.quiet and sys.stderr.isatty(), labels
-    )
-
-    def finished(index: int, run: RunResult) -> None:
-        nonlocal untrusted, history
-        progress.clear()
-        # Recorded as soon as it finishes: an interrupt later keeps the finished runs.
-        concluded = _conclude(
-            run,
-            suite,
-            module_doc,
-            verdicts,
-            labels[index],
-            history,
-            warn=not any(by_index),
-            others=labels,
-        )
-        if concluded.untrusted:
-            untrusted, history = True, None  # the history is closed by the caller
-        by_index[index] = concluded
-
-    try:
-        run_side_by_side(
-            suite, implementations, on_event=progress, on_finished=finished, warm=EARLY_WORKERS
-        )
-    except (CategoryConfigError, LimitsChanged, KeyboardInterrupt) as exc:
-        done = sum(run is not None for run in by_index)
-        recorded = ""
-        if done and history is not None:
-            recorded = f"; {done} finished run{'s were' if done != 1 else ' was'} recorded"
-        return _ended_early(exc, progress, recorded)
-    progress.clear()
-    finished_runs = [done for done in by_index if done is not None]
-    runs = [done.run for done in finished_runs]
-    concluded = [done.conformance for done in finished_runs]
-    coverages = [done.coverage for done in finished_runs]
-    flaky = [done.flaky for done in finished_runs]
-    from cer.results.matrix import AGREE_ON_EXPECTED, Known, build_matrix, matrix_to_dict
-
-    agree_on = output.agree_on or AGREE_ON_EXPECTED
-    known = [
-        None
-        if conformance.baseline is None
-        else {k.case_name: Known(k.entry.reason, k.entry.link) for k in conformance.baseline.known}
-        for conformance in concluded
-    ]
-    matrix = build_matrix(suite, runs, labels, agree_on=agree_on, known=known)
-    contexts = _contexts(output, history, suite, finished_runs)
-    words = [conformance.word for conformance in concluded]
-    summary_line = text_report.matrix_summary_line(matrix, suite, words) + "\n"
-    if output.format == "json":
-        document = matrix_to_dict(matrix, suite, [results_document(c) for c in contexts])
-        text = for_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
-    else:
-        to_terminal = output.path is None and sys.stdout.isatty()
-        text = text_report.render_matrix(
-            matrix,
-            suite,
-            colour=output.path is None and text_report.use_colour(sys.stdout),
-            verbose=output.verbose,
-            width=shutil.get_terminal_size().columns if to_terminal else text_report.MATRIX_WIDTH,
-            coverages=coverages,
-            flaky=flaky,
-            group_by=output.group_by,
-            baselines=[None if c.baseline is None else c.baseline.phrase() for c in concluded],
-            verdict_words=words,
-        )
-    code = (
-        ExitCode.USAGE
-        if untrusted
-        else exit_code_for_runs(runs, concluded, require_coverage=verdicts.require_coverage)
-    )
-    if not _write_main_report(output, text, summary_line, stdout_taken=False):
-        return ExitCode.USAGE
-    statements = [conformance.statement for conformance in concluded]
-
-    def matrix_page(format_name: str) -> str:
-        return _matrix_report(format_name, matrix, suite, statements)
-
-    if not _write_reports(output, contexts, labels, matrix_page):
-        code = ExitCode.USAGE
-    sys.stdout.flush()
-    return code
 
 
 @dataclass(frozen=True)

@@ -10,26 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cer.cli.exits import ExitCode, exit_code_for, print_error, print_warning
-from cer.constraints import (
-    ConstraintSet,
-    Coverage,
-    CoverageError,
-    CoverageFigures,
-    read_module_doc,
-    suite_coverage,
-)
-from cer.model import RunResult, Suite
-from cer.results.baseline import (
-    Baseline,
-    BaselineError,
-    check_run,
-    load_baseline,
-    unmatched_entries,
-)
 from cer.results.conformance import Conformance, CoverageCount, conformance_of
 
 if TYPE_CHECKING:
     from cer.config import ResolvedRun
+    from cer.constraints import ConstraintSet, Coverage, CoverageFigures
+    from cer.model import RunResult, Suite
+    from cer.results.baseline import Baseline
 
 
 @dataclass(frozen=True)
@@ -42,6 +29,8 @@ class ModuleDoc:
 
     @classmethod
     def read(cls, suite: Suite) -> ModuleDoc:
+        from cer.constraints import CoverageError, read_module_doc
+
         try:
             return cls(read_module_doc(suite))
         except CoverageError as exc:
@@ -53,6 +42,8 @@ class ModuleDoc:
             print_warning(f"coverage: {self.problem}")
         if self.declared is None:
             return None
+        from cer.constraints import suite_coverage
+
         return suite_coverage(suite, run, self.declared)
 
 
@@ -83,6 +74,8 @@ class Verdicts:
         (``cer merge``)."""
         baseline = None
         if path is not None:
+            from cer.results.baseline import BaselineError, load_baseline, unmatched_entries
+
             try:
                 baseline = load_baseline(path)
             except BaselineError as exc:
@@ -128,9 +121,11 @@ class Verdicts:
         label: str,
         others: Sequence[str] = (),
     ) -> Conformance:
-        check = (
-            None if self.baseline is None else check_run(self.baseline, suite, run, label, others)
-        )
+        check = None
+        if self.baseline is not None:
+            from cer.results.baseline import check_run  # only with --baseline
+
+            check = check_run(self.baseline, suite, run, label, others)
         needs_repair = 0 if figures is None else figures.needs_repair
         return conformance_of(run, coverage, check, needs_repair)
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import stat
 import sys
 import time
@@ -311,6 +310,8 @@ def _named(impl: str, digests: tuple[bytes, ...]) -> str:
 def one_off_id(impl: str, prefix: str = UNKNOWN) -> str:
     """``impl@unknown-…`` (or with ``prefix``): an id no other run shares, for code
     whose identity cannot be told, so that no two runs of it compare as the same code."""
+    import secrets  # only for code whose identity cannot be told
+
     return f"{impl}@{prefix}{secrets.token_hex(5)}"
 
 

@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cer.constraints import Coverage
 from cer.engine.options import OTHER_SHARD, STOPPED
 from cer.model import CaseResult, RunResult, Status, Summary
-from cer.results.baseline import BaselineCheck
+
+if TYPE_CHECKING:  # a run without --baseline never imports the baseline
+    from cer.results.baseline import BaselineCheck
 
 __all__ = [
     "DESELECTED",

@@ -61,7 +61,9 @@ folders above it and the home folder."""
 
 _DEPTH = 6
 _SCRIPT_BYTES = 64 * 1024
-_ABSOLUTE = re.compile(rb"""(?<![\w.$])(/[\w.+@%~-]+(?:/[\w.+@%~-]+)+)""")
+_ABSOLUTE = rb"""(?<![\w.$])(/[\w.+@%~-]+(?:/[\w.+@%~-]+)+)"""
+"""An absolute path in a script, compiled (by :func:`re.finditer`) the first time a
+script is read: a run of a Python implementation never reads one."""
 _MANAGER_HOMES = {
     "mise": ("mise",),
     "rtx": ("rtx",),
@@ -281,7 +283,7 @@ def _script_programs(program: str) -> list[str]:
                 named = resolve(rest[0])
                 if named is not None:
                     found.append(named)
-    for match in _ABSOLUTE.finditer(body):
+    for match in re.finditer(_ABSOLUTE, body):
         path = match.group(1).decode("utf-8", "replace")
         if os.path.isfile(path) and os.access(path, os.X_OK):
             found.append(path)

@@ -49,6 +49,10 @@ import signal
 import stat
 import sys
 import types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where a trial is run: the worker never runs one
+    import subprocess
 
 __all__ = ["DISABLE_ENV", "WorldError", "enter", "probe"]
 
@@ -535,33 +539,91 @@ def _link_again(name: str, bound: set[str]) -> None:
 # --------------------------------------------------------------------------- probing
 
 
+EARLY_TRIAL: subprocess.Popen[bytes] | None = None
+"""The trial of :func:`probe`, started ahead of the run by the ``cer`` program
+(:func:`cer.cli.entry.start_trial`) while the command line is imported; :func:`probe`
+takes it when it is the very trial it would start now, and otherwise lets it end and
+starts its own."""
+
+EARLY_TRIAL_KEY: tuple[int, str] = (-1, "")
+"""The user and the setting of :data:`DISABLE_ENV` the early trial was started under."""
+
+
+def trial_command() -> list[str]:
+    """The command of the child that tries to build a world (:func:`_trial`)."""
+    return [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__), "--probe"]
+
+
+def discard_early_trial() -> None:
+    """Let the early trial, if nobody took it, end (it ends by itself within
+    milliseconds: it builds a small world and checks it)."""
+    global EARLY_TRIAL
+    trial, EARLY_TRIAL = EARLY_TRIAL, None
+    if trial is None:
+        return
+    import subprocess
+
+    try:
+        trial.communicate(timeout=20)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        trial.kill()
+        trial.wait()
+
+
+def _early_trial() -> subprocess.Popen[bytes] | None:
+    """The early trial when it is the one :func:`probe` would start now."""
+    global EARLY_TRIAL
+    trial = EARLY_TRIAL
+    if trial is None:
+        return None
+    now = (os.geteuid(), os.environ.get(DISABLE_ENV, ""))
+    if trial.args != trial_command() or now != EARLY_TRIAL_KEY:
+        discard_early_trial()
+        return None
+    EARLY_TRIAL = None
+    return trial
+
+
 def probe() -> str | None:
     """Whether a world (user namespace where needed, mount, PID, IPC and network
     namespaces, a ``tmpfs`` root, a ``/proc``) can be built here: None when it can,
     else why not. A child process of this interpreter tries, so that nothing of it
     stays with the caller."""
     if os.environ.get(DISABLE_ENV):
+        discard_early_trial()
         return f"namespaces turned off ({DISABLE_ENV} is set)"
     if not sys.platform.startswith("linux"):
+        discard_early_trial()
         return "namespaces are a Linux feature"
     if os.uname().machine not in _PIVOT_ROOT:
+        discard_early_trial()
         return f"no pivot_root is known for {os.uname().machine}"
     import subprocess
 
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__), "--probe"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=20,
-            check=False,
-        )
+        trial = _early_trial()
+        if trial is None:
+            trial = subprocess.Popen(
+                trial_command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        with trial:  # as subprocess.run does
+            try:
+                stdout, _ = trial.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                trial.kill()
+                trial.wait()
+                raise
+            except BaseException:
+                trial.kill()
+                raise
     except (OSError, subprocess.SubprocessError) as exc:
         return f"the trial could not be run ({exc})"
-    if done.returncode == 0:
+    if trial.returncode == 0:
         return None
-    why = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    why = stdout.decode("utf-8", "replace").strip().splitlines()
     user = "" if os.geteuid() == 0 else "user "
     return f"{user}namespaces refused" + (f" ({why[-1][:200]})" if why else "")
 

@@ -20,7 +20,6 @@ from cer.engine.options import (
     resolve_jobs,
 )
 from cer.engine.plan import Planned
-from cer.engine.python.alone import AloneCases
 from cer.engine.python.imports import LOAD_TIMEOUT_MIN, Imports, known_id
 from cer.engine.python.provided import Provided, code_changed
 from cer.engine.python.state import PythonExecution
@@ -254,6 +253,10 @@ class WorkerPool(PythonExecution):
         if self.stopped and self.pending:
             self.leave_out(sorted(self.pending, key=lambda item: item.case.position))
             self.pending.clear()
+        if not alone:
+            return
+        from cer.engine.python.alone import AloneCases  # only for cases that run alone
+
         alone_cases = AloneCases(self, self.imports)
         for item in alone:
             self.check_cancel()

@@ -30,7 +30,6 @@ import marshal
 import os
 import signal
 import sys
-import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -412,6 +411,8 @@ def serve_forked(obj: Callable[..., Any], ctrl_in: int, ctrl_out: int) -> None:
         # the worker's stderr and status 1 (70 is what a worker of one case ends with
         # after its case crashed).
         with contextlib.suppress(BaseException):
+            import traceback  # here only: the supervisor never prints one
+
             traceback.print_exc(file=sys.stderr)
     finally:
         os._exit(1)

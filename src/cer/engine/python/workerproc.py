@@ -9,20 +9,17 @@ the worker's stdin is empty and its stdout and stderr never reach the terminal.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
-import cer
-from cer.engine import spawned
+from cer.engine.python import spawn
+from cer.engine.python.spawn import Started
 from cer.process_tree import end_process, signal_name
 from cer.wire import plaindata
 from cer.wire.framing import (
@@ -76,15 +73,6 @@ def encode_case(item: Planned) -> bytes:
     return plaindata.dumps(message)
 
 
-def _scratch_file() -> BinaryIO:
-    """An anonymous file for the worker's own stderr (in memory on Linux)."""
-    if hasattr(os, "memfd_create"):
-        return os.fdopen(os.memfd_create("cer-worker-stderr"), "w+b")
-    import tempfile
-
-    return tempfile.TemporaryFile()
-
-
 class WorkerLost(Exception):
     """The worker process ended (``ended``) or broke its channel."""
 
@@ -110,57 +98,25 @@ class WorkerProcess:
     """
 
     def __init__(
-        self, cwd: str | None = None, *, provided: Callable[..., Any] | None = None
+        self,
+        cwd: str | None = None,
+        *,
+        provided: Callable[..., Any] | None = None,
+        started: Started | None = None,
     ) -> None:
-        """Start the worker in ``cwd`` (this process's working directory by default).
+        """Start the worker in ``cwd`` (this process's working directory by default),
+        or take over ``started``, a worker :func:`cer.engine.python.spawn.start` started.
 
         With ``provided`` (an implementation given as an object), the worker is a fork
         of this process that never starts a program of its own, so that it holds the
         object (:func:`cer.engine.python.provided.serve_forked`); otherwise a fresh
         interpreter."""
-        to_worker_r, to_worker_w = os.pipe()
-        from_worker_r, from_worker_w = os.pipe()
-        self._stderr = _scratch_file()
-        package_root = str(Path(cer.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
-        env.pop("PYTHONSTARTUP", None)
-        # Unbuffered, so that what a case printed before it hung or crashed is kept.
-        env["PYTHONUNBUFFERED"] = "1"
-        try:
-            # -P: the working directory is not put first on the worker's path. It is
-            # the implementation's folder, and a `cer` package or a module named like
-            # the standard library's there would run as the worker, before the sandbox.
-            forked = None
-            if provided is not None:
-                from cer.engine.python.provided import serve_forked
-
-                forked = functools.partial(serve_forked, provided, to_worker_r, from_worker_w)
-            with spawned.LOCK:
-                self.process = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-P",
-                        "-m",
-                        "cer.worker",
-                        str(to_worker_r),
-                        str(from_worker_w),
-                    ],
-                    pass_fds=(to_worker_r, from_worker_w),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=self._stderr,
-                    start_new_session=True,
-                    cwd=cwd,
-                    env=env,
-                    preexec_fn=forked,  # the worker is then this fork itself
-                )
-                spawned.started(self.process)
-        finally:
-            os.close(to_worker_r)
-            os.close(from_worker_w)
+        if started is None:
+            started = spawn.start(cwd, provided=provided)
+        self._stderr = started.stderr
+        self.process = started.process
+        to_worker_w = started.to_worker
+        from_worker_r = started.from_worker
         self._to_worker = to_worker_w
         # Writes never block: a worker that stops reading its channel (the worker is on
         # the implementation's side) must not stop the supervisor (see :meth:`_write`).
@@ -177,8 +133,8 @@ class WorkerProcess:
         self.closed = False
         self.used = False
         """Whether anything was ever sent to this worker."""
-        self.started_in = os.getcwd() if cwd is None else cwd
-        self.started_with = dict(os.environ)
+        self.started_in = started.started_in
+        self.started_with = started.started_with
         self.rusage: Any = None
         """The kernel's resource use of the ended worker (see :meth:`reap`)."""
         self._pidfd: int | None = None
@@ -447,6 +403,15 @@ class WarmWorkers:
             self._drop_stale()
             while len(self._ready) < self.count:
                 self._ready.append(WorkerProcess())
+
+    def hold(self, worker: WorkerProcess) -> None:
+        """Keep ``worker``, started elsewhere as :meth:`fill` would start it
+        (:func:`cer.cli.entry.early_workers`), among the waiting ones."""
+        with self._lock:
+            if self._closed:
+                worker.kill()
+                return
+            self._ready.append(worker)
 
     def take(self) -> WorkerProcess | None:
         """A fresh waiting worker, or None when none is ready."""
