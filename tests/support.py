@@ -3,6 +3,7 @@ directory, and read a run back. Imported by the tests; conftest.py only holds fi
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import signal
@@ -13,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
@@ -61,6 +64,61 @@ def cer_in_process(args: Sequence[str], cwd: Path) -> subprocess.CompletedProces
     stdout = out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
     stderr = err.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
     return subprocess.CompletedProcess(["cer", *args], code, stdout, stderr)
+
+
+def pytest_in_process(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``pytest ARGS`` run in this process from ``cwd`` as a user's session, its exit code
+    and what it wrote returned as ``subprocess.run`` would return them. A ``python -m
+    pytest`` process costs an interpreter, pytest's and cer's imports (half a second of
+    CPU, more than the cer run inside it); what a test reads from a session's report and
+    exit code is the same either way, so only the tests of the process itself (xdist's
+    workers, the plugin's entry point, an untrusted conftest that patches cer) start
+    one. As in the process the tests start: this session's ``PYTEST_*`` variables are
+    hidden, there is no colour, and the test plugins this project uses stay out; the
+    working folder, the variables and the modules the session imported (its test files,
+    its conftests) are put back after, so that no two sessions share a module. What this
+    process holds is frozen for the session's garbage collector: pytest collects five
+    times at a session's end, and over the heap of a process that ran the terminal UI's
+    tests each session cost over a second of CPU; it is unfrozen (and collected as ever)
+    after."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    saved_streams = (sys.stdout, sys.stderr)
+    saved_cwd, saved_path = os.getcwd(), list(sys.path)
+    saved_env = dict(os.environ)
+    modules = set(sys.modules)
+    for name in [name for name in os.environ if name.startswith(("PYTEST_", "COV_"))]:
+        del os.environ[name]
+    os.environ["NO_COLOR"] = "1"
+    sys.stdout, sys.stderr = out, err
+    os.chdir(cwd)
+    gc.freeze()
+    try:
+        code = int(pytest.main([*NO_TEST_PLUGINS, *args]))
+    finally:
+        gc.unfreeze()
+        out.flush()
+        err.flush()
+        sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for name in set(sys.modules) - modules:
+            if not _installed(getattr(sys.modules[name], "__file__", None)):
+                del sys.modules[name]
+    stdout = out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
+    stderr = err.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
+    return subprocess.CompletedProcess(["pytest", *args], code, stdout, stderr)
+
+
+def _installed(file: str | None) -> bool:
+    """Whether a module comes from Python, what is installed beside it or cer itself:
+    one that stays loaded after a session as it would after any import."""
+    if file is None:
+        return True
+    prefixes = {sys.prefix, sys.base_prefix, str(ROOT / "src")}
+    return any(file.startswith(prefix + os.sep) for prefix in prefixes)
 
 
 class Module:

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support import ROOT
+from support import ROOT, cer_in_process
 
 DOC = ROOT / "docs" / "matrix.md"
 _HASH = re.compile(r"@[0-9a-f]{10}\b")
@@ -62,14 +60,7 @@ def test_every_cer_run_of_the_page_prints_what_it_shows(tmp_path: Path) -> None:
                 argv[index] = f"{found.group(1)}={tmp_path / found.group(2)}"
                 if found.group(1) == "markdown":
                     summaries.append(tmp_path / found.group(2))
-        done = subprocess.run(
-            [sys.executable, "-m", "cer.cli", *argv, "--no-history"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        done = cer_in_process([*argv, "--no-history"], ROOT)
         assert done.returncode == 1, done.stderr
         _in_order(shown, done.stdout.splitlines(), command)
     assert summaries and all(path.exists() for path in summaries)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import NO_TEST_PLUGINS, cer_in_process
+from support import cer_in_process, pytest_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -156,14 +156,9 @@ expect = { output = 3 }
 
 
 def pytest_session(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *NO_TEST_PLUGINS, "-p", "no:cacheprovider", *args],
-        cwd=folder,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """An honest pytest session over ``folder``: run in this process, since what is read
+    is its report and exit code (``support.pytest_in_process``)."""
+    return pytest_in_process(["-q", "-p", "no:cacheprovider", *args], folder)
 
 
 def test_a_pytest_session_with_cases_cer_skipped_is_not_green(tmp_path: Path) -> None:

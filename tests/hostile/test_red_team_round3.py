@@ -145,12 +145,12 @@ def test_the_pytest_plugin_never_xfails_a_case_not_run(tmp_path: Path) -> None:
     """The plugin's ``errored`` entry is an xfail expecting the case's error: a case
     not run (its implementation could not be imported) once raised that same error and
     was xfailed, and the session passed."""
-    from pytest_plugin.test_plugin import pytest_run
+    from pytest_plugin.test_plugin import pytest_session
 
     (tmp_path / "evals.toml").write_text(SUITE, encoding="utf-8")
     (tmp_path / "broken.py").write_text('raise ImportError("gone")\n', encoding="utf-8")
     (tmp_path / "known.toml").write_text(ERRORED_ENTRIES, encoding="utf-8")
-    done = pytest_run(
+    done = pytest_session(
         "evals.toml", "--cer-impl", "broken:evaluate", "--cer-baseline", "known.toml", cwd=tmp_path
     )
     assert done.returncode == 1, done.stdout + done.stderr

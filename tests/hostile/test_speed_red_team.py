@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cer.model import RunResult, Status
-from support import Module
+from support import Module, cer_in_process
 
 PASS, FAIL, ERRORED = Status.PASS, Status.FAIL, Status.ERRORED
 
@@ -503,9 +503,6 @@ SWEEP_COMMANDS = {
 
 @pytest.fixture(scope="module")
 def sweep_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import subprocess
-    import sys
-
     folder = tmp_path_factory.mktemp("sweep")
     (folder / "evals.toml").write_text(SWEEP_SUITE, encoding="utf-8")
     (folder / "m.py").write_text("def f(x):\n    return {'output': x}\n", encoding="utf-8")
@@ -513,7 +510,7 @@ def sweep_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "# M\n\n## Constraints\n\n- `known` — a constraint\n", encoding="utf-8"
     )
     for argv in (["run", "evals.toml", "--impl", "m:f"], SWEEP_COMMANDS["run, json to a file"]):
-        subprocess.run([sys.executable, "-m", "cer.cli", *argv], cwd=folder, timeout=120)
+        cer_in_process(argv, folder)  # the folder's runs; the commands run in processes
     return folder
 
 

@@ -14,7 +14,7 @@ import pytest
 from cer.history.database import History
 from cer.model import RunSelection
 from cer.text.tracebacks import RUNNER_DIR
-from pytest_plugin.test_plugin import junit, pytest_run
+from pytest_plugin.test_plugin import junit, pytest_run, pytest_session
 
 SUITE = "".join(
     f'\n[[cases]]\nname = "{name}"\ncategory = "functional"\n'
@@ -92,7 +92,7 @@ def module_with(folder: Path, baseline: str = KNOWN) -> Path:
 def test_every_row_of_the_baseline_table(tmp_path: Path) -> None:
     folder = module_with(tmp_path)
     report = tmp_path / "junit.xml"
-    done = pytest_run(
+    done = pytest_session(
         "evals.toml", "--cer-impl", "impl:run", "--cer-baseline", "known.toml",
         "-rxX", f"--junitxml={report}", cwd=folder,
     )  # fmt: skip
@@ -133,7 +133,7 @@ def test_tool_cer_baseline_under_xdist(tmp_path: Path) -> None:
 
 def test_a_listed_failure_passes_the_session(tmp_path: Path) -> None:
     folder = module_with(tmp_path, KNOWN.split('[[known]]\ncase = "fixed"')[0])
-    done = pytest_run(
+    done = pytest_session(
         "evals.toml::tabs-expand", "evals.toml::crashes", "evals.toml::adds",
         "--cer-impl", "impl:run", "--cer-baseline", "known.toml",
         "--cer-history-path", tmp_path / "h.sqlite", cwd=folder,
@@ -172,7 +172,7 @@ def test_a_baseline_that_cannot_be_used_is_a_usage_error(
     tmp_path: Path, baseline: str, given: tuple[str, str], message: str
 ) -> None:
     folder = module_with(tmp_path, baseline)
-    done = pytest_run("evals.toml", "--cer-impl", "impl:run", *given, cwd=folder)
+    done = pytest_session("evals.toml", "--cer-impl", "impl:run", *given, cwd=folder)
     assert done.returncode == 4, done.stdout + done.stderr
     assert "ERROR: cer: baseline: " in done.stderr and message in done.stderr
     assert "Traceback" not in done.stderr

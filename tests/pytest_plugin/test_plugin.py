@@ -1,8 +1,11 @@
 """The pytest plugin: cases as pytest items, judged by cer's engine, reported as pytest
 reports them (docs/pytest.md).
 
-Each test runs pytest in a subprocess, as a user would, so that the plugin is loaded
-through its entry point and nothing of this session's own pytest leaks in.
+A test of what the session's process does (its entry point, as a user starts it;
+xdist's workers) runs pytest in a subprocess, so that nothing of this session's own
+pytest leaks in; the others run their session in this process, the plugin still loaded
+through its entry point, this session's variables hidden and its modules put back
+(``support.pytest_in_process``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,15 @@ def pytest_run(
     )
 
 
+def pytest_session(
+    *args: str | Path, cwd: Path = ROOT, cache: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`pytest_run`'s session run in this process (``support.pytest_in_process``),
+    for the tests that read a session's report and exit code, not its process."""
+    cache_args = ["-o", f"cache_dir={cache}"] if cache else ["-p", "no:cacheprovider"]
+    return support.pytest_in_process(["-q", *cache_args, *map(str, args)], cwd)
+
+
 def junit(path: Path) -> dict[str, tuple[str, str]]:
     """Every testcase of a JUnit file: name → (outcome, message text)."""
     cases: dict[str, tuple[str, str]] = {}
@@ -95,7 +107,7 @@ def sloppy_session(
     output, its JUnit XML file and its cache folder (for --lf)."""
     where = tmp_path_factory.mktemp("sloppy")
     report, cache = where / "junit.xml", where / "cache"
-    done = pytest_run(
+    done = pytest_session(
         "--cer-impl", "calc_sloppy:evaluate", CALC, f"--junitxml={report}", cache=cache
     )
     return done, report, cache
@@ -154,7 +166,7 @@ def test_errored_is_a_pytest_error_and_skipped_a_skip(tmp_path: Path) -> None:
         "def f(x):\n    if x == 2:\n        raise RuntimeError('kaboom')\n    return x\n"
     )
     report = tmp_path / "junit.xml"
-    done = pytest_run(
+    done = pytest_session(
         "--cer-impl",
         "impl:f",
         "evals.toml",
@@ -167,7 +179,9 @@ def test_errored_is_a_pytest_error_and_skipped_a_skip(tmp_path: Path) -> None:
     # the tags skip and xfail became cer_skip and cer_xfail: they neither skip the
     # case nor turn its result into an expected failure
     assert "1 passed, 2 deselected" in done.stdout, done.stdout + done.stderr
-    done = pytest_run("--cer-impl", "impl:f", "evals.toml", f"--junitxml={report}", cwd=tmp_path)
+    done = pytest_session(
+        "--cer-impl", "impl:f", "evals.toml", f"--junitxml={report}", cwd=tmp_path
+    )
     assert done.returncode == 1
     cases = junit(report)
     assert cases["fine"][0] == "passed"
@@ -178,9 +192,9 @@ def test_errored_is_a_pytest_error_and_skipped_a_skip(tmp_path: Path) -> None:
 
 
 def test_selection_options_pick_items(tmp_path: Path) -> None:
-    done = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "-k", "division")
+    done = pytest_session("--cer-impl", "calc_sloppy:evaluate", CALC, "-k", "division")
     assert "5 failed, 9 passed, 56 deselected" in done.stdout, done.stdout
-    done = pytest_run(
+    done = pytest_session(
         "--cer-impl", "calc_sloppy:evaluate", CALC, "-m", "resource", "--strict-markers"
     )
     resource = [c for c in load_suite(CALC).cases if c.category == "resource"]
@@ -192,9 +206,9 @@ def test_last_failed_and_exitfirst(
 ) -> None:
     first, _, cache = sloppy_session
     assert "8 failed, 62 passed" in first.stdout
-    again = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--lf", cache=cache)
+    again = pytest_session("--cer-impl", "calc_sloppy:evaluate", CALC, "--lf", cache=cache)
     assert "8 failed, 62 deselected" in again.stdout, again.stdout
-    stopped = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "-x")
+    stopped = pytest_session("--cer-impl", "calc_sloppy:evaluate", CALC, "-x")
     # the first failing case is the 8th: pytest stops there, and so did the cer run
     assert "1 failed, 7 passed" in stopped.stdout, stopped.stdout
     # cases already handed to cer's workers may finish, the rest of the suite never runs
@@ -219,7 +233,7 @@ def test_xdist_workers_report_every_case_once(tmp_path: Path) -> None:
 
 def test_history_records_the_run_like_cer_run(tmp_path: Path) -> None:
     database = tmp_path / "history.sqlite"
-    done = pytest_run(
+    done = pytest_session(
         "--cer-impl",
         "calc_sloppy:evaluate",
         CALC,
@@ -265,11 +279,11 @@ def test_a_plain_pytest_run_is_left_alone(tmp_path: Path) -> None:
     project = _project(
         tmp_path, '[tool.cer]\nsuite = "spec/evals.toml"\nimpl = "calc:evaluate"\npaths = ["src"]\n'
     )
-    done = pytest_run("--strict-markers", cwd=project)
+    done = pytest_session("--strict-markers", cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
     assert "===== cer =====" not in done.stdout.replace("=" * 30, "=====")
-    done = pytest_run(".", cwd=project)
+    done = pytest_session(".", cwd=project)
     assert "1 passed" in done.stdout, done.stdout
 
 
@@ -278,7 +292,7 @@ def test_pytest_suites_are_collected_by_a_bare_pytest(tmp_path: Path) -> None:
         '[tool.cer]\nimpl = "calc:evaluate"\npaths = ["src"]\npytest_suites = ["spec/evals.toml"]\n'
     )
     project = _project(tmp_path, table)
-    done = pytest_run("--strict-markers", "-m", "functional and area_literals", cwd=project)
+    done = pytest_session("--strict-markers", "-m", "functional and area_literals", cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     literals = [
         c
@@ -287,14 +301,14 @@ def test_pytest_suites_are_collected_by_a_bare_pytest(tmp_path: Path) -> None:
     ]
     # functional is the project's own marker: the cases share it
     assert f"{len(literals)} passed" in done.stdout
-    done = pytest_run(cwd=project)
+    done = pytest_session(cwd=project)
     assert "71 passed" in done.stdout, done.stdout
-    done = pytest_run("tests/test_plain.py", cwd=project)
+    done = pytest_session("tests/test_plain.py", cwd=project)
     assert "1 passed" in done.stdout
 
 
 def test_a_suite_without_an_implementation_is_a_collection_error(tmp_path: Path) -> None:
-    done = pytest_run(CALC, cwd=tmp_path)
+    done = pytest_session(CALC, cwd=tmp_path)
     assert done.returncode != 0
     assert "no implementation given: pass --cer-impl MODULE:ATTR" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
@@ -331,11 +345,11 @@ def test_configured_suites_are_checked(tmp_path: Path) -> None:
 
 def test_an_unreadable_tool_cer_does_not_stop_a_plain_run(tmp_path: Path) -> None:
     project = _project(tmp_path, '[tool.cer]\ncolour = "red"\n')
-    done = pytest_run(cwd=project)
+    done = pytest_session(cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
     assert "unknown [tool.cer] keys: colour" in done.stdout + done.stderr
-    done = pytest_run("--cer-impl", "calc:evaluate", "spec/evals.toml", cwd=project)
+    done = pytest_session("--cer-impl", "calc:evaluate", "spec/evals.toml", cwd=project)
     assert done.returncode == 4
     assert "unknown [tool.cer] keys: colour" in done.stderr
 
@@ -345,14 +359,14 @@ def test_the_implementation_comes_from_ini_or_the_suite_entry(tmp_path: Path) ->
     pyproject = project / "pyproject.toml"
     text = pyproject.read_text()
     pyproject.write_text(text.replace("testpaths", 'cer_impl = "calc:evaluate"\ntestpaths'))
-    done = pytest_run("spec/evals.toml", "-k", "literal", cwd=project)
+    done = pytest_session("spec/evals.toml", "-k", "literal", cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "calc:evaluate@" in done.stdout
     (project / "src" / "other.py").write_text("def evaluate(expr):\n    return 0\n")
     pyproject.write_text(
         text + 'pytest_suites = [{ suite = "spec/evals.toml", impl = "other:evaluate" }]\n'
     )
-    done = pytest_run("-k", "integer-literal", cwd=project)
+    done = pytest_session("-k", "integer-literal", cwd=project)
     assert "1 failed" in done.stdout, done.stdout
     assert "other:evaluate@" in done.stdout
     assert "E   value: expected int 42, observed int 0" in done.stdout
@@ -360,15 +374,15 @@ def test_the_implementation_comes_from_ini_or_the_suite_entry(tmp_path: Path) ->
 
 def test_stepwise_stops_at_the_first_failure_and_resumes_there(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    first = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
+    first = pytest_session("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
     assert "1 failed, 7 passed" in first.stdout, first.stdout
-    second = pytest_run("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
+    second = pytest_session("--cer-impl", "calc_sloppy:evaluate", CALC, "--sw", cache=cache)
     # it starts again at the case that failed (still failing), and stops there
     assert "1 failed, 7 deselected" in second.stdout, second.stdout
 
 
 def test_sandbox_options_reach_the_run(tmp_path: Path) -> None:
-    done = pytest_run(
+    done = pytest_session(
         "--cer-impl", "calc_ref:evaluate", CALC, "--cer-sandbox", "off", "--cer-network", "deny"
     )
     assert done.returncode != 0

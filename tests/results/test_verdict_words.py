@@ -23,7 +23,7 @@ from cer.results.conformance import (
 )
 from cer.tui.controller import run_verdict
 from cer.tui.state.coverage_view import read_doc
-from pytest_plugin.test_plugin import pytest_run
+from pytest_plugin.test_plugin import pytest_session
 from reports.test_reports import validate_json
 
 WORD_EXIT = {
@@ -246,7 +246,7 @@ def test_a_shard_speaks_of_its_own_cases_and_the_merge_of_the_run(
 def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Starts pytest twice (a whole session and a ``-k`` one): the plugin's summary and
+    """Runs a pytest session twice (a whole one and a ``-k`` one): the plugin's summary and
     its exit code live in the pytest process."""
     (folder / "commonsformat.md").write_text(
         "<constraints>\n- adds-numbers: it adds\n- keeps-it: it keeps\n</constraints>\n",
@@ -258,7 +258,7 @@ def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(
     run = _run(PASS, PASS)
     verdict = run_verdict(suite, run, read_doc(folder / "evals.toml"), None)
     assert verdict.statement == "passed, coverage incomplete: 1 of 2 constraints without a case"
-    done = pytest_run("evals.toml", "--cer-impl", "impl:run", "--cer-history", cwd=folder)
+    done = pytest_session("evals.toml", "--cer-impl", "impl:run", "--cer-history", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "— passed, coverage incomplete: 1 of 2 constraints without a case" in done.stdout
     assert main(["history", "--format", "json"]) == ExitCode.OK
@@ -266,7 +266,7 @@ def test_the_terminal_ui_and_the_pytest_plugin_state_the_same_word(
     assert recorded["summary"]["verdict"] == "passed"
     assert recorded["conformance"] == verdict.statement
     # pytest exits 0 for a -k selection that passed, and the word agrees (never conformant)
-    done = pytest_run("evals.toml", "--cer-impl", "impl:run", "-k", "adds", cwd=folder)
+    done = pytest_session("evals.toml", "--cer-impl", "impl:run", "-k", "adds", cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "— passed, selection of 1 of 2 cases, coverage incomplete: " in done.stdout
     (folder / "commonsformat.md").write_bytes(b"<constraints>\n- \xff\xfe: not UTF-8\n")

@@ -23,7 +23,7 @@ from cer.judge.compare import OPERATORS
 from cer.model import CASE_CLASSES, Status
 from cer.suite.loader import load_suite
 from cer.testing import selfcheck
-from support import ROOT
+from support import ROOT, cer_in_process
 
 SUITE = ROOT / "evals.toml"
 SPEC_CONSTRAINTS = (
@@ -57,6 +57,16 @@ def run_cer(args: list[str], tmp_path: Path) -> tuple[int, dict[str, Any]]:
         text=True,
         timeout=300,
     )
+    assert out.exists(), done.stderr
+    return done.returncode, json.loads(out.read_text(encoding="utf-8"))
+
+
+def run_cer_in_process(args: list[str], tmp_path: Path) -> tuple[int, dict[str, Any]]:
+    """:func:`run_cer`'s run made in this process (``support.cer_in_process``): a
+    mutant patches the runner inside the worker that imports it, where the inner runs
+    are made, never the outer run that judges them."""
+    out = tmp_path / "results.json"
+    done = cer_in_process(["run", *args, "--format", "json", "-o", str(out), "-q"], ROOT)
     assert out.exists(), done.stderr
     return done.returncode, json.loads(out.read_text(encoding="utf-8"))
 
@@ -124,7 +134,7 @@ def test_the_suite_catches_a_broken_runner(mutant: str, tmp_path: Path) -> None:
         patch + "from cer.testing.selfcheck import run_case\n", encoding="utf-8"
     )
     selection = [arg for name in must_fail for arg in ("--case", name)]
-    code, report = run_cer(
+    code, report = run_cer_in_process(
         ["evals.toml", "--impl", "mutant:run_case", "--path", str(tmp_path), *selection],
         tmp_path,
     )
