@@ -55,6 +55,11 @@ def _keep_rewritten_test_modules(config: pytest.Config) -> None:
     file: their rewrite is kept now, for the sessions that follow."""
     from _pytest.assertion import rewrite
 
+    needed = ("_rewrite_test", "get_cache_dir", "try_makedirs", "_write_pyc", "PYC_TAIL")
+    if not all(hasattr(rewrite, name) for name in needed) or not hasattr(
+        rewrite, "assertstate_key"
+    ):
+        return  # another pytest's internals: the tests run the same, only slower
     made = rewrite._rewrite_test
 
     def keep(fn: Path, config: pytest.Config, source_stat: os.stat_result, code: Any) -> None:
