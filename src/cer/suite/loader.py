@@ -14,6 +14,7 @@ import hashlib
 import marshal
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ except ImportError:  # pragma: no cover - tomli is a declared dependency
 __all__ = [
     "SUPPORTED_VERSIONS",
     "SuiteError",
+    "TableMemo",
     "load_suite",
     "parse_suite",
     "parse_suite_columns",
@@ -87,14 +89,16 @@ class SuiteError(Exception):
         return "\n".join(lines)
 
 
-def load_suite(path: str | Path) -> Suite:
+def load_suite(path: str | Path, *, memo: TableMemo | None = None) -> Suite:
     """Read and validate the suite file at ``path``.
 
     An unreadable file raises :class:`SuiteError` with the operating system's reason,
-    so that callers can report it like any other suite problem.
+    so that callers can report it like any other suite problem. ``memo`` holds the
+    groups of cases an earlier load of the file parsed (see :class:`TableMemo`): only
+    the groups whose text changed since are parsed again.
     """
     suite_path = Path(path)
-    return parse_suite(read_suite_file(suite_path), suite_path)
+    return parse_suite(read_suite_file(suite_path), suite_path, memo=memo)
 
 
 def read_suite_file(path: Path) -> bytes:
@@ -107,15 +111,22 @@ def read_suite_file(path: Path) -> bytes:
         raise SuiteError(path, (f"cannot read {path}: {reason}",)) from None
 
 
-def parse_suite(text: str | bytes, path: Path, *, content_hash: str | None = None) -> Suite:
+def parse_suite(
+    text: str | bytes,
+    path: Path,
+    *,
+    content_hash: str | None = None,
+    memo: TableMemo | None = None,
+) -> Suite:
     """Build a :class:`Suite` from the contents of a suite file.
 
     ``path`` is where the contents came from; it names the file in messages and locates
     the fixtures folder. ``content_hash`` is the SHA-256 (hex) of the contents, when the
-    caller has computed it already. Raises :class:`SuiteError` listing every problem
+    caller has computed it already; ``memo``, the groups an earlier parse of the file
+    parsed (:class:`TableMemo`). Raises :class:`SuiteError` listing every problem
     found.
     """
-    return parse_suite_columns(text, path, content_hash=content_hash)[0]
+    return parse_suite_columns(text, path, content_hash=content_hash, memo=memo)[0]
 
 
 Columns = list[list[Any]]
@@ -124,7 +135,11 @@ packed: what :func:`cer.model.build_cases` builds them from."""
 
 
 def parse_suite_columns(
-    text: str | bytes, path: Path, *, content_hash: str | None = None
+    text: str | bytes,
+    path: Path,
+    *,
+    content_hash: str | None = None,
+    memo: TableMemo | None = None,
 ) -> tuple[Suite, Columns]:
     """Like :func:`parse_suite`, with the columns the cases were built from, which the
     suite cache writes as they are instead of taking 100,000 cases apart again."""
@@ -145,7 +160,7 @@ def parse_suite_columns(
 
     with _collector_paused():
         try:
-            loaded = _load_common_shape(source, path, content_hash)
+            loaded = _load_common_shape(source, path, content_hash, memo)
         except RecursionError:
             loaded = None
         if loaded is not None:
@@ -297,9 +312,10 @@ def _build_suite_columns(
     return _suite(path, top, cases, content_hash, tuple(warnings)), columns
 
 
-_GROUP = 1000
+_GROUP = 200
 """How many cases the fast load parses at a time: the parser's tables for one group are
-all it holds at once besides the packed cases."""
+all it holds at once besides the packed cases, and a group is what an edit of one case
+parses again when the load has a :class:`TableMemo`."""
 _JUST_STR = frozenset((str,))
 _STR_OR_NONE = frozenset((str, type(None)))
 _TABLE_OR_NONE = frozenset((dict, type(None)))
@@ -307,7 +323,53 @@ _LIST_OR_NONE = frozenset((list, type(None)))
 _PACKED_EMPTY = marshal.dumps({})
 
 
-def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suite, Columns] | None:
+@dataclass(frozen=True)
+class _Group:
+    """One group of cases as a load made it: the validated columns of its text (name,
+    category, input, expect, description, verifies, tags, severity, tables packed),
+    and the cases built from them with the place they had (first position, each
+    array's count before the group, first line)."""
+
+    columns: tuple[list[Any], ...]
+    place: tuple[int, tuple[int, ...], int]
+    cases: tuple[Case, ...]
+
+
+class TableMemo:
+    """The groups of cases the last load of one suite file parsed, by the exact text of
+    each group: what a watching session keeps between loads, so that the load after an
+    edit parses only the groups whose text changed and takes the others as they were.
+
+    Only what the text alone decides is taken: a group's validated, packed columns,
+    and its cases when they sit at the same position, array index and line as before
+    (a case above grew by a line: they are built again from the columns). A group that
+    defines anything besides its cases (a table such as ``[properties]`` after the
+    cases) is always parsed, and the part before the first case, as every check across
+    groups (duplicate names, the top-level fields), is made afresh on every load: the
+    suite is the one a load without the memo gives, problems and messages included.
+
+    The memo keeps the groups of the last load that succeeded only, so it holds about
+    one copy of the file's text; a load that fails leaves it as it was.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[str, _Group] = {}
+        self.parsed = 0
+        """How many groups the last load parsed (the others came from the memo)."""
+        self.reused = 0
+        """How many groups the last load took from the memo."""
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def clear(self) -> None:
+        """Forget every group (the next load parses the whole file)."""
+        self._groups = {}
+
+
+def _load_common_shape(
+    source: str, path: Path, content_hash: str, memo: TableMemo | None = None
+) -> tuple[Suite, Columns] | None:
     """The suite, when it has the common shape and no problem at all; otherwise None,
     and the careful path (:func:`_build_suite` on the whole document) decides, with a
     precise message for every problem.
@@ -326,7 +388,9 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
     tables all at once.
 
     Each group is validated column by column, with one C-level loop per field and
-    check, instead of a dozen Python-level operations per case.
+    check, instead of a dozen Python-level operations per case. With a ``memo``, a
+    group whose text an earlier load parsed is taken from it instead (its cases
+    themselves when they sit where they sat, at the same position, index and line).
     """
     text = "\n" + source
     matches = list(CASE_HEADER_LINE.finditer(text))
@@ -352,25 +416,38 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
     interned: dict[Any, Any] = {}
     names: set[str] = set()
     every: Columns = [[] for _ in CASE_FIELDS]
+    known = {} if memo is None else memo._groups
+    kept: dict[str, _Group] = {}
+    parsed_groups = 0
     for first in range(0, len(starts), _GROUP):
         last = min(first + _GROUP, len(starts))
-        try:
-            parsed = _toml.loads(source[starts[first] : bounds[last]])
-        except _toml.TOMLDecodeError:
-            return None
-        for key, value in parsed.items():
-            if key not in ARRAY_TO_CASE_CLASS:
-                if key in document:
-                    return None
-                document[key] = value
+        group_text = source[starts[first] : bounds[last]]
         group = arrays[first:last]
-        entries = _group_entries(parsed, group)
-        if entries is None:
-            return None
-        columns = _common_columns(entries, interned)
-        if columns is None:
-            return None
-        del parsed, entries
+        place = (len(cases), tuple(indexes.values()), lines[first])
+        remembered = known.get(group_text)
+        alone = True
+        if remembered is not None:
+            columns = list(remembered.columns)
+        else:
+            parsed_groups += 1
+            try:
+                parsed = _toml.loads(group_text)
+            except _toml.TOMLDecodeError:
+                return None
+            for key, value in parsed.items():
+                if key not in ARRAY_TO_CASE_CLASS:
+                    if key in document:
+                        return None
+                    document[key] = value
+                    alone = False
+            entries = _group_entries(parsed, group)
+            if entries is None:
+                return None
+            found = _common_columns(entries, interned)
+            if found is None:
+                return None
+            columns = found
+            del parsed, entries
         name_column, category, input_, expect, description, verifies, tags, severity = columns
         if len(set(group)) == 1:
             array = group[0]
@@ -399,7 +476,13 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
             severity,
             lines[first:last],
         ]
-        cases.extend(build_cases(group_columns))
+        if remembered is not None and remembered.place == place:
+            built: tuple[Case, ...] = remembered.cases
+        else:
+            built = tuple(build_cases(group_columns))
+        cases.extend(built)
+        if memo is not None and (remembered is not None or alone):
+            kept[group_text] = _Group(tuple(columns), place, built)
         for whole, part in zip(every, group_columns, strict=True):
             whole.extend(part)
     if len(names) != len(cases):
@@ -411,6 +494,10 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
         return None
     if problems:
         return None
+    if memo is not None:
+        memo._groups = kept
+        memo.parsed = parsed_groups
+        memo.reused = len(starts) // _GROUP + bool(len(starts) % _GROUP) - parsed_groups
     return _suite(path, top, cases, content_hash, ()), every
 
 

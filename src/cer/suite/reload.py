@@ -1,0 +1,99 @@
+"""Loading one suite file again and again, as a watching session does: each load after
+an edit parses only the groups of cases whose text changed (:class:`TableMemo`), and
+what a load can put off (writing the suite cache's entry, filling the memo after a
+load the cache served) waits until the session is idle (:meth:`SuiteReloader.settle`).
+
+Every load gives the suite a load without the memo gives (:func:`load_suite`, or
+:func:`~cer.suite.cache.load_suite_cached`), the same problems and messages included:
+the memo only spares parsing text that was parsed before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cer.model import Suite
+from cer.suite import cache
+from cer.suite.loader import (
+    Columns,
+    TableMemo,
+    load_suite,
+    parse_suite_columns,
+    read_suite_file,
+)
+
+__all__ = ["SuiteReloader", "reloader_for"]
+
+
+class SuiteReloader:
+    """Loads the suite at ``path`` with a memo of its parsed groups kept between loads.
+
+    With ``cached`` the suite cache beside the suite is read and written as
+    :func:`~cer.suite.cache.load_suite_cached` reads and writes it, but a changed file's
+    entry is written by :meth:`settle`, not by the load that is waited for.
+    """
+
+    def __init__(self, path: Path, *, cached: bool) -> None:
+        self.path = Path(path)
+        self.cached = cached
+        self.memo = TableMemo()
+        self._unwritten: tuple[dict[str, Any], Suite, Columns] | None = None
+        self._unprimed = False
+        """The last suite came from the cache entry: the memo holds nothing of it."""
+
+    def load(self) -> Suite:
+        """The suite as its file is now; :class:`~cer.suite.loader.SuiteError` when it
+        does not load."""
+        raw = read_suite_file(self.path)
+        identity = cache._identity(raw)
+        self._unwritten = None
+        if self.cached and not len(self.memo):
+            served = cache._read_entry(cache.cache_file(self.path), identity, self.path)
+            if served is not None:
+                self._unprimed = True
+                return served
+        self._unprimed = False
+        with cache._collector_paused():
+            suite, columns = parse_suite_columns(
+                raw, self.path, content_hash=str(identity["suite_sha256"]), memo=self.memo
+            )
+        if self.cached:
+            self._unwritten = (identity, suite, columns)
+        return suite
+
+    def settle(self) -> None:
+        """Do what the last load put off: write its cache entry, or, when the cache
+        served it, parse the file once into the memo, so that the load after the next
+        edit parses one group of cases and not all of them. Quiet on any failure (the
+        next load reports the file's problems)."""
+        unwritten, self._unwritten = self._unwritten, None
+        if unwritten is not None:
+            identity, suite, columns = unwritten
+            with cache._collector_paused():
+                cache._write_entry(cache.cache_file(self.path), identity, suite, columns)
+        if self._unprimed:
+            self._unprimed = False
+            try:
+                raw = read_suite_file(self.path)
+                with cache._collector_paused():
+                    parse_suite_columns(
+                        raw,
+                        self.path,
+                        content_hash=hashlib.sha256(raw).hexdigest(),
+                        memo=self.memo,
+                    )
+            except Exception:  # a file that broke meanwhile: the next load says so
+                self.memo.clear()
+
+
+def reloader_for(load: Callable[[Path], Suite], path: Path) -> SuiteReloader | None:
+    """A reloader standing for ``load`` when it is one of cer's own loaders (with or
+    without the suite cache); None for any other (a test's), which is called as is."""
+    if load is cache.load_suite_cached:
+        return SuiteReloader(path, cached=True)
+    if load is load_suite:
+        return SuiteReloader(path, cached=False)
+    return None
