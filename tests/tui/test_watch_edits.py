@@ -1,6 +1,7 @@
 """Watching a large suite: an edit of the suite file alone reruns the cases whose
-definition it changed and those that failed; a change to the implementation reruns
-every case, the failed ones first."""
+definition it changed, those that failed and those without a current result, and hands
+the runner nothing else (the other rows keep their result); an edit outside the cases,
+or a change to the implementation, reruns every case, the failed ones first."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from cer.engine.options import RunOptions
+from cer.history.database import History
 from cer.model import CaseResult
 from cer.suite.loader import load_suite
+from cer.suite.selection import Selection
 from cer.tui.app import create_app
 from cer.tui.state.watching import edited_cases
 
-from .helpers import FakeRunner, passing, result_for, settle
+from .helpers import FakeRunner, passing, result_for, screen_text, settle, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -83,3 +86,99 @@ async def test_an_edit_of_the_suite_reruns_what_changed_and_what_failed(tmp_path
         assert runner.calls[2].names is None
         assert runner.options[2].first == {"b"}
         assert runner.finished[2][0] == "b"
+
+
+def seven(path: Path, *, changed: dict[int, int] | None = None, head: str = HEAD) -> Path:
+    """c0 to c5 and b (which fails), each ``c<N>`` in ``changed`` with another value."""
+    values = {n: n for n in range(6)} | (changed or {})
+    path.write_text(
+        head + "".join(case(f"c{n}", values[n]) for n in range(6)) + case("b", 9),
+        encoding="utf-8",
+    )
+    return path
+
+
+async def test_an_edit_hands_the_runner_the_changed_cases_alone(tmp_path: Path) -> None:
+    path = seven(tmp_path / "evals.toml")
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(160, 36)):
+        await settle(app)
+        board = app.session.board
+        before = {row.name: row.kept for row in board.rows}
+
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        # The runner saw c4 (changed) and b (failed) and nothing else: no result, not
+        # even a skipped one, was made for the five cases the edit left alone.
+        assert sorted(runner.finished[1]) == ["b", "c4"]
+        for name in ("c0", "c1", "c2", "c3", "c5"):
+            row = board.row(name)
+            assert row is not None and row.kept is before[name] and not row.stale
+        partial = app.session.summary().partial
+        assert partial is not None and partial.kept and partial.earlier == 5
+        assert "5 unchanged, kept from the last run" in screen_text(app)
+
+        # The next edit runs what it changed and what still fails, not the last edit's.
+        seven(path, changed={4: 40, 1: 10})
+        app.control.files_changed((path,))
+        await settle(app, runs=3)
+        assert sorted(runner.finished[2]) == ["b", "c1"]
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        HEAD + '[adversarial_coverage]\ncategories = ["functional"]\n\n',
+        HEAD + '[properties]\nowner = "someone"\n\n',
+        HEAD.replace('target = "t"', 'target = "u"'),
+    ],
+    ids=["adversarial_coverage", "properties", "target"],
+)
+async def test_an_edit_outside_the_cases_runs_every_case(tmp_path: Path, head: str) -> None:
+    path = seven(tmp_path / "evals.toml")
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        seven(path, head=head)
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        assert runner.calls[1].names is None
+        assert len(runner.finished[1]) == 7
+
+
+async def test_rows_without_a_current_result_run_after_an_edit(tmp_path: Path) -> None:
+    path = seven(tmp_path / "evals.toml")
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        # A run of c0 alone leaves the others dimmed, results of an earlier run: when
+        # unsure, an edit reruns them.
+        app.start_run(Selection(names=frozenset({"c0"})), "rerun: c0")
+        await settle(app, runs=2)
+        assert app.session.board.row("c1").stale  # type: ignore[union-attr]
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await settle(app, runs=3)
+        assert sorted(runner.finished[2]) == ["b", "c1", "c2", "c3", "c4", "c5"]
+
+
+async def test_the_history_records_a_run_of_the_whole_suite(tmp_path: Path) -> None:
+    path = seven(tmp_path / "evals.toml")
+    history = tmp_path / "history.sqlite"
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False, history=history)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        await wait_until(lambda: app.control.runs_recorded >= 2)
+    with History.open(history, create=False) as database:
+        latest = database.runs(1)[0]
+    # As cer run reports a run of two cases: the five others skipped as deselected.
+    assert (latest.summary.total, latest.summary.skipped) == (7, 5)
+    assert latest.partial

@@ -20,6 +20,7 @@ from cer.suite import cache
 from cer.suite.loader import (
     Columns,
     TableMemo,
+    _collector_paused,
     load_suite,
     parse_suite_columns,
     read_suite_file,
@@ -56,7 +57,7 @@ class SuiteReloader:
                 self._unprimed = True
                 return served
         self._unprimed = False
-        with cache._collector_paused():
+        with _collector_paused():
             suite, columns = parse_suite_columns(
                 raw, self.path, content_hash=str(identity["suite_sha256"]), memo=self.memo
             )
@@ -72,13 +73,13 @@ class SuiteReloader:
         unwritten, self._unwritten = self._unwritten, None
         if unwritten is not None:
             identity, suite, columns = unwritten
-            with cache._collector_paused():
+            with _collector_paused():
                 cache._write_entry(cache.cache_file(self.path), identity, suite, columns)
         if self._unprimed:
             self._unprimed = False
             try:
                 raw = read_suite_file(self.path)
-                with cache._collector_paused():
+                with _collector_paused():
                     parse_suite_columns(
                         raw,
                         self.path,

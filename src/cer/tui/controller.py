@@ -14,7 +14,7 @@ import functools
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -30,17 +30,19 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.history import recall
 from cer.history.database import History
 from cer.history.records import HistoryError
+from cer.judge.verdict import skipped
 from cer.model import CaseResult, RunResult, Suite
 from cer.results.baseline import Baseline, check_run
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.results.matrix import Known, build_matrix
 from cer.review.derive import coverage_figures
 from cer.suite.loader import SuiteError
+from cer.suite.reload import reloader_for
 from cer.suite.selection import Selection
 from cer.text.safetext import for_terminal
 from cer.tui import messages
 from cer.tui.plain import notify
-from cer.tui.state.board import Row
+from cer.tui.state.board import EditedSelection, Row
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
 from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
@@ -161,6 +163,10 @@ class RunController:
         self.suite_cache: SuiteCache | None = None
         self._run = run
         self._load = load
+        self._reloader = reloader_for(load, self.suite_path)
+        """cer's own loader, kept between loads: a load after an edit parses only the
+        groups of cases whose text changed (cer.suite.reload); None for a loader given
+        by the caller, which is called as it is."""
         self._cancel: threading.Event | None = None
         self._one_run = threading.Lock()
         """Held by the cycle that runs: a cycle waits for the cancelled one to have
@@ -199,9 +205,12 @@ class RunController:
         # What failed last time runs first (read before begin() marks the rows stale);
         # the list keeps declared order, so the rows that matter turn green first.
         firsts = tuple(lane.board.failed_names() for lane in self.session.lanes)
-        # After an edit of the suite file alone, the cycle runs what the edit changed
-        # and what failed, once the new file is loaded (see _narrowed).
-        edited = self.session.suite if self._suite_edited and self._cycle_complete else None
+        # After an edit of the suite file alone, the cycle runs what the edit changed,
+        # what failed and what has no current result, once the new file is loaded (see
+        # _narrowed); every other row keeps its result.
+        edited: Edit | None = None
+        if self._suite_edited and self._cycle_complete and self.session.suite is not None:
+            edited = Edit(self.session.suite, self.session.board.unsettled_names())
         self._suite_edited = self._cycle_complete = False
         self.session.begin(trigger)
         generation = self.generation
@@ -232,7 +241,7 @@ class RunController:
         selection: Selection,
         cancel: threading.Event,
         firsts: Sequence[frozenset[str]] = (),
-        edited: Suite | None = None,
+        edited: Edit | None = None,
     ) -> None:
         with self._one_run:
             if cancel.is_set():  # cancelled while the previous cycle was ending
@@ -246,13 +255,14 @@ class RunController:
         selection: Selection,
         cancel: threading.Event,
         firsts: Sequence[frozenset[str]] = (),
-        edited: Suite | None = None,
+        edited: Edit | None = None,
     ) -> None:
         """Load the suite and run every lane on it in turn, reporting only through
         messages; the cycle ends with :class:`messages.RunsFinished`. ``firsts`` holds,
         per lane, the cases it hands to its workers before the others; ``edited``, the
         suite as it was before an edit of its file alone (the cycle then runs only
-        what the edit changed and what failed)."""
+        what the edit changed, what failed and what has no current result: the runner
+        is given those cases alone, and the list keeps every other row's result)."""
         post = self.host.post_to_view
         try:
             suite = self._load_suite()
@@ -266,8 +276,10 @@ class RunController:
         # this snapshot, whatever a case does to the file.
         doc = read_doc(self.suite_path)
         narrowed = None if edited is None else _narrowed(selection, edited, suite, firsts)
+        part = suite
         if narrowed is not None:
             selection = narrowed
+            part = replace(suite, cases=tuple(filter(narrowed.selects, suite.cases)))
         post(messages.SuiteLoaded(generation, suite, doc, narrowed))
         completed = 0
         for index, options in enumerate(self.implementations):
@@ -276,13 +288,16 @@ class RunController:
                 return
             first = firsts[index] if index < len(firsts) else frozenset()
             lane_options = replace(options, selection=selection, first=first)
-            outcome = self._run_lane(generation, index, lane_options, suite, cancel, doc)
+            outcome = self._run_lane(generation, index, lane_options, part, cancel, doc, suite)
             if outcome is None:
                 return
             completed += outcome
         if completed == len(self.implementations) and not cancel.is_set():
             self._cycle_complete = True
         post(messages.RunsFinished(generation, completed))
+        if self._reloader is not None:
+            # Idle now: what the load put off (the suite cache's entry, the memo).
+            self._reloader.settle()
 
     def _run_lane(
         self,
@@ -292,9 +307,13 @@ class RunController:
         suite: Suite,
         cancel: threading.Event,
         doc: ModuleDoc | None = None,
+        whole: Suite | None = None,
     ) -> int | None:
-        """Run one lane and record its run; 1 when it finished, 0 when the runner
-        crashed (the next lane still runs), None when cancelled."""
+        """Run one lane on ``suite`` and record its run; 1 when it finished, 0 when the
+        runner crashed (the next lane still runs), None when cancelled. ``whole`` is the
+        suite ``suite`` is part of, when the lane runs some of its cases only (after an
+        edit): the history then records the run of the whole suite, each case left out
+        skipped as deselected, as ``cer run`` would have reported it."""
         post = self.host.post_to_view
         stream = messages.ResultStream()
         # The results streamed so far, as the runner reported them (it holds them too),
@@ -369,6 +388,8 @@ class RunController:
             implementation_id=for_terminal(run.implementation_id, multiline=False),
         )
         post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
+        if whole is not None and whole is not suite:
+            suite, run = whole, _of_whole(whole, run)
         if self.history_path is not None:
             baseline, label = self.session.baseline, self.labels[index]
             post(
@@ -388,17 +409,25 @@ class RunController:
 
     def _load_suite(self) -> Suite:
         """The suite, reloaded only when its file changed since the last load."""
+        load = self._reload
         try:
             stat = self.suite_path.stat()
         except OSError:
-            return self._load(self.suite_path)
+            return load()
         key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         cache = self.suite_cache
         if cache is not None and cache.key == key:
             return cache.suite
-        suite = self._load(self.suite_path)
+        suite = load()
         self.suite_cache = SuiteCache(key, suite)
         return suite
+
+    def _reload(self) -> Suite:
+        """Load the suite file: through the reloader and its memo, or the caller's
+        loader."""
+        if self._reloader is not None:
+            return self._reloader.load()
+        return self._load(self.suite_path)
 
     # -- what follows a run: coverage, matrix, details ---------------------------------
 
@@ -726,24 +755,74 @@ class RunController:
         return f"rerun: {name}{more} changed"
 
 
+@dataclass(frozen=True)
+class Edit:
+    """What a cycle after an edit of the suite file alone starts from: the suite as the
+    rows hold it, and the cases some lane has no current result for (none yet, or
+    stale: a run that did not get to them)."""
+
+    before: Suite
+    unsettled: frozenset[str]
+
+
+_SUITE_WIDE = tuple(
+    item.name for item in fields(Suite) if item.name not in ("cases", "content_hash")
+)
+"""Every field of a suite besides its cases: anything outside the case arrays, which
+every case may depend on."""
+
+
 def _narrowed(
-    selection: Selection, before: Suite, after: Suite, failed: Sequence[frozenset[str]]
-) -> Selection | None:
+    selection: Selection, edit: Edit, after: Suite, failed: Sequence[frozenset[str]]
+) -> EditedSelection | None:
     """What a cycle after an edit of the suite file runs: the cases whose definition
-    the edit changed (or added) and those some lane failed or errored last time, within
-    ``selection``; None when the edit cannot be told apart (the suite's global fields
-    changed, which every case depends on)."""
-    fields = ("format_version", "target", "target_version", "properties")
-    if any(getattr(before, name) != getattr(after, name) for name in fields):
+    the edit changed (or added), those some lane failed or errored last time and those
+    without a current result, within ``selection``; None when the edit cannot be told
+    apart (a field of the suite outside its cases changed, which every case depends
+    on: every case runs).
+
+    The rest keep their result: each is declared exactly as it was (its packed tables
+    byte for byte, :func:`cer.tui.state.watching.edited_cases`) when that result was made,
+    by an implementation that has not changed since (a change to it, a fixture or any
+    other watched file reruns every case)."""
+    before = edit.before
+    if any(getattr(before, name) != getattr(after, name) for name in _SUITE_WIDE):
         return None
     names = set(edited_cases(before, after))
+    names |= edit.unsettled
     for lane in failed:
         names |= lane
     present = {case.name for case in after.cases}
     names &= present
     if selection.names is not None:
         names &= selection.names
-    return replace(selection, names=frozenset(names))
+    chosen = frozenset(names)
+    ran = sum(1 for case in after.cases if case.name in chosen and selection.selects(case))
+    return EditedSelection(
+        case_globs=selection.case_globs,
+        categories=selection.categories,
+        classes=selection.classes,
+        tags=selection.tags,
+        substrings=selection.substrings,
+        names=chosen,
+        chosen_by=selection.chosen_by
+        or "cer-tui watch: the cases an edit of the suite changed or added, and those "
+        "that failed or had no current result",
+        kept=len(after.cases) - ran,
+    )
+
+
+def _of_whole(suite: Suite, run: RunResult) -> RunResult:
+    """``run`` of some of ``suite``'s cases as a run of the whole suite: every case it
+    left out skipped as deselected, in declared order, as the runner reports them."""
+    ran = {result.position: result for result in run.results}
+    return replace(
+        run,
+        results=tuple(
+            found if (found := ran.get(case.position)) is not None else skipped(case, "deselected")
+            for case in suite.cases
+        ),
+    )
 
 
 def record_run(

@@ -30,6 +30,9 @@ class PartialRun:
     rows: int
     counts: Counts = field(default_factory=Counts)
     """The statuses of the cases this run ran, apart from the rest of the list."""
+    kept: bool = False
+    """The run followed an edit of the suite alone: the rows it did not run are cases
+    declared exactly as before, whose last result stands (not an earlier run's)."""
 
     @property
     def earlier(self) -> int:

@@ -43,6 +43,19 @@ NO_CONSTRAINT = "(none)"
 """The constraint group of the cases whose ``verifies`` is empty."""
 
 
+@dataclass(frozen=True)
+class EditedSelection(Selection):
+    """What a run after an edit of the suite file alone runs: the cases the edit changed
+    or added, those some implementation failed or errored, and those without a current
+    result (``names``). Every other row keeps its last result as the current one, not as
+    a result of an earlier run: its case is declared exactly as it was when that result
+    was made, by the same implementation, so running it again could only say the same
+    (cer.tui.controller decides which rows qualify)."""
+
+    kept: int = 0
+    """How many cases keep their last result."""
+
+
 class Change(enum.Enum):
     """How a case's status moved since the previous completed run."""
 
@@ -259,6 +272,8 @@ class Board:
             previous = old.get(case.name)
             if previous is None:
                 rows.append(Row(case))
+            elif previous.case is case:  # a reload that took the case as it was
+                rows.append(previous)
             else:
                 rows.append(Row(case, previous.kept, previous.stale, previous.baseline))
         self.rows = rows
@@ -334,11 +349,15 @@ class Board:
             results = run.results
         count = len(results) if count is None else count
         self.record(results, count, count)
-        partial = self.run_selection.names is not None
-        for row in self.rows:
-            # A partial run (one case, a pattern, the failed ones) leaves the rest shown
-            # as they were, dimmed: not run this time.
-            row.stale = partial and row.kept is not None and not self._executed(row.case)
+        selection = self.run_selection
+        # After an edit, the rows not run keep their result as the current one (see
+        # EditedSelection): they were not marked stale, and stay as they are.
+        if not isinstance(selection, EditedSelection):
+            partial = selection.names is not None
+            for row in self.rows:
+                # A partial run (one case, a pattern, the failed ones) leaves the rest
+                # shown as they were, dimmed: not run this time.
+                row.stale = partial and row.kept is not None and not self._executed(row.case)
         # What the run reported for cases it did not run (deselected), where the list
         # shows nothing else for them: the matrix counts these as the lane's results.
         self.unlisted = tuple(
@@ -462,6 +481,14 @@ class Board:
     def flaky_count(self) -> int:
         """How many of the rows are flaky."""
         return sum(1 for name in self.flaky if name in self._index)
+
+    def unsettled_names(self) -> frozenset[str]:
+        """Cases without a current result in some implementation: none yet, or one that
+        predates a run that did not get to them (stale)."""
+        boards = (self, *self.peers)
+        return frozenset(
+            row.name for board in boards for row in board.rows if row.stale or row.kept is None
+        )
 
     def failed_names(self) -> frozenset[str]:
         """Cases some implementation failed or errored."""
