@@ -5,6 +5,7 @@ or a change to the implementation, reruns every case, the failed ones first."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,31 @@ async def test_the_history_records_a_run_of_the_whole_suite(tmp_path: Path) -> N
     # As cer run reports a run of two cases: the five others skipped as deselected.
     assert (latest.summary.total, latest.summary.skipped) == (7, 5)
     assert latest.partial
+
+
+def test_the_board_takes_an_edited_suite_in_place_and_counts_as_before(tmp_path: Path) -> None:
+    from cer.model import RunResult, Status
+    from cer.tui.state.board import Board, EditedSelection
+
+    path = seven(tmp_path / "evals.toml")
+    board = Board()
+    board.set_suite(load_suite(path))
+    board.begin_run(Selection())
+    results = [outcome(case) for case in load_suite(path).cases]
+    run = RunResult("r", "t", "i", 0, 1, tuple(results))
+    board.finish_run(run)
+    rows, counts = list(board.rows), board.counts.as_tuple()
+    edited = load_suite(seven(path, changed={4: 40}))
+    board.set_suite(edited)
+    # The same rows, each holding its case as declared now, with the same results.
+    assert all(a is b for a, b in zip(rows, board.rows, strict=True))
+    assert board.row("c4").case is edited.cases[4]  # type: ignore[union-attr]
+    assert board.counts.as_tuple() == counts == (6, 1, 0, 0)
+    # An edit's run marks its own rows stale, no other; the rest keep their results
+    # as current when it ends.
+    board.begin_run(EditedSelection(names=frozenset({"c4"}), kept=6))
+    assert [row.name for row in board.rows if row.stale] == ["c4"]
+    board.finish_run(replace(run, results=()), [result_for(edited.cases[4], Status.FAIL)], 1)
+    assert not any(row.stale for row in board.rows)
+    assert board.counts.as_tuple() == (5, 2, 0, 0)
+    assert board.counts.regressed == 1

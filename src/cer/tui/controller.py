@@ -279,7 +279,13 @@ class RunController:
         part = suite
         if narrowed is not None:
             selection = narrowed
-            part = replace(suite, cases=tuple(filter(narrowed.selects, suite.cases)))
+            chosen = narrowed.names or frozenset()
+            part = replace(
+                suite,
+                cases=tuple(
+                    case for case in suite.cases if case.name in chosen and narrowed.selects(case)
+                ),
+            )
         post(messages.SuiteLoaded(generation, suite, doc, narrowed))
         completed = 0
         for index, options in enumerate(self.implementations):
@@ -388,9 +394,9 @@ class RunController:
             implementation_id=for_terminal(run.implementation_id, multiline=False),
         )
         post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
-        if whole is not None and whole is not suite:
-            suite, run = whole, _of_whole(whole, run)
         if self.history_path is not None:
+            if whole is not None and whole is not suite:
+                suite, run = whole, _of_whole(whole, run)
             baseline, label = self.session.baseline, self.labels[index]
             post(
                 record_run(
@@ -797,7 +803,10 @@ def _narrowed(
     if selection.names is not None:
         names &= selection.names
     chosen = frozenset(names)
-    ran = sum(1 for case in after.cases if case.name in chosen and selection.selects(case))
+    if replace(selection, names=None).is_everything:
+        ran = len(chosen)  # names of cases of the suite, and nothing else narrows them
+    else:
+        ran = sum(1 for case in after.cases if case.name in chosen and selection.selects(case))
     return EditedSelection(
         case_globs=selection.case_globs,
         categories=selection.categories,

@@ -266,6 +266,18 @@ class Board:
 
     def set_suite(self, suite: Suite) -> None:
         """Rebuild the rows for ``suite``, keeping what is known about same-named cases."""
+        rows_now = self.rows
+        if len(rows_now) == len(suite.cases) and all(
+            map(str.__eq__, (case.name for case in suite.cases), (row.name for row in rows_now))
+        ):
+            # The same cases in the same order (an edit of some of them, as a watch
+            # session sees most): each row takes its case as declared now, and keeps its
+            # result, so the counts, which go by name and result, stay as they are.
+            for row, case in zip(rows_now, suite.cases, strict=True):
+                if row.case is not case:
+                    row.case = case
+            self._visible = None
+            return
         old = {row.name: row for row in self.rows}
         rows: list[Row] = []
         for case in suite.cases:
@@ -288,14 +300,23 @@ class Board:
         self._aside = []
         self.done = 0
         self.total = 0
+        if self._last_run_completed:
+            for row in self.rows:
+                row.baseline = row.status
+            # Every row's baseline is now its status: nothing counts as fixed or
+            # regressed (the other counts go by status, not by staleness).
+            self.counts.fixed = self.counts.regressed = 0
+        self._last_run_completed = False
+        if selection.names is not None and len(selection.names) < len(self.rows):
+            for name in selection.names:  # a few names of many rows: those rows alone
+                index = self._index.get(name)
+                if index is not None and selection.selects(self.rows[index].case):
+                    self.rows[index].stale = True
+            return
         everything = selection.is_everything
         for row in self.rows:
-            if self._last_run_completed:
-                row.baseline = row.status
             if everything or selection.selects(row.case):
                 row.stale = True
-        self._last_run_completed = False
-        self._recount()
 
     def record(
         self, results: Iterable[CaseResult | KeptResult], done: int, total: int
