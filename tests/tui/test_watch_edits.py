@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cer.engine.options import RunOptions
 from cer.history.database import History
-from cer.model import CaseResult
+from cer.model import CaseResult, RunResult, Suite
 from cer.suite.loader import load_suite
 from cer.suite.selection import Selection
 from cer.tui.app import create_app
@@ -211,3 +212,27 @@ def test_the_board_takes_an_edited_suite_in_place_and_counts_as_before(tmp_path:
     assert not any(row.stale for row in board.rows)
     assert board.counts.as_tuple() == (5, 2, 0, 0)
     assert board.counts.regressed == 1
+
+
+async def test_an_edit_whose_run_ran_other_code_runs_every_case(tmp_path: Path) -> None:
+    path = seven(tmp_path / "evals.toml")
+    fake = FakeRunner(outcome)
+
+    def run(suite: Suite, options: RunOptions, **kwargs: Any) -> RunResult:
+        # Each run reports other code: the implementation changed between the runs
+        # without the watcher having said so yet.
+        result = fake(suite, options, **kwargs)
+        return replace(result, implementation_id=f"calc:evaluate@v{len(fake.calls)}")
+
+    app = create_app(path, OPTIONS, run=run, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        # The edit's run, then, in the same cycle, every case: no result is kept.
+        assert sorted(fake.finished[1]) == ["b", "c4"]
+        assert len(fake.finished[2]) == 7
+        assert fake.options[2].first == {"b"}
+        assert not any(row.stale for row in app.session.board.rows)
+        assert app.session.summary().partial is None

@@ -210,7 +210,14 @@ class RunController:
         # _narrowed); every other row keeps its result.
         edited: Edit | None = None
         if self._suite_edited and self._cycle_complete and self.session.suite is not None:
-            edited = Edit(self.session.suite, self.session.board.unsettled_names())
+            edited = Edit(
+                self.session.suite,
+                self.session.board.unsettled_names(),
+                tuple(
+                    None if lane.board.last_run is None else lane.board.last_run.implementation_id
+                    for lane in self.session.lanes
+                ),
+            )
         self._suite_edited = self._cycle_complete = False
         self.session.begin(trigger)
         generation = self.generation
@@ -278,7 +285,6 @@ class RunController:
         narrowed = None if edited is None else _narrowed(selection, edited, suite, firsts)
         part = suite
         if narrowed is not None:
-            selection = narrowed
             chosen = narrowed.names or frozenset()
             part = replace(
                 suite,
@@ -287,23 +293,62 @@ class RunController:
                 ),
             )
         post(messages.SuiteLoaded(generation, suite, doc, narrowed))
-        completed = 0
-        for index, options in enumerate(self.implementations):
-            if index and cancel.is_set():
-                post(messages.RunCancelled(generation))
-                return
-            first = firsts[index] if index < len(firsts) else frozenset()
-            lane_options = replace(options, selection=selection, first=first)
-            outcome = self._run_lane(generation, index, lane_options, part, cancel, doc, suite)
-            if outcome is None:
-                return
-            completed += outcome
+        run_all = functools.partial(
+            self._run_lanes, generation, selection, suite, suite, cancel, doc, firsts
+        )
+        if narrowed is not None and edited is not None:
+            completed = self._run_lanes(
+                generation, narrowed, part, suite, cancel, doc, firsts, edited.implementations
+            )
+            if completed == _DISTRUSTED:
+                # The code that ran is not the code the kept results came from (it
+                # changed and the watcher has not said so yet, or the run cannot tell
+                # which code it ran): no kept result can be trusted, and every case of
+                # every lane runs again, in this cycle.
+                post(messages.SuiteLoaded(generation, suite, doc, selection))
+                completed = run_all()
+        else:
+            completed = run_all()
+        if completed is None:
+            return
         if completed == len(self.implementations) and not cancel.is_set():
             self._cycle_complete = True
         post(messages.RunsFinished(generation, completed))
         if self._reloader is not None:
             # Idle now: what the load put off (the suite cache's entry, the memo).
             self._reloader.settle()
+
+    def _run_lanes(
+        self,
+        generation: int,
+        selection: Selection,
+        part: Suite,
+        suite: Suite,
+        cancel: threading.Event,
+        doc: ModuleDoc,
+        firsts: Sequence[frozenset[str]],
+        expected: Sequence[str | None] | None = None,
+    ) -> int | None:
+        """Run every lane in turn on ``part`` of ``suite`` (the whole of it, or the cases
+        an edit asks for); how many lanes finished, None when cancelled, and
+        :data:`_DISTRUSTED` as soon as a lane ran other code than ``expected`` says its
+        kept results came from (the implementation ids of the runs they came from)."""
+        post = self.host.post_to_view
+        completed = 0
+        for index, options in enumerate(self.implementations):
+            if index and cancel.is_set():
+                post(messages.RunCancelled(generation))
+                return None
+            first = firsts[index] if index < len(firsts) else frozenset()
+            lane_options = replace(options, selection=selection, first=first)
+            ran: list[str] = []
+            outcome = self._run_lane(generation, index, lane_options, part, cancel, doc, suite, ran)
+            if outcome is None:
+                return None
+            completed += outcome
+            if expected is not None and (not ran or ran[0] != expected[index]):
+                return _DISTRUSTED
+        return completed
 
     def _run_lane(
         self,
@@ -314,12 +359,14 @@ class RunController:
         cancel: threading.Event,
         doc: ModuleDoc | None = None,
         whole: Suite | None = None,
+        ran: list[str] | None = None,
     ) -> int | None:
         """Run one lane on ``suite`` and record its run; 1 when it finished, 0 when the
         runner crashed (the next lane still runs), None when cancelled. ``whole`` is the
         suite ``suite`` is part of, when the lane runs some of its cases only (after an
         edit): the history then records the run of the whole suite, each case left out
-        skipped as deselected, as ``cer run`` would have reported it."""
+        skipped as deselected, as ``cer run`` would have reported it. ``ran`` takes the
+        finished run's implementation id, as the screen shows it."""
         post = self.host.post_to_view
         stream = messages.ResultStream()
         # The results streamed so far, as the runner reported them (it holds them too),
@@ -394,6 +441,8 @@ class RunController:
             implementation_id=for_terminal(run.implementation_id, multiline=False),
         )
         post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
+        if ran is not None:
+            ran.append(shown.implementation_id)
         if self.history_path is not None:
             if whole is not None and whole is not suite:
                 suite, run = whole, _of_whole(whole, run)
@@ -769,7 +818,14 @@ class Edit:
 
     before: Suite
     unsettled: frozenset[str]
+    implementations: tuple[str | None, ...]
+    """Each lane's implementation id in the run its rows' results came from (None
+    before any): a lane that runs other code keeps no result."""
 
+
+_DISTRUSTED = -1
+"""What :meth:`RunController._run_lanes` answers when a lane ran other code than the
+results it was to keep came from."""
 
 _SUITE_WIDE = tuple(
     item.name for item in fields(Suite) if item.name not in ("cases", "content_hash")
