@@ -119,7 +119,7 @@ async def test_an_edit_hands_the_runner_the_changed_cases_alone(tmp_path: Path) 
             row = board.row(name)
             assert row is not None and row.kept is before[name] and not row.stale
         partial = app.session.summary().partial
-        assert partial is not None and partial.kept and partial.earlier == 5
+        assert partial is not None and (partial.kept, partial.earlier) == (5, 0)
         assert "5 unchanged, kept from the last run" in screen_text(app)
 
         # The next edit runs what it changed and what still fails, not the last edit's.
@@ -155,7 +155,7 @@ async def test_rows_without_a_current_result_run_after_an_edit(tmp_path: Path) -
     path = seven(tmp_path / "evals.toml")
     runner = FakeRunner(outcome)
     app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
-    async with app.run_test(size=(120, 36)):
+    async with app.run_test(size=(160, 36)):
         await settle(app)
         # A run of c0 alone leaves the others dimmed, results of an earlier run: when
         # unsure, an edit reruns them.
@@ -166,6 +166,9 @@ async def test_rows_without_a_current_result_run_after_an_edit(tmp_path: Path) -
         app.control.files_changed((path,))
         await settle(app, runs=3)
         assert sorted(runner.finished[2]) == ["b", "c1", "c2", "c3", "c4", "c5"]
+        partial = app.session.summary().partial
+        assert partial is not None and (partial.ran, partial.kept, partial.earlier) == (6, 1, 0)
+        assert "1 unchanged, kept from the last run" in screen_text(app)
 
 
 async def test_the_history_records_a_run_of_the_whole_suite(tmp_path: Path) -> None:

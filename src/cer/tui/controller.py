@@ -859,10 +859,12 @@ def _narrowed(
     if selection.names is not None:
         names &= selection.names
     chosen = frozenset(names)
-    if replace(selection, names=None).is_everything:
-        ran = len(chosen)  # names of cases of the suite, and nothing else narrows them
-    else:
-        ran = sum(1 for case in after.cases if case.name in chosen and selection.selects(case))
+    runs = chosen
+    if not replace(selection, names=None).is_everything:
+        runs = frozenset(case.name for case in after.cases if selection.selects(case)) & chosen
+    # Rows with no current result the selection leaves out (outside the run pattern)
+    # stay as they were: results of an earlier run, not kept ones.
+    left = (edit.unsettled & present) - runs
     return EditedSelection(
         case_globs=selection.case_globs,
         categories=selection.categories,
@@ -873,7 +875,7 @@ def _narrowed(
         chosen_by=selection.chosen_by
         or "cer-tui watch: the cases an edit of the suite changed or added, and those "
         "that failed or had no current result",
-        kept=len(after.cases) - ran,
+        kept=len(after.cases) - len(runs) - len(left),
     )
 
 

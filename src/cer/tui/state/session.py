@@ -505,7 +505,8 @@ def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
             counts.skipped += 1
     if ran >= len(board.rows):
         return None
-    return PartialRun(ran, len(board.rows), counts, isinstance(selection, EditedSelection))
+    kept = selection.kept if isinstance(selection, EditedSelection) else 0
+    return PartialRun(ran, len(board.rows), counts, kept)
 
 
 def _part(board: Board) -> str:

@@ -171,8 +171,8 @@ def _append_partial(text: Text, state: SummaryState, style: Callable[[str], Styl
             text.append(f"{' ' if number else ''}{mark} {count}", style(name))
         text.append(")", style("muted"))
     if partial.kept:
-        text.append(f", {partial.earlier:,} unchanged, kept from the last run", style("muted"))
-    else:
+        text.append(f", {partial.kept:,} unchanged, kept from the last run", style("muted"))
+    if partial.earlier or not partial.kept:
         text.append(f", {partial.earlier} earlier", style("muted"))
 
 
