@@ -160,7 +160,9 @@ def test_the_reloader_serves_the_cache_then_fills_the_memo_when_idle(path: Path)
     written = load_suite_cached(path)
     reloader = reloader_for(load_suite_cached, path)
     assert isinstance(reloader, SuiteReloader)
-    assert reloader.load() == written
+    reloader.watching = True
+    served = reloader.load()
+    assert served == written
     assert len(reloader.memo) == 0  # the cache served it: nothing was parsed
     reloader.settle()
     assert len(reloader.memo) > 3
@@ -170,6 +172,9 @@ def test_the_reloader_serves_the_cache_then_fills_the_memo_when_idle(path: Path)
     edited = reloader.load()
     assert edited == load_suite(path)
     assert reloader.memo.parsed == 1
+    # The memo took the served suite's cases, not copies: the edit's suite shares them.
+    assert edited.cases[-1] is served.cases[-1]
+    assert edited.cases[2] is not served.cases[2]
     assert entry.read_bytes() == before  # the entry waits for settle()
     reloader.settle()
     assert entry.read_bytes() != before
@@ -179,7 +184,24 @@ def test_the_reloader_serves_the_cache_then_fills_the_memo_when_idle(path: Path)
 def test_only_cers_own_loaders_get_a_reloader(path: Path) -> None:
     plain = reloader_for(load_suite, path)
     assert plain is not None and not plain.cached
+    plain.watching = True
     assert plain.load() == load_suite(path)
     plain.settle()
     assert not cache_file(path).exists()
     assert reloader_for(lambda p: load_suite(p), path) is None
+
+
+def test_without_watching_each_load_is_the_plain_one(path: Path) -> None:
+    reloader = reloader_for(load_suite_cached, path)
+    assert reloader is not None
+    first = reloader.load()
+    assert first == load_suite(path)
+    assert cache_file(path).exists()  # written at once, as load_suite_cached does
+    assert len(reloader.memo) == 0
+    # Watching starts after that load: settle() fills the memo from the file.
+    reloader.watching = True
+    reloader.settle()
+    assert len(reloader.memo) > 3
+    path.write_text(suite_text(cases_text(c9=case(9, 90))), encoding="utf-8")
+    assert reloader.load() == load_suite(path)
+    assert reloader.memo.parsed == 1

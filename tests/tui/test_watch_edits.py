@@ -239,3 +239,36 @@ async def test_an_edit_whose_run_ran_other_code_runs_every_case(tmp_path: Path) 
         assert fake.options[2].first == {"b"}
         assert not any(row.stale for row in app.session.board.rows)
         assert app.session.summary().partial is None
+
+
+async def test_a_watching_session_loads_an_edit_from_its_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cer.suite import loader
+
+    monkeypatch.setattr(loader, "_GROUP", 2)  # groups of two cases at most
+    path = seven(tmp_path / "evals.toml")
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        reloader = app.control._reloader
+        assert reloader is not None and len(reloader.memo) == 0
+        reloader.watching = True  # as when watching starts
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        before = app.session.suite
+        assert before is not None and len(reloader.memo) > 0
+        seven(path, changed={4: 40, 1: 10})
+        app.control.files_changed((path,))
+        await settle(app, runs=3)
+        after = app.session.suite
+        assert after == load_suite(path)
+        assert sorted(runner.finished[2]) == ["b", "c1"]
+        # The edited case's group was parsed again; every other case is the very case
+        # of the last load.
+        assert reloader.memo.parsed == 1
+        shared = [a is b for a, b in zip(before.cases, after.cases, strict=True)]
+        assert shared[1] is False
+        assert 1 <= shared.count(False) <= 2

@@ -14,7 +14,7 @@ import hashlib
 import marshal
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, pairwise, repeat
 from pathlib import Path
@@ -27,6 +27,7 @@ from cer.model import (
     Case,
     Suite,
     build_cases,
+    case_columns,
     pack_table,
 )
 from cer.suite.layout import CASE_HEADER_LINE, scan_layout, top_level_line
@@ -143,7 +144,8 @@ def parse_suite_columns(
     memo: TableMemo | None = None,
 ) -> tuple[Suite, Columns]:
     """Like :func:`parse_suite`, with the columns the cases were built from, which the
-    suite cache writes as they are instead of taking 100,000 cases apart again."""
+    suite cache writes as they are instead of taking 100,000 cases apart again (none,
+    an empty list, after a load with a ``memo``)."""
     path = Path(path)
     if content_hash is None:
         raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
@@ -334,14 +336,27 @@ _PACKED_EMPTY = marshal.dumps({})
 
 @dataclass(frozen=True)
 class _Group:
-    """One group of cases as a load made it: the validated columns of its text (name,
-    category, input, expect, description, verifies, tags, severity, tables packed),
-    and the cases built from them with the place they had (first position, each
-    array's count before the group, first line)."""
+    """One group of cases as a load made it: its cases, and the place they had (first
+    position, each array's count before the group, first line)."""
 
-    columns: tuple[list[Any], ...]
     place: tuple[int, tuple[int, ...], int]
     cases: tuple[Case, ...]
+
+
+_DECLARED = tuple(
+    CASE_FIELDS.index(name)
+    for name in (
+        "name",
+        "category",
+        "input",
+        "expect",
+        "description",
+        "verifies",
+        "tags",
+        "severity",
+    )
+)
+"""Where the fields a group's text alone decides sit among a case's columns."""
 
 
 class TableMemo:
@@ -349,20 +364,23 @@ class TableMemo:
     each group: what a watching session keeps between loads, so that the load after an
     edit parses only the groups whose text changed and takes the others as they were.
 
-    Only what the text alone decides is taken: a group's validated, packed columns,
-    and its cases when they sit at the same position, array index and line as before
-    (a case above grew by a line: they are built again from the columns). A group that
+    Only what the text alone decides is taken: a group's cases as they were when they
+    sit at the same position, array index and line as before, and otherwise (a case
+    above grew by a line) cases built again from their validated, packed fields. A
+    group that
     defines anything besides its cases (a table such as ``[properties]`` after the
     cases) is always parsed, and the part before the first case, as every check across
     groups (duplicate names, the top-level fields), is made afresh on every load: the
     suite is the one a load without the memo gives, problems and messages included.
 
     The memo keeps the groups of the last load that succeeded only, so it holds about
-    one copy of the file's text; a load that fails leaves it as it was.
+    one copy of the file's text, and cases the suite holds too; a load that fails leaves
+    it as it was.
     """
 
     def __init__(self) -> None:
         self._groups: dict[str, _Group] = {}
+        self._adopted: Sequence[Case] = ()
         self.parsed = 0
         """How many groups the last load parsed (the others came from the memo)."""
         self.reused = 0
@@ -374,6 +392,14 @@ class TableMemo:
     def clear(self) -> None:
         """Forget every group (the next load parses the whole file)."""
         self._groups = {}
+        self._adopted = ()
+
+    def adopt(self, cases: Sequence[Case]) -> None:
+        """Have the next load keep ``cases`` (a suite's, loaded otherwise: from the suite
+        cache) wherever it builds cases equal to them at the same position, instead of
+        its own: the memo then shares them with that suite rather than holding a second
+        copy of every case."""
+        self._adopted = cases
 
 
 def _load_common_shape(
@@ -424,8 +450,11 @@ def _load_common_shape(
     indexes = dict.fromkeys(ARRAY_TO_CASE_CLASS, 0)
     interned: dict[Any, Any] = {}
     names: set[str] = set()
-    every: Columns = [[] for _ in CASE_FIELDS]
+    # The columns the suite cache writes; a load with a memo leaves the cache to take
+    # the cases apart, which costs less than doing so here for every group it keeps.
+    every: Columns | None = [[] for _ in CASE_FIELDS] if memo is None else None
     known = {} if memo is None else memo._groups
+    adopted: Sequence[Case] = () if memo is None else memo._adopted
     kept: dict[str, _Group] = {}
     parsed_groups = groups = 0
     for first, last in pairwise(_cuts(source, bounds)):
@@ -435,9 +464,8 @@ def _load_common_shape(
         place = (len(cases), tuple(indexes.values()), lines[first])
         remembered = known.get(group_text)
         alone = True
-        if remembered is not None:
-            columns = list(remembered.columns)
-        else:
+        columns: list[list[Any]] | None = None
+        if remembered is None:
             parsed_groups += 1
             try:
                 parsed = _toml.loads(group_text)
@@ -452,12 +480,13 @@ def _load_common_shape(
             entries = _group_entries(parsed, group)
             if entries is None:
                 return None
-            found = _common_columns(entries, interned)
-            if found is None:
+            columns = _common_columns(entries, interned)
+            if columns is None:
                 return None
-            columns = found
             del parsed, entries
-        name_column, category, input_, expect, description, verifies, tags, severity = columns
+        elif remembered.place != place:  # moved: built again, from what it declares
+            taken = case_columns(remembered.cases)
+            columns = [list(taken[at]) for at in _DECLARED]
         if len(set(group)) == 1:
             array = group[0]
             case_class: Iterable[str] = repeat(ARRAY_TO_CASE_CLASS[array], len(group))
@@ -469,31 +498,39 @@ def _load_common_shape(
             for array in group:
                 indexes[array] += 1
                 index.append(indexes[array])
-        position = range(len(cases) + 1, len(cases) + len(group) + 1)
-        names.update(name_column)
-        group_columns: Columns = [
-            name_column,
-            list(case_class),
-            category,
-            list(position),
-            list(index),
-            input_,
-            expect,
-            description,
-            verifies,
-            tags,
-            severity,
-            lines[first:last],
-        ]
-        if remembered is not None and remembered.place == place:
+        if columns is None:  # remembered, at the same place: its very cases
+            assert remembered is not None
             built: tuple[Case, ...] = remembered.cases
+            names.update(map(_case_name, built))
         else:
+            name_column, category, input_, expect, description, verifies, tags, severity = columns
+            position = range(len(cases) + 1, len(cases) + len(group) + 1)
+            names.update(name_column)
+            group_columns: Columns = [
+                name_column,
+                list(case_class),
+                category,
+                list(position),
+                list(index),
+                input_,
+                expect,
+                description,
+                verifies,
+                tags,
+                severity,
+                lines[first:last],
+            ]
             built = tuple(build_cases(group_columns))
+            if adopted:
+                prior = tuple(adopted[len(cases) : len(cases) + len(built)])
+                if prior == built:
+                    built = prior
+            if every is not None:
+                for whole, part in zip(every, group_columns, strict=True):
+                    whole.extend(part)
         cases.extend(built)
         if memo is not None and (remembered is not None or alone):
-            kept[group_text] = _Group(tuple(columns), place, built)
-        for whole, part in zip(every, group_columns, strict=True):
-            whole.extend(part)
+            kept[group_text] = _Group(place, built)
     if len(names) != len(cases):
         return None  # a duplicate name
     problems: list[str] = []
@@ -505,9 +542,14 @@ def _load_common_shape(
         return None
     if memo is not None:
         memo._groups = kept
+        memo._adopted = ()
         memo.parsed = parsed_groups
         memo.reused = groups - parsed_groups
-    return _suite(path, top, cases, content_hash, ()), every
+    return _suite(path, top, cases, content_hash, ()), [] if every is None else every
+
+
+def _case_name(case: Case) -> str:
+    return case.name
 
 
 def _cuts(source: str, bounds: list[int]) -> list[int]:

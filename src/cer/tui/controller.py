@@ -708,6 +708,8 @@ class RunController:
             *map(Path, self.implementations[0].paths),
         )
         self._fallback = self.session.needs_fallback()
+        if self._reloader is not None:
+            self._reloader.watching = True  # the suite will be loaded again and again
         self.plan = WatchPlan.build(
             self.suite_path, self._sources, self.extra_watch, import_dirs, self._fallback
         )
