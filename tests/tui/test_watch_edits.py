@@ -272,3 +272,22 @@ async def test_a_watching_session_loads_an_edit_from_its_memo(
         shared = [a is b for a, b in zip(before.cases, after.cases, strict=True)]
         assert shared[1] is False
         assert 1 <= shared.count(False) <= 2
+
+
+async def test_an_edit_after_a_save_that_did_not_load_reruns_what_changed(tmp_path: Path) -> None:
+    path = seven(tmp_path / "evals.toml")
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        # A save seen half written: the file does not load, nothing runs.
+        path.write_text(path.read_text(encoding="utf-8")[:150], encoding="utf-8")
+        app.control.files_changed((path,))
+        await wait_until(lambda: app.session.runs_started == 2 and not app.session.board.running)
+        assert len(runner.calls) == 1
+        # The save that completes it reruns what changed since the suite that loaded.
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        assert sorted(runner.finished[1]) == ["b", "c4"]
+        assert not any(row.stale for row in app.session.board.rows)

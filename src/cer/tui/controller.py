@@ -193,6 +193,9 @@ class RunController:
         """Whether the last cycle loaded the suite and ran every lane to its end: only
         then do the rows hold a result of that suite for every case, and only then may
         an edit of the suite rerun less than every case."""
+        self._unloaded: tuple[int, Edit] | None = None
+        """The edit a cycle (of this generation) was to run, when its file did not
+        load: the next edit starts from the same rows (nothing ran in between)."""
 
     # -- runs -------------------------------------------------------------------------
 
@@ -209,7 +212,13 @@ class RunController:
         # what failed and what has no current result, once the new file is loaded (see
         # _narrowed); every other row keeps its result.
         edited: Edit | None = None
-        if self._suite_edited and self._cycle_complete and self.session.suite is not None:
+        unloaded = self._unloaded
+        if self._suite_edited and not self._cycle_complete:
+            # The last cycle started (this very one, no later) found a file that did not
+            # load: this one runs as that one would have.
+            if unloaded is not None and unloaded[0] == self.generation - 1:
+                edited = unloaded[1]
+        elif self._suite_edited and self.session.suite is not None:
             edited = Edit(
                 self.session.suite,
                 self.session.board.unsettled_names(),
@@ -219,6 +228,7 @@ class RunController:
                 ),
             )
         self._suite_edited = self._cycle_complete = False
+        self._unloaded = None
         self.session.begin(trigger)
         generation = self.generation
         self._worker(
@@ -274,6 +284,11 @@ class RunController:
         try:
             suite = self._load_suite()
         except SuiteError as error:
+            # Nothing ran: the rows still hold the results of the last suite that
+            # loaded, and the save that fixes the file reruns what changed since that
+            # suite, as this one would have (an editor's save can be seen half written).
+            if edited is not None:
+                self._unloaded = (generation, edited)
             post(messages.SuiteFailed(generation, str(error), error.problems))
             return
         except Exception as error:
@@ -866,7 +881,7 @@ def _narrowed(
         runs = frozenset(case.name for case in after.cases if selection.selects(case)) & chosen
     # Rows with no current result the selection leaves out (outside the run pattern)
     # stay as they were: results of an earlier run, not kept ones.
-    left = (edit.unsettled & present) - runs
+    left = frozenset(edit.unsettled & present) - runs
     return EditedSelection(
         case_globs=selection.case_globs,
         categories=selection.categories,
@@ -878,6 +893,7 @@ def _narrowed(
         or "cer-tui watch: the cases an edit of the suite changed or added, and those "
         "that failed or had no current result",
         kept=len(after.cases) - len(runs) - len(left),
+        left=left,
     )
 
 

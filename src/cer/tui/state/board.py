@@ -54,6 +54,10 @@ class EditedSelection(Selection):
 
     kept: int = 0
     """How many cases keep their last result."""
+    left: frozenset[str] = frozenset()
+    """The cases without a current result that the selection leaves out (outside the
+    run pattern): they stay as they are, results of an earlier run. Every other case
+    not selected keeps its result as the current one (its row is not dimmed)."""
 
 
 class Change(enum.Enum):
@@ -307,6 +311,13 @@ class Board:
             # regressed (the other counts go by status, not by staleness).
             self.counts.fixed = self.counts.regressed = 0
         self._last_run_completed = False
+        if isinstance(selection, EditedSelection):
+            # The rows it keeps are current (dimmed only when the file that did not load
+            # dimmed them): all but those it runs and those it leaves out.
+            left, chosen = selection.left, selection.names or frozenset()
+            for row in self.rows:
+                if row.stale and row.name not in left and row.name not in chosen:
+                    row.stale = False
         if selection.names is not None and len(selection.names) < len(self.rows):
             for name in selection.names:  # a few names of many rows: those rows alone
                 index = self._index.get(name)
