@@ -291,3 +291,17 @@ async def test_an_edit_after_a_save_that_did_not_load_reruns_what_changed(tmp_pa
         await settle(app, runs=2)
         assert sorted(runner.finished[1]) == ["b", "c4"]
         assert not any(row.stale for row in app.session.board.rows)
+
+
+def test_edited_cases_side_by_side_and_reordered(tmp_path: Path) -> None:
+    path = tmp_path / "evals.toml"
+    before = load_suite(write(path, case("a", 1), case("b", 2), case("c", 3)))
+    # As many cases, in the same order: one changed.
+    assert edited_cases(
+        before, load_suite(write(path, case("a", 1), case("b", 5), case("c", 3)))
+    ) == {"b"}
+    # As many, reordered: only what changed, wherever it went.
+    reordered = load_suite(write(path, case("c", 3), case("a", 1), case("b", 2)))
+    assert edited_cases(before, reordered) == frozenset()
+    renamed = load_suite(write(path, case("a", 1), case("d", 2), case("c", 3)))
+    assert edited_cases(before, renamed) == {"d"}

@@ -31,7 +31,7 @@ from cer.history import recall
 from cer.history.database import History
 from cer.history.records import HistoryError
 from cer.judge.verdict import skipped
-from cer.model import CaseResult, RunResult, Suite
+from cer.model import Case, CaseResult, RunResult, Suite
 from cer.results.baseline import Baseline, check_run
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.results.matrix import Known, build_matrix
@@ -871,7 +871,7 @@ def _narrowed(
     names |= edit.unsettled
     for lane in failed:
         names |= lane
-    present = {case.name for case in after.cases}
+    present = frozenset(map(_case_name, after.cases))
     names &= present
     if selection.names is not None:
         names &= selection.names
@@ -895,6 +895,10 @@ def _narrowed(
         kept=len(after.cases) - len(runs) - len(left),
         left=left,
     )
+
+
+def _case_name(case: Case) -> str:
+    return case.name
 
 
 def _of_whole(suite: Suite, run: RunResult) -> RunResult:
