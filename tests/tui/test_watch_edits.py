@@ -305,3 +305,38 @@ def test_edited_cases_side_by_side_and_reordered(tmp_path: Path) -> None:
     assert edited_cases(before, reordered) == frozenset()
     renamed = load_suite(write(path, case("a", 1), case("d", 2), case("c", 3)))
     assert edited_cases(before, renamed) == {"d"}
+
+
+async def test_a_save_seen_in_two_parts_still_reruns_what_changed(tmp_path: Path) -> None:
+    import threading
+
+    from cer.engine.options import RunCancelled
+
+    path = seven(tmp_path / "evals.toml")
+    fake = FakeRunner(outcome)
+    entered = threading.Event()
+    sizes: list[int] = []
+
+    def run(suite: Suite, options: RunOptions, **kwargs: Any) -> RunResult:
+        sizes.append(len(suite.cases))
+        if len(sizes) == 2:  # the first part's run: cancelled by the second part
+            entered.set()
+            cancel = kwargs["cancel"]
+            assert cancel is not None and cancel.wait(10)
+            raise RunCancelled()
+        return fake(suite, options, **kwargs)
+
+    app = create_app(path, OPTIONS, run=run, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        seven(path, changed={4: 40})
+        app.control.files_changed((path,))
+        await wait_until(entered.is_set)
+        seven(path, changed={4: 40, 1: 10})
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        # What the cancelled cycle was to run (c4, b) runs again, with what changed
+        # since (c1): not every case.
+        assert sizes[1:] == [2, 3]
+        assert sorted(fake.finished[1]) == ["b", "c1", "c4"]
+        assert not any(row.stale for row in app.session.board.rows)

@@ -193,9 +193,10 @@ class RunController:
         """Whether the last cycle loaded the suite and ran every lane to its end: only
         then do the rows hold a result of that suite for every case, and only then may
         an edit of the suite rerun less than every case."""
-        self._unloaded: tuple[int, Edit] | None = None
-        """The edit a cycle (of this generation) was to run, when its file did not
-        load: the next edit starts from the same rows (nothing ran in between)."""
+        self._edit: tuple[Edit, Selection] | None = None
+        """The edit the last cycle started from, with what its first board's run was at
+        that start: when that cycle does not run to its end (its file did not load, a
+        second save cancelled it), the next edit can start from the same rows."""
 
     # -- runs -------------------------------------------------------------------------
 
@@ -212,23 +213,20 @@ class RunController:
         # what failed and what has no current result, once the new file is loaded (see
         # _narrowed); every other row keeps its result.
         edited: Edit | None = None
-        unloaded = self._unloaded
-        if self._suite_edited and not self._cycle_complete:
-            # The last cycle started (this very one, no later) found a file that did not
-            # load: this one runs as that one would have.
-            if unloaded is not None and unloaded[0] == self.generation - 1:
-                edited = unloaded[1]
-        elif self._suite_edited and self.session.suite is not None:
+        board = self.session.board
+        if self._suite_edited and self._cycle_complete and self.session.suite is not None:
             edited = Edit(
                 self.session.suite,
-                self.session.board.unsettled_names(),
+                board.unsettled_names(),
                 tuple(
                     None if lane.board.last_run is None else lane.board.last_run.implementation_id
                     for lane in self.session.lanes
                 ),
             )
+        elif self._suite_edited and self._edit is not None:
+            edited = _interrupted(*self._edit, board.run_selection)
+        self._edit = None if edited is None else (edited, board.run_selection)
         self._suite_edited = self._cycle_complete = False
-        self._unloaded = None
         self.session.begin(trigger)
         generation = self.generation
         self._worker(
@@ -284,11 +282,6 @@ class RunController:
         try:
             suite = self._load_suite()
         except SuiteError as error:
-            # Nothing ran: the rows still hold the results of the last suite that
-            # loaded, and the save that fixes the file reruns what changed since that
-            # suite, as this one would have (an editor's save can be seen half written).
-            if edited is not None:
-                self._unloaded = (generation, edited)
             post(messages.SuiteFailed(generation, str(error), error.problems))
             return
         except Exception as error:
@@ -307,7 +300,10 @@ class RunController:
                     case for case in suite.cases if case.name in chosen and narrowed.selects(case)
                 ),
             )
-        post(messages.SuiteLoaded(generation, suite, doc, narrowed))
+        # A cycle after an edit that runs every case hands the board a selection of its
+        # own, so that the next edit can tell it ran (see _interrupted).
+        loaded = narrowed if edited is None or narrowed is not None else replace(selection)
+        post(messages.SuiteLoaded(generation, suite, doc, loaded))
         run_all = functools.partial(
             self._run_lanes, generation, selection, suite, suite, cancel, doc, firsts
         )
@@ -320,7 +316,7 @@ class RunController:
                 # changed and the watcher has not said so yet, or the run cannot tell
                 # which code it ran): no kept result can be trusted, and every case of
                 # every lane runs again, in this cycle.
-                post(messages.SuiteLoaded(generation, suite, doc, selection))
+                post(messages.SuiteLoaded(generation, suite, doc, replace(selection)))
                 completed = run_all()
         else:
             completed = run_all()
@@ -849,6 +845,26 @@ _SUITE_WIDE = tuple(
 )
 """Every field of a suite besides its cases: anything outside the case arrays, which
 every case may depend on."""
+
+
+def _interrupted(edit: Edit, base: Selection, now: Selection) -> Edit | None:
+    """What the edit after ``edit``'s cycle starts from when that cycle did not run to
+    its end (its file did not load, or a second save, an editor's save seen in two
+    parts, cancelled it): the suite before it, with every case it was to run among
+    those without a current result. ``base`` and ``now`` are the first board's run at
+    that cycle's start and now: the same when the cycle never reached the board (its
+    file did not load: nothing ran); its selection when it ran some cases; anything
+    else when it went on to run every case (it ran other code), and then None: every
+    case runs.
+
+    The results the board took from it are those of its messages handled before the
+    cycle was cancelled (a stale message is dropped), all of them results of cases it
+    was to run, which run again."""
+    if now is base:
+        return edit
+    if isinstance(now, EditedSelection):
+        return replace(edit, unsettled=edit.unsettled | (now.names or frozenset()))
+    return None
 
 
 def _narrowed(
