@@ -13,10 +13,10 @@ import gc
 import hashlib
 import marshal
 import re
-import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain, pairwise, repeat
+from itertools import accumulate, chain, compress, pairwise, repeat
+from operator import and_, not_
 from pathlib import Path
 from typing import Any
 
@@ -322,7 +322,7 @@ parses again when the load has a :class:`TableMemo`."""
 _CUT_MASK = 63
 _CUT_TEXT = 64
 """A group ends before a case header whose first :data:`_CUT_TEXT` characters (the
-header and, mostly, the case's name) have a CRC-32 with no bit of :data:`_CUT_MASK` set,
+header and, mostly, the case's name) have a hash with no bit of :data:`_CUT_MASK` set,
 once the group holds an eighth of :data:`_GROUP` cases (or when it holds them all): the
 groups are about 110 cases long, and where they end depends on the text around each
 cut, not on how many cases come before it, so that a case added or removed changes its
@@ -555,20 +555,19 @@ def _case_name(case: Case) -> str:
 def _cuts(source: str, bounds: list[int]) -> list[int]:
     """Where the groups of cases begin, as indexes of their first case, and the number
     of cases last (``bounds`` holds where each case header starts, then the end of
-    the text): see :data:`_CUT_TEXT`."""
+    the text): see :data:`_CUT_TEXT`. The text near each header is hashed with one
+    C-level loop, and only the headers it picks are looked at one by one."""
     count = len(bounds) - 1
-    ends = list(map(min, map(_CUT_TEXT.__add__, bounds[:-1]), bounds[1:]))
-    heads = map(source.__getitem__, map(slice, bounds, ends))
-    keys = map(zlib.crc32, map(str.encode, heads, repeat("utf-8"), repeat("surrogatepass")))
-    shortest = _GROUP // 8
+    ends = map(min, map(_CUT_TEXT.__add__, bounds[:-1]), bounds[1:])
+    keys = map(hash, map(source.__getitem__, map(slice, bounds, ends)))
+    picked = compress(range(count), map(not_, map(and_, keys, repeat(_CUT_MASK))))
+    shortest = max(_GROUP // 8, 1)
     cuts = [0]
-    start = 0
-    for index, key in enumerate(keys):
-        size = index - start
-        if size >= _GROUP or (size >= max(shortest, 1) and not key & _CUT_MASK):
+    for index in chain(picked, (count,)):
+        while index - cuts[-1] > _GROUP:  # no cut for too long: one where the most fit
+            cuts.append(cuts[-1] + _GROUP)
+        if index - cuts[-1] >= shortest or index == count:
             cuts.append(index)
-            start = index
-    cuts.append(count)
     return cuts
 
 
