@@ -347,6 +347,8 @@ def tui_child(kind: str, folder: str, extra: str) -> None:
     if kind == "watch":
         order, saves = extra.split(":")
         result = asyncio.run(_tui_watch(Path(folder), order == "first", int(saves)))
+    elif kind == "watchedit":
+        result = asyncio.run(_tui_watch_edit(Path(folder), int(extra)))
     elif kind == "allpassed":
         result = asyncio.run(_tui_to_all_passed(Path(folder)))
     else:
@@ -1251,17 +1253,94 @@ async def _tui_watch(folder: Path, failed_first: bool, saves: int) -> dict[str, 
     }
 
 
+WATCH_EDIT_CASES = 20_000
+"""The size of the suite whose one case an edit changes (``watch`` section)."""
+WATCH_EDIT_TARGET_MS = 300
+
+
+async def _tui_watch_edit(folder: Path, saves: int) -> dict[str, Any]:
+    """cer-tui watching a large suite (its own watcher, its own loader and suite cache),
+    each save changing one case's expected total so that it fails: the time from the
+    save to that row showing the failure, and to the cycle's end."""
+    from cer.engine.options import RunOptions
+    from cer.engine.python.workerproc import WarmWorkers
+    from cer.engine.runner import run_suite
+    from cer.tui.app import create_app
+
+    pool = WarmWorkers(1)
+    pool.fill()
+
+    def run(suite: Any, options: RunOptions, **kwargs: Any) -> Any:
+        return run_suite(suite, options, warm=pool, **kwargs)
+
+    path = folder / "evals.toml"
+    original = path.read_text(encoding="utf-8")
+    options = RunOptions(impl="bench_impl:render", isolation="none")
+    app = create_app(path, options, run=run)
+    shown: list[float] = []
+    ended: list[float] = []
+    ran: list[int] = []
+    text = original
+    async with app.run_test(size=TUI_SIZE):
+        await _until(lambda: app.session.runs_finished >= 1 and not app.session.board.running, 900)
+        await _until(lambda: app.control.plan is not None, 30)
+        for attempt in range(saves):
+            await asyncio.sleep(1.0)  # let the watcher and the idle work settle
+            index = (attempt + 1) * WATCH_EDIT_CASES // (saves + 1)
+            name = f"case-{index:06d}"
+            depth, count = index % 5 + 1, index % 3 + 1
+            before = f"total = {count * depth} }}\n\n"
+            at = text.index(f'name = "{name}"')
+            end = text.index(before, at) + len(before)
+            text = text[: end - len(before)] + f"total = {count * depth + 1} }}\n\n" + text[end:]
+            finished = app.session.runs_finished
+            started = time.perf_counter()
+            path.write_text(text, encoding="utf-8")
+            seen = None
+            while seen is None or app.session.runs_finished <= finished:
+                row = app.session.board.row(name)
+                if (
+                    seen is None
+                    and row is not None
+                    and not row.stale
+                    and row.status is not None
+                    and row.status.value == "fail"
+                ):
+                    seen = time.perf_counter() - started
+                if time.perf_counter() - started > 120:
+                    raise RuntimeError("the TUI did not show the edited case")
+                await asyncio.sleep(0.001)
+            shown.append(seen * 1000)
+            ended.append((time.perf_counter() - started) * 1000)
+            partial = app.session.summary().partial
+            ran.append(partial.ran if partial is not None else len(app.session.board.rows))
+        await _quiet(app)
+    pool.close()
+    path.write_text(original, encoding="utf-8")
+    return {
+        "cases": WATCH_EDIT_CASES,
+        "edited_row_ms": statistics.median(shown),
+        "edited_row_each_ms": [round(each) for each in shown],
+        "cycle_end_ms": statistics.median(ended),
+        "ran": ran,
+        "saves": saves,
+        "load_1min": os.getloadavg()[0],
+    }
+
+
 def section_watch(root: Path, quick: bool) -> dict[str, Any]:
     """The watch loop on the CommonMark-style suite: from saving a fix of a regression
     in rows near the end of the list to the first of those rows turning green, beside
     the last row, with the failed cases run first (as cer-tui does) and in declared
-    order (for comparison)."""
+    order (for comparison); then an edit of one case of a 20,000-case suite, from the
+    save to the edited row showing its new status."""
     cm = commonmark_module(root)
     saves = "2" if quick else "3"
     return {
         "failed_first": run_tui_child("watch", cm, f"first:{saves}"),
         "declared_order": run_tui_child("watch", cm, f"declared:{saves}"),
         "cases": 652,
+        "edit": run_tui_child("watchedit", make_module(root, WATCH_EDIT_CASES), "5"),
     }
 
 
@@ -1516,6 +1595,19 @@ def print_scale(row: dict[str, Any]) -> None:
     print(f"  (its peak while running: {row['peak_bytes_per_case'] / 1024:.2f} KiB a case)")
     line(f"HTML report of {row['cases_tui']} cases", row["html_mib"], 4, " MiB")
     line(f"Markdown report of {row['cases_tui']} cases", row["markdown_mib"], 1, " MiB")
+
+
+def print_watch_edit(row: dict[str, Any]) -> None:
+    """The edit of one case of a large suite beside its target, as :func:`print_scale`
+    prints its rows."""
+    value, target = row["edited_row_ms"], WATCH_EDIT_TARGET_MS
+    verdict = "met" if value <= target else "NOT met"
+    what = f"{row['cases']} cases, save of one case → its row (median)"
+    print(f"  {what:<58} {value:8.0f} ms  target {target} ms  {verdict}")
+    print(
+        f"  (each save {row['edited_row_each_ms']} ms; cycle ended after "
+        f"{row['cycle_end_ms']:.0f} ms; cases run {row['ran']}; load {row['load_1min']:.2f})"
+    )
 
 
 SECTIONS: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
@@ -1794,6 +1886,7 @@ def print_table(results: dict[str, Any]) -> None:
                 f"{part['last_row_ms']:6.0f} ms ({part['changed_rows']} rows changed, "
                 f"{part['saves']} saves)"
             )
+        print_watch_edit(row["edit"])
     if "tui-memory" in results:
         big = results["tui-memory"]
         press = big["keypress_median_ms"]

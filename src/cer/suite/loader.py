@@ -13,8 +13,10 @@ import gc
 import hashlib
 import marshal
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from itertools import accumulate, chain, repeat
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import accumulate, chain, compress, pairwise, repeat
+from operator import and_, not_
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from cer.model import (
     Case,
     Suite,
     build_cases,
+    case_columns,
     pack_table,
 )
 from cer.suite.layout import CASE_HEADER_LINE, scan_layout, top_level_line
@@ -37,6 +40,7 @@ except ImportError:  # pragma: no cover - tomli is a declared dependency
 __all__ = [
     "SUPPORTED_VERSIONS",
     "SuiteError",
+    "TableMemo",
     "load_suite",
     "parse_suite",
     "parse_suite_columns",
@@ -87,14 +91,16 @@ class SuiteError(Exception):
         return "\n".join(lines)
 
 
-def load_suite(path: str | Path) -> Suite:
+def load_suite(path: str | Path, *, memo: TableMemo | None = None) -> Suite:
     """Read and validate the suite file at ``path``.
 
     An unreadable file raises :class:`SuiteError` with the operating system's reason,
-    so that callers can report it like any other suite problem.
+    so that callers can report it like any other suite problem. ``memo`` holds the
+    groups of cases an earlier load of the file parsed (see :class:`TableMemo`): only
+    the groups whose text changed since are parsed again.
     """
     suite_path = Path(path)
-    return parse_suite(read_suite_file(suite_path), suite_path)
+    return parse_suite(read_suite_file(suite_path), suite_path, memo=memo)
 
 
 def read_suite_file(path: Path) -> bytes:
@@ -107,15 +113,22 @@ def read_suite_file(path: Path) -> bytes:
         raise SuiteError(path, (f"cannot read {path}: {reason}",)) from None
 
 
-def parse_suite(text: str | bytes, path: Path, *, content_hash: str | None = None) -> Suite:
+def parse_suite(
+    text: str | bytes,
+    path: Path,
+    *,
+    content_hash: str | None = None,
+    memo: TableMemo | None = None,
+) -> Suite:
     """Build a :class:`Suite` from the contents of a suite file.
 
     ``path`` is where the contents came from; it names the file in messages and locates
     the fixtures folder. ``content_hash`` is the SHA-256 (hex) of the contents, when the
-    caller has computed it already. Raises :class:`SuiteError` listing every problem
+    caller has computed it already; ``memo``, the groups an earlier parse of the file
+    parsed (:class:`TableMemo`). Raises :class:`SuiteError` listing every problem
     found.
     """
-    return parse_suite_columns(text, path, content_hash=content_hash)[0]
+    return parse_suite_columns(text, path, content_hash=content_hash, memo=memo)[0]
 
 
 Columns = list[list[Any]]
@@ -124,10 +137,15 @@ packed: what :func:`cer.model.build_cases` builds them from."""
 
 
 def parse_suite_columns(
-    text: str | bytes, path: Path, *, content_hash: str | None = None
+    text: str | bytes,
+    path: Path,
+    *,
+    content_hash: str | None = None,
+    memo: TableMemo | None = None,
 ) -> tuple[Suite, Columns]:
     """Like :func:`parse_suite`, with the columns the cases were built from, which the
-    suite cache writes as they are instead of taking 100,000 cases apart again."""
+    suite cache writes as they are instead of taking 100,000 cases apart again (none,
+    an empty list, after a load with a ``memo``)."""
     path = Path(path)
     if content_hash is None:
         raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
@@ -145,7 +163,7 @@ def parse_suite_columns(
 
     with _collector_paused():
         try:
-            loaded = _load_common_shape(source, path, content_hash)
+            loaded = _load_common_shape(source, path, content_hash, memo)
         except RecursionError:
             loaded = None
         if loaded is not None:
@@ -297,9 +315,18 @@ def _build_suite_columns(
     return _suite(path, top, cases, content_hash, tuple(warnings)), columns
 
 
-_GROUP = 1000
-"""How many cases the fast load parses at a time: the parser's tables for one group are
-all it holds at once besides the packed cases."""
+_GROUP = 400
+"""The most cases the fast load parses at a time: the parser's tables for one group are
+all it holds at once besides the packed cases, and a group is what an edit of one case
+parses again when the load has a :class:`TableMemo`."""
+_CUT_MASK = 63
+_CUT_TEXT = 64
+"""A group ends before a case header whose first :data:`_CUT_TEXT` characters (the
+header and, mostly, the case's name) have a hash with no bit of :data:`_CUT_MASK` set,
+once the group holds an eighth of :data:`_GROUP` cases (or when it holds them all): the
+groups are about 110 cases long, and where they end depends on the text around each
+cut, not on how many cases come before it, so that a case added or removed changes its
+own group alone and every group after it is the same text as before."""
 _JUST_STR = frozenset((str,))
 _STR_OR_NONE = frozenset((str, type(None)))
 _TABLE_OR_NONE = frozenset((dict, type(None)))
@@ -307,7 +334,77 @@ _LIST_OR_NONE = frozenset((list, type(None)))
 _PACKED_EMPTY = marshal.dumps({})
 
 
-def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suite, Columns] | None:
+@dataclass(frozen=True)
+class _Group:
+    """One group of cases as a load made it: its cases, and the place they had (first
+    position, each array's count before the group, first line)."""
+
+    place: tuple[int, tuple[int, ...], int]
+    cases: tuple[Case, ...]
+
+
+_DECLARED = tuple(
+    CASE_FIELDS.index(name)
+    for name in (
+        "name",
+        "category",
+        "input",
+        "expect",
+        "description",
+        "verifies",
+        "tags",
+        "severity",
+    )
+)
+"""Where the fields a group's text alone decides sit among a case's columns."""
+
+
+class TableMemo:
+    """The groups of cases the last load of one suite file parsed, by the exact text of
+    each group: what a watching session keeps between loads, so that the load after an
+    edit parses only the groups whose text changed and takes the others as they were.
+
+    Only what the text alone decides is taken: a group's cases as they were when they
+    sit at the same position, array index and line as before, and otherwise (a case
+    above grew by a line) cases built again from their validated, packed fields. A
+    group that
+    defines anything besides its cases (a table such as ``[properties]`` after the
+    cases) is always parsed, and the part before the first case, as every check across
+    groups (duplicate names, the top-level fields), is made afresh on every load: the
+    suite is the one a load without the memo gives, problems and messages included.
+
+    The memo keeps the groups of the last load that succeeded only, so it holds about
+    one copy of the file's text, and cases the suite holds too; a load that fails leaves
+    it as it was.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[str, _Group] = {}
+        self._adopted: Sequence[Case] = ()
+        self.parsed = 0
+        """How many groups the last load parsed (the others came from the memo)."""
+        self.reused = 0
+        """How many groups the last load took from the memo."""
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def clear(self) -> None:
+        """Forget every group (the next load parses the whole file)."""
+        self._groups = {}
+        self._adopted = ()
+
+    def adopt(self, cases: Sequence[Case]) -> None:
+        """Have the next load keep ``cases`` (a suite's, loaded otherwise: from the suite
+        cache) wherever it builds cases equal to them at the same position, instead of
+        its own: the memo then shares them with that suite rather than holding a second
+        copy of every case."""
+        self._adopted = cases
+
+
+def _load_common_shape(
+    source: str, path: Path, content_hash: str, memo: TableMemo | None = None
+) -> tuple[Suite, Columns] | None:
     """The suite, when it has the common shape and no problem at all; otherwise None,
     and the careful path (:func:`_build_suite` on the whole document) decides, with a
     precise message for every problem.
@@ -326,7 +423,9 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
     tables all at once.
 
     Each group is validated column by column, with one C-level loop per field and
-    check, instead of a dozen Python-level operations per case.
+    check, instead of a dozen Python-level operations per case. With a ``memo``, a
+    group whose text an earlier load parsed is taken from it instead (its cases
+    themselves when they sit where they sat, at the same position, index and line).
     """
     text = "\n" + source
     matches = list(CASE_HEADER_LINE.finditer(text))
@@ -351,27 +450,43 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
     indexes = dict.fromkeys(ARRAY_TO_CASE_CLASS, 0)
     interned: dict[Any, Any] = {}
     names: set[str] = set()
-    every: Columns = [[] for _ in CASE_FIELDS]
-    for first in range(0, len(starts), _GROUP):
-        last = min(first + _GROUP, len(starts))
-        try:
-            parsed = _toml.loads(source[starts[first] : bounds[last]])
-        except _toml.TOMLDecodeError:
-            return None
-        for key, value in parsed.items():
-            if key not in ARRAY_TO_CASE_CLASS:
-                if key in document:
-                    return None
-                document[key] = value
+    # The columns the suite cache writes; a load with a memo leaves the cache to take
+    # the cases apart, which costs less than doing so here for every group it keeps.
+    every: Columns | None = [[] for _ in CASE_FIELDS] if memo is None else None
+    known = {} if memo is None else memo._groups
+    adopted: Sequence[Case] = () if memo is None else memo._adopted
+    kept: dict[str, _Group] = {}
+    parsed_groups = groups = 0
+    for first, last in pairwise(_cuts(source, bounds)):
+        group_text = source[starts[first] : bounds[last]]
+        groups += 1
         group = arrays[first:last]
-        entries = _group_entries(parsed, group)
-        if entries is None:
-            return None
-        columns = _common_columns(entries, interned)
-        if columns is None:
-            return None
-        del parsed, entries
-        name_column, category, input_, expect, description, verifies, tags, severity = columns
+        place = (len(cases), tuple(indexes.values()), lines[first])
+        remembered = known.get(group_text)
+        alone = True
+        columns: list[list[Any]] | None = None
+        if remembered is None:
+            parsed_groups += 1
+            try:
+                parsed = _toml.loads(group_text)
+            except _toml.TOMLDecodeError:
+                return None
+            for key, value in parsed.items():
+                if key not in ARRAY_TO_CASE_CLASS:
+                    if key in document:
+                        return None
+                    document[key] = value
+                    alone = False
+            entries = _group_entries(parsed, group)
+            if entries is None:
+                return None
+            columns = _common_columns(entries, interned)
+            if columns is None:
+                return None
+            del parsed, entries
+        elif remembered.place != place:  # moved: built again, from what it declares
+            taken = case_columns(remembered.cases)
+            columns = [list(taken[at]) for at in _DECLARED]
         if len(set(group)) == 1:
             array = group[0]
             case_class: Iterable[str] = repeat(ARRAY_TO_CASE_CLASS[array], len(group))
@@ -383,25 +498,39 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
             for array in group:
                 indexes[array] += 1
                 index.append(indexes[array])
-        position = range(len(cases) + 1, len(cases) + len(group) + 1)
-        names.update(name_column)
-        group_columns: Columns = [
-            name_column,
-            list(case_class),
-            category,
-            list(position),
-            list(index),
-            input_,
-            expect,
-            description,
-            verifies,
-            tags,
-            severity,
-            lines[first:last],
-        ]
-        cases.extend(build_cases(group_columns))
-        for whole, part in zip(every, group_columns, strict=True):
-            whole.extend(part)
+        if columns is None:  # remembered, at the same place: its very cases
+            assert remembered is not None
+            built: tuple[Case, ...] = remembered.cases
+            names.update(map(_case_name, built))
+        else:
+            name_column, category, input_, expect, description, verifies, tags, severity = columns
+            position = range(len(cases) + 1, len(cases) + len(group) + 1)
+            names.update(name_column)
+            group_columns: Columns = [
+                name_column,
+                list(case_class),
+                category,
+                list(position),
+                list(index),
+                input_,
+                expect,
+                description,
+                verifies,
+                tags,
+                severity,
+                lines[first:last],
+            ]
+            built = tuple(build_cases(group_columns))
+            if adopted:
+                prior = tuple(adopted[len(cases) : len(cases) + len(built)])
+                if prior == built:
+                    built = prior
+            if every is not None:
+                for whole, part in zip(every, group_columns, strict=True):
+                    whole.extend(part)
+        cases.extend(built)
+        if memo is not None and (remembered is not None or alone):
+            kept[group_text] = _Group(place, built)
     if len(names) != len(cases):
         return None  # a duplicate name
     problems: list[str] = []
@@ -411,7 +540,35 @@ def _load_common_shape(source: str, path: Path, content_hash: str) -> tuple[Suit
         return None
     if problems:
         return None
-    return _suite(path, top, cases, content_hash, ()), every
+    if memo is not None:
+        memo._groups = kept
+        memo._adopted = ()
+        memo.parsed = parsed_groups
+        memo.reused = groups - parsed_groups
+    return _suite(path, top, cases, content_hash, ()), [] if every is None else every
+
+
+def _case_name(case: Case) -> str:
+    return case.name
+
+
+def _cuts(source: str, bounds: list[int]) -> list[int]:
+    """Where the groups of cases begin, as indexes of their first case, and the number
+    of cases last (``bounds`` holds where each case header starts, then the end of
+    the text): see :data:`_CUT_TEXT`. The text near each header is hashed with one
+    C-level loop, and only the headers it picks are looked at one by one."""
+    count = len(bounds) - 1
+    ends = map(min, map(_CUT_TEXT.__add__, bounds[:-1]), bounds[1:])
+    keys = map(hash, map(source.__getitem__, map(slice, bounds, ends)))
+    picked = compress(range(count), map(not_, map(and_, keys, repeat(_CUT_MASK))))
+    shortest = max(_GROUP // 8, 1)
+    cuts = [0]
+    for index in chain(picked, (count,)):
+        while index - cuts[-1] > _GROUP:  # no cut for too long: one where the most fit
+            cuts.append(cuts[-1] + _GROUP)
+        if index - cuts[-1] >= shortest or index == count:
+            cuts.append(index)
+    return cuts
 
 
 def _group_entries(parsed: dict[str, Any], group: list[str]) -> list[Any] | None:

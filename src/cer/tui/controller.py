@@ -14,7 +14,7 @@ import functools
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -30,17 +30,19 @@ from cer.engine.options import RunCancelled, RunOptions
 from cer.history import recall
 from cer.history.database import History
 from cer.history.records import HistoryError
-from cer.model import CaseResult, RunResult, Suite
+from cer.judge.verdict import skipped
+from cer.model import Case, CaseResult, RunResult, Suite
 from cer.results.baseline import Baseline, check_run
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.results.matrix import Known, build_matrix
 from cer.review.derive import coverage_figures
 from cer.suite.loader import SuiteError
+from cer.suite.reload import reloader_for
 from cer.suite.selection import Selection
 from cer.text.safetext import for_terminal
 from cer.tui import messages
 from cer.tui.plain import notify
-from cer.tui.state.board import Row
+from cer.tui.state.board import EditedSelection, Row
 from cer.tui.state.coverage_view import CoverageView, ModuleDoc, compute_view, read_doc
 from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
@@ -161,6 +163,10 @@ class RunController:
         self.suite_cache: SuiteCache | None = None
         self._run = run
         self._load = load
+        self._reloader = reloader_for(load, self.suite_path)
+        """cer's own loader, kept between loads: a load after an edit parses only the
+        groups of cases whose text changed (cer.suite.reload); None for a loader given
+        by the caller, which is called as it is."""
         self._cancel: threading.Event | None = None
         self._one_run = threading.Lock()
         """Held by the cycle that runs: a cycle waits for the cancelled one to have
@@ -187,6 +193,10 @@ class RunController:
         """Whether the last cycle loaded the suite and ran every lane to its end: only
         then do the rows hold a result of that suite for every case, and only then may
         an edit of the suite rerun less than every case."""
+        self._edit: tuple[Edit, Selection] | None = None
+        """The edit the last cycle started from, with what its first board's run was at
+        that start: when that cycle does not run to its end (its file did not load, a
+        second save cancelled it), the next edit can start from the same rows."""
 
     # -- runs -------------------------------------------------------------------------
 
@@ -199,9 +209,23 @@ class RunController:
         # What failed last time runs first (read before begin() marks the rows stale);
         # the list keeps declared order, so the rows that matter turn green first.
         firsts = tuple(lane.board.failed_names() for lane in self.session.lanes)
-        # After an edit of the suite file alone, the cycle runs what the edit changed
-        # and what failed, once the new file is loaded (see _narrowed).
-        edited = self.session.suite if self._suite_edited and self._cycle_complete else None
+        # After an edit of the suite file alone, the cycle runs what the edit changed,
+        # what failed and what has no current result, once the new file is loaded (see
+        # _narrowed); every other row keeps its result.
+        edited: Edit | None = None
+        board = self.session.board
+        if self._suite_edited and self._cycle_complete and self.session.suite is not None:
+            edited = Edit(
+                self.session.suite,
+                board.unsettled_names(),
+                tuple(
+                    None if lane.board.last_run is None else lane.board.last_run.implementation_id
+                    for lane in self.session.lanes
+                ),
+            )
+        elif self._suite_edited and self._edit is not None:
+            edited = _interrupted(*self._edit, board.run_selection)
+        self._edit = None if edited is None else (edited, board.run_selection)
         self._suite_edited = self._cycle_complete = False
         self.session.begin(trigger)
         generation = self.generation
@@ -232,7 +256,7 @@ class RunController:
         selection: Selection,
         cancel: threading.Event,
         firsts: Sequence[frozenset[str]] = (),
-        edited: Suite | None = None,
+        edited: Edit | None = None,
     ) -> None:
         with self._one_run:
             if cancel.is_set():  # cancelled while the previous cycle was ending
@@ -246,13 +270,14 @@ class RunController:
         selection: Selection,
         cancel: threading.Event,
         firsts: Sequence[frozenset[str]] = (),
-        edited: Suite | None = None,
+        edited: Edit | None = None,
     ) -> None:
         """Load the suite and run every lane on it in turn, reporting only through
         messages; the cycle ends with :class:`messages.RunsFinished`. ``firsts`` holds,
         per lane, the cases it hands to its workers before the others; ``edited``, the
         suite as it was before an edit of its file alone (the cycle then runs only
-        what the edit changed and what failed)."""
+        what the edit changed, what failed and what has no current result: the runner
+        is given those cases alone, and the list keeps every other row's result)."""
         post = self.host.post_to_view
         try:
             suite = self._load_suite()
@@ -266,23 +291,75 @@ class RunController:
         # this snapshot, whatever a case does to the file.
         doc = read_doc(self.suite_path)
         narrowed = None if edited is None else _narrowed(selection, edited, suite, firsts)
+        part = suite
         if narrowed is not None:
-            selection = narrowed
-        post(messages.SuiteLoaded(generation, suite, doc, narrowed))
+            chosen = narrowed.names or frozenset()
+            part = replace(
+                suite,
+                cases=tuple(
+                    case for case in suite.cases if case.name in chosen and narrowed.selects(case)
+                ),
+            )
+        # A cycle after an edit that runs every case hands the board a selection of its
+        # own, so that the next edit can tell it ran (see _interrupted).
+        loaded = narrowed if edited is None or narrowed is not None else replace(selection)
+        post(messages.SuiteLoaded(generation, suite, doc, loaded))
+        run_all = functools.partial(
+            self._run_lanes, generation, selection, suite, suite, cancel, doc, firsts
+        )
+        if narrowed is not None and edited is not None:
+            completed = self._run_lanes(
+                generation, narrowed, part, suite, cancel, doc, firsts, edited.implementations
+            )
+            if completed == _DISTRUSTED:
+                # The code that ran is not the code the kept results came from (it
+                # changed and the watcher has not said so yet, or the run cannot tell
+                # which code it ran): no kept result can be trusted, and every case of
+                # every lane runs again, in this cycle.
+                post(messages.SuiteLoaded(generation, suite, doc, replace(selection)))
+                completed = run_all()
+        else:
+            completed = run_all()
+        if completed is None:
+            return
+        if completed == len(self.implementations) and not cancel.is_set():
+            self._cycle_complete = True
+        post(messages.RunsFinished(generation, completed))
+        if self._reloader is not None:
+            # Idle now: what the load put off (the suite cache's entry, the memo).
+            self._reloader.settle()
+
+    def _run_lanes(
+        self,
+        generation: int,
+        selection: Selection,
+        part: Suite,
+        suite: Suite,
+        cancel: threading.Event,
+        doc: ModuleDoc,
+        firsts: Sequence[frozenset[str]],
+        expected: Sequence[str | None] | None = None,
+    ) -> int | None:
+        """Run every lane in turn on ``part`` of ``suite`` (the whole of it, or the cases
+        an edit asks for); how many lanes finished, None when cancelled, and
+        :data:`_DISTRUSTED` as soon as a lane ran other code than ``expected`` says its
+        kept results came from (the implementation ids of the runs they came from)."""
+        post = self.host.post_to_view
         completed = 0
         for index, options in enumerate(self.implementations):
             if index and cancel.is_set():
                 post(messages.RunCancelled(generation))
-                return
+                return None
             first = firsts[index] if index < len(firsts) else frozenset()
             lane_options = replace(options, selection=selection, first=first)
-            outcome = self._run_lane(generation, index, lane_options, suite, cancel, doc)
+            ran: list[str] = []
+            outcome = self._run_lane(generation, index, lane_options, part, cancel, doc, suite, ran)
             if outcome is None:
-                return
+                return None
             completed += outcome
-        if completed == len(self.implementations) and not cancel.is_set():
-            self._cycle_complete = True
-        post(messages.RunsFinished(generation, completed))
+            if expected is not None and (not ran or ran[0] != expected[index]):
+                return _DISTRUSTED
+        return completed
 
     def _run_lane(
         self,
@@ -292,9 +369,15 @@ class RunController:
         suite: Suite,
         cancel: threading.Event,
         doc: ModuleDoc | None = None,
+        whole: Suite | None = None,
+        ran: list[str] | None = None,
     ) -> int | None:
-        """Run one lane and record its run; 1 when it finished, 0 when the runner
-        crashed (the next lane still runs), None when cancelled."""
+        """Run one lane on ``suite`` and record its run; 1 when it finished, 0 when the
+        runner crashed (the next lane still runs), None when cancelled. ``whole`` is the
+        suite ``suite`` is part of, when the lane runs some of its cases only (after an
+        edit): the history then records the run of the whole suite, each case left out
+        skipped as deselected, as ``cer run`` would have reported it. ``ran`` takes the
+        finished run's implementation id, as the screen shows it."""
         post = self.host.post_to_view
         stream = messages.ResultStream()
         # The results streamed so far, as the runner reported them (it holds them too),
@@ -369,7 +452,11 @@ class RunController:
             implementation_id=for_terminal(run.implementation_id, multiline=False),
         )
         post(messages.RunFinished(generation, shown, index, rest, len(run.results)))
+        if ran is not None:
+            ran.append(shown.implementation_id)
         if self.history_path is not None:
+            if whole is not None and whole is not suite:
+                suite, run = whole, _of_whole(whole, run)
             baseline, label = self.session.baseline, self.labels[index]
             post(
                 record_run(
@@ -388,17 +475,25 @@ class RunController:
 
     def _load_suite(self) -> Suite:
         """The suite, reloaded only when its file changed since the last load."""
+        load = self._reload
         try:
             stat = self.suite_path.stat()
         except OSError:
-            return self._load(self.suite_path)
+            return load()
         key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         cache = self.suite_cache
         if cache is not None and cache.key == key:
             return cache.suite
-        suite = self._load(self.suite_path)
+        suite = load()
         self.suite_cache = SuiteCache(key, suite)
         return suite
+
+    def _reload(self) -> Suite:
+        """Load the suite file: through the reloader and its memo, or the caller's
+        loader."""
+        if self._reloader is not None:
+            return self._reloader.load()
+        return self._load(self.suite_path)
 
     # -- what follows a run: coverage, matrix, details ---------------------------------
 
@@ -624,6 +719,8 @@ class RunController:
             *map(Path, self.implementations[0].paths),
         )
         self._fallback = self.session.needs_fallback()
+        if self._reloader is not None:
+            self._reloader.watching = True  # the suite will be loaded again and again
         self.plan = WatchPlan.build(
             self.suite_path, self._sources, self.extra_watch, import_dirs, self._fallback
         )
@@ -726,24 +823,111 @@ class RunController:
         return f"rerun: {name}{more} changed"
 
 
+@dataclass(frozen=True)
+class Edit:
+    """What a cycle after an edit of the suite file alone starts from: the suite as the
+    rows hold it, and the cases some lane has no current result for (none yet, or
+    stale: a run that did not get to them)."""
+
+    before: Suite
+    unsettled: frozenset[str]
+    implementations: tuple[str | None, ...]
+    """Each lane's implementation id in the run its rows' results came from (None
+    before any): a lane that runs other code keeps no result."""
+
+
+_DISTRUSTED = -1
+"""What :meth:`RunController._run_lanes` answers when a lane ran other code than the
+results it was to keep came from."""
+
+_SUITE_WIDE = tuple(
+    item.name for item in fields(Suite) if item.name not in ("cases", "content_hash")
+)
+"""Every field of a suite besides its cases: anything outside the case arrays, which
+every case may depend on."""
+
+
+def _interrupted(edit: Edit, base: Selection, now: Selection) -> Edit | None:
+    """What the edit after ``edit``'s cycle starts from when that cycle did not run to
+    its end (its file did not load, or a second save, an editor's save seen in two
+    parts, cancelled it): the suite before it, with every case it was to run among
+    those without a current result. ``base`` and ``now`` are the first board's run at
+    that cycle's start and now: the same when the cycle never reached the board (its
+    file did not load: nothing ran); its selection when it ran some cases; anything
+    else when it went on to run every case (it ran other code), and then None: every
+    case runs.
+
+    The results the board took from it are those of its messages handled before the
+    cycle was cancelled (a stale message is dropped), all of them results of cases it
+    was to run, which run again."""
+    if now is base:
+        return edit
+    if isinstance(now, EditedSelection):
+        return replace(edit, unsettled=edit.unsettled | (now.names or frozenset()))
+    return None
+
+
 def _narrowed(
-    selection: Selection, before: Suite, after: Suite, failed: Sequence[frozenset[str]]
-) -> Selection | None:
+    selection: Selection, edit: Edit, after: Suite, failed: Sequence[frozenset[str]]
+) -> EditedSelection | None:
     """What a cycle after an edit of the suite file runs: the cases whose definition
-    the edit changed (or added) and those some lane failed or errored last time, within
-    ``selection``; None when the edit cannot be told apart (the suite's global fields
-    changed, which every case depends on)."""
-    fields = ("format_version", "target", "target_version", "properties")
-    if any(getattr(before, name) != getattr(after, name) for name in fields):
+    the edit changed (or added), those some lane failed or errored last time and those
+    without a current result, within ``selection``; None when the edit cannot be told
+    apart (a field of the suite outside its cases changed, which every case depends
+    on: every case runs).
+
+    The rest keep their result: each is declared exactly as it was (its packed tables
+    byte for byte, :func:`cer.tui.state.watching.edited_cases`) when that result was made,
+    by an implementation that has not changed since (a change to it, a fixture or any
+    other watched file reruns every case)."""
+    before = edit.before
+    if any(getattr(before, name) != getattr(after, name) for name in _SUITE_WIDE):
         return None
     names = set(edited_cases(before, after))
+    names |= edit.unsettled
     for lane in failed:
         names |= lane
-    present = {case.name for case in after.cases}
+    present = frozenset(map(_case_name, after.cases))
     names &= present
     if selection.names is not None:
         names &= selection.names
-    return replace(selection, names=frozenset(names))
+    chosen = frozenset(names)
+    runs = chosen
+    if not replace(selection, names=None).is_everything:
+        runs = frozenset(case.name for case in after.cases if selection.selects(case)) & chosen
+    # Rows with no current result the selection leaves out (outside the run pattern)
+    # stay as they were: results of an earlier run, not kept ones.
+    left = frozenset(edit.unsettled & present) - runs
+    return EditedSelection(
+        case_globs=selection.case_globs,
+        categories=selection.categories,
+        classes=selection.classes,
+        tags=selection.tags,
+        substrings=selection.substrings,
+        names=chosen,
+        chosen_by=selection.chosen_by
+        or "cer-tui watch: the cases an edit of the suite changed or added, and those "
+        "that failed or had no current result",
+        kept=len(after.cases) - len(runs) - len(left),
+        left=left,
+    )
+
+
+def _case_name(case: Case) -> str:
+    return case.name
+
+
+def _of_whole(suite: Suite, run: RunResult) -> RunResult:
+    """``run`` of some of ``suite``'s cases as a run of the whole suite: every case it
+    left out skipped as deselected, in declared order, as the runner reports them."""
+    ran = {result.position: result for result in run.results}
+    return replace(
+        run,
+        results=tuple(
+            found if (found := ran.get(case.position)) is not None else skipped(case, "deselected")
+            for case in suite.cases
+        ),
+    )
 
 
 def record_run(

@@ -30,11 +30,15 @@ class PartialRun:
     rows: int
     counts: Counts = field(default_factory=Counts)
     """The statuses of the cases this run ran, apart from the rest of the list."""
+    kept: int = 0
+    """After an edit of the suite alone: how many of the rows the run did not run are
+    cases declared exactly as before, whose last result stands (not an earlier run's)."""
 
     @property
     def earlier(self) -> int:
-        """Rows the run did not run: they show what an earlier run said."""
-        return self.rows - self.ran
+        """Rows the run did not run and keeps no result of: they show what an earlier
+        run said."""
+        return self.rows - self.ran - self.kept
 
 
 @dataclass(frozen=True)

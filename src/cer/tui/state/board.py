@@ -43,6 +43,23 @@ NO_CONSTRAINT = "(none)"
 """The constraint group of the cases whose ``verifies`` is empty."""
 
 
+@dataclass(frozen=True)
+class EditedSelection(Selection):
+    """What a run after an edit of the suite file alone runs: the cases the edit changed
+    or added, those some implementation failed or errored, and those without a current
+    result (``names``). Every other row keeps its last result as the current one, not as
+    a result of an earlier run: its case is declared exactly as it was when that result
+    was made, by the same implementation, so running it again could only say the same
+    (cer.tui.controller decides which rows qualify)."""
+
+    kept: int = 0
+    """How many cases keep their last result."""
+    left: frozenset[str] = frozenset()
+    """The cases without a current result that the selection leaves out (outside the
+    run pattern): they stay as they are, results of an earlier run. Every other case
+    not selected keeps its result as the current one (its row is not dimmed)."""
+
+
 class Change(enum.Enum):
     """How a case's status moved since the previous completed run."""
 
@@ -253,12 +270,26 @@ class Board:
 
     def set_suite(self, suite: Suite) -> None:
         """Rebuild the rows for ``suite``, keeping what is known about same-named cases."""
+        rows_now = self.rows
+        if len(rows_now) == len(suite.cases) and all(
+            map(str.__eq__, (case.name for case in suite.cases), (row.name for row in rows_now))
+        ):
+            # The same cases in the same order (an edit of some of them, as a watch
+            # session sees most): each row takes its case as declared now, and keeps its
+            # result, so the counts, which go by name and result, stay as they are.
+            for row, case in zip(rows_now, suite.cases, strict=True):
+                if row.case is not case:
+                    row.case = case
+            self._visible = None
+            return
         old = {row.name: row for row in self.rows}
         rows: list[Row] = []
         for case in suite.cases:
             previous = old.get(case.name)
             if previous is None:
                 rows.append(Row(case))
+            elif previous.case is case:  # a reload that took the case as it was
+                rows.append(previous)
             else:
                 rows.append(Row(case, previous.kept, previous.stale, previous.baseline))
         self.rows = rows
@@ -273,14 +304,30 @@ class Board:
         self._aside = []
         self.done = 0
         self.total = 0
+        if self._last_run_completed:
+            for row in self.rows:
+                row.baseline = row.status
+            # Every row's baseline is now its status: nothing counts as fixed or
+            # regressed (the other counts go by status, not by staleness).
+            self.counts.fixed = self.counts.regressed = 0
+        self._last_run_completed = False
+        if isinstance(selection, EditedSelection):
+            # The rows it keeps are current (dimmed only when the file that did not load
+            # dimmed them): all but those it runs and those it leaves out.
+            left, chosen = selection.left, selection.names or frozenset()
+            for row in self.rows:
+                if row.stale and row.name not in left and row.name not in chosen:
+                    row.stale = False
+        if selection.names is not None and len(selection.names) < len(self.rows):
+            for name in selection.names:  # a few names of many rows: those rows alone
+                index = self._index.get(name)
+                if index is not None and selection.selects(self.rows[index].case):
+                    self.rows[index].stale = True
+            return
         everything = selection.is_everything
         for row in self.rows:
-            if self._last_run_completed:
-                row.baseline = row.status
             if everything or selection.selects(row.case):
                 row.stale = True
-        self._last_run_completed = False
-        self._recount()
 
     def record(
         self, results: Iterable[CaseResult | KeptResult], done: int, total: int
@@ -334,11 +381,15 @@ class Board:
             results = run.results
         count = len(results) if count is None else count
         self.record(results, count, count)
-        partial = self.run_selection.names is not None
-        for row in self.rows:
-            # A partial run (one case, a pattern, the failed ones) leaves the rest shown
-            # as they were, dimmed: not run this time.
-            row.stale = partial and row.kept is not None and not self._executed(row.case)
+        selection = self.run_selection
+        # After an edit, the rows not run keep their result as the current one (see
+        # EditedSelection): they were not marked stale, and stay as they are.
+        if not isinstance(selection, EditedSelection):
+            partial = selection.names is not None
+            for row in self.rows:
+                # A partial run (one case, a pattern, the failed ones) leaves the rest
+                # shown as they were, dimmed: not run this time.
+                row.stale = partial and row.kept is not None and not self._executed(row.case)
         # What the run reported for cases it did not run (deselected), where the list
         # shows nothing else for them: the matrix counts these as the lane's results.
         self.unlisted = tuple(
@@ -462,6 +513,14 @@ class Board:
     def flaky_count(self) -> int:
         """How many of the rows are flaky."""
         return sum(1 for name in self.flaky if name in self._index)
+
+    def unsettled_names(self) -> frozenset[str]:
+        """Cases without a current result in some implementation: none yet, or one that
+        predates a run that did not get to them (stale)."""
+        boards = (self, *self.peers)
+        return frozenset(
+            row.name for board in boards for row in board.rows if row.stale or row.kept is None
+        )
 
     def failed_names(self) -> frozenset[str]:
         """Cases some implementation failed or errored."""

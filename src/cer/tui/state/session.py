@@ -22,7 +22,7 @@ from cer.results.matrix import Matrix
 from cer.suite.selection import Selection
 from cer.text.tracebacks import trim
 from cer.tui.state.bars import HeaderState, LaneSummary, PartialRun, SummaryState
-from cer.tui.state.board import Board, Counts, Row
+from cer.tui.state.board import Board, Counts, EditedSelection, Row
 from cer.tui.state.coverage_view import CoverageView
 from cer.tui.state.formatting import SYMBOLS
 from cer.tui.state.kept import KeptResult
@@ -505,7 +505,8 @@ def partial_run(board: Board, *, counted: bool = True) -> PartialRun | None:
             counts.skipped += 1
     if ran >= len(board.rows):
         return None
-    return PartialRun(ran, len(board.rows), counts)
+    kept = selection.kept if isinstance(selection, EditedSelection) else 0
+    return PartialRun(ran, len(board.rows), counts, kept)
 
 
 def _part(board: Board) -> str:

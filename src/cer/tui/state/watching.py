@@ -180,9 +180,21 @@ def edited_cases(before: Suite, after: Suite) -> frozenset[str]:
     """The cases of ``after`` whose definition is new or differs from the same-named
     case of ``before``: what an edit of the suite file asks to run again (a case that
     only moved, because a case above it grew or shrank, did not change)."""
+    # A reload takes the cases of a group whose text did not change as they were (the
+    # very objects, cer.suite.loader.TableMemo): those are told at once, and when the
+    # cases sit where they sat, by going through both suites side by side.
+    if len(before.cases) == len(after.cases):
+        changed = [
+            (old, case)
+            for old, case in zip(before.cases, after.cases, strict=True)
+            if old is not case
+        ]
+        if all(old.name == case.name for old, case in changed):
+            return frozenset(case.name for old, case in changed if not same_definition(old, case))
     previous = {case.name: case for case in before.cases}
     return frozenset(
         case.name
         for case in after.cases
-        if (old := previous.get(case.name)) is None or not same_definition(old, case)
+        if (old := previous.get(case.name)) is not case
+        and (old is None or not same_definition(old, case))
     )
