@@ -1488,6 +1488,11 @@ def section_scale(root: Path, quick: bool) -> dict[str, Any]:
         tui.append(run_tui_child("allpassed", tui_folder, "0")["seconds"])
     out["tui_s"], out["cer_run_tui_s"] = statistics.median(tui), statistics.median(run)
 
+    step(f"scale: cer-tui, an edit of one case of {WATCH_EDIT_CASES} → its row")
+    out["watch_edit"] = run_tui_child(
+        "watchedit", make_module(root / "scale-watch", WATCH_EDIT_CASES), "5"
+    )
+
     step(f"scale: a keypress while {big} rows stream in")
     keys = run_tui_child("large", folder, "0")
     out["keypress_median_ms"] = keys["keypress_median_ms"]
@@ -1574,6 +1579,8 @@ def print_scale(row: dict[str, Any]) -> None:
         row["tui_s"] / row["cer_run_tui_s"],
         1.5,
     )
+    if "watch_edit" in row:
+        print_watch_edit(row["watch_edit"])
     line(
         f"keypress while {row['cases_none']} rows stream in (max)",
         row["keypress_max_ms"],
