@@ -48,7 +48,7 @@ from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
 from cer.tui.state.side_by_side import render_selected
 from cer.tui.state.styles import DetailStyles
-from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases
+from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases, same_value
 
 
 class RunHost(Protocol):
@@ -881,7 +881,7 @@ def _narrowed(
     by an implementation that has not changed since (a change to it, a fixture or any
     other watched file reruns every case)."""
     before = edit.before
-    if any(getattr(before, name) != getattr(after, name) for name in _SUITE_WIDE):
+    if not all(same_value(getattr(before, name), getattr(after, name)) for name in _SUITE_WIDE):
         return None
     names = set(edited_cases(before, after))
     names |= edit.unsettled
