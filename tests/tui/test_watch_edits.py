@@ -377,7 +377,7 @@ async def test_an_edit_of_a_dated_expectation_reruns_its_case(tmp_path: Path) ->
         write(path, dated("a", "true"), case("c", 3))
         app.control.files_changed((path,))
         await settle(app, runs=2)
-        assert runner.calls[1].names == {"a"}
+        assert runner.calls[1].names == frozenset({"a"})
 
 
 async def test_a_property_declared_otherwise_runs_every_case(tmp_path: Path) -> None:
@@ -391,3 +391,41 @@ async def test_a_property_declared_otherwise_runs_every_case(tmp_path: Path) -> 
         app.control.files_changed((path,))
         await settle(app, runs=2)
         assert runner.calls[1].names is None
+
+
+async def test_a_fixture_in_a_folder_made_while_watching_is_watched(tmp_path: Path) -> None:
+    from cer.model import Case, Status
+
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    fixture = fixtures / "sub" / "data.txt"
+
+    def reads_fixture(case: Case) -> CaseResult:
+        good = case.name != "a" or (fixture.is_file() and fixture.read_text() == "good")
+        return passing(case) if good else result_for(case, Status.FAIL)
+
+    named = case("a", 1).replace("x = 1", 'x = "fixture://sub/data.txt"')
+    path = write(tmp_path / "evals.toml", named, case("b", 2))
+    runner = FakeRunner(reads_fixture)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=True)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        await wait_until(lambda: app.control.plan is not None)
+        # The folder arrives whole, its file in it.
+        made = tmp_path / "made"
+        made.mkdir()
+        (made / "data.txt").write_text("good")
+        made.rename(fixtures / "sub")
+        row = app.session.board.row("a")
+        await wait_until(lambda: row is not None and row.status is Status.PASS)
+
+        def watched() -> bool:
+            plan = app.control.plan
+            return plan is not None and (fixtures / "sub").resolve() in plan.directories
+
+        await wait_until(watched)
+        await settle(app, runs=app.session.runs_started)
+        # The fixture goes bad: a's pass is not current any more, whatever the suite
+        # file does next.
+        fixture.write_text("bad")
+        await wait_until(lambda: row is not None and row.status is Status.FAIL)
