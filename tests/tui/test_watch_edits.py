@@ -340,3 +340,92 @@ async def test_a_save_seen_in_two_parts_still_reruns_what_changed(tmp_path: Path
         assert sizes[1:] == [2, 3]
         assert sorted(fake.finished[1]) == ["b", "c1", "c4"]
         assert not any(row.stale for row in app.session.board.rows)
+
+
+def dated(name: str, value: str, *, when: str = "1979-05-27T07:32:00Z") -> str:
+    """A case whose tables hold a date-time: a load cannot pack them, and keeps them as
+    Python values, where ``1 == 1.0 == true``."""
+    return (
+        f'[[cases]]\nname = "{name}"\ncategory = "functional"\n'
+        f"input = {{ at = {when}, x = {value} }}\nexpect = {{ at = {when}, output = {value} }}\n\n"
+    )
+
+
+def test_an_edit_of_a_table_holding_a_date_is_an_edit(tmp_path: Path) -> None:
+    path = tmp_path / "evals.toml"
+    before = load_suite(write(path, dated("a", "1"), case("b", 2)))
+    # Equal as Python values, declared otherwise: each reaches the implementation (or
+    # the judge, which tells an integer from a boolean) as another value.
+    for value in ("true", "1.0"):
+        assert edited_cases(before, load_suite(write(path, dated("a", value), case("b", 2)))) == {
+            "a"
+        }
+    # The same instant at another offset is another date-time for the implementation.
+    later = dated("a", "1", when="1979-05-27T08:32:00+01:00")
+    assert edited_cases(before, load_suite(write(path, later, case("b", 2)))) == {"a"}
+    again = load_suite(write(path, dated("a", "1"), case("b", 2)))
+    assert edited_cases(before, again) == frozenset()
+
+
+async def test_an_edit_of_a_dated_expectation_reruns_its_case(tmp_path: Path) -> None:
+    path = write(tmp_path / "evals.toml", dated("a", "1"), case("c", 3))
+    runner = FakeRunner(passing)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        # output = 1 became output = true: a fresh run would judge it anew.
+        write(path, dated("a", "true"), case("c", 3))
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        assert runner.calls[1].names == frozenset({"a"})
+
+
+async def test_a_property_declared_otherwise_runs_every_case(tmp_path: Path) -> None:
+    head = HEAD + "[properties]\nlimit = 1\n\n"
+    path = seven(tmp_path / "evals.toml", head=head)
+    runner = FakeRunner(outcome)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=False)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        seven(path, head=head.replace("limit = 1", "limit = true"))  # 1 == True in Python
+        app.control.files_changed((path,))
+        await settle(app, runs=2)
+        assert runner.calls[1].names is None
+
+
+async def test_a_fixture_in_a_folder_made_while_watching_is_watched(tmp_path: Path) -> None:
+    from cer.model import Case, Status
+
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    fixture = fixtures / "sub" / "data.txt"
+
+    def reads_fixture(case: Case) -> CaseResult:
+        good = case.name != "a" or (fixture.is_file() and fixture.read_text() == "good")
+        return passing(case) if good else result_for(case, Status.FAIL)
+
+    named = case("a", 1).replace("x = 1", 'x = "fixture://sub/data.txt"')
+    path = write(tmp_path / "evals.toml", named, case("b", 2))
+    runner = FakeRunner(reads_fixture)
+    app = create_app(path, OPTIONS, run=runner, load=load_suite, watch=True)
+    async with app.run_test(size=(120, 36)):
+        await settle(app)
+        await wait_until(lambda: app.control.plan is not None)
+        # The folder arrives whole, its file in it.
+        made = tmp_path / "made"
+        made.mkdir()
+        (made / "data.txt").write_text("good")
+        made.rename(fixtures / "sub")
+        row = app.session.board.row("a")
+        await wait_until(lambda: row is not None and row.status is Status.PASS)
+
+        def watched() -> bool:
+            plan = app.control.plan
+            return plan is not None and (fixtures / "sub").resolve() in plan.directories
+
+        await wait_until(watched)
+        await settle(app, runs=app.session.runs_started)
+        # The fixture goes bad: a's pass is not current any more, whatever the suite
+        # file does next.
+        fixture.write_text("bad")
+        await wait_until(lambda: row is not None and row.status is Status.FAIL)

@@ -48,7 +48,7 @@ from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
 from cer.tui.state.side_by_side import render_selected
 from cer.tui.state.styles import DetailStyles
-from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases
+from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases, same_value
 
 
 class RunHost(Protocol):
@@ -765,12 +765,29 @@ class RunController:
             self.module_doc = read_doc(self.suite_path)
             self.request_coverage()
             return
+        if self.plan is not None and any(self._is_watched_tree(path) for path in paths):
+            # A folder appeared (or was made again) in fixtures/ or a --watch folder: the
+            # watcher does not descend, so watch it from now on, or a change to a file
+            # in it would never rerun its cases (nor stop a later edit of the suite from
+            # keeping their results).
+            self.restart_watch()
         if self.paused:
             self.pending_changes.update(paths)
             self.host.refresh_header()
             return
         self._suite_edited = self._only_the_suite(paths)
         self.host.start_run(self.host.base_selection, self.describe_trigger(paths))
+
+    def _is_watched_tree(self, path: Path) -> bool:
+        """Whether ``path`` is a folder now, in a tree the plan expands to its subfolders
+        (the suite's ``fixtures/``, a ``--watch`` folder), or that tree itself."""
+        plan = self.plan
+        if plan is None or not path.is_dir():
+            return False
+        changed = path.resolve()
+        return any(
+            changed == tree or tree in changed.parents for tree in (plan.fixtures, *plan.extra)
+        )
 
     def _only_the_suite(self, paths: Sequence[Path]) -> bool:
         """Whether ``paths`` are the suite file alone (and the implementation's files are
@@ -881,7 +898,7 @@ def _narrowed(
     by an implementation that has not changed since (a change to it, a fixture or any
     other watched file reruns every case)."""
     before = edit.before
-    if any(getattr(before, name) != getattr(after, name) for name in _SUITE_WIDE):
+    if not all(same_value(getattr(before, name), getattr(after, name)) for name in _SUITE_WIDE):
         return None
     names = set(edited_cases(before, after))
     names |= edit.unsettled
