@@ -343,19 +343,19 @@ class _Group:
     cases: tuple[Case, ...]
 
 
-_DECLARED = tuple(
-    CASE_FIELDS.index(name)
-    for name in (
-        "name",
-        "category",
-        "input",
-        "expect",
-        "description",
-        "verifies",
-        "tags",
-        "severity",
-    )
+_DECLARED_FIELDS = (
+    "name",
+    "category",
+    "input",
+    "expect",
+    "description",
+    "verifies",
+    "tags",
+    "severity",
 )
+"""The fields a case's entry in the file declares, in the order its columns are read."""
+
+_DECLARED = tuple(CASE_FIELDS.index(name) for name in _DECLARED_FIELDS)
 """Where the fields a group's text alone decides sit among a case's columns."""
 
 
@@ -599,19 +599,7 @@ def _common_columns(entries: list[Any], interned: dict[Any, Any]) -> list[list[A
     if set(map(type, entries)) != {dict} or not all(map(_CASE_KEYS.issuperset, entries)):
         return None
     get = dict.get
-    fields: list[list[Any]] = [
-        list(map(get, entries, repeat(key)))
-        for key in (
-            "name",
-            "category",
-            "input",
-            "expect",
-            "description",
-            "verifies",
-            "tags",
-            "severity",
-        )
-    ]
+    fields: list[list[Any]] = [list(map(get, entries, repeat(key))) for key in _DECLARED_FIELDS]
     name, category, input_, expect, description, verifies, tags, severity = fields
     if not (
         set(map(type, name)) == _JUST_STR
