@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, pairwise, repeat
-from operator import and_, not_
+from operator import and_, attrgetter, not_
 from pathlib import Path
 from typing import Any
 
@@ -501,7 +501,7 @@ def _load_common_shape(
         if columns is None:  # remembered, at the same place: its very cases
             assert remembered is not None
             built: tuple[Case, ...] = remembered.cases
-            names.update(map(_case_name, built))
+            names.update(map(attrgetter("name"), built))
         else:
             name_column, category, input_, expect, description, verifies, tags, severity = columns
             position = range(len(cases) + 1, len(cases) + len(group) + 1)
@@ -546,10 +546,6 @@ def _load_common_shape(
         memo.parsed = parsed_groups
         memo.reused = groups - parsed_groups
     return _suite(path, top, cases, content_hash, ()), [] if every is None else every
-
-
-def _case_name(case: Case) -> str:
-    return case.name
 
 
 def _cuts(source: str, bounds: list[int]) -> list[int]:

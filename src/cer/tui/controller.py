@@ -15,8 +15,9 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
+from operator import attrgetter
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from textual.app import App
 from textual.message import Message
@@ -31,7 +32,7 @@ from cer.history import recall
 from cer.history.database import History
 from cer.history.records import HistoryError
 from cer.judge.verdict import skipped
-from cer.model import Case, CaseResult, RunResult, Suite
+from cer.model import CaseResult, RunResult, Suite, same_value
 from cer.results.baseline import Baseline, check_run
 from cer.results.conformance import UNREADABLE, Conformance, CoverageCount, conformance_of
 from cer.results.matrix import Known, build_matrix
@@ -48,7 +49,7 @@ from cer.tui.state.kept import KeptResult
 from cer.tui.state.session import Session
 from cer.tui.state.side_by_side import render_selected
 from cer.tui.state.styles import DetailStyles
-from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases, same_value
+from cer.tui.state.watching import DEBOUNCE_MS, STEP_MS, WatchPlan, edited_cases
 
 
 class RunHost(Protocol):
@@ -904,7 +905,7 @@ def _narrowed(
     names |= edit.unsettled
     for lane in failed:
         names |= lane
-    present = frozenset(map(_case_name, after.cases))
+    present = frozenset(map(attrgetter("name"), after.cases))
     names &= present
     if selection.names is not None:
         names &= selection.names
@@ -915,12 +916,12 @@ def _narrowed(
     # Rows with no current result the selection leaves out (outside the run pattern)
     # stay as they were: results of an earlier run, not kept ones.
     left = frozenset(edit.unsettled & present) - runs
-    return EditedSelection(
-        case_globs=selection.case_globs,
-        categories=selection.categories,
-        classes=selection.classes,
-        tags=selection.tags,
-        substrings=selection.substrings,
+    # The selection's own fields as they are, then what the edit chose.
+    copied: dict[str, Any] = {
+        item.name: getattr(selection, item.name) for item in fields(Selection)
+    }
+    return replace(
+        EditedSelection(**copied),
         names=chosen,
         chosen_by=selection.chosen_by
         or "cer-tui watch: the cases an edit of the suite changed or added, and those "
@@ -928,10 +929,6 @@ def _narrowed(
         kept=len(after.cases) - len(runs) - len(left),
         left=left,
     )
-
-
-def _case_name(case: Case) -> str:
-    return case.name
 
 
 def _of_whole(suite: Suite, run: RunResult) -> RunResult:

@@ -10,14 +10,14 @@ Editors save through temporary and swap files; those, and ``__pycache__``, ``.gi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from watchfiles import Change
 
 from cer.constraints import MODULE_DOC
-from cer.model import _SLOTS, Case, Suite, same_definition
+from cer.model import Suite, same_definition
 
 IGNORED_DIRS: frozenset[str] = frozenset(
     {"__pycache__", ".git", ".cer", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
@@ -190,45 +190,11 @@ def edited_cases(before: Suite, after: Suite) -> frozenset[str]:
             if old is not case
         ]
         if all(old.name == case.name for old, case in changed):
-            return frozenset(case.name for old, case in changed if not _declared_alike(old, case))
+            return frozenset(case.name for old, case in changed if not same_definition(old, case))
     previous = {case.name: case for case in before.cases}
     return frozenset(
         case.name
         for case in after.cases
         if (old := previous.get(case.name)) is not case
-        and (old is None or not _declared_alike(old, case))
+        and (old is None or not same_definition(old, case))
     )
-
-
-_TABLES = tuple(_SLOTS[name].__get__ for name in ("input", "expect"))
-"""What a case stores for its input and expect tables: packed bytes, or a table."""
-
-
-def _declared_alike(old: Case, case: Case) -> bool:
-    """:func:`cer.model.same_definition`, with the tables a load could not pack (they
-    hold a TOML date or time, and are compared as Python values, where ``1 == 1.0 ==
-    true`` and two offsets of one instant are equal) compared as TOML declares them:
-    type for type, key order included (:func:`same_value`)."""
-    if not same_definition(old, case):
-        return False
-    for read in _TABLES:
-        was = read(old, Case)
-        if type(was) is not bytes:
-            now = read(case, Case)
-            if was is not now and not same_value(was, now):
-                return False
-    return True
-
-
-def same_value(a: object, b: object) -> bool:
-    """Whether two parsed TOML values are declared alike: the same types throughout,
-    tables with the same keys in the same order, and scalars with the same ``repr``
-    (``1``, ``1.0`` and ``true`` differ, as ``0.0`` and ``-0.0``, and a date-time's
-    offset counts), unlike ``==``."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):  # a table, whatever holds it
-        return list(a) == list(b) and all(map(same_value, a.values(), b.values()))
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(map(same_value, a, b))
-    return a is b or repr(a) == repr(b)
