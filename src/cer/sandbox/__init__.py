@@ -340,6 +340,9 @@ class _Refused:
             self.allow(entry_path, out, listable, inside or real, resolved)
 
 
+# --------------------------------------------------------------------------- applying
+
+
 def apply(policy: Policy, abi: int | None = None, *, pids: bool = True) -> int:
     """Confine this process (and everything it starts from now on) to ``policy``;
     returns the ABI used. SandboxError when Landlock is unavailable or refuses, or the

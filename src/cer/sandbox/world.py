@@ -584,20 +584,26 @@ def _early_trial() -> subprocess.Popen[bytes] | None:
     return trial
 
 
+def _no_world_here() -> str | None:
+    """Why no world can be tried here at all, before any trial; None when one can."""
+    if os.environ.get(DISABLE_ENV):
+        return f"namespaces turned off ({DISABLE_ENV} is set)"
+    if not sys.platform.startswith("linux"):
+        return "namespaces are a Linux feature"
+    if os.uname().machine not in _PIVOT_ROOT:
+        return f"no pivot_root is known for {os.uname().machine}"
+    return None
+
+
 def probe() -> str | None:
     """Whether a world (user namespace where needed, mount, PID, IPC and network
     namespaces, a ``tmpfs`` root, a ``/proc``) can be built here: None when it can,
     else why not. A child process of this interpreter tries, so that nothing of it
     stays with the caller."""
-    if os.environ.get(DISABLE_ENV):
+    refused = _no_world_here()
+    if refused is not None:
         discard_early_trial()
-        return f"namespaces turned off ({DISABLE_ENV} is set)"
-    if not sys.platform.startswith("linux"):
-        discard_early_trial()
-        return "namespaces are a Linux feature"
-    if os.uname().machine not in _PIVOT_ROOT:
-        discard_early_trial()
-        return f"no pivot_root is known for {os.uname().machine}"
+        return refused
     import subprocess
 
     try:

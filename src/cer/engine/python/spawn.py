@@ -5,7 +5,7 @@ Importing this imports nothing of cer's but :mod:`cer.engine.spawned` (and the s
 library's ``subprocess``), so that the ``cer`` program can start the first worker of a
 run before it imports the rest of the command line (:mod:`cer.cli.entry`); the worker
 it starts is exactly the one :class:`cer.engine.python.workerproc.WorkerProcess` would
-start then, and is handed to it (:meth:`~cer.engine.python.workerproc.WorkerProcess.adopt`).
+start then, and is handed to it (``WorkerProcess(started=...)``).
 """
 
 from __future__ import annotations
