@@ -25,14 +25,38 @@ CORE_MODULES = sorted(
 )
 
 
-@pytest.mark.parametrize("module", CORE_MODULES)
-def test_core_module_does_not_import_textual(module: str) -> None:
-    code = (
-        f"import sys, {module}; print(any(m.split('.')[0] in ('textual', 'rich') "
-        "for m in sys.modules))"
+UI_FREE = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+    if any(m.split(".")[0] in ("textual", "rich") for m in sys.modules):
+        print(json.dumps(name))
+        break
+else:
+    print(json.dumps(None))
+"""
+"""Imports the core modules one after another in one interpreter and names the first
+after which Textual or Rich is loaded: one process instead of one for each of the
+seventy-odd modules, and the module named is the one that brought the UI in."""
+
+
+def test_no_core_module_imports_textual() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", UI_FREE, *CORE_MODULES], capture_output=True, text=True, check=True
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+    assert json.loads(done.stdout) is None, f"{json.loads(done.stdout)} imports textual or rich"
+    assert len(CORE_MODULES) > 60  # every family's modules, not an empty list
+
+
+def test_the_ui_check_names_the_module_that_brings_textual_in() -> None:
+    """The check can fail: a module that imports Textual is named, also after others."""
+    done = subprocess.run(
+        [sys.executable, "-c", UI_FREE, "cer.model", "cer.tui.app", "cer.judge.verdict"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == "cer.tui.app"
 
 
 def test_worker_imports_only_what_it_needs() -> None:
@@ -66,6 +90,15 @@ def test_worker_imports_only_what_it_needs() -> None:
             ]
         )
     )
+
+
+def test_the_worker_leaves_tempfile_to_the_supervisor() -> None:
+    """Every worker start imports what cer.worker.main does; tempfile (with shutil,
+    random, bz2 and lzma) is only the supervisor's, to make the run's scratch folder,
+    and costs a worker 5 ms of its start-up."""
+    code = "import sys, cer.worker.main; print(sorted({'tempfile', 'shutil'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 ONE_CASE_RUN = """

@@ -32,7 +32,6 @@ import fcntl
 import os
 import stat
 import struct
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -50,7 +49,13 @@ _SHM = "/dev/shm"
 def make_run_folder() -> str:
     """A new folder for a run's scratch folders, in the temporary folder; elsewhere
     when that lies in ``/dev/shm`` (``TMPDIR=/dev/shm``): the implementation's side
-    gets a ``/dev/shm`` of its own, which would hide the run's folder from it."""
+    gets a ``/dev/shm`` of its own, which would hide the run's folder from it.
+
+    Only the supervisor makes one: :mod:`tempfile` (with :mod:`shutil` and
+    :mod:`random`, 5 ms) is imported here, not by every worker that imports this
+    module for its case folders."""
+    import tempfile
+
     parent = tempfile.gettempdir()
     real = os.path.realpath(parent)
     if real == _SHM or real.startswith(_SHM + "/"):
