@@ -8,8 +8,6 @@ import pkgutil
 import subprocess
 import sys
 
-import pytest
-
 import cer
 from support import Module, single_case_suite
 
