@@ -110,7 +110,7 @@ def attack(kind, arg=""):
             return (_tcp if kind == "tcp" else _udp_echo)(arg)
         except OSError as exc:
             return f"refused: {exc}"
-    if kind in ("socket", "project-socket"):
+    if kind in ("socket", "project-socket", "linked-socket", "subfolder-socket"):
         return _reached(lambda: _connect(arg))
     if kind == "abstract":
         return _reached(lambda: _connect("\0" + arg))
@@ -129,6 +129,7 @@ def attack(kind, arg=""):
 ATTACKS = (
     "socket",
     "project-socket",
+    "linked-socket",
     "abstract",
     "udp",
     "proc",
@@ -220,14 +221,24 @@ def _project(base: Path, servers: Servers) -> tuple[Path, dict[str, str]]:
     for folder in (base, project, tools, tools / ".git", home):
         folder.chmod(0o755)
     (project / "probe.py").write_text(PROBE, encoding="utf-8")
-    beside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    beside.bind(str(project / "db.sock"))
-    os.chmod(project / "db.sock", 0o777)
-    beside.listen(8)
-    servers.beside.append(beside)
+    # Servers' sockets: one in the project's folder (a database's), one in a folder
+    # outside linked into the project (a terminal multiplexer's or an agent's: such a
+    # link once lent the folder whole, socket and all, and a server outside ran what
+    # the case asked).
+    agent = base / "agent"
+    agent.mkdir()
+    agent.chmod(0o755)
+    (project / "agentdir").symlink_to(agent)
+    for path in (project / "db.sock", agent / "agent.sock"):
+        beside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        beside.bind(str(path))
+        os.chmod(path, 0o777)
+        beside.listen(8)
+        servers.beside.append(beside)
     args = {
         "socket": servers.path,
         "project-socket": str(project / "db.sock"),
+        "linked-socket": str(project / "agentdir" / "agent.sock"),
         "abstract": servers.abstract,
         "udp": str(servers.udp.getsockname()[1]),
         "proc": str(os.getpid()),
@@ -378,6 +389,41 @@ def test_every_way_out_is_closed_in_the_world_or_by_landlock_alone(
             found["python-fork"]["sandbox"] == f"namespaces + landlock ABI {sandbox.status().abi}"
         )
     _assert_all_refused(found, servers)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the world binds a lent folder whole, sockets in it included; Landlock "
+    "has no rule for connecting to a Unix socket by its path",
+)
+def test_a_server_socket_in_a_subfolder_of_the_project_is_out_of_reach(
+    base: Path, servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's socket in a subfolder of the project (a database's data folder, an
+    app server's ``tmp/sockets``): the world lends the subfolder whole, and the case
+    reaches the server. This test says so until the world leaves such sockets out."""
+    project, environment = _project(base, servers)
+    (project / "pgdata").mkdir()
+    (project / "pgdata").chmod(0o755)
+    path = project / "pgdata" / "db.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    os.chmod(path, 0o777)
+    server.listen(8)
+    servers.beside.append(server)
+    (project / "subfolder.toml").write_text(
+        'commonsformat_evals = "0.2"\ntarget = "probe"\n\n[[cases]]\nname = "subfolder"\n'
+        f'category = "functional"\ninput = {{ kind = "subfolder-socket", arg = "{path}" }}\n'
+        'expect = { output = "refused" }\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(project)
+    found = _driven(project, environment, suite="subfolder.toml")
+    for way in WAYS:
+        cases = found[way]["cases"]
+        assert isinstance(cases, dict)
+        assert cases["subfolder"][0] == "pass", (way, cases)
+    assert servers.reached() == []
 
 
 def test_without_namespaces_landlock_alone_still_refuses_the_lent_paths(

@@ -161,6 +161,41 @@ def test_a_module_linked_into_the_project_is_still_lent(checkout: Path, tmp_path
     assert [(r.status, r.reason) for r in result.results] == [(Status.PASS, None)]
 
 
+def test_a_link_lends_only_what_an_import_loads(checkout: Path, tmp_path: Path) -> None:
+    """A link in the working directory lent its target whatever it was: one named
+    ``n.py`` to a token file in the home folder read the token, one to a folder of the
+    home folder listed it, one to another suite's answers read them. Only a module file
+    and a package folder are lent through a link now."""
+    home = tmp_path / "home"
+    (home / ".m2").mkdir(parents=True)
+    (home / ".m2" / "settings.xml").write_text(SECRET, encoding="utf-8")
+    (home / ".npmrc").write_text(SECRET, encoding="utf-8")
+    (home / "answers.toml").write_text(SECRET, encoding="utf-8")
+    impl = checkout / "impl"
+    (impl / "n.py").symlink_to(home / ".npmrc")
+    (impl / "m2").symlink_to(home / ".m2")
+    (impl / "answers.py").symlink_to(home / "answers.toml")
+    (impl / "m.py").write_text(
+        "import os\n\n"
+        "def f():\n"
+        "    here = os.path.dirname(os.path.abspath(__file__))\n"
+        "    for name in ('n.py', 'answers.py', 'm2/settings.xml'):\n"
+        "        try:\n"
+        "            with open(os.path.join(here, name)) as handle:\n"
+        "                return handle.read().strip()\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 'refused'\n",
+        encoding="utf-8",
+    )
+    result = run_suite(
+        load_suite(checkout / "spec" / "evals.toml"),
+        RunOptions(impl="m:f", timeout=10.0, sandbox="require"),
+    )
+    assert [(r.observation or {}).get("output") for r in result.results] == ["refused"]
+    assert [r.status for r in result.results] == [Status.FAIL]
+
+
 def test_a_checkout_one_level_below_the_working_directory_keeps_its_metadata(
     checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

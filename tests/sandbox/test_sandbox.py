@@ -5,6 +5,7 @@ The attacks themselves are in tests/hostile/test_sandbox_battery.py."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.machinery
 import json
 import os
 import stat
@@ -515,11 +516,20 @@ def reference_expand(
 
 
 def _plain_link_lendable(real: str, refused: set[str]) -> bool:
+    if any(part in VCS_NAMES for part in real.split(os.sep)):
+        return False
+    modules = tuple(importlib.machinery.all_suffixes())
     if not os.path.isdir(real):
-        return not any(part in VCS_NAMES for part in real.split(os.sep))
+        return real.endswith(modules)
     if real == "/" or os.path.dirname(real) == "/" or in_checkout(real):
         return False
-    return not any(_plain_within(bad, real) for bad in refused)
+    if any(_plain_within(bad, real) for bad in refused):
+        return False
+    names = os.listdir(real)
+    paths = [os.path.join(real, name) for name in names]
+    if any(stat.S_ISSOCK(os.lstat(path).st_mode) for path in paths):
+        return False
+    return any(os.path.isfile(path) and path.endswith(modules) for path in paths)
 
 
 def _plain_allow(

@@ -252,6 +252,28 @@ def expand(
     )
 
 
+def _module_file(name: str) -> bool:
+    """Whether a file of this name is one Python's import system loads."""
+    from importlib.machinery import all_suffixes
+
+    return name.endswith(tuple(all_suffixes()))
+
+
+def _package_folder(real: str) -> bool:
+    """Whether the folder ``real`` holds a module (or an ``__init__.py``) at its top and
+    no socket there: a package an import loads, not a server's folder."""
+    try:
+        with os.scandir(real) as entries:
+            found = False
+            for entry in entries:
+                if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                    return False
+                found = found or (entry.is_file() and _module_file(entry.name))
+            return found
+    except OSError:
+        return False
+
+
 class _Refused:
     """The refused paths (each resolved, as :func:`os.path.realpath` gives it) as
     :func:`expand` walks the roots against them: looked up in sets, the path and each
@@ -295,15 +317,22 @@ class _Refused:
 
     def link_lendable(self, real: str) -> bool:
         """Whether ``real``, the target of a link in a folder lent entry by entry (a
-        module linked into the project), may be lent: a file, or a folder that holds
-        nothing refused and is no checkout, never in version-control metadata, never as
-        wide as the root (a node_modules link to / once lent every folder on the machine
-        but the refused ones, and a checkout's .git with them)."""
+        module linked into the project), may be lent: only what an import loads, a
+        module file (named with one of the import system's suffixes) or a folder that
+        holds one or an ``__init__.py`` at its top and no socket there, never a folder
+        holding anything refused, no checkout, never in version-control metadata, never
+        as wide as the root. A link is the implementation's own doing: one to a
+        token file in the home folder (named ``n.py`` in the project) read it, and one
+        to a terminal multiplexer's folder lent its socket, through which a server
+        outside ran what the case asked; a node_modules link to / once lent every
+        folder on the machine but the refused ones, and a checkout's .git with them."""
+        if any(part in VCS_NAMES for part in real.split(os.sep)):
+            return False
         if not os.path.isdir(real):
-            return not any(part in VCS_NAMES for part in real.split(os.sep))
+            return _module_file(os.path.basename(real))
         if real == "/" or os.path.dirname(real) == "/" or in_checkout(real):
             return False
-        return not self.holds_refused(real)
+        return not self.holds_refused(real) and _package_folder(real)
 
     def allow(
         self, path: str, out: list[str], listable: list[str], inside: str = "", real: str = ""
