@@ -393,6 +393,69 @@ def test_a_case_whose_memory_is_measured_may_open_no_network_socket(
     assert plain.status is PASS, plain.reason
 
 
+BUFFERS = """
+import fcntl
+import os
+import socket
+
+KEEP = []
+
+
+def f(where):
+    total = 0
+    while total < 120 << 20:
+        try:
+            if where == "pairs":
+                ends = socket.socketpair()
+                ends[0].setblocking(False)
+                KEEP.append(ends)
+                try:
+                    while True:
+                        total += ends[0].send(b"x" * 65536)
+                except BlockingIOError:
+                    pass
+            else:
+                read, write = os.pipe()
+                KEEP.append((read, write))
+                fcntl.fcntl(write, 1031, 1 << 20)  # F_SETPIPE_SZ
+                os.set_blocking(write, False)
+                try:
+                    while True:
+                        total += os.write(write, b"x" * 65536)
+                except BlockingIOError:
+                    pass
+        except OSError:
+            break  # out of descriptors: what is held so far
+    return 4
+"""
+
+
+@needs_sandbox
+def test_without_a_cgroup_a_case_may_hold_nothing_in_pipes_or_sockets(
+    module: Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a cgroup, 120 MiB and more held in the kernel's buffers of socket pairs
+    or pipes passed ``resident_memory_mb_max = 50`` at 16 MiB: no resident figure counts
+    them. Such a case may make no pipe and no socket; one that tries is errored."""
+    monkeypatch.setenv(memory_cgroup.DISABLE_ENV, "1")
+    module.suite(
+        'commonsformat_evals = "0.2"\ntarget = "t"\n'
+        + "".join(
+            f'[[cases]]\nname = "{where}"\ncategory = "functional"\n'
+            f'input = {{ where = "{where}" }}\n'
+            "expect = { output = 4, resident_memory_mb_max = 50 }\n"
+            for where in ("pairs", "pipes")
+        )
+    )
+    name = module.impl(textwrap.dedent(BUFFERS))
+    result = module.run(f"{name}:f", timeout=20.0)
+    for case in result.results:
+        assert case.status is ERRORED, (case.case_name, case.status, case.observation)
+        assert "or to make a pipe or socket, whose kernel buffers only a memory cgroup" in (
+            case.reason or ""
+        ), case.reason
+
+
 @needs_sandbox
 def test_a_tree_in_dev_shm_of_any_shape_is_walked_or_said_to_be_too_large(
     module: Module, monkeypatch: pytest.MonkeyPatch

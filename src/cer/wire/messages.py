@@ -40,6 +40,9 @@ class LoadRequest(TypedDict, total=False):
     """The worker runs one case inline, then ends (a case that runs alone)."""
     confine: bool
     """Forbid new processes before the import (a case whose memory is measured)."""
+    no_buffers: bool
+    """With ``confine``: forbid pipes and sockets too (no memory cgroup counts their
+    kernel buffers)."""
 
 
 class CaseMessage(TypedDict):

@@ -67,7 +67,6 @@ def confine_memory_case() -> str | None:
     None when the filter is in place, else why not."""
     if not sys.platform.startswith("linux"):
         return "only Linux can forbid new processes (seccomp)"
-    import ctypes
     import platform
 
     machine = platform.machine()
@@ -112,6 +111,42 @@ def confine_memory_case() -> str | None:
         (ret, 0, 0, kill),
         (ret, 0, 0, allow),
     ]
+
+    return _install(program)
+
+
+def confine_memory_buffers() -> str | None:
+    """Where no memory cgroup counts a measured case, forbid it every pipe and socket
+    too (a second filter, once its world is built, which makes a socket of its own):
+    the kernel's buffers of the pipes and socket pairs a process fills are counted by
+    no resident figure, and 120 MiB held that way once passed a 50 MiB bound at 16
+    MiB. An attempt kills the process with SIGSYS. Returns None when the filter is in
+    place, else why not."""
+    if not sys.platform.startswith("linux"):
+        return "only Linux can forbid pipes and sockets (seccomp)"
+    import platform
+
+    machine = platform.machine()
+    buffers: tuple[int, ...]
+    if machine == "x86_64":
+        arch, buffers = 0xC000003E, (22, 293, 53, 41)  # pipe, pipe2, socketpair, socket
+    elif machine in ("aarch64", "arm64"):
+        arch, buffers = 0xC00000B7, (59, 199, 198)  # pipe2, socketpair, socket
+    else:
+        return f"no seccomp filter is written for {machine}"
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, kill = 0x7FFF0000, 0x80000000
+    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld, 0, 0, 0)]
+    for number in buffers:
+        program += [(jeq, 0, 1, number), (ret, 0, 0, kill)]
+    program.append((ret, 0, 0, allow))
+    return _install(program)
+
+
+def _install(program: list[tuple[int, int, int, int]]) -> str | None:
+    """Put this process under the classic BPF ``program`` (no_new_privs set first);
+    None when it is in place, else why not."""
+    import ctypes
 
     class Filter(ctypes.Structure):
         _fields_ = [

@@ -59,6 +59,7 @@ from cer.worker.isolation import (
     NO_FD,
     Child,
     close_quietly,
+    confine_memory_buffers,
     confine_memory_case,
     flush_std_streams,
     parent_death_signal_setter,
@@ -216,6 +217,13 @@ class Worker:
             return
         self._open_capture()
         self._reset_capture()
+        if message.get("no_buffers"):
+            # After the world, which makes a socket of its own; before the import.
+            why = confine_memory_buffers()
+            if why is not None:
+                reason = f"pipes and sockets could not be forbidden ({why})"
+                self.send({"op": "loaded", "ok": False, "reason": reason, "files": []})
+                return
         # Only now, inside the sandbox and with everything of the worker's own
         # imported: a module in an import root named like one the worker imports
         # (`sysconfig`, `resource`) is the implementation's code, and runs confined.

@@ -44,11 +44,14 @@ class Imports:
         self.execution = execution
         self._scope: Scope | None = None
 
-    def load_request(self, isolation: str, *, confine: bool | None = None) -> LoadRequest:
+    def load_request(
+        self, isolation: str, *, confine: bool | None = None, no_buffers: bool = False
+    ) -> LoadRequest:
         """What a worker is asked to import: the implementation, under the run's
         sandbox, with its cases kept apart by ``isolation``. ``confine`` (a worker of
         its own for one case, :mod:`cer.engine.python.alone`) says whether new processes are
-        forbidden before the import."""
+        forbidden before the import, and ``no_buffers`` whether pipes and sockets are
+        too (where no cgroup counts their buffers)."""
         execution = self.execution
         options, policy = execution.options, execution.policy
         request = LoadRequest(
@@ -67,6 +70,8 @@ class Imports:
         if confine is not None:
             request["alone"] = True
             request["confine"] = confine
+            if no_buffers:
+                request["no_buffers"] = True
         return request
 
     def announce(self, body: dict[str, Any]) -> None:
