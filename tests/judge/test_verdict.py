@@ -54,3 +54,26 @@ def test_a_table_that_can_never_verify_anything_is_errored_before_and_after_the_
     assert result.status is Status.ERRORED
     assert result.fail_class == "unverifiable"
     assert said in (result.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("expect", "value", "status"),
+    [
+        # A bare value has no fields: the key it is observed as is the runner's binding.
+        ({"has_fields": ["output"]}, None, Status.FAIL),
+        ({"has_fields": ["output"]}, 5, Status.FAIL),
+        ({"has_fields": ["value"], "value": "text"}, "text", Status.FAIL),
+        ({"has_fields": ["output", "count"]}, 5, Status.FAIL),
+        # What the implementation itself reported, as a table or in every element.
+        ({"has_fields": ["output"]}, {"output": None}, Status.PASS),
+        ({"has_fields": ["k"]}, [{"k": 1}], Status.PASS),
+        ({"has_fields": ["k"]}, [{"k": 1}, 2], Status.FAIL),
+    ],
+)
+def test_has_fields_counts_only_fields_the_implementation_reported(
+    expect: dict[str, Any], value: Any, status: Status
+) -> None:
+    result = judge(_case(expect), Outcome("returned", value=value, elapsed_ms=1.0))
+    assert result.status is status, result.reason
+    if status is Status.FAIL and type(value) is not list:
+        assert "requires field" in (result.reason or ""), result.reason

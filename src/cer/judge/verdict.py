@@ -299,6 +299,26 @@ def _stack(stack: Any) -> str | None:
     return f"{STACK_HEADING}\n{stack.rstrip()}\n"
 
 
+def _fieldless(expect: Mapping[str, Any], returned: Any) -> Mismatch | None:
+    """``has_fields`` naming only the key a bare return value is observed as: that key
+    is the runner's binding of the value, not a field the implementation reported, so
+    ``has_fields = ["output"]`` once passed on a return of ``None``. None where it does
+    not apply (a table or an array was returned, or a field is named beside it)."""
+    wanted = expect.get("has_fields")
+    if type(returned) is dict or type(returned) is list or type(wanted) is not list:
+        return None
+    bound = binding_key(expect)
+    if not wanted or any(field != bound for field in wanted):
+        return None  # judged as usual: a field beside the binding is missing anyway
+    return Mismatch(
+        "has_fields",
+        f"has_fields: requires field {bound!r}, but the implementation returned "
+        f"{describe(returned)}, a bare value with no fields (observed as {bound})",
+        wanted,
+        returned,
+    )
+
+
 def _short(text: str | None, limit: int = 500) -> str:
     text = text or ""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
@@ -400,7 +420,12 @@ def judge(case: Case, outcome: Outcome) -> CaseResult:
         observation["elapsed_ms"] = outcome.elapsed_ms
         if outcome.memory_mb is not None:
             observation[MEMORY_KEY] = outcome.memory_mb
-        return compared(observation)
+        checked = compared(observation)
+        if type(value) is not dict and checked.status is Status.PASS:
+            fieldless = _fieldless(expect, value)
+            if fieldless is not None:
+                return result(Status.FAIL, fieldless.message, observation, (fieldless,), "mismatch")
+        return checked
     if outcome.kind == "raised":
         if outcome.call_note and expect.get("rejects") is True and not _names_the_error(expect):
             return unverifiable(
