@@ -42,6 +42,10 @@ def test_a_table_of_plain_keys_verifies_something(expect: dict[str, Any]) -> Non
         # Operators, whose values decide.
         ({"has_fields": []}, "verifies nothing"),
         ({"output_any_of": []}, "verifies nothing"),
+        # Every outcome rejects or not, hangs or not, crashes or not.
+        ({"rejects_any_of": [True, False]}, "lists both true and false"),
+        ({"hung_any_of": [False, True]}, "lists both true and false"),
+        ({"crashed_any_of": [True, False], "output": 1}, "lists both true and false"),
         ({"output": 1, "self_reported": "output"}, "self_reported must be"),
     ],
 )
@@ -77,3 +81,15 @@ def test_has_fields_counts_only_fields_the_implementation_reported(
     assert result.status is status, result.reason
     if status is Status.FAIL and type(value) is not list:
         assert "requires field" in (result.reason or ""), result.reason
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"crashed_any_of": [True]},
+        {"rejects_any_of": [1, 0]},  # strict: neither is a boolean
+        {"output_any_of": [True, False]},  # the implementation's value may be anything
+    ],
+)
+def test_an_any_of_that_leaves_a_value_out_verifies_something(expect: dict[str, Any]) -> None:
+    assert vacuous_reason(expect) is None

@@ -1147,8 +1147,19 @@ def _in_every_error(key: str, base: str, value: Any) -> str:
     return f'{key} = "" is included in every error' if type(value) is str and not value else ""
 
 
+_RUNNER_BOOLEANS = ("rejects", "crashed", "hung")
+"""The runner-observed keys every outcome gives ``true`` or ``false``."""
+
+
 def _no_value(key: str, base: str, value: Any) -> str:
-    return f"{key} lists no value" if type(value) is list and not value else ""
+    if type(value) is not list:
+        return ""
+    if not value:
+        return f"{key} lists no value"
+    both = any(v is True for v in value) and any(v is False for v in value)
+    if base in _RUNNER_BOOLEANS and both:  # every outcome is one or the other
+        return f"{key} lists both true and false, every value {base} can have"
+    return ""
 
 
 def _including(value: Any) -> str:
