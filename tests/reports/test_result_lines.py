@@ -5,6 +5,7 @@ refuses clearly; a finished one merges like a JSON report."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -134,6 +135,10 @@ def test_a_run_killed_mid_way_leaves_every_finished_case_on_disk(
 ) -> None:
     impl = write(module, slow=6)
     target = module.root / "partial.jsonl"
+    # A run killed outright cannot remove its scratch folder: it is made in the test's
+    # own folder, not left in the machine's temporary folder after every suite run.
+    temporary = module.root / "tmp"
+    temporary.mkdir()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -152,6 +157,7 @@ def test_a_run_killed_mid_way_leaves_every_finished_case_on_disk(
             str(target),
         ],
         cwd=module.root,
+        env={**os.environ, "TMPDIR": str(temporary)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
