@@ -20,6 +20,12 @@ left out (:func:`refusals` names what, and why, for :func:`cer.sandbox.expand`):
   written as a report or result, in this run or an earlier one, wherever the user
   pointed it (:func:`remember_outputs` keeps their list: ``cer run``'s reports, the
   merged results of ``cer merge -o``, the page of ``cer history --html``).
+- Everywhere, every Unix socket the machine has bound (:func:`machine_sockets`, as the
+  kernel lists them in ``/proc/net/unix``): a folder lent whole is bound into the
+  implementation's world with everything in it, and a server's socket in a subfolder
+  of the project (a database's data folder, an app server's ``tmp/sockets``) let a case
+  reach the server. Left out, it makes the folders above it lent entry by entry, and
+  the socket itself is not bound.
 
 An entry that holds something the rest of the policy allows (a virtual environment's
 ``.venv`` holding the interpreter, a folder on ``PATH``) stays allowed; so does every
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -57,7 +64,7 @@ _MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
 _RECORD_LIMIT = 2000
 """Lines past which the record of outputs is rewritten with the files still there."""
 
-Why = Literal["vcs", "cer", "not-importable", "output"]
+Why = Literal["vcs", "cer", "not-importable", "output", "socket"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,7 @@ class Refusal:
         what = {
             "vcs": "version-control metadata",
             "output": "a file cer wrote (results or a report)",
+            "socket": "a server's Unix socket (no socket the machine has bound is lent)",
             "not-importable": "not a module or package of the folders the implementation "
             "is imported from",
         }[self.why]
@@ -125,6 +133,9 @@ def refusals(
         real = os.path.realpath(path)
         if real not in allowed:
             found.setdefault(real, Refusal(real, "output"))
+    for real in machine_sockets():
+        if not any(_within(real, root) for root in allowed):
+            found.setdefault(real, Refusal(real, "socket"))
     wide = _wide_folders()
     for root in dict.fromkeys(os.path.realpath(path) for path in import_roots):
         # From the root folder or the home folder (a working directory of "/" in a
@@ -152,6 +163,30 @@ def refusals(
                         if os.path.lexists(inner):
                             refuse(inner, "vcs")
     return list(found.values())
+
+
+def machine_sockets(table: str = "/proc/net/unix") -> list[str]:
+    """The resolved paths of the Unix sockets bound in this network namespace, as the
+    kernel lists them, that are sockets at that path here (a path relative to its
+    server's folder, or one unlinked since, is not). Read when a run's policy is made: a
+    server that binds a socket later is not in the list."""
+    try:
+        with open(table, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()[1:]
+    except OSError:
+        return []
+    found: dict[str, None] = {}
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(fields[7]).st_mode):
+                continue
+        except OSError:
+            continue
+        found.setdefault(os.path.realpath(fields[7]), None)
+    return list(found)
 
 
 def _wide_folders() -> set[str]:
