@@ -12,6 +12,7 @@ command. The kernel interface itself is :mod:`cer.sandbox.landlock`.
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import stat
@@ -24,6 +25,7 @@ from cer.sandbox import landlock, privileges, seccomp, world
 
 __all__ = [
     "DISABLE_ENV",
+    "MODULE_SUFFIXES",
     "NETWORKS",
     "VCS_NAMES",
     "Network",
@@ -46,6 +48,10 @@ __all__ = [
 VCS_NAMES = (".git", ".hg", ".svn", ".jj")
 """Folders (or, for a git worktree, files) of version-control metadata: never lent on a
 guess, and left out of the folders lent entry by entry (:mod:`cer.sandbox.readset`)."""
+
+MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+"""The endings of the files Python's import system loads (``.py``, bytecode, compiled
+extensions): what a link lends, and what an import root lends of its top."""
 
 
 def in_checkout(folder: str) -> bool:
@@ -252,13 +258,6 @@ def expand(
     )
 
 
-def _module_file(name: str) -> bool:
-    """Whether a file of this name is one Python's import system loads."""
-    from importlib.machinery import all_suffixes
-
-    return name.endswith(tuple(all_suffixes()))
-
-
 def _package_folder(real: str) -> bool:
     """Whether the folder ``real`` holds a module (or an ``__init__.py``) at its top and
     no socket there: a package an import loads, not a server's folder."""
@@ -268,7 +267,7 @@ def _package_folder(real: str) -> bool:
             for entry in entries:
                 if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
                     return False
-                found = found or (entry.is_file() and _module_file(entry.name))
+                found = found or (entry.is_file() and entry.name.endswith(MODULE_SUFFIXES))
             return found
     except OSError:
         return False
@@ -329,7 +328,7 @@ class _Refused:
         if any(part in VCS_NAMES for part in real.split(os.sep)):
             return False
         if not os.path.isdir(real):
-            return _module_file(os.path.basename(real))
+            return real.endswith(MODULE_SUFFIXES)
         if real == "/" or os.path.dirname(real) == "/" or in_checkout(real):
             return False
         return not self.holds_refused(real) and _package_folder(real)

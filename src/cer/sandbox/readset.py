@@ -36,14 +36,13 @@ run's reports), which no option opens.
 
 from __future__ import annotations
 
-import importlib.machinery
 import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from cer.sandbox import VCS_NAMES
+from cer.sandbox import MODULE_SUFFIXES, VCS_NAMES
 
 __all__ = [
     "OUTPUTS_ENV",
@@ -60,7 +59,6 @@ OUTPUTS_ENV = "CER_OUTPUTS_RECORD"
 """Where the list of files cer has written is kept, when set (tests point it at a
 temporary file); by default ``$XDG_STATE_HOME/cer/outputs``."""
 
-_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
 _RECORD_LIMIT = 2000
 """Lines past which the record of outputs is rewritten with the files still there."""
 
@@ -209,7 +207,7 @@ def _importable(entry: os.DirEntry[str], namespaces: bool = True) -> bool:
         if not name.isidentifier():
             return False
         return namespaces or os.path.isfile(os.path.join(entry.path, "__init__.py"))
-    return name.endswith(_MODULE_SUFFIXES) and name.partition(".")[0].isidentifier()
+    return name.endswith(MODULE_SUFFIXES) and name.partition(".")[0].isidentifier()
 
 
 def _within(path: str, root: str) -> bool:
