@@ -317,6 +317,7 @@ def build(
     roots |= set(map(os.path.realpath, [*refusal_roots, *checkouts]))
     others = [path for path in named if os.path.realpath(path) not in roots]
     outputs = readset.remembered_outputs()
+    sockets = readset.machine_sockets()
     refused = readset.refusals(
         refusal_roots,
         python=kind_named(options.kind).python,
@@ -324,6 +325,7 @@ def build(
         named=others,
         extra=options.sandbox_read,
         outputs=outputs,
+        sockets=sockets,
     )
     if checkouts:
         found = {refusal.path for refusal in refused}
@@ -336,6 +338,7 @@ def build(
                 named=others,
                 extra=options.sandbox_read,
                 outputs=outputs,
+                sockets=sockets,
             )
             if refusal.path not in found
         ]

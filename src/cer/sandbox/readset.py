@@ -95,13 +95,15 @@ def refusals(
     named: Iterable[str],
     extra: Iterable[str],
     outputs: Iterable[str],
+    sockets: Iterable[str],
 ) -> list[Refusal]:
     """What to leave out of the import roots (see the module's docstring).
 
     ``kept``: paths cer keeps from the implementation whatever the options (the suite,
     ``.cer`` folders, this run's reports); ``named``: the other paths the policy allows
     (an entry holding one stays allowed); ``extra``: the user's ``sandbox_read``;
-    ``outputs``: files cer wrote in earlier runs."""
+    ``outputs``: files cer wrote in earlier runs; ``sockets``: the machine's bound Unix
+    sockets (:func:`machine_sockets`, read once for the run)."""
     allowed = [os.path.realpath(path) for path in extra]
     others = [os.path.realpath(path) for path in named]
     found: dict[str, Refusal] = {}
@@ -131,7 +133,7 @@ def refusals(
         real = os.path.realpath(path)
         if real not in allowed:
             found.setdefault(real, Refusal(real, "output"))
-    for real in machine_sockets():
+    for real in sockets:
         if not any(_within(real, root) for root in allowed):
             found.setdefault(real, Refusal(real, "socket"))
     wide = _wide_folders()
