@@ -55,6 +55,24 @@ def rehearse() -> None:
         execute_case(_REHEARSAL_TARGET, plaindata.loads(_REHEARSAL))
 
 
+_LD, _JEQ, _JGE, _JSET, _RET, _AND = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
+"""The classic BPF instructions the filters here are written with."""
+_ALLOW, _KILL, _ENOSYS = 0x7FFF0000, 0x80000000, 0x00050000 | 38
+"""Their answers. An attempt is not refused but ends the process (SIGSYS): a refusal
+the runner caused must never look like the implementation's own failure or refusal."""
+_ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7, "arm64": 0xC00000B7}
+
+
+def _start(machine: str) -> list[tuple[int, int, int, int]]:
+    """The start of every filter here: a call of another architecture, and on x86_64
+    an x32 one, ends the process; then the call's number is loaded."""
+    arch = _ARCHES[machine]
+    program = [(_LD, 0, 0, 4), (_JEQ, 1, 0, arch), (_RET, 0, 0, _KILL), (_LD, 0, 0, 0)]
+    if machine == "x86_64":
+        program += [(_JGE, 0, 1, 0x40000000), (_RET, 0, 0, _KILL)]  # the x32 system calls
+    return program
+
+
 def confine_memory_case() -> str | None:
     """Keep this process's memory where the kernel's account of it sees it, with a
     seccomp filter: no new process (threads it still may start) and no other program,
@@ -72,46 +90,37 @@ def confine_memory_case() -> str | None:
     machine = platform.machine()
     forks: tuple[int, ...]
     if machine == "x86_64":
-        arch, forks, clone, clone3, socket = 0xC000003E, (57, 58, 59, 322), 56, 435, 41
-        connect = 42
+        forks, clone, clone3, socket, connect = (57, 58, 59, 322), 56, 435, 41, 42
     elif machine in ("aarch64", "arm64"):
-        arch, forks, clone, clone3, socket = 0xC00000B7, (221, 281), 220, 435, 198
-        connect = 203
+        forks, clone, clone3, socket, connect = (221, 281), 220, 435, 198, 203
     else:
         return f"no seccomp filter is written for {machine}"
     io_uring = (425, 426, 427)  # io_uring_setup, io_uring_enter, io_uring_register
     af_unix = 1
-    ld, jeq, jge, jset, ret, and_ = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
-    # An attempt is not refused but ends the process (SIGSYS): a refusal the runner
-    # caused must never look like the implementation's own failure or refusal.
-    allow, kill, enosys = 0x7FFF0000, 0x80000000, 0x00050000 | 38
-    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld, 0, 0, 0)]
-    if arch == 0xC000003E:
-        program += [(jge, 0, 1, 0x40000000), (ret, 0, 0, kill)]  # the x32 system calls
+    program = _start(machine)
     # connect: a Unix socket reaches a server by its path (a helper another worker
     # started, which would hold the case's memory for it), and Landlock does not check
     # that path; a socket pair is connected already.
     for number in (*forks, *io_uring, connect):
-        program += [(jeq, 0, 1, number), (ret, 0, 0, kill)]
-    program += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]  # threads fall back to clone
+        program += [(_JEQ, 0, 1, number), (_RET, 0, 0, _KILL)]
+    program += [(_JEQ, 0, 1, clone3), (_RET, 0, 0, _ENOSYS)]  # threads fall back to clone
     program += [
-        (jeq, 0, 7, socket),
-        (ld, 0, 0, 16),  # the socket's family
-        (jeq, 0, 4, af_unix),
-        (ld, 0, 0, 24),  # its type: a datagram one sends to a path without connect
-        (and_, 0, 0, 0xF),
-        (jeq, 1, 0, 2),  # SOCK_DGRAM
-        (ret, 0, 0, allow),
-        (ret, 0, 0, kill),
+        (_JEQ, 0, 7, socket),
+        (_LD, 0, 0, 16),  # the socket's family
+        (_JEQ, 0, 4, af_unix),
+        (_LD, 0, 0, 24),  # its type: a datagram one sends to a path without connect
+        (_AND, 0, 0, 0xF),
+        (_JEQ, 1, 0, 2),  # SOCK_DGRAM
+        (_RET, 0, 0, _ALLOW),
+        (_RET, 0, 0, _KILL),
     ]
     program += [
-        (jeq, 0, 3, clone),
-        (ld, 0, 0, 16),  # the low half of clone's flags
-        (jset, 1, 0, 0x00010000),  # CLONE_THREAD: a thread, not a process
-        (ret, 0, 0, kill),
-        (ret, 0, 0, allow),
+        (_JEQ, 0, 3, clone),
+        (_LD, 0, 0, 16),  # the low half of clone's flags
+        (_JSET, 1, 0, 0x00010000),  # CLONE_THREAD: a thread, not a process
+        (_RET, 0, 0, _KILL),
+        (_RET, 0, 0, _ALLOW),
     ]
-
     return _install(program)
 
 
@@ -129,17 +138,15 @@ def confine_memory_buffers() -> str | None:
     machine = platform.machine()
     buffers: tuple[int, ...]
     if machine == "x86_64":
-        arch, buffers = 0xC000003E, (22, 293, 53, 41)  # pipe, pipe2, socketpair, socket
+        buffers = (22, 293, 53, 41)  # pipe, pipe2, socketpair, socket
     elif machine in ("aarch64", "arm64"):
-        arch, buffers = 0xC00000B7, (59, 199, 198)  # pipe2, socketpair, socket
+        buffers = (59, 199, 198)  # pipe2, socketpair, socket
     else:
         return f"no seccomp filter is written for {machine}"
-    ld, jeq, ret = 0x20, 0x15, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld, 0, 0, 0)]
+    program = _start(machine)
     for number in buffers:
-        program += [(jeq, 0, 1, number), (ret, 0, 0, kill)]
-    program.append((ret, 0, 0, allow))
+        program += [(_JEQ, 0, 1, number), (_RET, 0, 0, _KILL)]
+    program.append((_RET, 0, 0, _ALLOW))
     return _install(program)
 
 
