@@ -21,7 +21,7 @@ from cer import sandbox
 from cer.engine import editable
 from cer.engine.options import RunOptions
 from cer.engine.runner import run_suite
-from cer.model import Status
+from cer.model import RunResult, Status
 from cer.sandbox import shims
 from cer.suite.loader import load_suite
 
@@ -67,6 +67,14 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(root / "impl")
     monkeypatch.setenv("CER_TEST_SECRET", str(secret))
     return root
+
+
+def _run_python(root: Path, impl: str) -> RunResult:
+    """The checkout's suite run on the Python implementation ``impl``, sandboxed."""
+    return run_suite(
+        load_suite(root / "spec" / "evals.toml"),
+        RunOptions(impl=impl, timeout=10.0, sandbox="require"),
+    )
 
 
 def _run(root: Path, script: Path) -> tuple[Status, str]:
@@ -154,10 +162,7 @@ def test_a_module_linked_into_the_project_is_still_lent(checkout: Path, tmp_path
     (checkout / "impl" / "m.py").symlink_to(elsewhere / "m.py")
     (checkout / "impl" / "linkedpkg").symlink_to(elsewhere / "linkedpkg")
     (checkout / "spec" / "evals.toml").write_text(SUITE.replace(SECRET, "linked"), encoding="utf-8")
-    result = run_suite(
-        load_suite(checkout / "spec" / "evals.toml"),
-        RunOptions(impl="m:f", timeout=10.0, sandbox="require"),
-    )
+    result = _run_python(checkout, "m:f")
     assert [(r.status, r.reason) for r in result.results] == [(Status.PASS, None)]
 
 
@@ -188,10 +193,7 @@ def test_a_link_lends_only_what_an_import_loads(checkout: Path, tmp_path: Path) 
         "    return 'refused'\n",
         encoding="utf-8",
     )
-    result = run_suite(
-        load_suite(checkout / "spec" / "evals.toml"),
-        RunOptions(impl="m:f", timeout=10.0, sandbox="require"),
-    )
+    result = _run_python(checkout, "m:f")
     assert [(r.observation or {}).get("output") for r in result.results] == ["refused"]
     assert [r.status for r in result.results] == [Status.FAIL]
 
@@ -209,9 +211,6 @@ def test_a_checkout_one_level_below_the_working_directory_keeps_its_metadata(
         "    except OSError:\n        return 'refused'\n",
         encoding="utf-8",
     )
-    result = run_suite(
-        load_suite(checkout / "spec" / "evals.toml"),
-        RunOptions(impl="reader:f", timeout=10.0, sandbox="require"),
-    )
+    result = _run_python(checkout, "reader:f")
     (case,) = result.results
     assert (case.status, (case.observation or {}).get("output")) == (Status.FAIL, "refused")
